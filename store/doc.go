@@ -1,0 +1,27 @@
+// Package store is the contract between latch's engine and API and the
+// databases that hold its state.
+//
+// A Store speaks in business operations — Admit, Claim, Heartbeat, Complete,
+// Fail, Cancel, Delete, Rescue, Prune, plus reads and tenant records — and
+// every operation that changes state is atomic: one SQL transaction or one
+// Lua script. No caller ever checks in one call and acts in another; the
+// check-then-act races latch exists to end (a dedup pre-claim written apart
+// from the row it guards, a "nothing is running" check apart from the insert
+// of the run) cannot happen because there is no window between check and act.
+//
+// Every backend must pass the conformance suite in package storetest with the
+// race detector on. The invariants it checks are those of DESIGN.md:
+//
+//	I1 dedup      a live (tenant, dedup_key) maps to exactly one execution.
+//	I2 queue      each queued execution has one queue entry; an attempt starts once.
+//	I3 quota      Tenant.Inflight == count of queued+scheduled+running, never above
+//	              MaxInflight through admission, never leaked by any exit path.
+//	I5 fencing    Heartbeat, Complete and Fail change state only with the current
+//	              lease token.
+//	I8 durability an operation that returned nil is committed.
+//	I9 liveness   an execution whose worker died is claimable again after its lease
+//	              expires and Rescue runs.
+//
+// The package imports only the standard library so that backends, the engine
+// and the API can all depend on it without cycles.
+package store

@@ -1,0 +1,37 @@
+package store
+
+import "errors"
+
+// Sentinel errors. Backends wrap them with %w; callers test with errors.Is.
+// "Retry" below says whether repeating the same call may succeed.
+var (
+	// ErrNotFound: the execution, tenant or key does not exist, or belongs to
+	// another tenant (the two are indistinguishable by design). Retry: no.
+	ErrNotFound = errors.New("not found")
+
+	// ErrTenantExists: CreateTenant with a name already taken. Retry: no.
+	ErrTenantExists = errors.New("tenant exists")
+
+	// ErrQuotaExceeded: admitting would make the tenant's inflight exceed its
+	// max_inflight. Nothing was written. Retry: yes, once work finishes.
+	ErrQuotaExceeded = errors.New("quota exceeded")
+
+	// ErrDedupKeyReused: the tenant's dedup key maps to a live execution that
+	// was submitted with a different kind or payload. Retry: no.
+	ErrDedupKeyReused = errors.New("dedup key reused with a different kind or payload")
+
+	// ErrLeaseLost: the lease token is not the execution's current one (the
+	// lease expired and was rescued, the execution was cancelled and stopped,
+	// force deleted, or already finished). Nothing was changed. Retry: no; the
+	// worker must abandon the attempt.
+	ErrLeaseLost = errors.New("lease lost")
+
+	// ErrNotTerminal: Delete without Force of an execution that is still
+	// scheduled, queued or running. Retry: yes, after it finishes.
+	ErrNotTerminal = errors.New("execution is not terminal")
+
+	// ErrInvalid: the parameters break a rule the store enforces (an empty
+	// kind, a negative limit). Callers validate first; this is a backstop.
+	// Retry: no.
+	ErrInvalid = errors.New("invalid parameters")
+)

@@ -1,0 +1,112 @@
+package store
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Status is the state of an execution.
+type Status string
+
+// The statuses of API.md. The last four are terminal.
+const (
+	StatusScheduled Status = "scheduled" // run_at in the future (first run or retry backoff)
+	StatusQueued    Status = "queued"    // ready to be claimed
+	StatusRunning   Status = "running"   // leased to a worker
+	StatusSucceeded Status = "succeeded"
+	StatusFailed    Status = "failed"
+	StatusCancelled Status = "cancelled"
+	StatusSkipped   Status = "skipped" // a schedule tick dropped by the overlap policy
+)
+
+// Terminal reports whether no further transition can happen.
+func (s Status) Terminal() bool {
+	switch s {
+	case StatusSucceeded, StatusFailed, StatusCancelled, StatusSkipped:
+		return true
+	}
+	return false
+}
+
+// Inflight reports whether an execution in this status holds a quota slot.
+func (s Status) Inflight() bool {
+	return s == StatusScheduled || s == StatusQueued || s == StatusRunning
+}
+
+// Valid reports whether s is one of the defined statuses.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusScheduled, StatusQueued, StatusRunning,
+		StatusSucceeded, StatusFailed, StatusCancelled, StatusSkipped:
+		return true
+	}
+	return false
+}
+
+// Execution is one requested run of a job kind. Optional fields use the zero
+// value for "none": an empty DedupKey, ConcurrencyKey, RateKey or Schedule,
+// a nil Result, an empty Error, nil times.
+type Execution struct {
+	ID               string
+	Tenant           string
+	Kind             string
+	Queue            string
+	Priority         int
+	Status           Status
+	DedupKey         string
+	ConcurrencyKey   string
+	ConcurrencyLimit int // meaningful only with ConcurrencyKey
+	RateKey          string
+	Payload          json.RawMessage // canonical JSON, never nil
+	Result           json.RawMessage // nil until succeeded
+	Error            string          // last failure message
+	Attempt          int             // number of starts so far
+	MaxAttempts      int
+	TimeoutSeconds   int
+	Schedule         string
+
+	CreatedAt  time.Time
+	RunAt      time.Time
+	StartedAt  *time.Time // start of the latest attempt
+	FinishedAt *time.Time
+
+	// CancelRequested is set by Cancel on a running execution: the worker
+	// learns it from its heartbeat and the execution ends cancelled.
+	CancelRequested bool
+	// WorkerID and LeaseExpiresAt describe the current lease while running.
+	WorkerID       string
+	LeaseExpiresAt *time.Time
+}
+
+// Lease is one claimed attempt handed to a worker. Token fences every later
+// call for this attempt: it is valid only while this attempt holds the lease.
+type Lease struct {
+	ExecutionID    string
+	Tenant         string
+	Token          string
+	Kind           string
+	Queue          string
+	Payload        json.RawMessage
+	Attempt        int
+	MaxAttempts    int
+	TimeoutSeconds int
+	ExpiresAt      time.Time
+}
+
+// Tenant is a tenant record. Inflight is the number of its executions that
+// are scheduled, queued or running.
+type Tenant struct {
+	Name        string
+	MaxInflight int
+	Inflight    int
+	DedupTTL    time.Duration
+	Retention   time.Duration
+	CreatedAt   time.Time
+}
+
+// Defaults for tenants created without explicit settings (API.md).
+const (
+	DefaultMaxInflight = 10000
+	DefaultDedupTTL    = 7 * 24 * time.Hour
+	DefaultRetention   = 7 * 24 * time.Hour
+)

@@ -1,0 +1,347 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Store is the set of atomic business operations latch runs on. Every method
+// that changes state does so in one indivisible step (one transaction, one
+// script) and returns an error wrapping one of this package's sentinels when
+// a business rule refuses it. A nil error means the change is durable to the
+// backend's stated degree (I8).
+//
+// Times: every Params struct carries Now. Backends use it, never the wall
+// clock, for everything they compare or record, so tests can drive leases,
+// backoff and retention with a fake clock. A zero Now means time.Now().
+type Store interface {
+	// Admit submits a group of executions for one tenant. Items are decided
+	// one by one in order, as if submitted singly, and committed together:
+	// a later item sees earlier ones (two items with one dedup key get one
+	// execution). A per-item refusal (quota, reused key, invalid) is reported
+	// in that item's Err and does not affect the others. The returned error
+	// is for the whole call: ErrNotFound for an unknown tenant, or a backend
+	// failure, in which case nothing was admitted.
+	Admit(ctx context.Context, p *AdmitParams) (*AdmitResult, error)
+
+	// Claim leases up to Max ready executions (queued, or scheduled with
+	// RunAt <= Now), highest priority first, then oldest RunAt, each to
+	// WorkerID for LeaseDuration. Each claimed execution becomes running, its
+	// Attempt grows by one and it gets a fresh lease token. The execution row
+	// stays the one durable copy: a claim never deletes it.
+	Claim(ctx context.Context, p *ClaimParams) (*ClaimResult, error)
+
+	// Heartbeat extends a running execution's lease. ErrLeaseLost unless
+	// Token is the current lease token of a running execution.
+	Heartbeat(ctx context.Context, p *HeartbeatParams) (*HeartbeatResult, error)
+
+	// Complete ends the attempt as succeeded with Result. Fenced like
+	// Heartbeat. Frees the quota slot.
+	Complete(ctx context.Context, p *CompleteParams) (*Execution, error)
+
+	// Fail ends the attempt. If cancel was requested the execution becomes
+	// cancelled. Otherwise, if Retry is set and attempts remain, it is queued
+	// again (scheduled at Now+RetryDelay); else it becomes failed. Fenced.
+	Fail(ctx context.Context, p *FailParams) (*Execution, error)
+
+	// Release gives a running attempt back without counting it (graceful
+	// shutdown): the execution is queued again with its Attempt restored, or
+	// cancelled if cancel was requested. Fenced.
+	Release(ctx context.Context, p *ReleaseParams) (*Execution, error)
+
+	// Cancel cancels an execution. Scheduled or queued: cancelled at once,
+	// quota freed. Running: CancelRequested is recorded durably; the worker
+	// learns it from its heartbeat and the execution ends cancelled when the
+	// worker stops or its lease expires. Terminal: unchanged.
+	Cancel(ctx context.Context, p *CancelParams) (*Execution, error)
+
+	// Delete removes a terminal execution (ErrNotTerminal otherwise) or, with
+	// Force, any execution: the row, its quota slot and its dedup key go at
+	// once. A worker holding a lease on it gets ErrLeaseLost from then on.
+	Delete(ctx context.Context, p *DeleteParams) error
+
+	// Rescue ends every lease that expired before Now: cancelled if cancel
+	// was requested, queued again (claimable at once) while attempts remain,
+	// else failed. Fenced: an execution that completed in the meantime is
+	// left as it is.
+	Rescue(ctx context.Context, p *RescueParams) (*RescueResult, error)
+
+	// Promote moves scheduled executions whose RunAt has come to queued. It is
+	// housekeeping for readers: Claim already takes due scheduled executions.
+	Promote(ctx context.Context, p *PromoteParams) (*PromoteResult, error)
+
+	// Prune deletes terminal executions finished more than their tenant's
+	// retention ago, together with their dedup keys, and dedup keys whose
+	// TTL has passed.
+	Prune(ctx context.Context, p *PruneParams) (*PruneResult, error)
+
+	// Get reads one execution. Tenant "" reads any tenant's.
+	Get(ctx context.Context, p *GetParams) (*Execution, error)
+
+	// List reads executions newest first, filtered, one page at a time.
+	List(ctx context.Context, p *ListParams) (*ListResult, error)
+
+	CreateTenant(ctx context.Context, p *CreateTenantParams) (*Tenant, error)
+	GetTenant(ctx context.Context, p *GetTenantParams) (*Tenant, error)
+	UpdateTenant(ctx context.Context, p *UpdateTenantParams) (*Tenant, error)
+
+	// AddAPIKey stores another key hash for a tenant.
+	AddAPIKey(ctx context.Context, p *AddAPIKeyParams) error
+	// LookupAPIKey resolves a key hash; ErrNotFound if unknown.
+	LookupAPIKey(ctx context.Context, p *LookupAPIKeyParams) (*APIKey, error)
+	// EnsureAdminKey stores KeyHash as the admin key if no admin key exists
+	// yet, atomically. Created reports whether this call stored it.
+	EnsureAdminKey(ctx context.Context, p *EnsureAdminKeyParams) (*EnsureAdminKeyResult, error)
+
+	// Ping checks that the backend answers.
+	Ping(ctx context.Context) error
+	// Close releases the backend's resources.
+	Close() error
+}
+
+// Notifier is an optional capability: a backend that can tell when
+// executions changed (a submit, a finish) lets workers and waiters wake at
+// once instead of polling. Changed returns a channel that is closed at the
+// next change after the call. Callers still poll as a fallback.
+type Notifier interface {
+	Changed() <-chan struct{}
+}
+
+// Defaults applied by Admit to zero fields.
+const (
+	DefaultQueue            = "default"
+	DefaultMaxAttempts      = 3
+	DefaultTimeoutSeconds   = 300
+	DefaultConcurrencyLimit = 1
+)
+
+// Submission is one execution to admit.
+type Submission struct {
+	// ID is the new execution's id; empty lets the backend generate a
+	// time-ordered UUIDv7.
+	ID       string
+	Kind     string
+	Queue    string // "" = DefaultQueue
+	Priority int
+	// Payload is canonical JSON (see CanonicalJSON); dedup compares it
+	// byte for byte. nil means {}.
+	Payload  json.RawMessage
+	DedupKey string
+	// RunAt: zero or not after Now means queued now; later means scheduled.
+	RunAt            time.Time
+	MaxAttempts      int // 0 = DefaultMaxAttempts
+	TimeoutSeconds   int // 0 = DefaultTimeoutSeconds
+	ConcurrencyKey   string
+	ConcurrencyLimit int // 0 = DefaultConcurrencyLimit when ConcurrencyKey is set
+	RateKey          string
+	Schedule         string
+}
+
+// AdmitParams are the arguments of Store.Admit.
+type AdmitParams struct {
+	Tenant string
+	Items  []Submission
+	Now    time.Time
+}
+
+// AdmitResult holds one Admitted per item, in order.
+type AdmitResult struct {
+	Items []Admitted
+}
+
+// Admitted is the outcome of one Submission. Exactly one of Execution and
+// Err is set. Deduplicated is true when the dedup key mapped to an existing
+// execution, which is returned as it is now. Err wraps ErrQuotaExceeded,
+// ErrDedupKeyReused or ErrInvalid.
+type Admitted struct {
+	Execution    *Execution
+	Deduplicated bool
+	Err          error
+}
+
+// ClaimParams are the arguments of Store.Claim.
+type ClaimParams struct {
+	WorkerID      string
+	Tenant        string   // "" = every tenant
+	Queues        []string // empty = every queue
+	Kinds         []string // empty = every kind
+	Max           int      // at least 1
+	LeaseDuration time.Duration
+	Now           time.Time
+}
+
+// ClaimResult lists the leases handed out, possibly none.
+type ClaimResult struct {
+	Leases []Lease
+}
+
+// HeartbeatParams are the arguments of Store.Heartbeat.
+type HeartbeatParams struct {
+	ExecutionID   string
+	Tenant        string // "" = any tenant
+	Token         string
+	LeaseDuration time.Duration
+	Now           time.Time
+}
+
+// HeartbeatResult tells the worker its new deadline and whether to stop.
+type HeartbeatResult struct {
+	ExpiresAt       time.Time
+	CancelRequested bool
+}
+
+// CompleteParams are the arguments of Store.Complete.
+type CompleteParams struct {
+	ExecutionID string
+	Tenant      string
+	Token       string
+	Result      json.RawMessage // nil = null
+	Now         time.Time
+}
+
+// FailParams are the arguments of Store.Fail.
+type FailParams struct {
+	ExecutionID string
+	Tenant      string
+	Token       string
+	Error       string
+	Retry       bool
+	RetryDelay  time.Duration
+	Now         time.Time
+}
+
+// ReleaseParams are the arguments of Store.Release.
+type ReleaseParams struct {
+	ExecutionID string
+	Tenant      string
+	Token       string
+	Now         time.Time
+}
+
+// CancelParams are the arguments of Store.Cancel.
+type CancelParams struct {
+	Tenant string // "" = any tenant
+	ID     string
+	Now    time.Time
+}
+
+// DeleteParams are the arguments of Store.Delete.
+type DeleteParams struct {
+	Tenant string // "" = any tenant
+	ID     string
+	Force  bool
+	Now    time.Time
+}
+
+// RescueParams are the arguments of Store.Rescue.
+type RescueParams struct {
+	Now   time.Time
+	Limit int // at most this many per call; 0 = 1000
+}
+
+// RescueResult counts what Rescue did with expired leases.
+type RescueResult struct {
+	Requeued, Failed, Cancelled int
+}
+
+// PromoteParams are the arguments of Store.Promote.
+type PromoteParams struct {
+	Now   time.Time
+	Limit int // 0 = 1000
+}
+
+// PromoteResult counts promoted executions.
+type PromoteResult struct {
+	Promoted int
+}
+
+// PruneParams are the arguments of Store.Prune.
+type PruneParams struct {
+	Now   time.Time
+	Limit int // at most this many executions per call; 0 = 1000
+}
+
+// PruneResult counts what Prune removed.
+type PruneResult struct {
+	Executions int
+	DedupKeys  int
+}
+
+// GetParams are the arguments of Store.Get.
+type GetParams struct {
+	Tenant string // "" = any tenant
+	ID     string
+}
+
+// ListParams filter and page Store.List. Empty filters match everything.
+type ListParams struct {
+	Tenant   string // "" = every tenant
+	Status   Status
+	Kind     string
+	Queue    string
+	DedupKey string
+	Schedule string
+	Limit    int    // 1..500; 0 = 50
+	After    string // an execution id from a previous page's Next; "" = first page
+}
+
+// ListResult is one page, newest first. Next is the After of the next page,
+// "" when this is the last.
+type ListResult struct {
+	Items []*Execution
+	Next  string
+}
+
+// CreateTenantParams are the arguments of Store.CreateTenant. Zero settings
+// take the package defaults.
+type CreateTenantParams struct {
+	Name        string
+	MaxInflight int
+	DedupTTL    time.Duration
+	Retention   time.Duration
+	KeyHash     string // the first API key, hashed
+	Now         time.Time
+}
+
+// GetTenantParams are the arguments of Store.GetTenant.
+type GetTenantParams struct {
+	Name string
+}
+
+// UpdateTenantParams change the non-nil settings.
+type UpdateTenantParams struct {
+	Name        string
+	MaxInflight *int
+	DedupTTL    *time.Duration
+	Retention   *time.Duration
+}
+
+// AddAPIKeyParams are the arguments of Store.AddAPIKey.
+type AddAPIKeyParams struct {
+	Tenant  string
+	KeyHash string
+	Now     time.Time
+}
+
+// LookupAPIKeyParams are the arguments of Store.LookupAPIKey.
+type LookupAPIKeyParams struct {
+	KeyHash string
+}
+
+// APIKey is what a key hash resolves to: the admin, or one tenant.
+type APIKey struct {
+	Admin  bool
+	Tenant string
+}
+
+// EnsureAdminKeyParams are the arguments of Store.EnsureAdminKey.
+type EnsureAdminKeyParams struct {
+	KeyHash string
+	Now     time.Time
+}
+
+// EnsureAdminKeyResult reports whether the key was stored by this call.
+type EnsureAdminKeyResult struct {
+	Created bool
+}

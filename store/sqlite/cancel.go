@@ -1,0 +1,84 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/latch-run/latch/store"
+)
+
+// Cancel implements store.Store. Cancel of a running execution is a durable
+// flag on its row, not a message: the worker reads it from every heartbeat,
+// and Fail, Release or Rescue turn it into the cancelled status.
+func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Execution, error) {
+	t := now(p.Now)
+	var e *store.Execution
+	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+		cur, err := getExecution(ctx, tx, p.Tenant, p.ID)
+		if err != nil {
+			return false, err
+		}
+		switch cur.Status {
+		case store.StatusQueued, store.StatusScheduled:
+			if err := finish(ctx, tx, cur.ID, cur.Tenant, store.StatusCancelled, sql.NullString{}, "", t); err != nil {
+				return false, err
+			}
+		case store.StatusRunning:
+			if cur.CancelRequested {
+				e = cur
+				return false, nil
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE executions SET cancel_requested = 1 WHERE id = ?`, cur.ID); err != nil {
+				return false, fmt.Errorf("sqlite: cancel: %w", err)
+			}
+		default:
+			e = cur
+			return false, nil
+		}
+		e, err = getExecution(ctx, tx, "", cur.ID)
+		return true, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Delete implements store.Store. The row, its dedup key (compare-and-delete:
+// only a key that still names this execution) and, for an execution still in
+// flight, its quota slot all go in one transaction.
+func (s *Store) Delete(ctx context.Context, p *store.DeleteParams) error {
+	return s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+		cur, err := getExecution(ctx, tx, p.Tenant, p.ID)
+		if err != nil {
+			return false, err
+		}
+		if !cur.Status.Terminal() && !p.Force {
+			return false, fmt.Errorf("execution %s is %s: %w", cur.ID, cur.Status, store.ErrNotTerminal)
+		}
+		if err := deleteExecutions(ctx, tx, []string{cur.ID}); err != nil {
+			return false, err
+		}
+		if cur.Status.Inflight() {
+			if _, err := tx.ExecContext(ctx, `UPDATE tenants SET inflight = inflight - 1 WHERE name = ?`, cur.Tenant); err != nil {
+				return false, fmt.Errorf("sqlite: delete: %w", err)
+			}
+		}
+		return true, nil
+	})
+}
+
+// deleteExecutions removes executions and the dedup keys that still map to
+// them. It does not touch quota.
+func deleteExecutions(ctx context.Context, tx *sql.Tx, ids []string) error {
+	for _, id := range ids {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM dedup_keys WHERE execution_id = ?`, id); err != nil {
+			return fmt.Errorf("sqlite: delete dedup key: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM executions WHERE id = ?`, id); err != nil {
+			return fmt.Errorf("sqlite: delete execution: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,156 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/latch-run/latch/store"
+)
+
+// leased is the part of an execution that fenced operations decide on.
+type leased struct {
+	tenant          string
+	attempt         int
+	maxAttempts     int
+	cancelRequested bool
+}
+
+// fence loads a running execution whose current lease token is token.
+// Anything else — no such execution, another tenant's, not running, another
+// token — is ErrLeaseLost, and the caller changes nothing (I5).
+func fence(ctx context.Context, tx *sql.Tx, id, tenant, token string) (*leased, error) {
+	var l leased
+	var cancel int
+	err := tx.QueryRowContext(ctx, `SELECT tenant, attempt, max_attempts, cancel_requested
+		FROM executions WHERE id = ? AND status = 'running' AND lease_token = ?`, id, token).
+		Scan(&l.tenant, &l.attempt, &l.maxAttempts, &cancel)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && tenant != "" && l.tenant != tenant) {
+		return nil, fmt.Errorf("execution %s: %w", id, store.ErrLeaseLost)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: fence: %w", err)
+	}
+	l.cancelRequested = cancel != 0
+	return &l, nil
+}
+
+// Heartbeat implements store.Store.
+func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
+	t := now(p.Now)
+	lease := p.LeaseDuration
+	if lease <= 0 {
+		lease = DefaultLease
+	}
+	var res store.HeartbeatResult
+	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+		l, err := fence(ctx, tx, p.ExecutionID, p.Tenant, p.Token)
+		if err != nil {
+			return false, err
+		}
+		expires := t.Add(lease)
+		if _, err := tx.ExecContext(ctx, `UPDATE executions SET lease_expires_at = ? WHERE id = ?`,
+			ns(expires), p.ExecutionID); err != nil {
+			return false, fmt.Errorf("sqlite: heartbeat: %w", err)
+		}
+		res = store.HeartbeatResult{ExpiresAt: expires.UTC(), CancelRequested: l.cancelRequested}
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Complete implements store.Store.
+func (s *Store) Complete(ctx context.Context, p *store.CompleteParams) (*store.Execution, error) {
+	t := now(p.Now)
+	return s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, func(tx *sql.Tx, l *leased) error {
+		result := sql.NullString{String: string(p.Result), Valid: p.Result != nil}
+		return finish(ctx, tx, p.ExecutionID, l.tenant, store.StatusSucceeded, result, "", t)
+	})
+}
+
+// Fail implements store.Store.
+func (s *Store) Fail(ctx context.Context, p *store.FailParams) (*store.Execution, error) {
+	t := now(p.Now)
+	return s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, func(tx *sql.Tx, l *leased) error {
+		switch {
+		case l.cancelRequested:
+			return finish(ctx, tx, p.ExecutionID, l.tenant, store.StatusCancelled, sql.NullString{}, p.Error, t)
+		case p.Retry && l.attempt < l.maxAttempts:
+			return requeue(ctx, tx, p.ExecutionID, p.Error, t.Add(max(p.RetryDelay, 0)), t, 0)
+		default:
+			return finish(ctx, tx, p.ExecutionID, l.tenant, store.StatusFailed, sql.NullString{}, p.Error, t)
+		}
+	})
+}
+
+// Release implements store.Store.
+func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Execution, error) {
+	t := now(p.Now)
+	return s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, func(tx *sql.Tx, l *leased) error {
+		if l.cancelRequested {
+			return finish(ctx, tx, p.ExecutionID, l.tenant, store.StatusCancelled, sql.NullString{}, "", t)
+		}
+		return requeue(ctx, tx, p.ExecutionID, "", t, t, 1)
+	})
+}
+
+// afterLease runs a fenced state change and returns the execution after it.
+func (s *Store) afterLease(ctx context.Context, id, tenant, token string,
+	change func(tx *sql.Tx, l *leased) error) (*store.Execution, error) {
+	var e *store.Execution
+	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+		l, err := fence(ctx, tx, id, tenant, token)
+		if err != nil {
+			return false, err
+		}
+		if err := change(tx, l); err != nil {
+			return false, err
+		}
+		e, err = getExecution(ctx, tx, "", id)
+		return true, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// requeue ends a running attempt and makes the execution claimable again at
+// runAt (scheduled if that is later than t). giveBack undoes the attempt's
+// count (1 for a released attempt, 0 otherwise). The quota slot stays taken.
+func requeue(ctx context.Context, tx *sql.Tx, id, errMsg string, runAt, t time.Time, giveBack int) error {
+	status := store.StatusQueued
+	if runAt.After(t) {
+		status = store.StatusScheduled
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE executions SET status = ?, run_at = ?,
+		attempt = attempt - ?, error = COALESCE(?, error),
+		lease_token = NULL, worker_id = NULL, lease_expires_at = NULL WHERE id = ?`,
+		string(status), ns(runAt), giveBack, nullString(errMsg), id)
+	if err != nil {
+		return fmt.Errorf("sqlite: requeue: %w", err)
+	}
+	return nil
+}
+
+// finish moves an in-flight execution to a terminal status and frees its
+// tenant's quota slot in the same transaction (I3).
+func finish(ctx context.Context, tx *sql.Tx, id, tenant string, status store.Status,
+	result sql.NullString, errMsg string, t time.Time) error {
+	_, err := tx.ExecContext(ctx, `UPDATE executions SET status = ?, result = ?,
+		error = COALESCE(?, error), finished_at = ?,
+		lease_token = NULL, worker_id = NULL, lease_expires_at = NULL WHERE id = ?`,
+		string(status), result, nullString(errMsg), ns(t), id)
+	if err != nil {
+		return fmt.Errorf("sqlite: finish: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE tenants SET inflight = inflight - 1 WHERE name = ?`, tenant); err != nil {
+		return fmt.Errorf("sqlite: finish: %w", err)
+	}
+	return nil
+}

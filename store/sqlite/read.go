@@ -1,0 +1,141 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/latch-run/latch/store"
+)
+
+const executionColumns = `id, tenant, kind, queue, priority, status, dedup_key, concurrency_key,
+	concurrency_limit, rate_key, payload, result, error, attempt, max_attempts, timeout_seconds,
+	schedule, created_at, run_at, started_at, finished_at, cancel_requested, worker_id, lease_expires_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanExecution(row scanner) (*store.Execution, error) {
+	var (
+		e                                        store.Execution
+		dedup, ckey, rkey, result, errMsg, sched sql.NullString
+		worker                                   sql.NullString
+		climit                                   sql.NullInt64
+		status, payload                          string
+		created, runAt                           int64
+		started, finished, leaseExp              sql.NullInt64
+		cancelReq                                int
+	)
+	err := row.Scan(&e.ID, &e.Tenant, &e.Kind, &e.Queue, &e.Priority, &status, &dedup, &ckey,
+		&climit, &rkey, &payload, &result, &errMsg, &e.Attempt, &e.MaxAttempts, &e.TimeoutSeconds,
+		&sched, &created, &runAt, &started, &finished, &cancelReq, &worker, &leaseExp)
+	if err != nil {
+		return nil, err
+	}
+	e.Status = store.Status(status)
+	e.DedupKey, e.ConcurrencyKey, e.RateKey = dedup.String, ckey.String, rkey.String
+	e.ConcurrencyLimit = int(climit.Int64)
+	e.Payload = json.RawMessage(payload)
+	if result.Valid {
+		e.Result = json.RawMessage(result.String)
+	}
+	e.Error, e.Schedule, e.WorkerID = errMsg.String, sched.String, worker.String
+	e.CreatedAt, e.RunAt = fromNS(created), fromNS(runAt)
+	e.StartedAt, e.FinishedAt, e.LeaseExpiresAt = nullTime(started), nullTime(finished), nullTime(leaseExp)
+	e.CancelRequested = cancelReq != 0
+	return &e, nil
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// getExecution reads one execution; tenant "" matches any tenant.
+func getExecution(ctx context.Context, q querier, tenant, id string) (*store.Execution, error) {
+	query := `SELECT ` + executionColumns + ` FROM executions WHERE id = ?`
+	args := []any{id}
+	if tenant != "" {
+		query += ` AND tenant = ?`
+		args = append(args, tenant)
+	}
+	e, err := scanExecution(q.QueryRowContext(ctx, query, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("execution %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get execution: %w", err)
+	}
+	return e, nil
+}
+
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, p *store.GetParams) (*store.Execution, error) {
+	return getExecution(ctx, s.read, p.Tenant, p.ID)
+}
+
+// List implements store.Store.
+func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResult, error) {
+	limit := p.Limit
+	if limit == 0 {
+		limit = 50
+	}
+	if limit < 0 || limit > 500 {
+		return nil, fmt.Errorf("%w: limit %d not in 1..500", store.ErrInvalid, p.Limit)
+	}
+	var where []string
+	var args []any
+	add := func(cond string, v any) {
+		where = append(where, cond)
+		args = append(args, v)
+	}
+	if p.Tenant != "" {
+		add("tenant = ?", p.Tenant)
+	}
+	if p.Status != "" {
+		add("status = ?", string(p.Status))
+	}
+	if p.Kind != "" {
+		add("kind = ?", p.Kind)
+	}
+	if p.Queue != "" {
+		add("queue = ?", p.Queue)
+	}
+	if p.DedupKey != "" {
+		add("dedup_key = ?", p.DedupKey)
+	}
+	if p.Schedule != "" {
+		add("schedule = ?", p.Schedule)
+	}
+	if p.After != "" {
+		add("id < ?", p.After)
+	}
+	query := `SELECT ` + executionColumns + ` FROM executions`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	query += ` ORDER BY id DESC LIMIT ?`
+	args = append(args, limit+1)
+	rows, err := s.read.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list: %w", err)
+	}
+	defer rows.Close()
+	res := &store.ListResult{}
+	for rows.Next() {
+		e, err := scanExecution(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list: %w", err)
+		}
+		res.Items = append(res.Items, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list: %w", err)
+	}
+	if len(res.Items) > limit {
+		res.Items = res.Items[:limit]
+		res.Next = res.Items[limit-1].ID
+	}
+	return res, nil
+}

@@ -1,0 +1,170 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/latch-run/latch/store"
+)
+
+// CreateTenant implements store.Store.
+func (s *Store) CreateTenant(ctx context.Context, p *store.CreateTenantParams) (*store.Tenant, error) {
+	t := now(p.Now)
+	ten := &store.Tenant{
+		Name:        p.Name,
+		MaxInflight: p.MaxInflight,
+		DedupTTL:    p.DedupTTL,
+		Retention:   p.Retention,
+		CreatedAt:   fromNS(ns(t)),
+	}
+	if ten.MaxInflight == 0 {
+		ten.MaxInflight = store.DefaultMaxInflight
+	}
+	if ten.DedupTTL == 0 {
+		ten.DedupTTL = store.DefaultDedupTTL
+	}
+	if ten.Retention == 0 {
+		ten.Retention = store.DefaultRetention
+	}
+	if p.Name == "" || ten.MaxInflight < 0 || ten.DedupTTL < 0 || ten.Retention < 0 {
+		return nil, fmt.Errorf("%w: tenant name empty or negative setting", store.ErrInvalid)
+	}
+	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+		_, err := tx.ExecContext(ctx, `INSERT INTO tenants (name, max_inflight, dedup_ttl, retention, created_at)
+			VALUES (?, ?, ?, ?, ?)`, ten.Name, ten.MaxInflight, int64(ten.DedupTTL), int64(ten.Retention), ns(t))
+		if isUniqueViolation(err) {
+			return false, fmt.Errorf("tenant %q: %w", p.Name, store.ErrTenantExists)
+		}
+		if err != nil {
+			return false, fmt.Errorf("sqlite: create tenant: %w", err)
+		}
+		if p.KeyHash != "" {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO api_keys (hash, tenant, created_at) VALUES (?, ?, ?)`,
+				p.KeyHash, p.Name, ns(t)); err != nil {
+				return false, fmt.Errorf("sqlite: create tenant key: %w", err)
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ten, nil
+}
+
+// GetTenant implements store.Store.
+func (s *Store) GetTenant(ctx context.Context, p *store.GetTenantParams) (*store.Tenant, error) {
+	return getTenant(ctx, s.read, p.Name)
+}
+
+func getTenant(ctx context.Context, q querier, name string) (*store.Tenant, error) {
+	var ten store.Tenant
+	var ttl, ret, created int64
+	err := q.QueryRowContext(ctx, `SELECT name, max_inflight, inflight, dedup_ttl, retention, created_at
+		FROM tenants WHERE name = ?`, name).Scan(&ten.Name, &ten.MaxInflight, &ten.Inflight, &ttl, &ret, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("tenant %q: %w", name, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get tenant: %w", err)
+	}
+	ten.DedupTTL, ten.Retention, ten.CreatedAt = durationNS(ttl), durationNS(ret), fromNS(created)
+	return &ten, nil
+}
+
+// UpdateTenant implements store.Store.
+func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (*store.Tenant, error) {
+	var ten *store.Tenant
+	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+		var sets []string
+		var args []any
+		if p.MaxInflight != nil {
+			sets, args = append(sets, "max_inflight = ?"), append(args, *p.MaxInflight)
+		}
+		if p.DedupTTL != nil {
+			sets, args = append(sets, "dedup_ttl = ?"), append(args, int64(*p.DedupTTL))
+		}
+		if p.Retention != nil {
+			sets, args = append(sets, "retention = ?"), append(args, int64(*p.Retention))
+		}
+		if len(sets) > 0 {
+			args = append(args, p.Name)
+			if _, err := tx.ExecContext(ctx, `UPDATE tenants SET `+strings.Join(sets, ", ")+` WHERE name = ?`, args...); err != nil {
+				return false, fmt.Errorf("sqlite: update tenant: %w", err)
+			}
+		}
+		var err error
+		ten, err = getTenant(ctx, tx, p.Name)
+		return false, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ten, nil
+}
+
+// AddAPIKey implements store.Store.
+func (s *Store) AddAPIKey(ctx context.Context, p *store.AddAPIKeyParams) error {
+	t := now(p.Now)
+	return s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+		if _, err := getTenant(ctx, tx, p.Tenant); err != nil {
+			return false, err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (hash, tenant, created_at) VALUES (?, ?, ?)`,
+			p.KeyHash, p.Tenant, ns(t))
+		if err != nil {
+			return false, fmt.Errorf("sqlite: add api key: %w", err)
+		}
+		return false, nil
+	})
+}
+
+// LookupAPIKey implements store.Store.
+func (s *Store) LookupAPIKey(ctx context.Context, p *store.LookupAPIKeyParams) (*store.APIKey, error) {
+	var tenant sql.NullString
+	var admin int
+	err := s.read.QueryRowContext(ctx, `SELECT tenant, admin FROM api_keys WHERE hash = ?`, p.KeyHash).
+		Scan(&tenant, &admin)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("api key: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: lookup api key: %w", err)
+	}
+	return &store.APIKey{Admin: admin != 0, Tenant: tenant.String}, nil
+}
+
+// EnsureAdminKey implements store.Store.
+func (s *Store) EnsureAdminKey(ctx context.Context, p *store.EnsureAdminKeyParams) (*store.EnsureAdminKeyResult, error) {
+	t := now(p.Now)
+	res := &store.EnsureAdminKeyResult{}
+	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+		r, err := tx.ExecContext(ctx, `INSERT INTO api_keys (hash, admin, created_at) VALUES (?, 1, ?)
+			ON CONFLICT DO NOTHING`, p.KeyHash, ns(t))
+		if err != nil {
+			return false, fmt.Errorf("sqlite: ensure admin key: %w", err)
+		}
+		n, _ := r.RowsAffected()
+		res.Created = n == 1
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// isUniqueViolation reports a PRIMARY KEY or UNIQUE constraint failure.
+func isUniqueViolation(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	return se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE
+}

@@ -20,7 +20,7 @@ import (
 func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitResult, error) {
 	t := now(p.Now)
 	res := &store.AdmitResult{Items: make([]store.Admitted, len(p.Items))}
-	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		var maxInflight, inflight int
 		var dedupTTL int64
 		err := tx.QueryRowContext(ctx,

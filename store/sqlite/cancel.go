@@ -14,7 +14,7 @@ import (
 func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Execution, error) {
 	t := now(p.Now)
 	var e *store.Execution
-	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		cur, err := getExecution(ctx, tx, p.Tenant, p.ID)
 		if err != nil {
 			return false, err
@@ -49,7 +49,7 @@ func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Execu
 // only a key that still names this execution) and, for an execution still in
 // flight, its quota slot all go in one transaction.
 func (s *Store) Delete(ctx context.Context, p *store.DeleteParams) error {
-	return s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		cur, err := getExecution(ctx, tx, p.Tenant, p.ID)
 		if err != nil {
 			return false, err

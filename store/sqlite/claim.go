@@ -28,7 +28,7 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 		lease = DefaultLease
 	}
 	res := &store.ClaimResult{}
-	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		query, args := claimQuery(p, t, maxN)
 		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {

@@ -45,7 +45,7 @@ func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store
 		lease = DefaultLease
 	}
 	var res store.HeartbeatResult
-	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		l, err := fence(ctx, tx, p.ExecutionID, p.Tenant, p.Token)
 		if err != nil {
 			return false, err
@@ -103,7 +103,7 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Exe
 func (s *Store) afterLease(ctx context.Context, id, tenant, token string,
 	change func(tx *sql.Tx, l *leased) error) (*store.Execution, error) {
 	var e *store.Execution
-	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		l, err := fence(ctx, tx, id, tenant, token)
 		if err != nil {
 			return false, err

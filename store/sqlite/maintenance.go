@@ -20,7 +20,7 @@ func (s *Store) Rescue(ctx context.Context, p *store.RescueParams) (*store.Rescu
 		limit = defaultBatch
 	}
 	res := &store.RescueResult{}
-	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		rows, err := tx.QueryContext(ctx, `SELECT id, lease_token FROM executions
 			WHERE status = 'running' AND lease_expires_at < ? ORDER BY lease_expires_at LIMIT ?`, ns(t), limit)
 		if err != nil {
@@ -77,7 +77,7 @@ func (s *Store) Promote(ctx context.Context, p *store.PromoteParams) (*store.Pro
 		limit = defaultBatch
 	}
 	res := &store.PromoteResult{}
-	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		r, err := tx.ExecContext(ctx, `UPDATE executions SET status = 'queued' WHERE id IN (
 			SELECT id FROM executions WHERE status = 'scheduled' AND run_at <= ? LIMIT ?)`, ns(t), limit)
 		if err != nil {
@@ -101,7 +101,7 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 		limit = defaultBatch
 	}
 	res := &store.PruneResult{}
-	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		rows, err := tx.QueryContext(ctx, `SELECT e.id FROM executions e JOIN tenants t ON t.name = e.tenant
 			WHERE e.finished_at IS NOT NULL AND e.finished_at < ? - t.retention
 			AND e.status IN ('succeeded', 'failed', 'cancelled', 'skipped') LIMIT ?`, ns(t), limit)

@@ -35,7 +35,7 @@ func (s *Store) CreateTenant(ctx context.Context, p *store.CreateTenantParams) (
 	if p.Name == "" || ten.MaxInflight < 0 || ten.DedupTTL < 0 || ten.Retention < 0 {
 		return nil, fmt.Errorf("%w: tenant name empty or negative setting", store.ErrInvalid)
 	}
-	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		_, err := tx.ExecContext(ctx, `INSERT INTO tenants (name, max_inflight, dedup_ttl, retention, created_at)
 			VALUES (?, ?, ?, ?, ?)`, ten.Name, ten.MaxInflight, int64(ten.DedupTTL), int64(ten.Retention), ns(t))
 		if isUniqueViolation(err) {
@@ -81,7 +81,7 @@ func getTenant(ctx context.Context, q querier, name string) (*store.Tenant, erro
 // UpdateTenant implements store.Store.
 func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (*store.Tenant, error) {
 	var ten *store.Tenant
-	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		var sets []string
 		var args []any
 		if p.MaxInflight != nil {
@@ -112,7 +112,7 @@ func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (
 // AddAPIKey implements store.Store.
 func (s *Store) AddAPIKey(ctx context.Context, p *store.AddAPIKeyParams) error {
 	t := now(p.Now)
-	return s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		if _, err := getTenant(ctx, tx, p.Tenant); err != nil {
 			return false, err
 		}
@@ -144,7 +144,7 @@ func (s *Store) LookupAPIKey(ctx context.Context, p *store.LookupAPIKeyParams) (
 func (s *Store) EnsureAdminKey(ctx context.Context, p *store.EnsureAdminKeyParams) (*store.EnsureAdminKeyResult, error) {
 	t := now(p.Now)
 	res := &store.EnsureAdminKeyResult{}
-	err := s.inTx(ctx, func(tx *sql.Tx) (bool, error) {
+	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		r, err := tx.ExecContext(ctx, `INSERT INTO api_keys (hash, admin, created_at) VALUES (?, 1, ?)
 			ON CONFLICT DO NOTHING`, p.KeyHash, ns(t))
 		if err != nil {

@@ -33,11 +33,15 @@ type Store interface {
 	Claim(ctx context.Context, p *ClaimParams) (*ClaimResult, error)
 
 	// Heartbeat extends a running execution's lease. ErrLeaseLost unless
-	// Token is the current lease token of a running execution.
+	// Token is the current lease token of a running execution. A lease past
+	// its expiry that Rescue has not yet ended is still current: the
+	// heartbeat revives it (the fence is the token, not the clock).
 	Heartbeat(ctx context.Context, p *HeartbeatParams) (*HeartbeatResult, error)
 
 	// Complete ends the attempt as succeeded with Result. Fenced like
-	// Heartbeat. Frees the quota slot.
+	// Heartbeat. Frees the quota slot. A worker that finishes the work
+	// although cancel was requested records the truth: succeeded. (Workers
+	// that honour the cancel call Fail, which ends it cancelled.)
 	Complete(ctx context.Context, p *CompleteParams) (*Execution, error)
 
 	// Fail ends the attempt. If cancel was requested the execution becomes
@@ -300,7 +304,7 @@ type CreateTenantParams struct {
 	MaxInflight int
 	DedupTTL    time.Duration
 	Retention   time.Duration
-	KeyHash     string // the first API key, hashed
+	KeyHash     string // the first API key, hashed; "" creates the tenant without a key
 	Now         time.Time
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +39,11 @@ var (
 func Open(ctx context.Context, path string) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: empty database path")
+	}
+	if strings.Contains(path, ":memory:") || strings.Contains(path, "mode=memory") {
+		// The writer and the readers are separate connections: they would
+		// each see their own empty in-memory database.
+		return nil, errors.New("sqlite: in-memory databases are not supported; use a file (in a temporary directory for tests)")
 	}
 	write, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {

@@ -1,0 +1,316 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+	"unicode/utf8"
+
+	"github.com/latch-run/latch/store"
+)
+
+// Bounds of the writes that settle an attempt.
+const (
+	minWriteTimeout = time.Second     // even when the lease is (nearly) over
+	maxErrorLen     = 4096            // bytes of an error message kept in the store
+	maxWriteBackoff = 2 * time.Second // between retries of a failed write
+)
+
+// attempt is one claimed lease being run by a Worker.
+type attempt struct {
+	w       *Worker
+	lease   *store.Lease
+	log     *slog.Logger
+	expires time.Time // the lease's current expiry, by the store's clock
+}
+
+// outcome is what a handler returned.
+type outcome struct {
+	result json.RawMessage
+	err    error
+}
+
+// execute runs one attempt from claim to settlement. It is the only
+// goroutine that talks to the store about this lease.
+func (w *Worker) execute(lease *store.Lease) {
+	defer w.slotFreed()
+	a := &attempt{
+		w:       w,
+		lease:   lease,
+		expires: lease.ExpiresAt,
+		log: w.log.With("execution_id", lease.ExecutionID, "tenant", lease.Tenant,
+			"kind", lease.Kind, "attempt", lease.Attempt),
+	}
+	a.run()
+}
+
+func (a *attempt) run() {
+	w := a.w
+	// ctx is cancelled with ErrShutdown by a hard stop, or here with
+	// ErrCancelled or ErrLeaseLost; runCtx adds the execution's timeout.
+	ctx, cancel := context.WithCancelCause(w.jobs)
+	defer cancel(nil)
+	runCtx := ctx
+	if a.lease.TimeoutSeconds > 0 {
+		var stop context.CancelFunc
+		runCtx, stop = context.WithTimeoutCause(ctx, time.Duration(a.lease.TimeoutSeconds)*time.Second, ErrTimeout)
+		defer stop()
+	}
+
+	done := make(chan outcome, 1) // buffered: an abandoned handler never blocks
+	if h := w.handlers[a.lease.Kind]; h == nil {
+		done <- outcome{err: Permanent(fmt.Errorf("no handler for kind %q", a.lease.Kind))}
+	} else {
+		job := &Job{
+			ID:          a.lease.ExecutionID,
+			Tenant:      a.lease.Tenant,
+			Kind:        a.lease.Kind,
+			Queue:       a.lease.Queue,
+			Payload:     a.lease.Payload,
+			Attempt:     a.lease.Attempt,
+			MaxAttempts: a.lease.MaxAttempts,
+		}
+		a.log.Debug("attempt started")
+		go func() { done <- a.call(runCtx, h, job) }()
+	}
+
+	heartbeat := time.NewTicker(w.cfg.HeartbeatInterval)
+	defer heartbeat.Stop()
+	lost, cancelled := false, false
+	for {
+		select {
+		case out := <-done:
+			if lost {
+				a.log.Info("attempt ended after its lease was lost; nothing written", "err", out.err)
+				return
+			}
+			a.settle(ctx, context.Cause(runCtx), out)
+			return
+
+		case <-heartbeat.C:
+			if lost {
+				continue
+			}
+			cancelRequested, err := a.heartbeat(ctx)
+			switch {
+			case errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrNotFound):
+				lost = true
+				heartbeat.Stop()
+				a.log.Warn("lease lost: cancelling the handler")
+				cancel(ErrLeaseLost)
+			case err != nil:
+				a.log.Warn("heartbeat failed", "err", err)
+			case cancelRequested && !cancelled:
+				cancelled = true
+				a.log.Info("cancel requested: cancelling the handler")
+				cancel(ErrCancelled)
+			}
+
+		case <-w.abandon:
+			// A hard stop gave up waiting for this handler; it keeps running
+			// but nothing it returns will be written.
+			w.abandons.Add(1)
+			if !lost {
+				a.write(ctx, "release", a.release)
+			}
+			return
+		}
+	}
+}
+
+// call runs the handler, turning a panic into an error and checking the
+// result is JSON.
+func (a *attempt) call(ctx context.Context, h Handler, job *Job) (out outcome) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.log.Error("handler panicked", "panic", r, "stack", string(debug.Stack()))
+			out = outcome{err: fmt.Errorf("panic: %v", r)}
+		}
+	}()
+	result, err := h(ctx, job)
+	if err != nil {
+		return outcome{err: err}
+	}
+	if len(result) == 0 {
+		result = nil
+	} else if !json.Valid(result) {
+		return outcome{err: Permanent(errors.New("handler returned a result that is not valid JSON"))}
+	}
+	return outcome{result: result}
+}
+
+// heartbeat extends the lease and reports whether a cancel was requested.
+func (a *attempt) heartbeat(ctx context.Context) (cancelRequested bool, err error) {
+	hctx, cancel := a.storeCtx(ctx)
+	defer cancel()
+	res, err := a.w.cfg.Store.Heartbeat(hctx, &store.HeartbeatParams{
+		ExecutionID:   a.lease.ExecutionID,
+		Tenant:        a.lease.Tenant,
+		Token:         a.lease.Token,
+		LeaseDuration: a.w.cfg.LeaseDuration,
+		Now:           a.w.cfg.Now(),
+	})
+	if err != nil {
+		return false, err
+	}
+	a.expires = res.ExpiresAt
+	return res.CancelRequested, nil
+}
+
+// settle records how the attempt ended. cause is the handler context's
+// cancellation cause, nil if it was not cancelled.
+func (a *attempt) settle(ctx context.Context, cause error, out outcome) {
+	switch {
+	case errors.Is(cause, ErrCancelled):
+		// The store turns a failure after a cancel request into cancelled.
+		msg := "cancelled"
+		if out.err != nil && !errors.Is(out.err, context.Canceled) {
+			msg = "cancelled: " + out.err.Error()
+		}
+		a.write(ctx, "fail", func(ctx context.Context) error { return a.fail(ctx, msg, false, 0) })
+
+	case errors.Is(cause, ErrShutdown):
+		if out.err == nil {
+			// Finished despite the shutdown: the work is done, keep it.
+			a.write(ctx, "complete", func(ctx context.Context) error { return a.complete(ctx, out.result) })
+			return
+		}
+		a.write(ctx, "release", a.release)
+
+	case out.err == nil:
+		a.write(ctx, "complete", func(ctx context.Context) error { return a.complete(ctx, out.result) })
+
+	case errors.Is(cause, ErrTimeout):
+		msg := fmt.Sprintf("timed out after %ds: %v", a.lease.TimeoutSeconds, out.err)
+		delay := a.w.cfg.Backoff(a.lease.Attempt)
+		a.write(ctx, "fail", func(ctx context.Context) error { return a.fail(ctx, msg, true, delay) })
+
+	case IsPermanent(out.err):
+		a.write(ctx, "fail", func(ctx context.Context) error { return a.fail(ctx, out.err.Error(), false, 0) })
+
+	default:
+		delay, ok := RetryAfterDelay(out.err)
+		if !ok {
+			delay = a.w.cfg.Backoff(a.lease.Attempt)
+		}
+		a.write(ctx, "fail", func(ctx context.Context) error { return a.fail(ctx, out.err.Error(), true, delay) })
+	}
+}
+
+func (a *attempt) complete(ctx context.Context, result json.RawMessage) error {
+	_, err := a.w.cfg.Store.Complete(ctx, &store.CompleteParams{
+		ExecutionID: a.lease.ExecutionID,
+		Tenant:      a.lease.Tenant,
+		Token:       a.lease.Token,
+		Result:      result,
+		Now:         a.w.cfg.Now(),
+	})
+	if err == nil {
+		a.log.Debug("attempt succeeded")
+	}
+	return err
+}
+
+func (a *attempt) fail(ctx context.Context, msg string, retry bool, delay time.Duration) error {
+	exec, err := a.w.cfg.Store.Fail(ctx, &store.FailParams{
+		ExecutionID: a.lease.ExecutionID,
+		Tenant:      a.lease.Tenant,
+		Token:       a.lease.Token,
+		Error:       truncate(msg, maxErrorLen),
+		Retry:       retry,
+		RetryDelay:  delay,
+		Now:         a.w.cfg.Now(),
+	})
+	if err != nil {
+		return err
+	}
+	switch exec.Status {
+	case store.StatusCancelled:
+		a.log.Info("execution cancelled")
+	case store.StatusFailed:
+		a.log.Warn("execution failed", "err", msg)
+	default:
+		a.log.Info("attempt failed; will retry", "err", msg, "status", exec.Status, "run_at", exec.RunAt)
+	}
+	return nil
+}
+
+func (a *attempt) release(ctx context.Context) error {
+	_, err := a.w.cfg.Store.Release(ctx, &store.ReleaseParams{
+		ExecutionID: a.lease.ExecutionID,
+		Tenant:      a.lease.Tenant,
+		Token:       a.lease.Token,
+		Now:         a.w.cfg.Now(),
+	})
+	if err == nil {
+		a.log.Info("lease released")
+	}
+	return err
+}
+
+// write performs one settling write, retrying failures that may pass
+// (a busy or briefly unreachable store) until the lease would end.
+func (a *attempt) write(ctx context.Context, op string, f func(context.Context) error) {
+	wctx, cancel := a.storeCtx(ctx)
+	defer cancel()
+	wait := 50 * time.Millisecond
+	for {
+		err := f(wctx)
+		switch {
+		case err == nil:
+			return
+		case errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrNotFound):
+			a.log.Info("lease lost before the attempt was recorded; nothing written", "op", op, "err", err)
+			return
+		case isStoreVerdict(err):
+			a.log.Error("store refused the write", "op", op, "err", err)
+			return
+		}
+		a.log.Warn("write failed; retrying", "op", op, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-wctx.Done():
+			t.Stop()
+			a.log.Error("giving up: the lease ends before the write succeeded", "op", op, "err", err)
+			return
+		case <-t.C:
+		}
+		wait = min(2*wait, maxWriteBackoff)
+	}
+}
+
+// storeCtx returns the context of a store call for this attempt: never
+// cancelled with the handler's context, and due when the lease ends (at
+// least minWriteTimeout from now), so a stale worker does not write past its
+// lease and a shutdown does not drop a result.
+func (a *attempt) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	left := max(a.expires.Sub(a.w.cfg.Now()), minWriteTimeout)
+	return context.WithTimeout(context.WithoutCancel(ctx), left)
+}
+
+// isStoreVerdict reports whether err is a business answer of the store,
+// which repeating the call cannot change.
+func isStoreVerdict(err error) bool {
+	for _, s := range []error{store.ErrNotFound, store.ErrLeaseLost, store.ErrInvalid,
+		store.ErrNotTerminal, store.ErrQuotaExceeded, store.ErrDedupKeyReused, store.ErrTenantExists} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// truncate cuts s to at most n bytes on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

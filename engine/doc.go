@@ -1,0 +1,69 @@
+// Package engine runs latch's background loops on top of any store.Store:
+// the worker pool (claim, heartbeat, run a handler, record the outcome), the
+// rescuer (recover expired leases, promote due scheduled executions) and the
+// pruner (apply retention). It holds no locks over the store and no business
+// state of its own: every transition below is one atomic store operation, and
+// the store's lease token fences every write a worker makes.
+//
+// # Lifecycle
+//
+// Every loop is a Service: Start returns once the loop runs, Stop is
+// idempotent. Stop has two levels. Soft: take no new work and let running
+// work finish. Hard, when the context given to Stop is done: cancel what is
+// still running. A Worker's handlers see the hard level as their context
+// being cancelled with cause ErrShutdown; the worker then gives their leases
+// back with store.Release so another worker takes them at once. Group starts
+// and stops several services as one.
+//
+// # Executions, leases and fencing
+//
+//	    Admit                       Admit
+//	(run_at later)                  (now)
+//	      │                           │
+//	      ▼         run_at due        ▼
+//	  scheduled ───────────────────▶ queued ◀───────────────────┐
+//	   │     ▲    (Promote or Claim)  │                         │ Release: attempt not counted
+//	   │     │                        │ Claim: attempt+1,       │ Rescue: lease expired,
+//	   │     │                        │ new lease token         │         attempts left
+//	   │     │                        ▼                         │
+//	   │     └──── Fail(retry) ───── running ───────────────────┘
+//	   │        attempts left,        │ │ │
+//	   │        wait RetryDelay       │ │ └─ Complete ─────────────────────────▶ succeeded
+//	   │                              │ └─── Fail without retry or attempts
+//	   │                              │      spent; Rescue, attempts spent ─────▶ failed
+//	   │                              └───── Fail, Release or Rescue after
+//	   │                                     a cancel was requested ────────────▶ cancelled
+//	   └─ Cancel (scheduled or queued: at once) ────────────────────────────────▶ cancelled
+//
+// Cancel on a running execution only records CancelRequested; the worker
+// learns it from its next heartbeat, cancels the handler and ends the attempt.
+//
+// A Claim hands the worker a lease: a token valid for that attempt only, and
+// an expiry. While the handler runs the worker heartbeats every
+// HeartbeatInterval, extending the expiry and learning whether a cancel was
+// requested. Heartbeat, Complete, Fail and Release change state only with the
+// current token (invariant I5); any other token gets store.ErrLeaseLost and
+// changes nothing. A token stops being current when the attempt ends (by this
+// worker or by Rescue after the lease expired), when the execution is force
+// deleted, or when it is released. A worker that gets ErrLeaseLost cancels the
+// handler with cause ErrLeaseLost and writes nothing more for that attempt:
+// someone else now owns the execution.
+//
+// # What the worker writes after a handler returns
+//
+// The first row that applies decides:
+//
+//	lease lost (heartbeat said so)         nothing
+//	cancel requested (cause ErrCancelled)  Fail, no retry (the store makes it cancelled)
+//	hard shutdown (cause ErrShutdown)      Complete if the handler returned nil, else Release
+//	nil error                              Complete with the result
+//	timeout (cause ErrTimeout)             Fail with retry and backoff
+//	Permanent(err)                         Fail, no retry
+//	any other error, or a panic            Fail with retry after backoff.Delay(attempt),
+//	                                       or the delay given with RetryAfter
+//
+// These writes use a context that is not cancelled with the handler's
+// (context.WithoutCancel) and whose deadline is the lease's expiry (at least
+// one second), so a shutdown never drops a result and a stale worker never
+// writes past its lease. Whether attempts remain is the store's decision.
+package engine

@@ -1,0 +1,386 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/latch-run/latch/internal/backoff"
+	"github.com/latch-run/latch/store"
+)
+
+// Handler runs one attempt of a job. It returns the result as JSON (nil means
+// null) or an error: wrap it with Permanent to fail without retrying, or with
+// RetryAfter to choose the retry delay. ctx carries the execution's timeout
+// and is cancelled, with a cause, when the user cancels the execution
+// (ErrCancelled), the lease is lost (ErrLeaseLost) or the worker shuts down
+// hard (ErrShutdown); a handler should return promptly when it is.
+type Handler func(ctx context.Context, job *Job) (json.RawMessage, error)
+
+// Job is the attempt a Handler runs.
+type Job struct {
+	ID          string
+	Tenant      string
+	Kind        string
+	Queue       string
+	Payload     json.RawMessage // canonical JSON, never nil
+	Attempt     int             // 1 for the first attempt
+	MaxAttempts int
+}
+
+// Defaults of WorkerConfig.
+const (
+	DefaultSlots         = 10
+	DefaultLeaseDuration = 30 * time.Second
+	DefaultPollInterval  = time.Second
+	DefaultCancelGrace   = 5 * time.Second
+)
+
+// WorkerConfig configures a Worker. Zero fields take the stated defaults.
+type WorkerConfig struct {
+	// Store is where executions are claimed from. Required.
+	Store store.Store
+
+	// WorkerID names this worker in leases. Default: hostname-pid-random.
+	WorkerID string
+
+	// Slots is how many handlers run at once. Default DefaultSlots (10).
+	Slots int
+
+	// Queues limits claims to these queues. Empty: every queue.
+	Queues []string
+
+	// Kinds limits claims to these kinds. Empty: the kinds registered with
+	// Handle (never every kind). An execution of a listed kind with no
+	// handler fails permanently.
+	Kinds []string
+
+	// LeaseDuration is the length of each lease and of each extension by a
+	// heartbeat. Default DefaultLeaseDuration (30s).
+	LeaseDuration time.Duration
+
+	// HeartbeatInterval is the time between heartbeats of a running
+	// attempt; it must be shorter than LeaseDuration. Default
+	// LeaseDuration/3.
+	HeartbeatInterval time.Duration
+
+	// PollInterval is the time between claims while nothing wakes the
+	// worker. A store that implements store.Notifier wakes it at once on
+	// new work; polling still finds executions whose run_at came due.
+	// Default DefaultPollInterval (1s).
+	PollInterval time.Duration
+
+	// CancelGrace is how long a hard Stop waits for cancelled handlers to
+	// return. A handler that ignores its context past it is abandoned: its
+	// lease is released, whatever it returns later is not written, and
+	// Stop reports it. Default DefaultCancelGrace (5s).
+	CancelGrace time.Duration
+
+	// Backoff is the retry delay after failed attempt n (n >= 1). Default
+	// backoff.Delay: exponential with jitter, from 1s up to 10 minutes.
+	Backoff func(attempt int) time.Duration
+
+	// Logger receives the worker's logs. Default slog.Default().
+	Logger *slog.Logger
+
+	// Now is the clock used for every store call. Default time.Now. Timers
+	// (heartbeats, polling, timeouts) use real time.
+	Now func() time.Time
+}
+
+// Worker claims executions from a store and runs their handlers, at most
+// Slots at a time. Register handlers with Handle, then Start; Stop to end.
+type Worker struct {
+	cfg      WorkerConfig
+	notifier store.Notifier // nil when the store cannot push wake-ups
+	log      *slog.Logger
+	life     lifecycle
+
+	mu       sync.Mutex
+	handlers map[string]Handler
+	frozen   bool // set by Start: the registry no longer changes
+
+	kinds    []string        // what Claim asks for, fixed at Start
+	jobs     context.Context // parent of every handler's context: the hard stop level
+	running  atomic.Int64
+	wg       sync.WaitGroup // one per running attempt
+	freed    chan struct{}  // a slot was freed (buffered 1)
+	abandon  chan struct{}  // closed when a hard stop gives up on handlers
+	abandons atomic.Int64   // handlers abandoned
+}
+
+var _ Service = (*Worker)(nil)
+
+// NewWorker returns a Worker configured by cfg with its defaults applied.
+// Configuration errors are reported by Start.
+func NewWorker(cfg WorkerConfig) *Worker {
+	if cfg.WorkerID == "" {
+		cfg.WorkerID = defaultWorkerID()
+	}
+	if cfg.Slots <= 0 {
+		cfg.Slots = DefaultSlots
+	}
+	if cfg.LeaseDuration <= 0 {
+		cfg.LeaseDuration = DefaultLeaseDuration
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = cfg.LeaseDuration / 3
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.CancelGrace <= 0 {
+		cfg.CancelGrace = DefaultCancelGrace
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = backoff.Delay
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	cfg.Queues = slices.Clone(cfg.Queues)
+	cfg.Kinds = slices.Clone(cfg.Kinds)
+	w := &Worker{
+		cfg:      cfg,
+		log:      cfg.Logger.With("component", "worker", "worker_id", cfg.WorkerID),
+		life:     lifecycle{name: "worker"},
+		handlers: make(map[string]Handler),
+		freed:    make(chan struct{}, 1),
+		abandon:  make(chan struct{}),
+	}
+	w.notifier, _ = cfg.Store.(store.Notifier)
+	return w
+}
+
+// ID returns the worker's id, as recorded in its leases.
+func (w *Worker) ID() string { return w.cfg.WorkerID }
+
+// Handle registers h for kind, replacing an earlier handler for it. Handlers
+// are registered before Start; Handle panics afterwards, or when kind is
+// empty or h is nil.
+func (w *Worker) Handle(kind string, h Handler) {
+	if kind == "" || h == nil {
+		panic("engine: Handle needs a kind and a handler")
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.frozen {
+		panic(fmt.Sprintf("engine: Handle(%q) after Start", kind))
+	}
+	w.handlers[kind] = h
+}
+
+// Kinds returns the registered kinds, sorted.
+func (w *Worker) Kinds() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Sorted(maps.Keys(w.handlers))
+}
+
+// Start starts claiming. It fails when the configuration is unusable: no
+// store, no handler, or a heartbeat interval not shorter than the lease.
+func (w *Worker) Start(ctx context.Context) error {
+	if w.cfg.Store == nil {
+		return errors.New("engine: worker: no Store")
+	}
+	if w.cfg.HeartbeatInterval >= w.cfg.LeaseDuration {
+		return fmt.Errorf("engine: worker: HeartbeatInterval %v is not shorter than LeaseDuration %v",
+			w.cfg.HeartbeatInterval, w.cfg.LeaseDuration)
+	}
+	w.mu.Lock()
+	if len(w.handlers) == 0 {
+		w.mu.Unlock()
+		return errors.New("engine: worker: no handler registered")
+	}
+	w.frozen = true
+	w.kinds = w.cfg.Kinds
+	if len(w.kinds) == 0 {
+		w.kinds = slices.Sorted(maps.Keys(w.handlers))
+	}
+	w.mu.Unlock()
+	return w.life.start(ctx, w.run)
+}
+
+// Stop stops claiming and waits for running handlers to return. When ctx is
+// done first, it cancels them with cause ErrShutdown and releases their
+// leases so another worker runs them at once, without counting the attempt.
+// Stop returns once every attempt is settled; it reports an error only when
+// a handler ignored its cancelled context past CancelGrace.
+func (w *Worker) Stop(ctx context.Context) error {
+	return w.life.stop(ctx)
+}
+
+// run is the worker's body: claim until soft stop, then drain.
+func (w *Worker) run(soft, hard context.Context, ready func()) error {
+	w.jobs = hard
+	ready()
+	w.log.Info("worker started", "slots", w.cfg.Slots, "kinds", w.kinds, "queues", w.cfg.Queues,
+		"wakeups", w.notifier != nil)
+	w.claimLoop(soft)
+
+	idle := make(chan struct{})
+	go func() { w.wg.Wait(); close(idle) }()
+	select {
+	case <-idle:
+		w.log.Info("worker stopped")
+		return nil
+	case <-hard.Done():
+	}
+	// Hard stop: every handler's context is now cancelled with ErrShutdown.
+	w.log.Warn("worker stopping hard: cancelling running handlers", "running", w.running.Load())
+	grace := time.NewTimer(w.cfg.CancelGrace)
+	defer grace.Stop()
+	select {
+	case <-idle:
+		w.log.Info("worker stopped")
+		return nil
+	case <-grace.C:
+	}
+	close(w.abandon)
+	<-idle
+	n := w.abandons.Load()
+	w.log.Error("worker stopped, abandoning handlers that ignored cancellation", "abandoned", n)
+	return fmt.Errorf("engine: worker: %d handler(s) did not return within %v of being cancelled; their leases were released",
+		n, w.cfg.CancelGrace)
+}
+
+// claimLoop claims work until ctx (the soft stop level) is done.
+func (w *Worker) claimLoop(ctx context.Context) {
+	poll := time.NewTimer(0)
+	defer poll.Stop()
+	failures := 0
+	for {
+		var changed <-chan struct{}
+		if w.notifier != nil {
+			// Taken before the claim, so a change that lands after the
+			// claim's snapshot still wakes us.
+			changed = w.notifier.Changed()
+		}
+		free := w.cfg.Slots - int(w.running.Load())
+		claimed := 0
+		if free > 0 {
+			n, err := w.claim(ctx, free)
+			switch {
+			case ctx.Err() != nil:
+				return
+			case err != nil:
+				failures++
+				w.log.Error("claim failed", "err", err, "failures", failures)
+			default:
+				failures = 0
+			}
+			claimed = n
+		}
+
+		wait := w.cfg.PollInterval
+		if failures > 0 {
+			// The store is struggling: back off, up to 30 polls.
+			wait = min(wait*time.Duration(1<<min(failures-1, 5)), 30*w.cfg.PollInterval)
+		}
+		resetTimer(poll, wait)
+		if claimed == free {
+			// Every slot is busy (or the batch filled them): more work
+			// may be waiting, so claim again as soon as a slot frees.
+			select {
+			case <-ctx.Done():
+				return
+			case <-w.freed:
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed: // nil without a notifier: never ready
+		case <-poll.C:
+		}
+	}
+}
+
+// claim leases up to max executions and starts their handlers. It returns
+// how many it started.
+func (w *Worker) claim(ctx context.Context, max int) (int, error) {
+	// A claim that commits must reach us even if Stop comes meanwhile, or its
+	// leases would sit until they expire: claim on a context Stop does not
+	// cancel, and release what arrives after Stop.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.LeaseDuration)
+	defer cancel()
+	res, err := w.cfg.Store.Claim(cctx, &store.ClaimParams{
+		WorkerID:      w.cfg.WorkerID,
+		Queues:        w.cfg.Queues,
+		Kinds:         w.kinds,
+		Max:           max,
+		LeaseDuration: w.cfg.LeaseDuration,
+		Now:           w.cfg.Now(),
+	})
+	if err != nil {
+		return 0, fmt.Errorf("engine: claim: %w", err)
+	}
+	if ctx.Err() != nil {
+		for i := range res.Leases {
+			w.releaseUnstarted(cctx, &res.Leases[i])
+		}
+		return 0, nil
+	}
+	for i := range res.Leases {
+		lease := res.Leases[i]
+		w.running.Add(1)
+		w.wg.Go(func() { w.execute(&lease) })
+	}
+	if n := len(res.Leases); n > 0 {
+		w.log.Debug("claimed", "count", n)
+	}
+	return len(res.Leases), nil
+}
+
+// releaseUnstarted gives back a lease whose handler never started.
+func (w *Worker) releaseUnstarted(ctx context.Context, lease *store.Lease) {
+	_, err := w.cfg.Store.Release(ctx, &store.ReleaseParams{
+		ExecutionID: lease.ExecutionID,
+		Tenant:      lease.Tenant,
+		Token:       lease.Token,
+		Now:         w.cfg.Now(),
+	})
+	if err != nil {
+		w.log.Warn("releasing a lease claimed while stopping failed; it will be rescued when it expires",
+			"execution_id", lease.ExecutionID, "err", err)
+	}
+}
+
+// slotFreed is called when an attempt is settled.
+func (w *Worker) slotFreed() {
+	w.running.Add(-1)
+	select {
+	case w.freed <- struct{}{}:
+	default:
+	}
+}
+
+func defaultWorkerID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "worker"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// resetTimer makes t fire after d. Since Go 1.23 a reset timer never
+// delivers a stale value.
+func resetTimer(t *time.Timer, d time.Duration) {
+	t.Reset(d)
+}

@@ -1,0 +1,230 @@
+package kinds
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/latch-run/latch/engine"
+)
+
+// MaxHTTPBody is how much of an answer's body the http kind keeps.
+const MaxHTTPBody = 64 << 10
+
+// errNotAllowed is the cause of a request to a host the allow list refuses.
+var errNotAllowed = errors.New("host not allowed by " + AllowEnv)
+
+// httpPayload is the http kind's payload.
+type httpPayload struct {
+	URL     string            `json:"url"`
+	Method  string            `json:"method"`
+	Headers map[string]string `json:"headers"`
+	// Body is sent as is when it is a JSON string, else as JSON (with
+	// Content-Type application/json unless a header sets it).
+	Body           json.RawMessage `json:"body"`
+	TimeoutSeconds *float64        `json:"timeout_seconds"`
+}
+
+// httpResult is the http kind's result.
+type httpResult struct {
+	StatusCode int    `json:"status_code"`
+	Body       string `json:"body"`
+}
+
+// NewHTTPHandler returns the http kind's handler, allowed to call the hosts
+// matching patterns (see ParseAllow; empty allows every host), making its
+// requests with client (nil: a client on a clone of http.DefaultTransport).
+func NewHTTPHandler(patterns []string, client *http.Client) (engine.Handler, error) {
+	allow, err := newAllowList(patterns)
+	if err != nil {
+		return nil, fmt.Errorf("kinds: http allow list: %w", err)
+	}
+	var c http.Client
+	if client != nil {
+		c = *client
+	} else {
+		c.Transport = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	next := c.CheckRedirect
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if !allow.allows(req.URL) {
+			return fmt.Errorf("redirect to %s: %w", req.URL.Redacted(), errNotAllowed)
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	h := &httpKind{allow: allow, client: &c}
+	return h.handle, nil
+}
+
+type httpKind struct {
+	allow  *allowList
+	client *http.Client
+}
+
+func (h *httpKind) handle(ctx context.Context, job *engine.Job) (json.RawMessage, error) {
+	p, err := parseHTTPPayload(job.Payload, h.allow)
+	if err != nil {
+		return nil, engine.Permanent(err)
+	}
+	reqCtx := ctx
+	if p.timeout > 0 {
+		var cancel context.CancelFunc
+		reqCtx, cancel = context.WithTimeoutCause(ctx, p.timeout,
+			fmt.Errorf("http: no answer within %v", p.timeout))
+		defer cancel()
+	}
+	req, err := p.request(reqCtx)
+	if err != nil {
+		return nil, engine.Permanent(err)
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		if errors.Is(err, errNotAllowed) {
+			return nil, engine.Permanent(fmt.Errorf("http: %w", err))
+		}
+		if cause := context.Cause(ctx); cause != nil {
+			return nil, fmt.Errorf("http: %s %s: %w", req.Method, req.URL.Redacted(), cause)
+		}
+		return nil, fmt.Errorf("http: %w", err) // network trouble, the request's own timeout: retry
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxHTTPBody))
+	if err != nil {
+		return nil, fmt.Errorf("http: %s %s: reading the answer: %w", req.Method, req.URL.Redacted(), err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, statusError(req, resp, body)
+	}
+	return json.Marshal(httpResult{StatusCode: resp.StatusCode, Body: string(body)})
+}
+
+// httpCall is a checked http payload.
+type httpCall struct {
+	url      *url.URL
+	method   string
+	headers  map[string]string
+	body     []byte
+	jsonBody bool
+	timeout  time.Duration // 0: none of its own
+}
+
+// parseHTTPPayload checks a payload; its errors are the payload's fault.
+func parseHTTPPayload(raw json.RawMessage, allow *allowList) (*httpCall, error) {
+	var p httpPayload
+	if err := decodePayload(raw, &p); err != nil {
+		return nil, err
+	}
+	if p.URL == "" {
+		return nil, errors.New("http: payload needs \"url\"")
+	}
+	u, err := url.Parse(p.URL)
+	if err != nil {
+		return nil, fmt.Errorf("http: bad url: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("http: url must be absolute http or https, not %q", u.Redacted())
+	}
+	if !allow.allows(u) {
+		return nil, fmt.Errorf("http: %s: %w", u.Host, errNotAllowed)
+	}
+	c := &httpCall{url: u, method: strings.ToUpper(p.Method), headers: p.Headers}
+	if c.method == "" {
+		c.method = http.MethodGet
+	}
+	if len(p.Body) > 0 && string(p.Body) != "null" {
+		var s string
+		if json.Unmarshal(p.Body, &s) == nil {
+			c.body = []byte(s)
+		} else {
+			c.body, c.jsonBody = p.Body, true
+		}
+	}
+	if p.TimeoutSeconds != nil {
+		t := *p.TimeoutSeconds
+		if !(t > 0 && t <= 86400) {
+			return nil, errors.New("http: timeout_seconds must be in (0, 86400]")
+		}
+		c.timeout = time.Duration(t * float64(time.Second))
+	}
+	return c, nil
+}
+
+// request builds the request; its errors are the payload's fault.
+func (c *httpCall) request(ctx context.Context) (*http.Request, error) {
+	var body io.Reader
+	if c.body != nil {
+		body = bytes.NewReader(c.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, c.method, c.url.String(), body)
+	if err != nil {
+		return nil, fmt.Errorf("http: %w", err)
+	}
+	for k, v := range c.headers {
+		if strings.EqualFold(k, "Host") {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	if c.jsonBody && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req, nil
+}
+
+// statusError turns a non-2xx answer into the error the worker records:
+// retryable for 5xx and 429 (after Retry-After when given), else permanent.
+func statusError(req *http.Request, resp *http.Response, body []byte) error {
+	snippet := strings.TrimSpace(strings.ToValidUTF8(string(body), "\uFFFD"))
+	if len(snippet) > 512 {
+		cut := 512
+		for cut > 0 && !utf8.RuneStart(snippet[cut]) {
+			cut--
+		}
+		snippet = snippet[:cut] + "…"
+	}
+	err := fmt.Errorf("http: %s %s: %s", req.Method, req.URL.Redacted(), resp.Status)
+	if snippet != "" {
+		err = fmt.Errorf("%w: %s", err, snippet)
+	}
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests:
+		if d, ok := retryAfter(resp.Header.Get("Retry-After")); ok {
+			return engine.RetryAfter(err, d)
+		}
+		return err
+	case resp.StatusCode >= 500:
+		return err
+	default:
+		return engine.Permanent(err)
+	}
+}
+
+// retryAfter parses a Retry-After header: seconds or an HTTP date.
+func retryAfter(v string) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0), true
+	}
+	return 0, false
+}

@@ -1,0 +1,95 @@
+package kinds
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/latch-run/latch/engine"
+)
+
+// The built-in kinds' names.
+const (
+	Echo  = "echo"
+	Sleep = "sleep"
+	HTTP  = "http"
+)
+
+// AllowEnv is the environment variable read when Options.HTTPAllow is nil.
+const AllowEnv = "LATCH_HTTP_ALLOW"
+
+// Options configure the built-in kinds.
+type Options struct {
+	// HTTPAllow lists the host patterns the http kind may call (see
+	// ParseAllow). nil: read LATCH_HTTP_ALLOW, and allow every host when it
+	// is unset or empty. Empty but not nil, or []string{"*"}: every host.
+	HTTPAllow []string
+
+	// HTTPClient makes the http kind's requests. Default: a client on a
+	// clone of http.DefaultTransport. Its redirect policy is wrapped so that
+	// every redirect target is checked against HTTPAllow.
+	HTTPClient *http.Client
+}
+
+// Register registers echo, sleep and http on w. It fails when an allow
+// pattern is malformed.
+func Register(w *engine.Worker, opts Options) error {
+	patterns := opts.HTTPAllow
+	if patterns == nil {
+		var err error
+		if patterns, err = ParseAllow(os.Getenv(AllowEnv)); err != nil {
+			return fmt.Errorf("kinds: %s: %w", AllowEnv, err)
+		}
+	}
+	h, err := NewHTTPHandler(patterns, opts.HTTPClient)
+	if err != nil {
+		return err
+	}
+	w.Handle(Echo, EchoHandler)
+	w.Handle(Sleep, SleepHandler)
+	w.Handle(HTTP, h)
+	return nil
+}
+
+// EchoHandler is the echo kind: its result is its payload.
+func EchoHandler(_ context.Context, job *engine.Job) (json.RawMessage, error) {
+	return job.Payload, nil
+}
+
+// SleepHandler is the sleep kind.
+func SleepHandler(ctx context.Context, job *engine.Job) (json.RawMessage, error) {
+	var p struct {
+		Seconds *float64 `json:"seconds"`
+	}
+	if err := decodePayload(job.Payload, &p); err != nil {
+		return nil, err
+	}
+	if p.Seconds == nil || *p.Seconds < 0 || math.IsInf(*p.Seconds, 0) || *p.Seconds > math.MaxInt64/float64(time.Second) {
+		return nil, engine.Permanent(fmt.Errorf("sleep: payload needs \"seconds\": a number from 0 to %d",
+			int64(math.MaxInt64/int64(time.Second))))
+	}
+	t := time.NewTimer(time.Duration(*p.Seconds * float64(time.Second)))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return nil, fmt.Errorf("sleep interrupted: %w", context.Cause(ctx))
+	case <-t.C:
+	}
+	return json.Marshal(map[string]float64{"slept_seconds": *p.Seconds})
+}
+
+// decodePayload decodes a kind's payload strictly: unknown fields are a
+// mistake the user should hear about, permanently.
+func decodePayload(raw json.RawMessage, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return engine.Permanent(fmt.Errorf("bad payload: %v", err))
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package latch
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/latch-run/latch/engine"
+	"github.com/latch-run/latch/store"
+)
+
+// Errors. They are the store's sentinels (and the engine's causes): test
+// with errors.Is. "Retry" says whether repeating the call may succeed.
+var (
+	// ErrNotFound: no such execution or tenant (or another tenant's). Retry: no.
+	ErrNotFound = store.ErrNotFound
+	// ErrTenantExists: CreateTenant with a taken name. Retry: no.
+	ErrTenantExists = store.ErrTenantExists
+	// ErrQuotaExceeded: admitting would exceed the tenant's MaxInflight;
+	// nothing was written. Retry: yes, once work finishes.
+	ErrQuotaExceeded = store.ErrQuotaExceeded
+	// ErrDedupKeyReused: the dedup key maps to an execution submitted with
+	// another kind or payload. Retry: no.
+	ErrDedupKeyReused = store.ErrDedupKeyReused
+	// ErrNotTerminal: Delete without Force of an unfinished execution.
+	// Retry: yes, after it finishes.
+	ErrNotTerminal = store.ErrNotTerminal
+	// ErrInvalid: a request breaks a rule (the message names the field).
+	// Retry: no.
+	ErrInvalid = store.ErrInvalid
+	// ErrLeaseLost: a handler's context cause when its worker lost the
+	// lease; nothing the handler returns is recorded.
+	ErrLeaseLost = store.ErrLeaseLost
+
+	// ErrCancelled: a handler's context cause when the execution was
+	// cancelled. The execution ends cancelled and is not retried.
+	ErrCancelled = engine.ErrCancelled
+	// ErrShutdown: a handler's context cause when its worker stops hard.
+	// The execution is handed to another worker without counting the attempt.
+	ErrShutdown = engine.ErrShutdown
+	// ErrTimeout: a handler's context cause when the execution's timeout
+	// passed. The attempt is retried while attempts remain.
+	ErrTimeout = engine.ErrTimeout
+
+	// ErrUnsupportedStore: Open was given a backend this version cannot use.
+	ErrUnsupportedStore = errors.New("latch: store backend not supported yet")
+)
+
+// Permanent marks a handler's error as not worth retrying: the execution
+// fails even if attempts remain.
+func Permanent(err error) error { return engine.Permanent(err) }
+
+// RetryAfter marks a handler's error as retryable after d rather than after
+// the default exponential backoff.
+func RetryAfter(err error, d time.Duration) error { return engine.RetryAfter(err, d) }
+
+// Status is the state of an execution.
+type Status string
+
+// Execution statuses. The last four are terminal.
+const (
+	StatusScheduled Status = "scheduled" // waiting for its run_at (first run or retry)
+	StatusQueued    Status = "queued"    // ready to be claimed
+	StatusRunning   Status = "running"   // leased to a worker
+	StatusSucceeded Status = "succeeded"
+	StatusFailed    Status = "failed"
+	StatusCancelled Status = "cancelled"
+	StatusSkipped   Status = "skipped" // a schedule tick dropped by the overlap policy
+)
+
+// Terminal reports whether no further transition can happen.
+func (s Status) Terminal() bool { return store.Status(s).Terminal() }
+
+// Execution is one requested run of a job kind. Optional fields are zero
+// when unset.
+type Execution struct {
+	ID               string
+	Tenant           string
+	Kind             string
+	Queue            string
+	Priority         int
+	Status           Status
+	DedupKey         string
+	ConcurrencyKey   string
+	ConcurrencyLimit int
+	RateKey          string
+	Payload          json.RawMessage
+	Result           json.RawMessage // nil until succeeded
+	Error            string          // the last failure's message
+	Attempt          int             // starts so far
+	MaxAttempts      int
+	Timeout          time.Duration
+	Schedule         string // the schedule that submitted it
+
+	CreatedAt  time.Time
+	RunAt      time.Time
+	StartedAt  *time.Time // start of the latest attempt
+	FinishedAt *time.Time
+
+	// CancelRequested: Cancel was called while it ran; it ends cancelled
+	// when its worker stops.
+	CancelRequested bool
+}
+
+// DecodeResult unmarshals the execution's result into v.
+func (e *Execution) DecodeResult(v any) error {
+	if e.Result == nil {
+		return fmt.Errorf("latch: execution %s has no result (status %s)", e.ID, e.Status)
+	}
+	return json.Unmarshal(e.Result, v)
+}
+
+// DecodePayload unmarshals the execution's payload into v.
+func (e *Execution) DecodePayload(v any) error {
+	return json.Unmarshal(e.Payload, v)
+}
+
+func fromStoreExecution(s *store.Execution) *Execution {
+	if s == nil {
+		return nil
+	}
+	return &Execution{
+		ID:               s.ID,
+		Tenant:           s.Tenant,
+		Kind:             s.Kind,
+		Queue:            s.Queue,
+		Priority:         s.Priority,
+		Status:           Status(s.Status),
+		DedupKey:         s.DedupKey,
+		ConcurrencyKey:   s.ConcurrencyKey,
+		ConcurrencyLimit: s.ConcurrencyLimit,
+		RateKey:          s.RateKey,
+		Payload:          s.Payload,
+		Result:           s.Result,
+		Error:            s.Error,
+		Attempt:          s.Attempt,
+		MaxAttempts:      s.MaxAttempts,
+		Timeout:          time.Duration(s.TimeoutSeconds) * time.Second,
+		Schedule:         s.Schedule,
+		CreatedAt:        s.CreatedAt,
+		RunAt:            s.RunAt,
+		StartedAt:        s.StartedAt,
+		FinishedAt:       s.FinishedAt,
+		CancelRequested:  s.CancelRequested,
+	}
+}
+
+// Tenant is a tenant's settings and its current inflight count (its
+// scheduled, queued and running executions).
+type Tenant struct {
+	Name        string
+	MaxInflight int
+	Inflight    int
+	DedupTTL    time.Duration
+	Retention   time.Duration
+	CreatedAt   time.Time
+}
+
+func fromStoreTenant(t *store.Tenant) *Tenant {
+	return &Tenant{
+		Name:        t.Name,
+		MaxInflight: t.MaxInflight,
+		Inflight:    t.Inflight,
+		DedupTTL:    t.DedupTTL,
+		Retention:   t.Retention,
+		CreatedAt:   t.CreatedAt,
+	}
+}
+
+// invalid returns an ErrInvalid naming the field.
+func invalid(field, format string, args ...any) error {
+	return fmt.Errorf("latch: %w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,128 @@
+package latch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/latch-run/latch/engine"
+	"github.com/latch-run/latch/kinds"
+)
+
+// Job is the attempt a handler runs.
+type Job struct {
+	ID          string
+	Tenant      string
+	Kind        string
+	Queue       string
+	Payload     json.RawMessage
+	Attempt     int // 1 for the first attempt
+	MaxAttempts int
+}
+
+// Decode unmarshals the job's payload into v.
+func (j *Job) Decode(v any) error {
+	return json.Unmarshal(j.Payload, v)
+}
+
+// HandlerFunc runs one attempt of a job. Its result is marshalled to JSON
+// (a json.RawMessage is used as written; nil is null). A returned error is
+// retried with backoff while attempts remain, unless wrapped with Permanent.
+// ctx carries the execution's timeout and is cancelled, with a cause, on
+// cancel (ErrCancelled), lost lease (ErrLeaseLost) or hard shutdown
+// (ErrShutdown); return promptly when it is.
+type HandlerFunc func(ctx context.Context, job *Job) (any, error)
+
+// WorkerOptions configure a Worker. Zero fields take the stated defaults.
+type WorkerOptions struct {
+	// ID names the worker in leases. Default: hostname-pid-random.
+	ID string
+	// Slots is how many handlers run at once. Default 10.
+	Slots int
+	// Queues to take executions from. Empty: every queue.
+	Queues []string
+	// LeaseDuration: how long a claimed execution stays leased without a
+	// heartbeat; a crashed worker's executions run again after it. Default 30s.
+	LeaseDuration time.Duration
+	// PollInterval between claims when no change notification arrives.
+	// Default 1s.
+	PollInterval time.Duration
+	// NoMaintenance: do not run the rescuer (recovers executions of dead
+	// workers, every 5s) and the pruner (applies retention, every minute)
+	// with this worker. Some process on the store must run them.
+	NoMaintenance bool
+	// Logger. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Worker runs handlers for the executions of its registered kinds, with the
+// rescuer and pruner unless NoMaintenance. Register handlers, then Start.
+type Worker struct {
+	engine   *engine.Worker
+	services *engine.Group
+}
+
+// NewWorker returns a worker on the client's store.
+func (c *Client) NewWorker(opts WorkerOptions) *Worker {
+	w := engine.NewWorker(engine.WorkerConfig{
+		Store:         c.st,
+		WorkerID:      opts.ID,
+		Slots:         opts.Slots,
+		Queues:        opts.Queues,
+		LeaseDuration: opts.LeaseDuration,
+		PollInterval:  opts.PollInterval,
+		Logger:        opts.Logger,
+	})
+	services := []engine.Service{w}
+	if !opts.NoMaintenance {
+		services = append(services,
+			engine.NewRescuer(engine.RescuerConfig{Store: c.st, Logger: opts.Logger}),
+			engine.NewPruner(engine.PrunerConfig{Store: c.st, Logger: opts.Logger}))
+	}
+	return &Worker{engine: w, services: engine.NewGroup(services...)}
+}
+
+// ID returns the worker's id.
+func (w *Worker) ID() string { return w.engine.ID() }
+
+// Handle registers fn for kind. Call it before Start.
+func (w *Worker) Handle(kind string, fn HandlerFunc) {
+	w.engine.Handle(kind, func(ctx context.Context, j *engine.Job) (json.RawMessage, error) {
+		result, err := fn(ctx, &Job{
+			ID:          j.ID,
+			Tenant:      j.Tenant,
+			Kind:        j.Kind,
+			Queue:       j.Queue,
+			Payload:     j.Payload,
+			Attempt:     j.Attempt,
+			MaxAttempts: j.MaxAttempts,
+		})
+		if err != nil {
+			return nil, err
+		}
+		if raw, ok := result.(json.RawMessage); ok {
+			return raw, nil
+		}
+		raw, err := json.Marshal(result)
+		if err != nil {
+			return nil, Permanent(fmt.Errorf("marshalling the result: %w", err))
+		}
+		return raw, nil
+	})
+}
+
+// HandleBuiltins registers the built-in kinds echo, sleep and http (see
+// package kinds).
+func (w *Worker) HandleBuiltins(opts kinds.Options) error {
+	return kinds.Register(w.engine, opts)
+}
+
+// Start starts claiming. It fails without any handler.
+func (w *Worker) Start(ctx context.Context) error { return w.services.Start(ctx) }
+
+// Stop stops claiming and lets running handlers finish until ctx is done;
+// then it cancels them (cause ErrShutdown) and hands their executions back
+// to the store, so another worker runs them at once. Idempotent.
+func (w *Worker) Stop(ctx context.Context) error { return w.services.Stop(ctx) }

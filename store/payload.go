@@ -18,7 +18,7 @@ func CanonicalJSON(raw []byte) (json.RawMessage, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("%w: payload is not valid JSON: %v", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: payload is not valid JSON: %w", ErrInvalid, err)
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("%w: payload has data after the JSON value", ErrInvalid)
@@ -27,7 +27,7 @@ func CanonicalJSON(raw []byte) (json.RawMessage, error) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("%w: payload: %v", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: payload: %w", ErrInvalid, err)
 	}
 	return json.RawMessage(bytes.TrimRight(buf.Bytes(), "\n")), nil
 }

@@ -25,23 +25,25 @@ type Store interface {
 	// failure, in which case nothing was admitted.
 	Admit(ctx context.Context, p *AdmitParams) (*AdmitResult, error)
 
-	// Claim leases up to Max ready executions (queued, or scheduled with
-	// RunAt <= Now), highest priority first, then oldest RunAt, each to
-	// WorkerID for LeaseDuration. Each claimed execution becomes running, its
+	// Claim leases up to Max ready executions (queued, whatever its RunAt,
+	// or scheduled with RunAt <= Now), highest priority first, then oldest
+	// RunAt, each to WorkerID for LeaseDuration (0 = 30s). Each claimed execution becomes running, its
 	// Attempt grows by one and it gets a fresh lease token. The execution row
 	// stays the one durable copy: a claim never deletes it.
 	Claim(ctx context.Context, p *ClaimParams) (*ClaimResult, error)
 
 	// Heartbeat extends a running execution's lease. ErrLeaseLost unless
-	// Token is the current lease token of a running execution. A lease past
+	// Token is the current lease token of a running execution of Tenant
+	// (any tenant when ""): an unknown id, another tenant's execution and a
+	// stale token all answer ErrLeaseLost, so they cannot be told apart. A lease past
 	// its expiry that Rescue has not yet ended is still current: the
 	// heartbeat revives it (the fence is the token, not the clock).
 	Heartbeat(ctx context.Context, p *HeartbeatParams) (*HeartbeatResult, error)
 
 	// Complete ends the attempt as succeeded with Result. Fenced like
-	// Heartbeat. Frees the quota slot. A worker that finishes the work
-	// although cancel was requested records the truth: succeeded. (Workers
-	// that honour the cancel call Fail, which ends it cancelled.)
+	// Heartbeat. Frees the quota slot. If cancel was requested the execution
+	// ends cancelled instead (API.md: a cancelled running execution becomes
+	// cancelled when its worker stops, however it stops); Result is kept.
 	Complete(ctx context.Context, p *CompleteParams) (*Execution, error)
 
 	// Fail ends the attempt. If cancel was requested the execution becomes

@@ -104,7 +104,7 @@ func claimQuery(p *store.ClaimParams, t time.Time, maxN int) (string, []any) {
 	var b strings.Builder
 	b.WriteString(`SELECT id, tenant, kind, queue, payload, attempt, max_attempts, timeout_seconds,
 		concurrency_key, concurrency_limit FROM executions e
-		WHERE status IN ('queued', 'scheduled') AND run_at <= ?
+		WHERE status IN ('queued', 'scheduled') AND (status = 'queued' OR run_at <= ?)
 		AND (concurrency_key IS NULL OR (SELECT COUNT(*) FROM executions r
 			WHERE r.status = 'running' AND r.concurrency_key = e.concurrency_key) < concurrency_limit)`)
 	args := []any{ns(t)}

@@ -69,7 +69,11 @@ func (s *Store) Complete(ctx context.Context, p *store.CompleteParams) (*store.E
 	t := now(p.Now)
 	return s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, func(tx *sql.Tx, l *leased) error {
 		result := sql.NullString{String: string(p.Result), Valid: p.Result != nil}
-		return finish(ctx, tx, p.ExecutionID, l.tenant, store.StatusSucceeded, result, "", t)
+		status := store.StatusSucceeded
+		if l.cancelRequested {
+			status = store.StatusCancelled
+		}
+		return finish(ctx, tx, p.ExecutionID, l.tenant, status, result, "", t)
 	})
 }
 

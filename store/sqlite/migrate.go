@@ -87,7 +87,7 @@ func applyIfNeeded(ctx context.Context, db *sql.DB, m migration) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: migrate: %w", err)
 	}
-	defer tx.Rollback()
+	defer func() { _ = tx.Rollback() }() // a no-op after Commit
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP)`); err != nil {
 		return fmt.Errorf("sqlite: migrate: %w", err)

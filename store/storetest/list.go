@@ -1,0 +1,289 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/latch-run/latch/store"
+)
+
+// testGet covers Store.Get and its tenant rule.
+func testGet(t *testing.T, ns NewStore) {
+	t.Run("ByTenantAndAnyTenant", func(t *testing.T) {
+		e := start(t, ns)
+		x := e.submit(acme, base, job("echo"))
+		got, err := e.s.Get(e.ctx, &store.GetParams{Tenant: acme, ID: x.ID})
+		e.must(err, "Get with the owner tenant")
+		sameExecution(t, "Get", got, x)
+		sameExecution(t, `Get with Tenant ""`, e.get(x.ID), x)
+	})
+
+	t.Run("OtherTenantIsNotFound", func(t *testing.T) {
+		e := start(t, ns)
+		e.createTenant(store.CreateTenantParams{Name: globex})
+		x := e.submit(acme, base, job("echo"))
+		_, err := e.s.Get(e.ctx, &store.GetParams{Tenant: globex, ID: x.ID})
+		wantErr(t, "Get of another tenant's execution", err, store.ErrNotFound)
+		_, err = e.s.Get(e.ctx, &store.GetParams{Tenant: "nobody", ID: x.ID})
+		wantErr(t, "Get as an unknown tenant", err, store.ErrNotFound)
+	})
+
+	t.Run("UnknownIsNotFound", func(t *testing.T) {
+		e := start(t, ns)
+		_, err := e.s.Get(e.ctx, &store.GetParams{ID: "01890a5d-ac96-774b-bcce-b302099a8057"})
+		wantErr(t, "Get of an unknown execution", err, store.ErrNotFound)
+	})
+}
+
+// testList covers Store.List: order, filters, limits, paging and tenants.
+func testList(t *testing.T, ns NewStore) {
+	// submitN admits n executions one second apart, oldest first, and
+	// returns them newest first, the order List must use.
+	submitN := func(e *env, tenant string, n int, sub func(i int) store.Submission) []*store.Execution {
+		e.t.Helper()
+		out := make([]*store.Execution, n)
+		for i := range n {
+			out[n-1-i] = e.submit(tenant, at(time.Duration(i)*time.Second), sub(i))
+		}
+		return out
+	}
+	plain := func(int) store.Submission { return job("echo") }
+	wantOrder := func(t *testing.T, what string, got, want []*store.Execution) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Errorf("%s: %d items, want %d", what, len(got), len(want))
+			return
+		}
+		for i := range want {
+			if got[i].ID != want[i].ID {
+				t.Errorf("%s: item %d is %s (created %s), want %s (created %s)", what, i,
+					got[i].ID, fmtTime(got[i].CreatedAt), want[i].ID, fmtTime(want[i].CreatedAt))
+				return
+			}
+		}
+	}
+
+	t.Run("NewestFirst", func(t *testing.T) {
+		e := start(t, ns)
+		want := submitN(e, acme, 5, plain)
+		res, err := e.s.List(e.ctx, &store.ListParams{Tenant: acme})
+		e.must(err, "List")
+		wantOrder(t, "List", res.Items, want)
+		if res.Next != "" {
+			t.Errorf("Next = %q on the only page", res.Next)
+		}
+	})
+
+	t.Run("ItemsAreWholeExecutions", func(t *testing.T) {
+		e := start(t, ns)
+		sub := keyed("http", "k", `{"u":1}`)
+		sub.Queue, sub.Priority, sub.Schedule = "mail", 3, "nightly"
+		l := e.run(acme, base, sub)
+		_, err := e.cancel(acme, l.ExecutionID, at(time.Second))
+		e.must(err, "Cancel")
+		res, err := e.s.List(e.ctx, &store.ListParams{Tenant: acme})
+		e.must(err, "List")
+		if len(res.Items) != 1 {
+			t.Fatalf("%d items, want 1", len(res.Items))
+		}
+		sameExecution(t, "List item", res.Items[0], e.get(l.ExecutionID))
+	})
+
+	t.Run("DefaultLimitIs50", func(t *testing.T) {
+		e := start(t, ns)
+		subs := make([]store.Submission, 55)
+		for i := range subs {
+			subs[i] = job("echo")
+		}
+		e.admit(acme, base, subs...)
+		res, err := e.s.List(e.ctx, &store.ListParams{Tenant: acme})
+		e.must(err, "List")
+		if len(res.Items) != 50 || res.Next == "" {
+			t.Errorf("List without a limit: %d items, Next %q; want 50 and a next page", len(res.Items), res.Next)
+		}
+		if all := e.list(store.ListParams{Tenant: acme}); len(all) != 55 {
+			t.Errorf("paging found %d executions, want 55", len(all))
+		}
+	})
+
+	t.Run("LimitAndPaging", func(t *testing.T) {
+		e := start(t, ns)
+		want := submitN(e, acme, 25, plain)
+		var got []*store.Execution
+		p := store.ListParams{Tenant: acme, Limit: 10}
+		for _, size := range []int{10, 10, 5} {
+			res, err := e.s.List(e.ctx, &p)
+			e.must(err, "List")
+			if len(res.Items) != size {
+				t.Fatalf("page %d items, want %d", len(res.Items), size)
+			}
+			got = append(got, res.Items...)
+			if size == 5 && res.Next != "" {
+				t.Errorf("Next = %q on the last page", res.Next)
+			}
+			if size == 10 && res.Next == "" {
+				t.Fatal("Next is empty although more items follow")
+			}
+			p.After = res.Next
+		}
+		wantOrder(t, "pages joined", got, want)
+	})
+
+	t.Run("PagingEndsOnFullLastPage", func(t *testing.T) {
+		// "Next is ... "" when this is the last": a full last page has no Next.
+		e := start(t, ns)
+		want := submitN(e, acme, 20, plain)
+		p := store.ListParams{Tenant: acme, Limit: 10}
+		res, err := e.s.List(e.ctx, &p)
+		e.must(err, "List page 1")
+		p.After = res.Next
+		res2, err := e.s.List(e.ctx, &p)
+		e.must(err, "List page 2")
+		wantOrder(t, "pages joined", append(res.Items, res2.Items...), want)
+		if res2.Next != "" {
+			t.Errorf("Next = %q after the last item, want empty", res2.Next)
+		}
+	})
+
+	t.Run("PagingWithFilters", func(t *testing.T) {
+		e := start(t, ns)
+		all := submitN(e, acme, 30, func(i int) store.Submission {
+			return job([]string{"a", "b", "c"}[i%3])
+		})
+		var want []*store.Execution
+		for _, x := range all {
+			if x.Kind == "b" {
+				want = append(want, x)
+			}
+		}
+		wantOrder(t, "kind b in pages of 3", e.list(store.ListParams{Tenant: acme, Kind: "b", Limit: 3}), want)
+	})
+
+	t.Run("PagingIsStableUnderInserts", func(t *testing.T) {
+		e := start(t, ns)
+		want := submitN(e, acme, 12, plain)
+		p := store.ListParams{Tenant: acme, Limit: 5}
+		res, err := e.s.List(e.ctx, &p)
+		e.must(err, "List page 1")
+		got := res.Items
+		// Newer executions arrive between pages; they belong before page 1.
+		for i := range 3 {
+			e.submit(acme, at(time.Minute+time.Duration(i)*time.Second), job("late"))
+		}
+		p.After = res.Next
+		got = append(got, e.list(p)...)
+		wantOrder(t, "pages with inserts in between", got, want)
+	})
+
+	t.Run("FiltersByStatus", func(t *testing.T) {
+		e := start(t, ns)
+		byStatus := map[store.Status]string{}
+		l := e.run(acme, base, job("succeeded"))
+		_, err := e.complete(l, at(time.Second), nil)
+		e.must(err, "Complete")
+		byStatus[store.StatusSucceeded] = l.ExecutionID
+		l = e.run(acme, at(2*time.Second), job("failed"))
+		_, err = e.fail(l, at(3*time.Second), "boom", false, 0)
+		e.must(err, "Fail")
+		byStatus[store.StatusFailed] = l.ExecutionID
+		l = e.run(acme, at(4*time.Second), job("running"))
+		byStatus[store.StatusRunning] = l.ExecutionID
+		x := e.submit(acme, at(5*time.Second), job("cancelled"))
+		_, err = e.cancel(acme, x.ID, at(5*time.Second))
+		e.must(err, "Cancel")
+		byStatus[store.StatusCancelled] = x.ID
+		byStatus[store.StatusQueued] = e.submit(acme, at(6*time.Second), job("queued")).ID
+		sub := job("scheduled")
+		sub.RunAt = at(time.Hour)
+		byStatus[store.StatusScheduled] = e.submit(acme, at(7*time.Second), sub).ID
+
+		for st, id := range byStatus {
+			xs := e.list(store.ListParams{Tenant: acme, Status: st})
+			if len(xs) != 1 || xs[0].ID != id {
+				t.Errorf("List status %s: %d items, want only %s", st, len(xs), id)
+			}
+		}
+		if xs := e.list(store.ListParams{Tenant: acme, Status: store.StatusSkipped}); len(xs) != 0 {
+			t.Errorf("List status skipped: %d items, want 0", len(xs))
+		}
+		if xs := e.list(store.ListParams{Tenant: acme}); len(xs) != len(byStatus) {
+			t.Errorf("List without a status: %d items, want %d", len(xs), len(byStatus))
+		}
+		e.wantInflight(acme, 3)
+	})
+
+	t.Run("FiltersByKindQueueDedupKeyAndSchedule", func(t *testing.T) {
+		e := start(t, ns)
+		type shape struct{ kind, queue, key, schedule string }
+		shapes := []shape{
+			{"http", "default", "", ""},
+			{"http", "mail", "k1", ""},
+			{"echo", "mail", "k2", "nightly"},
+			{"echo", "default", "", "nightly"},
+			{"sleep", "batch", "k3", "hourly"},
+		}
+		ids := make([]string, len(shapes))
+		for i, s := range shapes {
+			sub := store.Submission{Kind: s.kind, Queue: s.queue, DedupKey: s.key, Schedule: s.schedule, Payload: mustJSON(`{}`)}
+			ids[i] = e.submit(acme, at(time.Duration(i)*time.Second), sub).ID
+		}
+		cases := []struct {
+			p    store.ListParams
+			want []int // indexes into shapes, newest first
+		}{
+			{store.ListParams{Kind: "http"}, []int{1, 0}},
+			{store.ListParams{Queue: "mail"}, []int{2, 1}},
+			{store.ListParams{DedupKey: "k2"}, []int{2}},
+			{store.ListParams{Schedule: "nightly"}, []int{3, 2}},
+			{store.ListParams{Kind: "echo", Queue: "default"}, []int{3}},
+			{store.ListParams{Kind: "http", Schedule: "nightly"}, nil},
+			{store.ListParams{Kind: "nope"}, nil},
+		}
+		for _, c := range cases {
+			c.p.Tenant = acme
+			xs := e.list(c.p)
+			var got, want []string
+			for _, x := range xs {
+				got = append(got, x.ID)
+			}
+			for _, i := range c.want {
+				want = append(want, ids[i])
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("List %+v: got %v, want %v", c.p, got, want)
+			}
+		}
+	})
+
+	t.Run("TenantsSeeOnlyTheirOwn", func(t *testing.T) {
+		e := start(t, ns)
+		e.createTenant(store.CreateTenantParams{Name: globex})
+		for i := range 4 {
+			key := fmt.Sprintf("k%d", i)
+			e.submit(acme, at(time.Duration(i)*time.Second), keyed("echo", key, `{}`))
+			if i < 3 {
+				e.submit(globex, at(time.Duration(i)*time.Second), keyed("echo", key, `{}`))
+			}
+		}
+		// listAll fails on any item of another tenant.
+		if n := len(e.list(store.ListParams{Tenant: acme, Limit: 2})); n != 4 {
+			t.Errorf("acme sees %d executions, want 4", n)
+		}
+		if n := len(e.list(store.ListParams{Tenant: globex, Limit: 2})); n != 3 {
+			t.Errorf("globex sees %d executions, want 3", n)
+		}
+		if n := len(e.list(store.ListParams{Tenant: globex, DedupKey: "k1"})); n != 1 {
+			t.Errorf("globex sees %d executions with key k1, want 1", n)
+		}
+		if n := len(e.list(store.ListParams{Limit: 2})); n != 7 {
+			t.Errorf(`Tenant "" sees %d executions, want 7`, n)
+		}
+	})
+
+	t.Run("NegativeLimitIsInvalid", func(t *testing.T) {
+		e := start(t, ns)
+		_, err := e.s.List(e.ctx, &store.ListParams{Tenant: acme, Limit: -1})
+		wantErr(t, "List with Limit -1", err, store.ErrInvalid)
+	})
+}

@@ -55,7 +55,7 @@ func parseStoreURL(u string) (backend, target string, err error) {
 		(strings.HasSuffix(lower, ".db") || strings.HasSuffix(lower, ".sqlite") || strings.HasSuffix(lower, ".sqlite3")):
 		backend, target = "sqlite", u
 	default:
-		return "", "", fmt.Errorf("latch: %w: store URL %q: want sqlite:path, postgres://... or redis://...",
+		return "", "", fmt.Errorf("latch: %w: store URL %q: want sqlite:PATH, postgres://HOST/DB or redis://HOST",
 			ErrInvalid, u)
 	}
 	if target == "" {

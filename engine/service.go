@@ -121,8 +121,7 @@ func (g *Group) Start(ctx context.Context) error {
 		if err := s.Start(ctx); err != nil {
 			stopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 			cancel() // a failed start tears down hard
-			g.stop(stopCtx, g.services[:i])
-			return err
+			return errors.Join(err, g.stop(stopCtx, g.services[:i]))
 		}
 	}
 	return nil

@@ -71,7 +71,7 @@ func SleepHandler(ctx context.Context, job *engine.Job) (json.RawMessage, error)
 	}
 	if p.Seconds == nil || *p.Seconds < 0 || math.IsInf(*p.Seconds, 0) || *p.Seconds > math.MaxInt64/float64(time.Second) {
 		return nil, engine.Permanent(fmt.Errorf("sleep: payload needs \"seconds\": a number from 0 to %d",
-			int64(math.MaxInt64/int64(time.Second))))
+			math.MaxInt64/int64(time.Second)))
 	}
 	t := time.NewTimer(time.Duration(*p.Seconds * float64(time.Second)))
 	defer t.Stop()
@@ -89,7 +89,7 @@ func decodePayload(raw json.RawMessage, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return engine.Permanent(fmt.Errorf("bad payload: %v", err))
+		return engine.Permanent(fmt.Errorf("bad payload: %w", err))
 	}
 	return nil
 }

@@ -1,0 +1,130 @@
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/latch-run/latch/store"
+)
+
+// tenantHeader lets the admin act on one tenant's resources.
+const tenantHeader = "Latch-Tenant"
+
+// maxKeyLen bounds the bearer token read from a request.
+const maxKeyLen = 512
+
+// principal is who a request acts for.
+type principal struct {
+	admin bool
+	// tenant is the key's tenant, or for the admin the tenant named by
+	// Latch-Tenant ("" when the admin named none).
+	tenant string
+}
+
+type principalKey struct{}
+
+func withPrincipal(ctx context.Context, p *principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// principalFrom returns the authenticated caller. Every authenticated
+// endpoint runs with one; its absence is a programming error.
+func principalFrom(ctx context.Context) *principal {
+	p, _ := ctx.Value(principalKey{}).(*principal)
+	if p == nil {
+		panic("api: no principal in context")
+	}
+	return p
+}
+
+// scope is the store Tenant of a tenant-scoped read or change: the caller's
+// tenant, or "" (every tenant) for the admin without Latch-Tenant.
+func (p *principal) scope() string { return p.tenant }
+
+// owner is the tenant new executions are submitted for. The admin must name
+// one with Latch-Tenant.
+func (p *principal) owner() (string, error) {
+	if p.tenant == "" {
+		return "", invalid(tenantHeader, "the admin key must name the tenant to submit for in the %s header", tenantHeader)
+	}
+	return p.tenant, nil
+}
+
+// requireAdmin refuses tenant keys.
+func (p *principal) requireAdmin() error {
+	if !p.admin {
+		return problem(CodeForbidden, "this endpoint needs the admin key")
+	}
+	return nil
+}
+
+// authenticate resolves the request's bearer key. The admin key is the one
+// whose hash is Config.AdminKeyHash when that is set (then no stored admin
+// key is accepted), else any key the store resolves as admin.
+func (s *Server) authenticate(r *http.Request) (*principal, error) {
+	key, ok := bearer(r.Header.Get("Authorization"))
+	if !ok {
+		return nil, unauthorized("missing or malformed Authorization header; send Authorization: Bearer <key>")
+	}
+	hash := HashKey(key)
+	var p principal
+	if s.cfg.AdminKeyHash != "" && subtle.ConstantTimeCompare([]byte(hash), []byte(s.cfg.AdminKeyHash)) == 1 {
+		p.admin = true
+	} else {
+		k, err := s.cfg.Store.LookupAPIKey(r.Context(), &store.LookupAPIKeyParams{KeyHash: hash})
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return nil, unauthorized("unknown API key")
+		case err != nil:
+			return nil, err
+		case k.Admin && s.cfg.AdminKeyHash != "":
+			// LATCH_ADMIN_KEY pins the admin key: an admin key stored
+			// earlier (generated at a first start) no longer works.
+			return nil, unauthorized("unknown API key")
+		}
+		p.admin, p.tenant = k.Admin, k.Tenant
+	}
+	if name, given := headerValue(r, tenantHeader); given {
+		if err := checkTenantName(tenantHeader, name); err != nil {
+			return nil, err
+		}
+		switch {
+		case p.admin:
+			p.tenant = name
+		case name != p.tenant:
+			return nil, problem(CodeForbidden, "a tenant key acts for its own tenant only; drop the %s header or name the key's tenant", tenantHeader)
+		}
+	}
+	return &p, nil
+}
+
+// bearer extracts the key of "Bearer <key>" (scheme case-insensitive).
+func bearer(h string) (string, bool) {
+	scheme, key, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	key = strings.TrimSpace(key)
+	if key == "" || len(key) > maxKeyLen {
+		return "", false
+	}
+	return key, true
+}
+
+// headerValue returns a header's value and whether it was sent at all.
+func headerValue(r *http.Request, name string) (string, bool) {
+	vs, ok := r.Header[http.CanonicalHeaderKey(name)]
+	if !ok || len(vs) == 0 {
+		return "", false
+	}
+	return strings.TrimSpace(vs[0]), true
+}
+
+func unauthorized(detail string) *Problem {
+	p := problem(CodeUnauthorized, "%s", detail)
+	p.header = http.Header{"Www-Authenticate": {`Bearer realm="latch"`}}
+	return p
+}

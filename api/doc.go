@@ -1,0 +1,41 @@
+// Package api is latch's HTTP API: the endpoints of API.md's sections
+// "Authentication and tenants", "Executions" and "Workers", and the
+// operational endpoints /healthz, /readyz, /metrics and /api/openapi.json.
+// Schedules and rate limits are not served yet; their paths answer 404.
+//
+// New returns a Server, an http.Handler; the caller owns the http.Server
+// and its timeouts. The server holds no business state: every change is one
+// store.Store operation, so any number of servers may share one store.
+//
+// The contract this package keeps:
+//
+//   - Every /api/ endpoint but /api/openapi.json needs Authorization:
+//     Bearer <key>. Keys are stored as HashKey(key). A tenant key acts for
+//     its own tenant; the admin acts for the tenant named by Latch-Tenant,
+//     or, without it, reads, changes and claims across all tenants (a
+//     submit then needs the header). Another tenant's execution is
+//     answered exactly like a missing one: 404 not_found (409 lease_lost
+//     for the fenced worker calls, which answer so for any execution whose
+//     lease the token does not hold). Tenant endpoints are for the admin,
+//     except that a tenant key may read its own tenant; a tenant key on an
+//     admin endpoint gets 403 forbidden.
+//   - Each endpoint is a typed func(ctx, *Req) (*Resp, error) behind one
+//     wrapper (endpoint.go) that authenticates, checks Content-Type
+//     (application/json, UTF-8), bounds and strictly decodes the body
+//     (unknown or repeated fields, wrong types, malformed JSON and trailing
+//     data are 400 invalid_request naming the field), refuses unknown query
+//     parameters, validates, applies Config.RequestTimeout and maps errors
+//     to RFC 9457 problem documents with a stable code (problem.go).
+//     Internal errors are logged and answered as "internal", never echoed.
+//   - Submits go to the store as one Store.Admit call, a batch included, so
+//     dedup, quota and the queue entry are decided atomically by the store.
+//     Payloads are stored as store.CanonicalJSON.
+//   - Long polls (GET ?wait_seconds, claim wait_seconds) and event streams
+//     wake on store.Notifier when the store implements it, and poll every
+//     Config.PollInterval in any case. Server.Close ends them early for a
+//     graceful shutdown.
+//   - Metrics live on a registry the Server owns (Registry), never the
+//     global one.
+//   - The OpenAPI 3.1 document (openapi.json, embedded) lists exactly the
+//     routes of routes.go; a test keeps them in step.
+package api

@@ -1,0 +1,109 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/latch-run/latch/store"
+)
+
+// keepAliveInterval is how often an idle event stream sends a comment, so
+// proxies do not close it.
+const keepAliveInterval = 15 * time.Second
+
+// events is GET /api/executions/{id}/events: a text/event-stream with one
+// "status" event (data: the execution JSON) for the current state and one
+// for every later change of status or attempt, ending after the terminal
+// one. Changes that happen between two reads are coalesced: a client sees
+// each state the server observed, in order. If the execution is deleted
+// while streamed, an "error" event carrying a not_found problem ends the
+// stream.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	var req idRequest
+	first, err := func() (*store.Execution, error) {
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+		defer cancel()
+		p, err := s.authenticate(r.WithContext(ctx))
+		if err != nil {
+			return nil, err
+		}
+		if err := req.bind(r); err != nil {
+			return nil, err
+		}
+		r = r.WithContext(withPrincipal(r.Context(), p))
+		e, err := s.cfg.Store.Get(ctx, &store.GetParams{Tenant: p.scope(), ID: req.id})
+		return e, executionErr(err, req.id)
+	}()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{}) // the stream lasts as long as the execution
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+
+	seq := 0
+	send := func(event string, v any) bool {
+		data, _ := marshal(v) // plain data always marshals; ends in a newline
+		seq++
+		if _, err := fmt.Fprintf(w, "event: %s\nid: %d\ndata: %s\n", event, seq, data); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+
+	scope := principalFrom(r.Context()).scope()
+	changed := s.changed()
+	last := first
+	if !send("status", toExecution(last)) {
+		return
+	}
+	poll := time.NewTicker(s.cfg.PollInterval)
+	defer poll.Stop()
+	keepAlive := time.NewTicker(keepAliveInterval)
+	defer keepAlive.Stop()
+	for !last.Status.Terminal() {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.done:
+			return // shutting down; the client reconnects elsewhere
+		case <-keepAlive.C:
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
+				return
+			}
+			continue
+		case <-changed:
+		case <-poll.C:
+		}
+		changed = s.changed()
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+		e, err := s.cfg.Store.Get(ctx, &store.GetParams{Tenant: scope, ID: req.id})
+		cancel()
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			send("error", problem(CodeNotFound, "execution %q was deleted", req.id))
+			return
+		case err != nil:
+			if r.Context().Err() == nil {
+				s.log.Error("event stream read failed", "execution_id", req.id, "err", err)
+				send("error", problem(CodeInternal, "internal error"))
+			}
+			return
+		}
+		if e.Status != last.Status || e.Attempt != last.Attempt {
+			if !send("status", toExecution(e)) {
+				return
+			}
+		}
+		last = e
+	}
+}

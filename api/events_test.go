@@ -1,0 +1,142 @@
+package api
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/latch-run/latch/store"
+)
+
+// sseEvent is one parsed server-sent event.
+type sseEvent struct {
+	name, id, data string
+}
+
+// openStream opens an event stream and returns a channel of its events,
+// closed when the stream ends.
+func (e *testEnv) openStream(path, key string) (*http.Response, <-chan sseEvent) {
+	e.t.Helper()
+	req, _ := http.NewRequest("GET", e.srv.URL+path, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	res, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { res.Body.Close() })
+	ch := make(chan sseEvent, 16)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(res.Body)
+		var ev sseEvent
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if ev.name != "" {
+					ch <- ev
+				}
+				ev = sseEvent{}
+			case strings.HasPrefix(line, "event: "):
+				ev.name = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "id: "):
+				ev.id = strings.TrimPrefix(line, "id: ")
+			case strings.HasPrefix(line, "data: "):
+				ev.data = strings.TrimPrefix(line, "data: ")
+			}
+		}
+	}()
+	return res, ch
+}
+
+func nextEvent(t *testing.T, ch <-chan sseEvent) (sseEvent, *execution) {
+	t.Helper()
+	select {
+	case ev, ok := <-ch:
+		if !ok {
+			t.Fatal("stream ended early")
+		}
+		var x execution
+		if ev.name == "status" {
+			if err := json.Unmarshal([]byte(ev.data), &x); err != nil {
+				t.Fatalf("event data %q: %v", ev.data, err)
+			}
+		}
+		return ev, &x
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event within 10s")
+	}
+	panic("unreachable")
+}
+
+func streamEnds(t *testing.T, ch <-chan sseEvent) {
+	t.Helper()
+	select {
+	case ev, ok := <-ch:
+		if ok {
+			t.Fatalf("event after the terminal one: %+v", ev)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("stream did not end after the terminal event")
+	}
+}
+
+func TestEventsUntilTerminal(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	key := e.tenant("acme")
+	x := e.submit(key, `{"kind":"echo"}`, http.StatusCreated)
+	res, ch := e.openStream("/api/executions/"+x.ExecutionID+"/events", key)
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("stream answer %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	ev, got := nextEvent(t, ch)
+	if ev.name != "status" || ev.id != "1" || got.Status != store.StatusQueued || got.ExecutionID != x.ExecutionID {
+		t.Fatalf("first event %+v", ev)
+	}
+	l := e.claimOne(key)
+	if _, got = nextEvent(t, ch); got.Status != store.StatusRunning {
+		t.Fatalf("second event %s", got.Status)
+	}
+	e.do("POST", "/api/executions/"+l.ExecutionID+"/complete", key, `{"lease_token":"`+l.LeaseToken+`"}`).want(http.StatusOK)
+	if _, got = nextEvent(t, ch); got.Status != store.StatusSucceeded {
+		t.Fatalf("third event %s", got.Status)
+	}
+	streamEnds(t, ch)
+
+	// A terminal execution: one event, then the end.
+	_, ch = e.openStream("/api/executions/"+x.ExecutionID+"/events", key)
+	if _, got = nextEvent(t, ch); got.Status != store.StatusSucceeded {
+		t.Fatalf("terminal stream: %s", got.Status)
+	}
+	streamEnds(t, ch)
+}
+
+func TestEventsDeleted(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	key := e.tenant("acme")
+	x := e.submit(key, `{"kind":"echo"}`, http.StatusCreated)
+	_, ch := e.openStream("/api/executions/"+x.ExecutionID+"/events", key)
+	nextEvent(t, ch)
+	e.do("DELETE", "/api/executions/"+x.ExecutionID+"?force=true", key, nil).want(http.StatusNoContent)
+	ev, _ := nextEvent(t, ch)
+	var p Problem
+	if ev.name != "error" || json.Unmarshal([]byte(ev.data), &p) != nil || p.Code != CodeNotFound {
+		t.Fatalf("after delete: %+v", ev)
+	}
+	streamEnds(t, ch)
+}
+
+func TestEventsRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	key := e.tenant("acme")
+	e.do("GET", "/api/executions/nope/events", key, nil).problem(http.StatusNotFound, CodeNotFound)
+	x := e.submit(key, `{"kind":"echo"}`, http.StatusCreated)
+	e.do("GET", "/api/executions/"+x.ExecutionID+"/events?x=1", key, nil).problem(http.StatusBadRequest, CodeInvalidRequest)
+	e.do("GET", "/api/executions/"+x.ExecutionID+"/events", "", nil).problem(http.StatusUnauthorized, CodeUnauthorized)
+}

@@ -1,0 +1,218 @@
+package api
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/latch-run/latch/store"
+)
+
+// Limits of the read endpoints (API.md).
+const (
+	maxWaitSeconds = 60
+	defaultLimit   = 50
+	maxLimit       = 500
+	maxIDLen       = 128
+)
+
+// idRequest names one execution by its path value.
+type idRequest struct {
+	id string
+}
+
+func (r *idRequest) bindID(hr *http.Request) error {
+	r.id = hr.PathValue("id")
+	if r.id == "" || len(r.id) > maxIDLen || !utf8.ValidString(r.id) {
+		return problem(CodeNotFound, "execution not found")
+	}
+	return nil
+}
+
+func (r *idRequest) bind(hr *http.Request) error {
+	if _, err := query(hr); err != nil {
+		return err
+	}
+	return r.bindID(hr)
+}
+
+// getRequest is GET /api/executions/{id}?wait_seconds=N.
+type getRequest struct {
+	idRequest
+	wait time.Duration
+}
+
+func (r *getRequest) bind(hr *http.Request) error {
+	q, err := query(hr, "wait_seconds")
+	if err != nil {
+		return err
+	}
+	if v := q.Get("wait_seconds"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > maxWaitSeconds {
+			return invalid("wait_seconds", "must be an integer from 0 to %d", maxWaitSeconds)
+		}
+		r.wait = time.Duration(n) * time.Second
+	}
+	return r.bindID(hr)
+}
+
+// getExecution answers the execution, after waiting up to wait_seconds for
+// it to become terminal.
+func (s *Server) getExecution(ctx context.Context, req *getRequest) (*execution, error) {
+	e, err := s.awaitTerminal(ctx, principalFrom(ctx).scope(), req.id, req.wait)
+	if err != nil {
+		return nil, executionErr(err, req.id)
+	}
+	return toExecution(e), nil
+}
+
+// awaitTerminal reads an execution, waiting up to wait for it to be
+// terminal. It returns the last state read.
+func (s *Server) awaitTerminal(ctx context.Context, tenant, id string, wait time.Duration) (*store.Execution, error) {
+	var e *store.Execution
+	err := s.waitUntil(ctx, wait, func(ctx context.Context) (bool, error) {
+		got, err := s.cfg.Store.Get(ctx, &store.GetParams{Tenant: tenant, ID: id})
+		if err != nil {
+			return false, err
+		}
+		e = got
+		return e.Status.Terminal(), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// listRequest is GET /api/executions with its filters.
+type listRequest struct {
+	params store.ListParams
+}
+
+func (r *listRequest) bind(hr *http.Request) error {
+	q, err := query(hr, "status", "kind", "queue", "dedup_key", "schedule", "limit", "cursor")
+	if err != nil {
+		return err
+	}
+	p := &r.params
+	if v := q.Get("status"); v != "" {
+		if !store.Status(v).Valid() {
+			return invalid("status", "must be one of scheduled, queued, running, succeeded, failed, cancelled, skipped")
+		}
+		p.Status = store.Status(v)
+	}
+	p.Kind, p.Queue, p.DedupKey, p.Schedule = q.Get("kind"), q.Get("queue"), q.Get("dedup_key"), q.Get("schedule")
+	p.Limit = defaultLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxLimit {
+			return invalid("limit", "must be an integer from 1 to %d", maxLimit)
+		}
+		p.Limit = n
+	}
+	if v := q.Get("cursor"); v != "" {
+		after, ok := decodeCursor(v)
+		if !ok {
+			return invalid("cursor", "not a cursor this server issued; use next_cursor of a previous page")
+		}
+		p.After = after
+	}
+	return nil
+}
+
+type listResponse struct {
+	Items      []*execution `json:"items"`
+	NextCursor *string      `json:"next_cursor"`
+}
+
+// listExecutions answers one page, newest first.
+func (s *Server) listExecutions(ctx context.Context, req *listRequest) (*listResponse, error) {
+	p := req.params
+	p.Tenant = principalFrom(ctx).scope()
+	res, err := s.cfg.Store.List(ctx, &p)
+	if err != nil {
+		return nil, err
+	}
+	out := &listResponse{Items: make([]*execution, 0, len(res.Items))}
+	for _, e := range res.Items {
+		out.Items = append(out.Items, toExecution(e))
+	}
+	if res.Next != "" {
+		c := encodeCursor(res.Next)
+		out.NextCursor = &c
+	}
+	return out, nil
+}
+
+// A cursor is the store's Next id in unpadded base64url: opaque to clients,
+// so the paging key may change without breaking them.
+func encodeCursor(next string) string { return base64.RawURLEncoding.EncodeToString([]byte(next)) }
+
+func decodeCursor(c string) (string, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(b) == 0 || len(b) > maxIDLen || !utf8.Valid(b) {
+		return "", false
+	}
+	return string(b), true
+}
+
+// cancelExecution is POST /api/executions/{id}/cancel.
+func (s *Server) cancelExecution(ctx context.Context, req *idRequest) (*execution, error) {
+	e, err := s.cfg.Store.Cancel(ctx, &store.CancelParams{
+		Tenant: principalFrom(ctx).scope(), ID: req.id, Now: s.cfg.Now(),
+	})
+	if err != nil {
+		return nil, executionErr(err, req.id)
+	}
+	return toExecution(e), nil
+}
+
+// deleteRequest is DELETE /api/executions/{id}?force=true.
+type deleteRequest struct {
+	idRequest
+	force bool
+}
+
+func (r *deleteRequest) bind(hr *http.Request) error {
+	q, err := query(hr, "force")
+	if err != nil {
+		return err
+	}
+	if v := q.Get("force"); v != "" {
+		f, err := strconv.ParseBool(v)
+		if err != nil {
+			return invalid("force", "must be true or false")
+		}
+		r.force = f
+	}
+	return r.bindID(hr)
+}
+
+// noContent is a 204 answer.
+type noContent struct{}
+
+func (noContent) statusCode() int { return http.StatusNoContent }
+
+// deleteExecution is DELETE /api/executions/{id}.
+func (s *Server) deleteExecution(ctx context.Context, req *deleteRequest) (*noContent, error) {
+	err := s.cfg.Store.Delete(ctx, &store.DeleteParams{
+		Tenant: principalFrom(ctx).scope(), ID: req.id, Force: req.force, Now: s.cfg.Now(),
+	})
+	if err != nil {
+		return nil, executionErr(err, req.id)
+	}
+	return &noContent{}, nil
+}
+
+// executionErr gives a missing execution a detail that names it.
+func executionErr(err error, id string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return problem(CodeNotFound, "execution %q not found", id)
+	}
+	return err
+}

@@ -1,0 +1,66 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the server's Prometheus collectors, on a registry the server
+// owns (never the global one, so two servers in one process, as in tests,
+// do not collide).
+type metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	inflight prometheus.Gauge
+	submits  *prometheus.CounterVec
+	leases   prometheus.Counter
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "latch_http_requests_total",
+			Help: "HTTP requests answered, by route pattern and status code.",
+		}, []string{"route", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "latch_http_request_duration_seconds",
+			Help:    "Time to answer HTTP requests, by route pattern (long polls and event streams included).",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"route"}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "latch_http_requests_in_flight",
+			Help: "HTTP requests being served.",
+		}),
+		submits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "latch_submits_total",
+			Help: "Submitted executions (single and batch items) by outcome: created, deduplicated, or the problem code.",
+		}, []string{"outcome"}),
+		leases: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "latch_leases_claimed_total",
+			Help: "Leases handed out through POST /api/workers/claim.",
+		}),
+	}
+	m.reg.MustRegister(m.requests, m.duration, m.inflight, m.submits, m.leases,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) observe(route string, code int, d time.Duration) {
+	m.requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
+	m.duration.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// submitted counts one submit outcome.
+func (m *metrics) submitted(outcome string) { m.submits.WithLabelValues(outcome).Inc() }
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}

@@ -1,0 +1,162 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/latch-run/latch/store"
+)
+
+// Code is the stable, machine-readable word of a problem document. Clients
+// branch on it; the title and detail are for people.
+type Code string
+
+// The codes of API.md, plus forbidden (a tenant key calling an admin
+// endpoint) and unavailable (the store did not answer in time, /readyz).
+const (
+	CodeUnauthorized         Code = "unauthorized"
+	CodeForbidden            Code = "forbidden"
+	CodeNotFound             Code = "not_found"
+	CodeInvalidRequest       Code = "invalid_request"
+	CodePayloadTooLarge      Code = "payload_too_large"
+	CodeUnsupportedMediaType Code = "unsupported_media_type"
+	CodeQuotaExceeded        Code = "quota_exceeded"
+	CodeDedupKeyReused       Code = "dedup_key_reused"
+	CodeTenantExists         Code = "tenant_exists"
+	CodeNotTerminal          Code = "not_terminal"
+	CodeLeaseLost            Code = "lease_lost"
+	CodeMethodNotAllowed     Code = "method_not_allowed"
+	CodeInternal             Code = "internal"
+	CodeUnavailable          Code = "unavailable"
+)
+
+// codeInfo is the fixed status and title of each code.
+var codeInfo = map[Code]struct {
+	status int
+	title  string
+}{
+	CodeUnauthorized:         {http.StatusUnauthorized, "Unauthorized"},
+	CodeForbidden:            {http.StatusForbidden, "Forbidden"},
+	CodeNotFound:             {http.StatusNotFound, "Not found"},
+	CodeInvalidRequest:       {http.StatusBadRequest, "Invalid request"},
+	CodePayloadTooLarge:      {http.StatusRequestEntityTooLarge, "Payload too large"},
+	CodeUnsupportedMediaType: {http.StatusUnsupportedMediaType, "Unsupported media type"},
+	CodeQuotaExceeded:        {http.StatusTooManyRequests, "Quota exceeded"},
+	CodeDedupKeyReused:       {http.StatusUnprocessableEntity, "Dedup key reused"},
+	CodeTenantExists:         {http.StatusConflict, "Tenant exists"},
+	CodeNotTerminal:          {http.StatusConflict, "Execution not terminal"},
+	CodeLeaseLost:            {http.StatusConflict, "Lease lost"},
+	CodeMethodNotAllowed:     {http.StatusMethodNotAllowed, "Method not allowed"},
+	CodeInternal:             {http.StatusInternalServerError, "Internal error"},
+	CodeUnavailable:          {http.StatusServiceUnavailable, "Service unavailable"},
+}
+
+// problemTypeBase prefixes every problem type URI.
+const problemTypeBase = "https://latch.run/problems/"
+
+// quotaRetryAfter is the Retry-After, in seconds, of a quota_exceeded
+// answer: quota frees as work finishes, which the server cannot predict.
+const quotaRetryAfter = 5
+
+// Problem is an RFC 9457 problem document. It is also the error type
+// handlers return to answer with a specific code.
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+	Code   Code   `json:"code"`
+
+	retryAfter int         // seconds; >0 sets Retry-After
+	allow      string      // Allow header of a 405
+	cause      error       // logged for internal problems, never sent
+	header     http.Header // extra headers (WWW-Authenticate)
+}
+
+func (p *Problem) Error() string { return string(p.Code) + ": " + p.Detail }
+
+// problem builds a Problem with the fixed status and title of code.
+func problem(code Code, format string, args ...any) *Problem {
+	info, ok := codeInfo[code]
+	if !ok {
+		panic("api: unknown problem code " + string(code))
+	}
+	return &Problem{
+		Type:   problemTypeBase + string(code),
+		Title:  info.title,
+		Status: info.status,
+		Detail: fmt.Sprintf(format, args...),
+		Code:   code,
+	}
+}
+
+// invalid is a 400 invalid_request whose detail starts with the field.
+// The field may come from the client (an unknown key), so it is made valid
+// UTF-8.
+func invalid(field, format string, args ...any) *Problem {
+	return problem(CodeInvalidRequest, "%s: %s", strings.ToValidUTF8(field, "\uFFFD"), fmt.Sprintf(format, args...))
+}
+
+// problemFor maps any error a handler returns onto a Problem: Problems pass
+// through, store sentinels get their codes, anything else is internal.
+func problemFor(err error) *Problem {
+	var p *Problem
+	if errors.As(err, &p) {
+		return p
+	}
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return problem(CodePayloadTooLarge, "the request body exceeds %d bytes", mbe.Limit)
+	case errors.Is(err, store.ErrNotFound):
+		return problem(CodeNotFound, "not found")
+	case errors.Is(err, store.ErrQuotaExceeded):
+		p := problem(CodeQuotaExceeded, "admitting this execution would make the tenant's inflight exceed its max_inflight")
+		p.retryAfter = quotaRetryAfter
+		return p
+	case errors.Is(err, store.ErrDedupKeyReused):
+		return problem(CodeDedupKeyReused, "the dedup_key maps to an execution submitted with a different kind or payload")
+	case errors.Is(err, store.ErrTenantExists):
+		return problem(CodeTenantExists, "a tenant with this name exists")
+	case errors.Is(err, store.ErrNotTerminal):
+		return problem(CodeNotTerminal, "the execution is not terminal; cancel it first or delete with force=true")
+	case errors.Is(err, store.ErrLeaseLost):
+		return problem(CodeLeaseLost, "the lease token is not the execution's current lease; abandon this attempt")
+	case errors.Is(err, store.ErrInvalid):
+		// The store's validation messages name the rule broken; they hold
+		// no internals, so they are safe to echo.
+		return problem(CodeInvalidRequest, "%s", err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		p := problem(CodeUnavailable, "the request did not finish in time")
+		p.retryAfter = 1
+		p.cause = err
+		return p
+	}
+	p = problem(CodeInternal, "internal error")
+	p.cause = err
+	return p
+}
+
+// writeProblem answers with p as application/problem+json.
+func writeProblem(w http.ResponseWriter, p *Problem) {
+	h := w.Header()
+	for k, vs := range p.header {
+		h[k] = vs
+	}
+	if p.retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(p.retryAfter))
+	}
+	if p.allow != "" {
+		h.Set("Allow", p.allow)
+	}
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Cache-Control", "no-store")
+	h.Del("Content-Length")
+	w.WriteHeader(p.Status)
+	body, _ := marshal(p) // a Problem always marshals
+	_, _ = w.Write(body)
+}

@@ -1,0 +1,123 @@
+package api
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/latch-run/latch/store"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+
+// TestProblemGolden answers one request per problem code and compares the
+// status, the contract's headers and the body with testdata/problems/, so a
+// change of the error contract shows up as a diff. Run with -update to
+// accept a change.
+func TestProblemGolden(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *Config) { c.MaxPayloadBytes = 100 })
+	key := e.tenant("acme", `,"max_inflight":2`)
+	e.submit(key, `{"kind":"echo","dedup_key":"k"}`, http.StatusCreated)
+	e.submit(key, `{"kind":"echo","dedup_key":"q"}`, http.StatusCreated)
+	l := e.claimOne(key)
+	e.do("POST", "/api/executions/"+l.ExecutionID+"/complete", key, `{"lease_token":"`+l.LeaseToken+`"}`).want(http.StatusOK)
+	running := e.submit(e.admin, `{"kind":"echo"}`, http.StatusCreated, "Latch-Tenant", "acme")
+	down := newEnv(t, func(c *Config) { c.Store = pingFails{c.Store} })
+	broken := newEnv(t, func(c *Config) { c.Store = getFails{c.Store} })
+	bkey := broken.tenant("acme")
+
+	for _, c := range []struct {
+		name string
+		send func() *resp
+	}{
+		{"unauthorized", func() *resp { return e.do("GET", "/api/executions", "", nil) }},
+		{"forbidden", func() *resp { return e.do("POST", "/api/tenants", key, `{"name":"x"}`) }},
+		{"not_found", func() *resp { return e.do("GET", "/api/executions/missing", key, nil) }},
+		{"not_found_route", func() *resp { return e.do("GET", "/api/schedules", key, nil) }},
+		{"invalid_request_field", func() *resp { return e.do("POST", "/api/executions", key, `{"kind":""}`) }},
+		{"invalid_request_unknown_field", func() *resp { return e.do("POST", "/api/executions", key, `{"kind":"echo","kindd":1}`) }},
+		{"invalid_request_type", func() *resp { return e.do("POST", "/api/executions", key, `{"kind":"echo","max_attempts":"3"}`) }},
+		{"invalid_request_malformed", func() *resp { return e.do("POST", "/api/executions", key, `{"kind":"echo",}`) }},
+		{"invalid_request_trailing", func() *resp { return e.do("POST", "/api/executions", key, `{"kind":"echo"}{}`) }},
+		{"invalid_request_latch_tenant", func() *resp { return e.do("POST", "/api/executions", e.admin, `{"kind":"echo"}`) }},
+		{"payload_too_large", func() *resp {
+			return e.do("POST", "/api/executions", key, `{"kind":"echo","payload":"`+strings.Repeat("x", 100)+`"}`)
+		}},
+		{"unsupported_media_type", func() *resp {
+			return e.do("POST", "/api/executions", key, `{"kind":"echo"}`, "Content-Type", "text/plain")
+		}},
+		{"quota_exceeded", func() *resp { return e.do("POST", "/api/executions", key, `{"kind":"echo"}`) }},
+		{"dedup_key_reused", func() *resp { return e.do("POST", "/api/executions", key, `{"kind":"other","dedup_key":"k"}`) }},
+		{"tenant_exists", func() *resp { return e.do("POST", "/api/tenants", e.admin, `{"name":"acme"}`) }},
+		{"not_terminal", func() *resp { return e.do("DELETE", "/api/executions/"+running.ExecutionID, key, nil) }},
+		{"lease_lost", func() *resp {
+			return e.do("POST", "/api/executions/"+l.ExecutionID+"/heartbeat", key, `{"lease_token":"`+l.LeaseToken+`"}`)
+		}},
+		{"method_not_allowed", func() *resp { return e.do("PUT", "/api/executions", key, nil) }},
+		{"internal", func() *resp { return broken.do("GET", "/api/executions/x", bkey, nil) }},
+		{"unavailable", func() *resp { return down.do("GET", "/readyz", "", nil) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := c.send()
+			var b strings.Builder
+			fmt.Fprintf(&b, "HTTP %d\n", r.status)
+			for _, h := range []string{"Content-Type", "Retry-After", "Allow", "WWW-Authenticate"} {
+				if v := r.header.Get(h); v != "" {
+					fmt.Fprintf(&b, "%s: %s\n", h, v)
+				}
+			}
+			b.WriteString("\n")
+			b.Write(r.body)
+			golden(t, filepath.Join("testdata", "problems", c.name+".golden"), b.String())
+		})
+	}
+}
+
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -run %s -update to create it)", err, t.Name())
+	}
+	if got != string(want) {
+		t.Fatalf("%s differs:\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+func TestProblemFor(t *testing.T) {
+	t.Parallel()
+	for err, code := range map[error]Code{
+		fmt.Errorf("x: %w", store.ErrNotFound):       CodeNotFound,
+		fmt.Errorf("x: %w", store.ErrTenantExists):   CodeTenantExists,
+		fmt.Errorf("x: %w", store.ErrQuotaExceeded):  CodeQuotaExceeded,
+		fmt.Errorf("x: %w", store.ErrDedupKeyReused): CodeDedupKeyReused,
+		fmt.Errorf("x: %w", store.ErrLeaseLost):      CodeLeaseLost,
+		fmt.Errorf("x: %w", store.ErrNotTerminal):    CodeNotTerminal,
+		fmt.Errorf("x: %w", store.ErrInvalid):        CodeInvalidRequest,
+		&http.MaxBytesError{Limit: 5}:                CodePayloadTooLarge,
+		errors.New("boom"):                           CodeInternal,
+	} {
+		p := problemFor(err)
+		if p.Code != code || p.Status != codeInfo[code].status || p.Type != problemTypeBase+string(code) {
+			t.Errorf("%v: %+v, want %s", err, p, code)
+		}
+	}
+	if p := problemFor(errors.New("boom")); strings.Contains(p.Detail, "boom") {
+		t.Error("internal error echoed")
+	}
+}

@@ -1,0 +1,49 @@
+package api
+
+import (
+	"net/http"
+	"time"
+)
+
+// route is one registered endpoint: a Go 1.22 ServeMux pattern and its
+// handler. The OpenAPI document lists exactly these.
+type route struct {
+	pattern string
+	handler http.Handler
+}
+
+// The longest waits of the long-poll endpoints.
+const (
+	getHold   = maxWaitSeconds * time.Second
+	claimHold = maxClaimWait * time.Second
+)
+
+// routes lists every endpoint. Schedules and rate limits are not served
+// here yet; their paths answer 404 not_found.
+func (s *Server) routes() []route {
+	body := spec{body: true}
+	return []route{
+		{"GET /healthz", endpoint(s, spec{public: true}, s.healthz)},
+		{"GET /readyz", endpoint(s, spec{public: true}, s.readyz)},
+		{"GET /metrics", s.metrics.handler()},
+		{"GET /api/openapi.json", http.HandlerFunc(s.openAPI)},
+
+		{"POST /api/tenants", endpoint(s, body, s.createTenant)},
+		{"GET /api/tenants/{name}", endpoint(s, spec{}, s.getTenant)},
+		{"PATCH /api/tenants/{name}", endpoint(s, body, s.patchTenant)},
+		{"POST /api/tenants/{name}/keys", endpoint(s, spec{}, s.addKey)},
+
+		{"POST /api/executions", endpoint(s, body, s.submit)},
+		{"POST /api/executions/batch", endpoint(s, spec{body: true, limit: s.cfg.MaxBatchBytes}, s.submitBatch)},
+		{"GET /api/executions", endpoint(s, spec{}, s.listExecutions)},
+		{"GET /api/executions/{id}", endpoint(s, spec{hold: getHold}, s.getExecution)},
+		{"GET /api/executions/{id}/events", http.HandlerFunc(s.events)},
+		{"POST /api/executions/{id}/cancel", endpoint(s, spec{}, s.cancelExecution)},
+		{"DELETE /api/executions/{id}", endpoint(s, spec{}, s.deleteExecution)},
+
+		{"POST /api/workers/claim", endpoint(s, spec{body: true, hold: claimHold}, s.claim)},
+		{"POST /api/executions/{id}/heartbeat", endpoint(s, body, s.heartbeat)},
+		{"POST /api/executions/{id}/complete", endpoint(s, body, s.complete)},
+		{"POST /api/executions/{id}/fail", endpoint(s, body, s.failAttempt)},
+	}
+}

@@ -1,0 +1,270 @@
+package api
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/latch-run/latch/store"
+)
+
+// Config configures a Server. Only Store is required.
+type Config struct {
+	// Store holds all state. Required. If it implements store.Notifier,
+	// long polls and event streams wake at once on changes.
+	Store store.Store
+
+	// AdminKeyHash is HashKey(LATCH_ADMIN_KEY) when the admin key is set
+	// by the environment: then that key, and no admin key stored earlier,
+	// is the admin. Empty: the admin is whichever key the store resolves
+	// as admin (the one generated and stored at first start).
+	AdminKeyHash string
+
+	// Logger receives internal errors and panics. nil = slog.Default().
+	Logger *slog.Logger
+
+	// MaxPayloadBytes bounds an execution's payload and a completion's
+	// result, in canonical JSON bytes. 0 = 1 MiB.
+	MaxPayloadBytes int
+
+	// MaxBatchBytes bounds the body of POST /api/executions/batch.
+	// 0 = 32 MiB.
+	MaxBatchBytes int64
+
+	// RequestTimeout bounds each request's work. Long polls (wait_seconds)
+	// get it on top of their wait; event streams are not bounded by it.
+	// 0 = 30s.
+	RequestTimeout time.Duration
+
+	// PollInterval is how often waiting requests re-read the store when no
+	// change notification arrives. 0 = 500ms.
+	PollInterval time.Duration
+
+	// Now is the clock passed to the store. nil = time.Now. Waiting is
+	// always measured in real time.
+	Now func() time.Time
+
+	// Console serves every path outside /api/, /healthz, /readyz and
+	// /metrics. nil = those paths answer 404 not_found.
+	Console http.Handler
+}
+
+// Defaults of Config's zero fields.
+const (
+	DefaultMaxPayloadBytes = 1 << 20
+	DefaultMaxBatchBytes   = 32 << 20
+	DefaultRequestTimeout  = 30 * time.Second
+	DefaultPollInterval    = 500 * time.Millisecond
+)
+
+// bodySlack is what a single-execution body may hold beyond its payload.
+const bodySlack = 64 << 10
+
+// Server is the HTTP API. It is an http.Handler; the caller owns the
+// http.Server and its timeouts.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	notifier store.Notifier // nil: poll only
+	mux      *http.ServeMux
+	patterns map[string]bool
+	metrics  *metrics
+
+	closeOnce sync.Once
+	done      chan struct{} // closed by Close
+}
+
+// New returns the API server for cfg. It panics if cfg.Store is nil.
+func New(cfg Config) *Server {
+	if cfg.Store == nil {
+		panic("api: Config.Store is nil")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxPayloadBytes <= 0 {
+		cfg.MaxPayloadBytes = DefaultMaxPayloadBytes
+	}
+	if cfg.MaxBatchBytes <= 0 {
+		cfg.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		mux:      http.NewServeMux(),
+		patterns: map[string]bool{},
+		metrics:  newMetrics(),
+		done:     make(chan struct{}),
+	}
+	s.notifier, _ = cfg.Store.(store.Notifier)
+	for _, rt := range s.routes() {
+		s.mux.Handle(rt.pattern, rt.handler)
+		s.patterns[rt.pattern] = true
+	}
+	return s
+}
+
+// Handler returns s; it exists for callers that prefer the explicit form.
+func (s *Server) Handler() http.Handler { return s }
+
+// Close ends waiting early: long polls answer what they have now (the
+// execution as it is, no leases) and event streams end, so that
+// http.Server.Shutdown need not wait for them. Register it with
+// http.Server.RegisterOnShutdown. Requests keep being served; Close is
+// idempotent.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() { close(s.done) })
+}
+
+// Registry is the server's own Prometheus registry, served at /metrics.
+// Other components may register their collectors on it.
+func (s *Server) Registry() *prometheus.Registry { return s.metrics.reg }
+
+// ServeHTTP routes the request and records its metrics.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &recorder{ResponseWriter: w}
+	s.metrics.inflight.Inc()
+	defer s.metrics.inflight.Dec()
+	route := s.dispatch(rec, r)
+	s.metrics.observe(route, rec.status(), time.Since(start))
+}
+
+// dispatch serves r and returns the route label for metrics: the route's
+// pattern, "console", "redirect" or "unmatched" (so labels stay few).
+func (s *Server) dispatch(w *recorder, r *http.Request) (route string) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler { //nolint:errorlint // a recovered value, never wrapped
+				panic(v)
+			}
+			s.log.Error("handler panic", "method", r.Method, "path", r.URL.Path,
+				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			if !w.wrote {
+				writeProblem(w, problem(CodeInternal, "internal error"))
+			}
+		}
+	}()
+	h, pattern := s.mux.Handler(r)
+	switch {
+	case s.patterns[pattern]:
+		route = pattern
+		s.mux.ServeHTTP(w, r)
+		return route
+	case pattern != "":
+		route = "redirect" // to the cleaned path
+		s.mux.ServeHTTP(w, r)
+		return route
+	case s.cfg.Console != nil && !apiPath(r.URL.Path):
+		route = "console"
+		s.cfg.Console.ServeHTTP(w, r)
+		return route
+	}
+	// No route: learn from the mux's own answer whether the path exists
+	// with other methods (405) or not at all (404).
+	probe := &probeWriter{header: http.Header{}}
+	h.ServeHTTP(probe, r)
+	if probe.code == http.StatusMethodNotAllowed {
+		p := problem(CodeMethodNotAllowed, "%s is not allowed on %s; allowed: %s",
+			r.Method, r.URL.Path, probe.header.Get("Allow"))
+		p.allow = probe.header.Get("Allow")
+		writeProblem(w, p)
+	} else {
+		writeProblem(w, problem(CodeNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
+	}
+	return "unmatched"
+}
+
+// apiPath reports whether path belongs to the API rather than the console.
+func apiPath(path string) bool {
+	switch path {
+	case "/api", "/healthz", "/readyz", "/metrics":
+		return true
+	}
+	return strings.HasPrefix(path, "/api/")
+}
+
+// bodyLimit is the body limit of a request that carries one payload or
+// result.
+func (s *Server) bodyLimit() int64 { return int64(s.cfg.MaxPayloadBytes) + bodySlack }
+
+// changed returns a channel closed at the store's next change, or nil
+// (never ready) when the store cannot tell.
+func (s *Server) changed() <-chan struct{} {
+	if s.notifier == nil {
+		return nil
+	}
+	return s.notifier.Changed()
+}
+
+// recorder remembers the status a handler wrote.
+type recorder struct {
+	http.ResponseWriter
+	code  int
+	wrote bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.code, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if !r.wrote {
+		r.code, r.wrote = http.StatusOK, true
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach Flush and deadlines.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (r *recorder) Flush() {
+	if !r.wrote {
+		r.code, r.wrote = http.StatusOK, true
+	}
+	_ = http.NewResponseController(r.ResponseWriter).Flush()
+}
+
+func (r *recorder) status() int {
+	if !r.wrote {
+		return http.StatusOK
+	}
+	return r.code
+}
+
+// probeWriter captures the mux's plain-text 404/405 answer.
+type probeWriter struct {
+	header http.Header
+	code   int
+}
+
+func (p *probeWriter) Header() http.Header { return p.header }
+func (p *probeWriter) WriteHeader(code int) {
+	if p.code == 0 {
+		p.code = code
+	}
+}
+func (p *probeWriter) Write(b []byte) (int, error) {
+	if p.code == 0 {
+		p.code = http.StatusOK
+	}
+	return len(b), nil
+}

@@ -1,0 +1,228 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/latch-run/latch/store"
+)
+
+// idempotencyHeader is the header form of dedup_key.
+const idempotencyHeader = "Idempotency-Key"
+
+// submitRequest is the body of POST /api/executions and one item of a
+// batch. Every optional field is a pointer: absent and null mean "not
+// given".
+type submitRequest struct {
+	Kind             *string         `json:"kind"`
+	Payload          json.RawMessage `json:"payload"`
+	DedupKey         *string         `json:"dedup_key"`
+	Queue            *string         `json:"queue"`
+	Priority         *int64          `json:"priority"`
+	RunAt            *string         `json:"run_at"`
+	DelaySeconds     *int64          `json:"delay_seconds"`
+	MaxAttempts      *int64          `json:"max_attempts"`
+	TimeoutSeconds   *int64          `json:"timeout_seconds"`
+	ConcurrencyKey   *string         `json:"concurrency_key"`
+	ConcurrencyLimit *int64          `json:"concurrency_limit"`
+	RateKey          *string         `json:"rate_key"`
+
+	idempotencyKey *string // the Idempotency-Key header
+}
+
+func (r *submitRequest) bind(hr *http.Request) error {
+	if _, err := query(hr); err != nil {
+		return err
+	}
+	if k, ok := headerValue(hr, idempotencyHeader); ok {
+		r.idempotencyKey = &k
+	}
+	return nil
+}
+
+// submission checks the request and turns it into a store.Submission.
+// prefix ("items[3].") is put before field names in problems.
+func (r *submitRequest) submission(now time.Time, maxPayload int, prefix string) (store.Submission, error) {
+	var sub store.Submission
+	if r.Kind == nil {
+		return sub, invalid(prefix+"kind", "required")
+	}
+	if err := checkText(prefix+"kind", *r.Kind, maxKindLen); err != nil {
+		return sub, err
+	}
+	sub.Kind = *r.Kind
+
+	payload, err := canonicalPayload(prefix+"payload", r.Payload, maxPayload)
+	if err != nil {
+		return sub, err
+	}
+	sub.Payload = payload
+
+	if r.idempotencyKey != nil {
+		if err := checkText(idempotencyHeader, *r.idempotencyKey, maxKeyFieldLen); err != nil {
+			return sub, err
+		}
+		if r.DedupKey != nil && *r.DedupKey != *r.idempotencyKey {
+			return sub, invalid(prefix+"dedup_key", "differs from the %s header; send one or make them equal", idempotencyHeader)
+		}
+		sub.DedupKey = *r.idempotencyKey
+	}
+	if r.DedupKey != nil {
+		if err := checkText(prefix+"dedup_key", *r.DedupKey, maxKeyFieldLen); err != nil {
+			return sub, err
+		}
+		sub.DedupKey = *r.DedupKey
+	}
+	if r.Queue != nil {
+		if err := checkQueue(prefix+"queue", *r.Queue); err != nil {
+			return sub, err
+		}
+		sub.Queue = *r.Queue
+	}
+	if r.Priority != nil {
+		if err := checkRange(prefix+"priority", *r.Priority, minPriority, maxPriority); err != nil {
+			return sub, err
+		}
+		sub.Priority = int(*r.Priority)
+	}
+
+	switch {
+	case r.RunAt != nil && r.DelaySeconds != nil:
+		return sub, invalid(prefix+"run_at", "give run_at or delay_seconds, not both")
+	case r.RunAt != nil:
+		t, err := time.Parse(time.RFC3339Nano, *r.RunAt)
+		if err != nil {
+			return sub, invalid(prefix+"run_at", "must be an RFC 3339 time such as 2030-01-02T15:04:05Z")
+		}
+		if t.After(now.Add(maxDelay * time.Second)) {
+			return sub, invalid(prefix+"run_at", "must be at most %d seconds ahead", maxDelay)
+		}
+		sub.RunAt = t.UTC()
+	case r.DelaySeconds != nil:
+		if err := checkRange(prefix+"delay_seconds", *r.DelaySeconds, 0, maxDelay); err != nil {
+			return sub, err
+		}
+		sub.RunAt = now.Add(time.Duration(*r.DelaySeconds) * time.Second).UTC()
+	}
+
+	if r.MaxAttempts != nil {
+		if err := checkRange(prefix+"max_attempts", *r.MaxAttempts, 1, maxAttempts); err != nil {
+			return sub, err
+		}
+		sub.MaxAttempts = int(*r.MaxAttempts)
+	}
+	if r.TimeoutSeconds != nil {
+		if err := checkRange(prefix+"timeout_seconds", *r.TimeoutSeconds, 1, maxTimeout); err != nil {
+			return sub, err
+		}
+		sub.TimeoutSeconds = int(*r.TimeoutSeconds)
+	}
+	if r.ConcurrencyKey != nil {
+		if err := checkText(prefix+"concurrency_key", *r.ConcurrencyKey, maxKeyFieldLen); err != nil {
+			return sub, err
+		}
+		sub.ConcurrencyKey = *r.ConcurrencyKey
+		sub.ConcurrencyLimit = store.DefaultConcurrencyLimit
+	}
+	if r.ConcurrencyLimit != nil {
+		if r.ConcurrencyKey == nil {
+			return sub, invalid(prefix+"concurrency_limit", "needs concurrency_key")
+		}
+		if err := checkRange(prefix+"concurrency_limit", *r.ConcurrencyLimit, 1, maxInflight); err != nil {
+			return sub, err
+		}
+		sub.ConcurrencyLimit = int(*r.ConcurrencyLimit)
+	}
+	if r.RateKey != nil {
+		if err := checkText(prefix+"rate_key", *r.RateKey, maxKeyFieldLen); err != nil {
+			return sub, err
+		}
+		sub.RateKey = *r.RateKey
+	}
+	return sub, nil
+}
+
+// canonicalPayload returns raw in canonical form, {} when absent or null,
+// refusing more than max bytes.
+func canonicalPayload(field string, raw json.RawMessage, max int) (json.RawMessage, error) {
+	if len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return json.RawMessage("{}"), nil
+	}
+	c, err := store.CanonicalJSON(raw)
+	if err != nil {
+		return nil, invalid(field, "must be JSON")
+	}
+	if len(c) > max {
+		return nil, problem(CodePayloadTooLarge, "%s: %d bytes of canonical JSON exceed the limit of %d", field, len(c), max)
+	}
+	return c, nil
+}
+
+// submitResponse is a submit's answer: 201 new, 200 deduplicated.
+type submitResponse struct {
+	*execution
+	status int
+}
+
+func (r *submitResponse) statusCode() int { return r.status }
+
+// submit is POST /api/executions.
+func (s *Server) submit(ctx context.Context, req *submitRequest) (*submitResponse, error) {
+	owner, err := principalFrom(ctx).owner()
+	if err != nil {
+		return nil, err
+	}
+	now := s.cfg.Now()
+	sub, err := req.submission(now, s.cfg.MaxPayloadBytes, "")
+	if err != nil {
+		s.metrics.submitted(string(problemFor(err).Code))
+		return nil, err
+	}
+	items, err := s.admit(ctx, owner, now, []store.Submission{sub})
+	if err != nil {
+		return nil, err
+	}
+	resp, p := s.outcome(items[0])
+	if p != nil {
+		return nil, p
+	}
+	return resp, nil
+}
+
+// admit runs one Store.Admit for the owner's items.
+func (s *Server) admit(ctx context.Context, owner string, now time.Time, subs []store.Submission) ([]store.Admitted, error) {
+	res, err := s.cfg.Store.Admit(ctx, &store.AdmitParams{Tenant: owner, Items: subs, Now: now})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, problem(CodeNotFound, "tenant %q not found", owner)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Items) != len(subs) {
+		return nil, errors.New("api: store.Admit returned a result per item count that does not match")
+	}
+	return res.Items, nil
+}
+
+// outcome turns one store decision into an answer or a problem, and counts
+// it.
+func (s *Server) outcome(it store.Admitted) (*submitResponse, *Problem) {
+	switch {
+	case it.Err != nil:
+		p := problemFor(it.Err)
+		s.metrics.submitted(string(p.Code))
+		return nil, p
+	case it.Execution == nil:
+		s.metrics.submitted(string(CodeInternal))
+		return nil, problemFor(errors.New("api: store.Admit returned an item with neither execution nor error"))
+	case it.Deduplicated:
+		s.metrics.submitted("deduplicated")
+		return &submitResponse{submitted(it.Execution, true), http.StatusOK}, nil
+	}
+	s.metrics.submitted("created")
+	return &submitResponse{submitted(it.Execution, false), http.StatusCreated}, nil
+}

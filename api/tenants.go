@@ -1,0 +1,190 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/latch-run/latch/store"
+)
+
+// tenantSettings are the settable fields of a tenant.
+type tenantSettings struct {
+	MaxInflight      *int64 `json:"max_inflight"`
+	DedupTTLSeconds  *int64 `json:"dedup_ttl_seconds"`
+	RetentionSeconds *int64 `json:"retention_seconds"`
+}
+
+func (t *tenantSettings) validate() error {
+	if err := optRange("max_inflight", t.MaxInflight, 1, maxInflight); err != nil {
+		return err
+	}
+	if err := optRange("dedup_ttl_seconds", t.DedupTTLSeconds, 1, maxDuration); err != nil {
+		return err
+	}
+	return optRange("retention_seconds", t.RetentionSeconds, 1, maxDuration)
+}
+
+// createTenantRequest is the body of POST /api/tenants.
+type createTenantRequest struct {
+	Name *string `json:"name"`
+	tenantSettings
+}
+
+func (r *createTenantRequest) validate() error {
+	if r.Name == nil {
+		return invalid("name", "required")
+	}
+	if err := checkTenantName("name", *r.Name); err != nil {
+		return err
+	}
+	return r.tenantSettings.validate()
+}
+
+// createdTenant is the answer of POST /api/tenants: the only time the
+// tenant's first key is shown.
+type createdTenant struct {
+	Name             string `json:"name"`
+	APIKey           string `json:"api_key"`
+	MaxInflight      int    `json:"max_inflight"`
+	DedupTTLSeconds  int64  `json:"dedup_ttl_seconds"`
+	RetentionSeconds int64  `json:"retention_seconds"`
+}
+
+func (*createdTenant) statusCode() int { return http.StatusCreated }
+
+// createTenant is POST /api/tenants (admin).
+func (s *Server) createTenant(ctx context.Context, req *createTenantRequest) (*createdTenant, error) {
+	if err := principalFrom(ctx).requireAdmin(); err != nil {
+		return nil, err
+	}
+	key := NewKey()
+	t, err := s.cfg.Store.CreateTenant(ctx, &store.CreateTenantParams{
+		Name:        *req.Name,
+		MaxInflight: int(orDefault(req.MaxInflight, store.DefaultMaxInflight)),
+		DedupTTL:    seconds(req.DedupTTLSeconds, store.DefaultDedupTTL),
+		Retention:   seconds(req.RetentionSeconds, store.DefaultRetention),
+		KeyHash:     HashKey(key),
+		Now:         s.cfg.Now(),
+	})
+	if errors.Is(err, store.ErrTenantExists) {
+		return nil, problem(CodeTenantExists, "tenant %q exists", *req.Name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	v := toTenant(t)
+	return &createdTenant{
+		Name:             v.Name,
+		APIKey:           key,
+		MaxInflight:      v.MaxInflight,
+		DedupTTLSeconds:  v.DedupTTLSeconds,
+		RetentionSeconds: v.RetentionSeconds,
+	}, nil
+}
+
+// tenantName names a tenant by its path value.
+type tenantName struct {
+	name string
+}
+
+func (r *tenantName) bind(hr *http.Request) error {
+	if _, err := query(hr); err != nil {
+		return err
+	}
+	r.name = hr.PathValue("name")
+	if checkTenantName("name", r.name) != nil {
+		return problem(CodeNotFound, "tenant %q not found", r.name)
+	}
+	return nil
+}
+
+// getTenant is GET /api/tenants/{name}: the admin reads any tenant, a tenant
+// key its own (another tenant is not found).
+func (s *Server) getTenant(ctx context.Context, req *tenantName) (*tenant, error) {
+	if p := principalFrom(ctx); !p.admin && p.tenant != req.name {
+		return nil, problem(CodeNotFound, "tenant %q not found", req.name)
+	}
+	t, err := s.cfg.Store.GetTenant(ctx, &store.GetTenantParams{Name: req.name})
+	if err != nil {
+		return nil, tenantErr(err, req.name)
+	}
+	return toTenant(t), nil
+}
+
+// patchTenantRequest is the body of PATCH /api/tenants/{name}. "name" may
+// be sent (so a GET answer can be edited and sent back) but must not
+// change; inflight is read-only and refused.
+type patchTenantRequest struct {
+	tenantName
+	Name *string `json:"name"`
+	tenantSettings
+}
+
+func (r *patchTenantRequest) validate() error {
+	if r.Name != nil && *r.Name != r.name {
+		return invalid("name", "a tenant cannot be renamed")
+	}
+	return r.tenantSettings.validate()
+}
+
+// patchTenant is PATCH /api/tenants/{name} (admin). Lowering max_inflight
+// below the current inflight is allowed: admission stops until it drains.
+func (s *Server) patchTenant(ctx context.Context, req *patchTenantRequest) (*tenant, error) {
+	if err := principalFrom(ctx).requireAdmin(); err != nil {
+		return nil, err
+	}
+	p := &store.UpdateTenantParams{Name: req.name}
+	if req.MaxInflight != nil {
+		n := int(*req.MaxInflight)
+		p.MaxInflight = &n
+	}
+	if req.DedupTTLSeconds != nil {
+		d := seconds(req.DedupTTLSeconds, 0)
+		p.DedupTTL = &d
+	}
+	if req.RetentionSeconds != nil {
+		d := seconds(req.RetentionSeconds, 0)
+		p.Retention = &d
+	}
+	t, err := s.cfg.Store.UpdateTenant(ctx, p)
+	if err != nil {
+		return nil, tenantErr(err, req.name)
+	}
+	return toTenant(t), nil
+}
+
+type createdKey struct {
+	APIKey string `json:"api_key"`
+}
+
+func (*createdKey) statusCode() int { return http.StatusCreated }
+
+// addKey is POST /api/tenants/{name}/keys (admin): a further key for the
+// tenant, shown once. Earlier keys keep working.
+func (s *Server) addKey(ctx context.Context, req *tenantName) (*createdKey, error) {
+	if err := principalFrom(ctx).requireAdmin(); err != nil {
+		return nil, err
+	}
+	key := NewKey()
+	err := s.cfg.Store.AddAPIKey(ctx, &store.AddAPIKeyParams{Tenant: req.name, KeyHash: HashKey(key), Now: s.cfg.Now()})
+	if err != nil {
+		return nil, tenantErr(err, req.name)
+	}
+	return &createdKey{APIKey: key}, nil
+}
+
+func tenantErr(err error, name string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return problem(CodeNotFound, "tenant %q not found", name)
+	}
+	return err
+}
+
+func seconds(v *int64, def time.Duration) time.Duration {
+	if v == nil {
+		return def
+	}
+	return time.Duration(*v) * time.Second
+}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/latch-run/latch/store/storebench"
+)
+
+// runBench runs the storebench workloads against a store and prints one
+// line per workload: throughput and, where measured, latency percentiles.
+func runBench(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("bench", "")
+	storeURL := fs.String("store", envOr("LATCH_STORE", "sqlite:latch-bench.db"), "store URL (LATCH_STORE)")
+	n := fs.Int("n", 20000, "executions per workload")
+	clients := fs.Int("clients", 16, "concurrent submitting clients")
+	batch := fs.Int("batch", 100, "items per batch submit")
+	slots := fs.Int("slots", 16, "concurrent claimers when draining")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	s, err := openStore(ctx, *storeURL)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	tenant, err := storebench.Setup(ctx, s, *n*4+64*10)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "latch bench: store %s, %d executions per workload\n", *storeURL, *n)
+	steps := []func() (*storebench.Result, error){
+		func() (*storebench.Result, error) { return storebench.Submit(ctx, s, tenant, *n/4, 1) },
+		func() (*storebench.Result, error) { return storebench.Submit(ctx, s, tenant, *n, *clients) },
+		func() (*storebench.Result, error) { return storebench.SubmitBatch(ctx, s, tenant, *n, *batch) },
+		func() (*storebench.Result, error) { return storebench.Drain(ctx, s, *slots, 10) },
+		func() (*storebench.Result, error) { return storebench.Contended(ctx, s, tenant, 20, 64) },
+	}
+	for _, step := range steps {
+		r, err := step()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(out, r)
+	}
+	return nil
+}

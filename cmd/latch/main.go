@@ -1,0 +1,82 @@
+// Command latch is the latch job-execution service and its command-line
+// client: `latch serve` runs the server; the other commands talk to a running
+// server over its HTTP API, except migrate and bench, which open the store.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// command is one subcommand.
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, out io.Writer) error
+}
+
+var commands = map[string]command{
+	"serve":  {"run the API, console, scheduler and workers", runServe},
+	"submit": {"submit an execution", runSubmit},
+	"get":    {"show one execution", runGet},
+	"ls":     {"list executions", runList},
+	"wait":   {"wait until an execution is terminal", runWait},
+	"cancel": {"cancel an execution", runCancel},
+	"rm":     {"delete an execution (--force for one in flight)", runDelete},
+	"tenant": {"manage tenants: create, get, update, key", runTenant},
+	"bench":  {"measure submit and drain throughput against a store", runBench},
+}
+
+// errUsage marks an error in the command line; main exits 2 for it.
+var errUsage = errors.New("usage")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, out, errOut io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(errOut)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(errOut, "latch: unknown command %q\n\n", args[0])
+		usage(errOut)
+		return 2
+	}
+	if err := cmd.run(ctx, args[1:], out); err != nil {
+		fmt.Fprintf(errOut, "latch %s: %v\n", args[0], err)
+		if errors.Is(err, errUsage) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: latch <command> [flags]")
+	fmt.Fprintln(w)
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Client commands read LATCH_URL (default http://127.0.0.1:8080) and LATCH_KEY.")
+	fmt.Fprintln(w, "Run 'latch <command> -h' for its flags.")
+}

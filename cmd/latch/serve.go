@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/latch-run/latch"
+	"github.com/latch-run/latch/api"
+	"github.com/latch-run/latch/engine"
+	"github.com/latch-run/latch/kinds"
+	"github.com/latch-run/latch/store"
+)
+
+// serveConfig is what `latch serve` runs with; every flag has an
+// environment variable of the same meaning.
+type serveConfig struct {
+	addr          string
+	store         string
+	workers       int
+	leaseSeconds  int
+	rescueEvery   time.Duration
+	pruneEvery    time.Duration
+	shutdownGrace time.Duration
+	logLevel      string
+}
+
+func serveFlags(args []string) (*serveConfig, error) {
+	fs := newFlags("serve", "")
+	c := &serveConfig{}
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "listen address (LATCH_ADDR)")
+	fs.StringVar(&c.store, "store", "sqlite:latch.db", "store URL (LATCH_STORE)")
+	fs.IntVar(&c.workers, "workers", 10, "in-process worker slots; 0 runs no in-process worker (LATCH_WORKERS)")
+	fs.IntVar(&c.leaseSeconds, "lease-seconds", 30, "lease of in-process workers: a dead worker's executions run again after it (LATCH_LEASE_SECONDS)")
+	fs.DurationVar(&c.rescueEvery, "rescue-interval", engine.DefaultRescueInterval, "how often expired leases are recovered (LATCH_RESCUE_INTERVAL)")
+	fs.DurationVar(&c.pruneEvery, "prune-interval", engine.DefaultPruneInterval, "how often retention is applied (LATCH_PRUNE_INTERVAL)")
+	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 30*time.Second, "on SIGINT/SIGTERM, how long running work may finish before it is cancelled and released (LATCH_SHUTDOWN_GRACE)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error (LATCH_LOG_LEVEL)")
+	// Each flag's environment variable sets it first; the command line wins.
+	for flagName, env := range map[string]string{
+		"addr": "LATCH_ADDR", "store": "LATCH_STORE", "workers": "LATCH_WORKERS",
+		"lease-seconds": "LATCH_LEASE_SECONDS", "rescue-interval": "LATCH_RESCUE_INTERVAL",
+		"prune-interval": "LATCH_PRUNE_INTERVAL", "shutdown-grace": "LATCH_SHUTDOWN_GRACE",
+		"log-level": "LATCH_LOG_LEVEL",
+	} {
+		if v, ok := os.LookupEnv(env); ok && v != "" {
+			if err := fs.Set(flagName, v); err != nil {
+				return nil, fmt.Errorf("%w: %s=%q: %w", errUsage, env, v, err)
+			}
+		}
+	}
+	if err := parse(fs, args, 0); err != nil {
+		return nil, err
+	}
+	if c.workers < 0 || c.leaseSeconds < 1 || c.rescueEvery <= 0 || c.pruneEvery <= 0 || c.shutdownGrace < 0 {
+		return nil, fmt.Errorf("%w: --workers must be >= 0, --lease-seconds >= 1, intervals > 0", errUsage)
+	}
+	return c, nil
+}
+
+func runServe(ctx context.Context, args []string, out io.Writer) error {
+	cfg, err := serveFlags(args)
+	if err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.logLevel)); err != nil {
+		return fmt.Errorf("%w: --log-level: %w", errUsage, err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	st, err := openStore(ctx, cfg.store)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	adminHash, err := adminKey(ctx, st, out)
+	if err != nil {
+		return err
+	}
+	srv := api.New(api.Config{Store: st, AdminKeyHash: adminHash, Logger: log})
+
+	services := []engine.Service{
+		engine.NewRescuer(engine.RescuerConfig{Store: st, Interval: cfg.rescueEvery, Logger: log}),
+		engine.NewPruner(engine.PrunerConfig{Store: st, Interval: cfg.pruneEvery, Logger: log}),
+	}
+	if cfg.workers > 0 {
+		w := engine.NewWorker(engine.WorkerConfig{
+			Store: st, Slots: cfg.workers, Logger: log,
+			LeaseDuration: time.Duration(cfg.leaseSeconds) * time.Second,
+		})
+		if err := kinds.Register(w, kinds.Options{}); err != nil {
+			return err
+		}
+		services = append(services, w)
+	}
+	group := engine.NewGroup(services...)
+
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		// Long polls and event streams push their own write deadline out.
+		WriteTimeout:   60 * time.Second,
+		IdleTimeout:    120 * time.Second,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	// Shutdown ends long polls and event streams at once instead of
+	// waiting out the grace period for them.
+	hs.RegisterOnShutdown(srv.Close)
+	if err := group.Start(ctx); err != nil {
+		ln.Close()
+		return err
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	log.Info("latch serving", "addr", "http://"+ln.Addr().String(), "store", redact(cfg.store),
+		"workers", cfg.workers)
+
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		_ = group.Stop(context.Background())
+		return err
+	}
+
+	// Shutdown: stop taking requests and claims, let running work finish
+	// within the grace period, then cancel it and release its leases.
+	log.Info("latch shutting down", "grace", cfg.shutdownGrace)
+	graceCtx, cancel := context.WithTimeout(context.Background(), cfg.shutdownGrace)
+	defer cancel()
+	httpErr := hs.Shutdown(graceCtx)
+	if errors.Is(httpErr, context.DeadlineExceeded) {
+		httpErr = hs.Close()
+	}
+	stopErr := group.Stop(graceCtx)
+	log.Info("latch stopped")
+	return errors.Join(httpErr, stopErr)
+}
+
+// adminKey returns the hash the API checks the admin key against. With
+// LATCH_ADMIN_KEY set, that key is the admin. Without it, the first start on
+// a store generates a key, stores its hash and prints the key once; later
+// starts use the stored hash (the API resolves it through the store).
+func adminKey(ctx context.Context, st store.Store, out io.Writer) (string, error) {
+	if k := os.Getenv("LATCH_ADMIN_KEY"); k != "" {
+		return api.HashKey(k), nil
+	}
+	key := api.NewKey()
+	res, err := st.EnsureAdminKey(ctx, &store.EnsureAdminKeyParams{KeyHash: api.HashKey(key)})
+	if err != nil {
+		return "", fmt.Errorf("admin key: %w", err)
+	}
+	if res.Created {
+		fmt.Fprintf(out, "latch: generated the admin key (shown once, keep it safe):\n\n    %s\n\n", key)
+	}
+	return "", nil
+}
+
+// openStore opens a store by URL.
+func openStore(ctx context.Context, url string) (store.Store, error) {
+	c, err := latch.Open(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	return c.Store(), nil
+}
+
+// redact hides a password in a store URL for logs.
+func redact(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable store URL)"
+	}
+	return u.Redacted()
+}

@@ -37,7 +37,8 @@ var (
 	// cancelled. The execution ends cancelled and is not retried.
 	ErrCancelled = engine.ErrCancelled
 	// ErrShutdown: a handler's context cause when its worker stops hard.
-	// The execution is handed to another worker without counting the attempt.
+	// The execution is handed to another worker; it runs again even if its
+	// attempts are spent.
 	ErrShutdown = engine.ErrShutdown
 	// ErrTimeout: a handler's context cause when the execution's timeout
 	// passed. The attempt is retried while attempts remain.

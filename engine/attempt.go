@@ -80,9 +80,31 @@ func (a *attempt) run() {
 
 	heartbeat := time.NewTicker(w.cfg.HeartbeatInterval)
 	defer heartbeat.Stop()
+	var cancelCheck <-chan time.Time
+	if w.cfg.CancelCheckInterval > 0 {
+		t := time.NewTicker(w.cfg.CancelCheckInterval)
+		defer t.Stop()
+		cancelCheck = t.C
+	}
 	lost, cancelled := false, false
 	for {
 		select {
+		case <-cancelCheck:
+			if lost || cancelled {
+				continue
+			}
+			switch requested, gone := a.cancelRequested(ctx); {
+			case gone:
+				lost = true
+				heartbeat.Stop()
+				a.log.Warn("execution deleted: cancelling the handler")
+				cancel(ErrLeaseLost)
+			case requested:
+				cancelled = true
+				a.log.Info("cancel requested: cancelling the handler")
+				cancel(ErrCancelled)
+			}
+
 		case out := <-done:
 			if lost {
 				a.log.Info("attempt ended after its lease was lost; nothing written", "err", out.err)
@@ -161,6 +183,22 @@ func (a *attempt) heartbeat(ctx context.Context) (cancelRequested bool, err erro
 	return res.CancelRequested, nil
 }
 
+// cancelRequested reads the execution to learn, between heartbeats,
+// whether a user asked to cancel it or deleted it. A failed read says
+// neither: the next heartbeat will tell.
+func (a *attempt) cancelRequested(ctx context.Context) (requested, gone bool) {
+	rctx, cancel := a.storeCtx(ctx)
+	defer cancel()
+	e, err := a.w.cfg.Store.Get(rctx, &store.GetParams{ID: a.lease.ExecutionID})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return false, true
+	case err != nil:
+		return false, false
+	}
+	return e.CancelRequested, false
+}
+
 // settle records how the attempt ended. cause is the handler context's
 // cancellation cause, nil if it was not cancelled.
 func (a *attempt) settle(ctx context.Context, cause error, out outcome) {
@@ -168,7 +206,7 @@ func (a *attempt) settle(ctx context.Context, cause error, out outcome) {
 	case errors.Is(cause, ErrCancelled):
 		// The store turns a failure after a cancel request into cancelled.
 		msg := "cancelled"
-		if out.err != nil && !errors.Is(out.err, context.Canceled) {
+		if out.err != nil && !errors.Is(out.err, context.Canceled) && !errors.Is(out.err, ErrCancelled) {
 			msg = "cancelled: " + out.err.Error()
 		}
 		a.write(ctx, "fail", func(ctx context.Context) error { return a.fail(ctx, msg, false, 0) })

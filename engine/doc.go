@@ -22,7 +22,7 @@
 //	      │                           │
 //	      ▼         run_at due        ▼
 //	  scheduled ───────────────────▶ queued ◀───────────────────┐
-//	   │     ▲    (Promote or Claim)  │                         │ Release: attempt not counted
+//	   │     ▲    (Promote or Claim)  │                         │ Release: runs again
 //	   │     │                        │ Claim: attempt+1,       │ Rescue: lease expired,
 //	   │     │                        │ new lease token         │         attempts left
 //	   │     │                        ▼                         │

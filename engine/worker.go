@@ -44,6 +44,7 @@ const (
 	DefaultLeaseDuration = 30 * time.Second
 	DefaultPollInterval  = time.Second
 	DefaultCancelGrace   = 5 * time.Second
+	DefaultCancelCheck   = time.Second
 )
 
 // WorkerConfig configures a Worker. Zero fields take the stated defaults.
@@ -79,6 +80,13 @@ type WorkerConfig struct {
 	// new work; polling still finds executions whose run_at came due.
 	// Default DefaultPollInterval (1s).
 	PollInterval time.Duration
+
+	// CancelCheckInterval is how often a running attempt reads its
+	// execution to learn of a user's cancel (or a force delete) sooner than
+	// the next heartbeat would tell it: one read per running attempt per
+	// interval. Default DefaultCancelCheck (1s); negative turns the check
+	// off, leaving heartbeats to deliver cancels.
+	CancelCheckInterval time.Duration
 
 	// CancelGrace is how long a hard Stop waits for cancelled handlers to
 	// return. A handler that ignores its context past it is abandoned: its
@@ -138,6 +146,9 @@ func NewWorker(cfg WorkerConfig) *Worker {
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.CancelCheckInterval == 0 {
+		cfg.CancelCheckInterval = DefaultCancelCheck
 	}
 	if cfg.CancelGrace <= 0 {
 		cfg.CancelGrace = DefaultCancelGrace
@@ -216,7 +227,8 @@ func (w *Worker) Start(ctx context.Context) error {
 
 // Stop stops claiming and waits for running handlers to return. When ctx is
 // done first, it cancels them with cause ErrShutdown and releases their
-// leases so another worker runs them at once, without counting the attempt.
+// leases so another worker runs them at once (the start still counts in
+// Attempt, but a released execution always runs again).
 // Stop returns once every attempt is settled; it reports an error only when
 // a handler ignored its cancelled context past CancelGrace.
 func (w *Worker) Stop(ctx context.Context) error {

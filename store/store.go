@@ -32,10 +32,15 @@ type Store interface {
 	// stays the one durable copy: a claim never deletes it.
 	Claim(ctx context.Context, p *ClaimParams) (*ClaimResult, error)
 
-	// Heartbeat extends a running execution's lease. ErrLeaseLost unless
-	// Token is the current lease token of a running execution of Tenant
-	// (any tenant when ""): an unknown id, another tenant's execution and a
-	// stale token all answer ErrLeaseLost, so they cannot be told apart. A lease past
+	// Heartbeat extends a running execution's lease. The fence shared by
+	// Heartbeat, Complete, Fail and Release: ErrLeaseLost unless the
+	// execution is running under Token with a lease that has not expired at
+	// Now and belongs to Tenant ("" = any). A missing execution (force
+	// deleted, pruned, never existed) and another tenant's answer the same
+	// ErrLeaseLost: to a worker each means "stop, this attempt is over", and
+	// another tenant's execution stays indistinguishable from a missing one.
+	// An expired lease is lost even before Rescue has run: the old token
+	// changes nothing from the moment it expires (I5). A lease past
 	// its expiry that Rescue has not yet ended is still current: the
 	// heartbeat revives it (the fence is the token, not the clock).
 	Heartbeat(ctx context.Context, p *HeartbeatParams) (*HeartbeatResult, error)
@@ -51,9 +56,12 @@ type Store interface {
 	// again (scheduled at Now+RetryDelay); else it becomes failed. Fenced.
 	Fail(ctx context.Context, p *FailParams) (*Execution, error)
 
-	// Release gives a running attempt back without counting it (graceful
-	// shutdown): the execution is queued again with its Attempt restored, or
-	// cancelled if cancel was requested. Fenced.
+	// Release hands a running attempt back (graceful shutdown): the
+	// execution is queued again at once, or cancelled if cancel was
+	// requested. Fenced. The attempt still counts as a start (Attempt counts
+	// starts), but Claim never checks MaxAttempts, so a released execution
+	// always runs again; only a failure after it may end it for lack of
+	// attempts.
 	Release(ctx context.Context, p *ReleaseParams) (*Execution, error)
 
 	// Cancel cancels an execution. Scheduled or queued: cancelled at once,
@@ -290,6 +298,10 @@ type ListParams struct {
 	Schedule string
 	Limit    int    // 1..500; 0 = 50
 	After    string // an execution id from a previous page's Next; "" = first page
+	// MaxBytes bounds a page by the bytes of its items' payloads and
+	// results: the page ends after the item that reaches it (so it always
+	// holds at least one item) and Next is set. 0 = no bound.
+	MaxBytes int
 }
 
 // ListResult is one page, newest first. Next is the After of the next page,

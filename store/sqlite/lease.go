@@ -18,20 +18,29 @@ type leased struct {
 	cancelRequested bool
 }
 
-// fence loads a running execution whose current lease token is token.
-// Anything else — no such execution, another tenant's, not running, another
-// token — is ErrLeaseLost, and the caller changes nothing (I5).
-func fence(ctx context.Context, tx *sql.Tx, id, tenant, token string) (*leased, error) {
+// fence loads a running execution of tenant whose current, unexpired lease
+// token is token. Anything else — no such execution, another tenant's, not
+// running under that token, a lease expired before now — is ErrLeaseLost,
+// and the caller changes nothing (I5). The rescuer passes a zero now: for it an expired lease is
+// exactly the one to end.
+func fence(ctx context.Context, tx *sql.Tx, id, tenant, token string, now time.Time) (*leased, error) {
 	var l leased
+	var status string
 	var cancel int
-	err := tx.QueryRowContext(ctx, `SELECT tenant, attempt, max_attempts, cancel_requested
-		FROM executions WHERE id = ? AND status = 'running' AND lease_token = ?`, id, token).
-		Scan(&l.tenant, &l.attempt, &l.maxAttempts, &cancel)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && tenant != "" && l.tenant != tenant) {
+	var curToken sql.NullString
+	var expires sql.NullInt64
+	err := tx.QueryRowContext(ctx, `SELECT tenant, attempt, max_attempts, cancel_requested, status,
+		lease_token, lease_expires_at FROM executions WHERE id = ?`, id).
+		Scan(&l.tenant, &l.attempt, &l.maxAttempts, &cancel, &status, &curToken, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("execution %s: %w", id, store.ErrLeaseLost)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: fence: %w", err)
+	}
+	if (tenant != "" && l.tenant != tenant) || status != string(store.StatusRunning) ||
+		!curToken.Valid || curToken.String != token || (!now.IsZero() && expires.Int64 < ns(now)) {
+		return nil, fmt.Errorf("execution %s: %w", id, store.ErrLeaseLost)
 	}
 	l.cancelRequested = cancel != 0
 	return &l, nil
@@ -46,7 +55,7 @@ func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store
 	}
 	var res store.HeartbeatResult
 	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
-		l, err := fence(ctx, tx, p.ExecutionID, p.Tenant, p.Token)
+		l, err := fence(ctx, tx, p.ExecutionID, p.Tenant, p.Token, t)
 		if err != nil {
 			return false, err
 		}
@@ -67,7 +76,7 @@ func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store
 // Complete implements store.Store.
 func (s *Store) Complete(ctx context.Context, p *store.CompleteParams) (*store.Execution, error) {
 	t := now(p.Now)
-	return s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, func(tx *sql.Tx, l *leased) error {
+	return s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, func(tx *sql.Tx, l *leased) error {
 		result := sql.NullString{String: string(p.Result), Valid: p.Result != nil}
 		status := store.StatusSucceeded
 		if l.cancelRequested {
@@ -80,12 +89,12 @@ func (s *Store) Complete(ctx context.Context, p *store.CompleteParams) (*store.E
 // Fail implements store.Store.
 func (s *Store) Fail(ctx context.Context, p *store.FailParams) (*store.Execution, error) {
 	t := now(p.Now)
-	return s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, func(tx *sql.Tx, l *leased) error {
+	return s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, func(tx *sql.Tx, l *leased) error {
 		switch {
 		case l.cancelRequested:
 			return finish(ctx, tx, p.ExecutionID, l.tenant, store.StatusCancelled, sql.NullString{}, p.Error, t)
 		case p.Retry && l.attempt < l.maxAttempts:
-			return requeue(ctx, tx, p.ExecutionID, p.Error, t.Add(max(p.RetryDelay, 0)), t, 0)
+			return requeue(ctx, tx, p.ExecutionID, p.Error, t.Add(max(p.RetryDelay, 0)), t)
 		default:
 			return finish(ctx, tx, p.ExecutionID, l.tenant, store.StatusFailed, sql.NullString{}, p.Error, t)
 		}
@@ -95,20 +104,20 @@ func (s *Store) Fail(ctx context.Context, p *store.FailParams) (*store.Execution
 // Release implements store.Store.
 func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Execution, error) {
 	t := now(p.Now)
-	return s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, func(tx *sql.Tx, l *leased) error {
+	return s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, func(tx *sql.Tx, l *leased) error {
 		if l.cancelRequested {
 			return finish(ctx, tx, p.ExecutionID, l.tenant, store.StatusCancelled, sql.NullString{}, "", t)
 		}
-		return requeue(ctx, tx, p.ExecutionID, "", t, t, 1)
+		return requeue(ctx, tx, p.ExecutionID, "", t, t)
 	})
 }
 
 // afterLease runs a fenced state change and returns the execution after it.
-func (s *Store) afterLease(ctx context.Context, id, tenant, token string,
+func (s *Store) afterLease(ctx context.Context, id, tenant, token string, now time.Time,
 	change func(tx *sql.Tx, l *leased) error) (*store.Execution, error) {
 	var e *store.Execution
 	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
-		l, err := fence(ctx, tx, id, tenant, token)
+		l, err := fence(ctx, tx, id, tenant, token, now)
 		if err != nil {
 			return false, err
 		}
@@ -125,17 +134,16 @@ func (s *Store) afterLease(ctx context.Context, id, tenant, token string,
 }
 
 // requeue ends a running attempt and makes the execution claimable again at
-// runAt (scheduled if that is later than t). giveBack undoes the attempt's
-// count (1 for a released attempt, 0 otherwise). The quota slot stays taken.
-func requeue(ctx context.Context, tx *sql.Tx, id, errMsg string, runAt, t time.Time, giveBack int) error {
+// runAt (scheduled if that is later than t). The quota slot stays taken.
+func requeue(ctx context.Context, tx *sql.Tx, id, errMsg string, runAt, t time.Time) error {
 	status := store.StatusQueued
 	if runAt.After(t) {
 		status = store.StatusScheduled
 	}
 	_, err := tx.ExecContext(ctx, `UPDATE executions SET status = ?, run_at = ?,
-		attempt = attempt - ?, error = COALESCE(?, error),
+		error = COALESCE(?, error),
 		lease_token = NULL, worker_id = NULL, lease_expires_at = NULL WHERE id = ?`,
-		string(status), ns(runAt), giveBack, nullString(errMsg), id)
+		string(status), ns(runAt), nullString(errMsg), id)
 	if err != nil {
 		return fmt.Errorf("sqlite: requeue: %w", err)
 	}
@@ -143,13 +151,14 @@ func requeue(ctx context.Context, tx *sql.Tx, id, errMsg string, runAt, t time.T
 }
 
 // finish moves an in-flight execution to a terminal status and frees its
-// tenant's quota slot in the same transaction (I3).
+// tenant's quota slot in the same transaction (I3). A success clears the
+// error an earlier attempt left; other ends keep it unless errMsg replaces it.
 func finish(ctx context.Context, tx *sql.Tx, id, tenant string, status store.Status,
 	result sql.NullString, errMsg string, t time.Time) error {
 	_, err := tx.ExecContext(ctx, `UPDATE executions SET status = ?, result = ?,
-		error = COALESCE(?, error), finished_at = ?,
+		error = CASE WHEN ? THEN NULL ELSE COALESCE(?, error) END, finished_at = ?,
 		lease_token = NULL, worker_id = NULL, lease_expires_at = NULL WHERE id = ?`,
-		string(status), result, nullString(errMsg), ns(t), id)
+		string(status), result, status == store.StatusSucceeded, nullString(errMsg), ns(t), id)
 	if err != nil {
 		return fmt.Errorf("sqlite: finish: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/latch-run/latch/store"
 )
@@ -41,7 +42,7 @@ func (s *Store) Rescue(ctx context.Context, p *store.RescueParams) (*store.Rescu
 			return false, fmt.Errorf("sqlite: rescue: %w", err)
 		}
 		for _, x := range list {
-			l, err := fence(ctx, tx, x.id, "", x.token)
+			l, err := fence(ctx, tx, x.id, "", x.token, time.Time{})
 			if err != nil {
 				continue // changed hands since it was read
 			}
@@ -51,7 +52,7 @@ func (s *Store) Rescue(ctx context.Context, p *store.RescueParams) (*store.Rescu
 				err = finish(ctx, tx, x.id, l.tenant, store.StatusCancelled, sql.NullString{}, "", t)
 				res.Cancelled++
 			case l.attempt < l.maxAttempts:
-				err = requeue(ctx, tx, x.id, lost, t, t, 0)
+				err = requeue(ctx, tx, x.id, lost, t, t)
 				res.Requeued++
 			default:
 				err = finish(ctx, tx, x.id, l.tenant, store.StatusFailed, sql.NullString{}, lost, t)

@@ -123,12 +123,18 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 	}
 	defer rows.Close()
 	res := &store.ListResult{}
+	size := 0
 	for rows.Next() {
 		e, err := scanExecution(rows)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: list: %w", err)
 		}
 		res.Items = append(res.Items, e)
+		size += len(e.Payload) + len(e.Result)
+		if p.MaxBytes > 0 && size >= p.MaxBytes && len(res.Items) <= limit {
+			res.Next = e.ID
+			return res, rows.Err()
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: list: %w", err)

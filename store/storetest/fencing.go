@@ -100,15 +100,13 @@ func testFencing(t *testing.T, ns NewStore) {
 	})
 
 	t.Run("OtherTenantCannotUseLease", func(t *testing.T) {
-		// The contract leaves the error open: store.ErrNotFound says another
-		// tenant's execution looks missing, and the lease operations answer
-		// a missing execution with ErrLeaseLost. The suite accepts either and
-		// insists that nothing changes.
+		// Another tenant's execution looks exactly like a missing one: the
+		// lease is lost to that caller.
 		e := start(t, ns)
 		e.createTenant(store.CreateTenantParams{Name: globex})
 		l := e.run(acme, base, job("echo"))
-		e.checkFenced(l, globex, at(time.Second), store.ErrLeaseLost, store.ErrNotFound)
-		e.checkFenced(l, "nobody", at(time.Second), store.ErrLeaseLost, store.ErrNotFound)
+		e.checkFenced(l, globex, at(time.Second), store.ErrLeaseLost)
+		e.checkFenced(l, "nobody", at(time.Second), store.ErrLeaseLost)
 		e.wantStatus(l.ExecutionID, store.StatusRunning)
 		e.wantInflight(acme, 1)
 		e.wantInflight(globex, 0)
@@ -119,7 +117,25 @@ func testFencing(t *testing.T, ns NewStore) {
 		l := e.run(acme, base, job("echo"))
 		ghost := l
 		ghost.ExecutionID = "01890a5d-ac96-774b-bcce-b302099a8057"
-		e.checkFenced(ghost, acme, at(time.Second), store.ErrLeaseLost, store.ErrNotFound)
+		e.checkFenced(ghost, acme, at(time.Second), store.ErrLeaseLost)
+		e.wantInflight(acme, 1)
+	})
+
+	t.Run("ExpiredLeaseIsLostBeforeRescue", func(t *testing.T) {
+		// The token stops working the moment its lease expires, whether or
+		// not a rescuer has run: a late worker cannot revive or settle it.
+		e := start(t, ns)
+		l := e.run(acme, base, job("echo"))
+		if _, err := e.heartbeat(l, at(leaseFor), leaseFor); err != nil {
+			t.Fatalf("Heartbeat at the very end of the lease: %v, want it accepted", err)
+		}
+		e.checkFenced(l, acme, at(2*leaseFor+time.Millisecond), store.ErrLeaseLost)
+		e.wantStatus(l.ExecutionID, store.StatusRunning)
+		r, err := e.s.Rescue(e.ctx, &store.RescueParams{Now: at(2*leaseFor + time.Second)})
+		e.must(err, "Rescue")
+		if r.Requeued != 1 {
+			t.Fatalf("Rescue after expiry: %+v, want 1 requeued", r)
+		}
 		e.wantInflight(acme, 1)
 	})
 }

@@ -62,6 +62,22 @@ func testLease(t *testing.T, ns NewStore) {
 		e.wantInflight(acme, 0)
 	})
 
+	t.Run("SuccessClearsEarlierError", func(t *testing.T) {
+		e := start(t, ns)
+		l := e.run(acme, base, job("echo"))
+		_, err := e.fail(l, at(time.Second), "boom", true, 0)
+		e.must(err, "Fail")
+		if x := e.get(l.ExecutionID); x.Error != "boom" {
+			t.Errorf("between attempts error = %q, want the failure kept", x.Error)
+		}
+		again := e.claimOne(acme, at(2*time.Second))
+		x, err := e.complete(again, at(3*time.Second), nil)
+		e.must(err, "Complete")
+		if x.Status != store.StatusSucceeded || x.Error != "" {
+			t.Errorf("after success: status %s error %q, want succeeded with no error", x.Status, x.Error)
+		}
+	})
+
 	t.Run("CompleteWithoutResult", func(t *testing.T) {
 		e := start(t, ns)
 		l := e.run(acme, base, job("echo"))
@@ -147,23 +163,23 @@ func testLease(t *testing.T, ns NewStore) {
 		e.wantInflight(acme, 0)
 	})
 
-	t.Run("ReleaseRestoresAttempt", func(t *testing.T) {
+	t.Run("ReleaseRequeuesAndStillRuns", func(t *testing.T) {
 		e := start(t, ns)
 		sub := job("echo")
 		sub.MaxAttempts = 1
 		l := e.run(acme, base, sub)
 		x, err := e.release(l, at(time.Second))
 		e.must(err, "Release")
-		if x.Status != store.StatusQueued || x.Attempt != 0 {
-			t.Errorf("after Release: status %s attempt %d, want queued 0", x.Status, x.Attempt)
+		if x.Status != store.StatusQueued || x.Attempt != 1 {
+			t.Errorf("after Release: status %s attempt %d, want queued 1 (attempt counts starts)", x.Status, x.Attempt)
 		}
 		sameExecution(t, "Get after Release", e.get(l.ExecutionID), x)
 		e.wantInflight(acme, 1)
 
-		// The released start did not count: the single attempt is still there.
+		// A released execution runs again even with its attempts spent.
 		again := e.claimOne(acme, at(time.Second))
-		if again.Attempt != 1 || again.Token == l.Token {
-			t.Errorf("re-claimed attempt %d (same token: %v), want attempt 1 with a new token", again.Attempt, again.Token == l.Token)
+		if again.Attempt != 2 || again.Token == l.Token {
+			t.Errorf("re-claimed attempt %d (same token: %v), want attempt 2 with a new token", again.Attempt, again.Token == l.Token)
 		}
 		_, err = e.complete(again, at(2*time.Second), nil)
 		e.must(err, "Complete after Release")

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,6 +129,41 @@ func testList(t *testing.T, ns NewStore) {
 			p.After = res.Next
 		}
 		wantOrder(t, "pages joined", got, want)
+	})
+
+	t.Run("MaxBytesCutsPages", func(t *testing.T) {
+		// Pages are bounded by payload bytes: each 1 KiB payload fills the
+		// 2.5 KiB budget at its third item, so pages hold 3 items however
+		// high the limit, and paging still visits every item once.
+		e := start(t, ns)
+		big := mustJSON(`{"pad":"` + strings.Repeat("x", 1014) + `"}`)
+		want := submitN(e, acme, 7, func(int) store.Submission {
+			s := job("echo")
+			s.Payload = big
+			return s
+		})
+		var got []*store.Execution
+		p := store.ListParams{Tenant: acme, Limit: 500, MaxBytes: 2560}
+		for _, size := range []int{3, 3, 1} {
+			res, err := e.s.List(e.ctx, &p)
+			e.must(err, "List")
+			if len(res.Items) != size {
+				t.Fatalf("page of %d items, want %d", len(res.Items), size)
+			}
+			got = append(got, res.Items...)
+			if size == 3 && res.Next == "" {
+				t.Fatal("a page cut by MaxBytes has no Next")
+			}
+			p.After = res.Next
+		}
+		wantOrder(t, "pages joined", got, want)
+
+		// A single item larger than the budget still makes a page.
+		res, err := e.s.List(e.ctx, &store.ListParams{Tenant: acme, MaxBytes: 1})
+		e.must(err, "List")
+		if len(res.Items) != 1 || res.Next == "" {
+			t.Fatalf("MaxBytes below one item: %d items, Next %q; want 1 item and a Next", len(res.Items), res.Next)
+		}
 	})
 
 	t.Run("PagingEndsOnFullLastPage", func(t *testing.T) {

@@ -1,0 +1,530 @@
+package lincheck
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/latch-run/latch/store"
+)
+
+// base is the fake clock's origin, years ahead of the wall clock like the
+// conformance suite's, so a backend that reads the wall clock instead of Now
+// is caught.
+var base = time.Date(2031, time.March, 14, 9, 0, 0, 0, time.UTC)
+
+// clock stamps invocations and responses for porcupine: monotonic
+// nanoseconds since the history began (time.Since reads Go's monotonic
+// clock), bracketed by sequentially consistent atomic operations so that a
+// stamp cannot be reordered with the store call it brackets — the fence
+// porcupine recommends (anishathalye/porcupine#40).
+type clock struct {
+	start time.Time
+	fence atomic.Int64
+}
+
+func newClock() *clock { return &clock{start: time.Now()} }
+
+func (c *clock) stamp() int64 {
+	c.fence.Add(1)
+	ns := time.Since(c.start).Nanoseconds()
+	c.fence.Add(1)
+	return ns
+}
+
+// fakeNow is the Now passed to the store: base plus the real time elapsed,
+// on a whole millisecond.
+func (c *clock) fakeNow() int64 {
+	return base.Add(time.Since(c.start).Truncate(time.Millisecond)).UnixNano()
+}
+
+// scope is one partition of a workload: a set of executions whose
+// operations touch nothing outside it, so that porcupine checks each scope
+// on its own (a history is linearizable iff each partition is).
+type scope struct {
+	name   string
+	tenant string
+	kind   string   // the kind of this scope's submissions
+	kinds  []string // claim filter; nil = the whole tenant
+	keys   []string // dedup keys, bound to kind
+}
+
+// workload describes the clients of one history.
+type workload struct {
+	name    string
+	tenants []store.CreateTenantParams
+	scopes  []scope
+	weights [numActions]int
+}
+
+// The client actions a workload draws from.
+const (
+	actAdmitKeyed = iota
+	actAdmitPlain
+	actAdmitBatch
+	actClaim
+	actComplete
+	actFail
+	actCancel
+	actDelete
+	actForceDelete
+	actGet
+	actTenant
+	numActions
+)
+
+// tenantWorkload: several tenants, each one partition, with a small
+// max_inflight so that quota refusals are frequent, three dedup keys shared
+// by every client, and every lifecycle operation. It checks dedup, quota,
+// claim order, fencing, cancel and delete together, per tenant.
+func tenantWorkload(h int) workload {
+	w := workload{name: "tenants"}
+	for i := range 3 {
+		name := fmt.Sprintf("h%d-t%d", h, i)
+		w.tenants = append(w.tenants, store.CreateTenantParams{Name: name, MaxInflight: 3 + i%2})
+		w.scopes = append(w.scopes, scope{name: name, tenant: name, kind: "echo", keys: []string{"a", "b", "c"}})
+	}
+	w.weights = [numActions]int{
+		actAdmitKeyed: 26, actAdmitPlain: 6, actAdmitBatch: 4, actClaim: 16, actComplete: 12, actFail: 10,
+		actCancel: 6, actDelete: 4, actForceDelete: 6, actGet: 6, actTenant: 4,
+	}
+	return w
+}
+
+// contentionWorkload: one tenant without a binding quota; every client
+// hammers two kinds, each with two hot dedup keys. Claims filter by kind,
+// so each kind is a partition and many clients race inside each: same-key
+// submits, claims of the same attempt, complete/fail/cancel/force delete of
+// the same execution.
+func contentionWorkload(h int) workload {
+	tenant := fmt.Sprintf("h%d-hot", h)
+	w := workload{name: "contention", tenants: []store.CreateTenantParams{{Name: tenant, MaxInflight: 1 << 20}}}
+	for _, k := range []string{"k0", "k1"} {
+		w.scopes = append(w.scopes, scope{name: k, tenant: tenant, kind: k, kinds: []string{k},
+			keys: []string{k + "-a", k + "-b"}})
+	}
+	w.weights = [numActions]int{
+		actAdmitKeyed: 30, actAdmitPlain: 3, actAdmitBatch: 3, actClaim: 18, actComplete: 12, actFail: 10,
+		actCancel: 6, actDelete: 3, actForceDelete: 8, actGet: 7,
+	}
+	return w
+}
+
+// pool is what the clients of one scope have learned from the store's
+// answers: recent execution ids and leases. Operations on ids and tokens
+// always start after the answer that revealed them.
+type pool struct {
+	mu     sync.Mutex
+	ids    []string
+	leases []LeaseOut
+}
+
+const poolIDs, poolLeases = 10, 8
+
+func (p *pool) addID(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ids = append(p.ids, id)
+	if len(p.ids) > poolIDs {
+		p.ids = p.ids[1:]
+	}
+}
+
+func (p *pool) addLease(l LeaseOut) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.leases = append(p.leases, l)
+	if len(p.leases) > poolLeases {
+		p.leases = p.leases[1:]
+	}
+}
+
+func (p *pool) pickID(r *rand.Rand) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.ids) == 0 {
+		return "", false
+	}
+	return p.ids[r.IntN(len(p.ids))], true
+}
+
+// takeLease picks a lease and usually forgets it (a worker finishes an
+// attempt once); the rest stay and are used again with a now stale token.
+func (p *pool) takeLease(r *rand.Rand) (LeaseOut, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.leases) == 0 {
+		return LeaseOut{}, false
+	}
+	i := r.IntN(len(p.leases))
+	l := p.leases[i]
+	if r.IntN(5) != 0 {
+		p.leases = append(p.leases[:i], p.leases[i+1:]...)
+	}
+	return l, true
+}
+
+// next draws a client's next operation in sc.
+func (w *workload) next(r *rand.Rand, sc *scope, p *pool, clk *clock) Input {
+	total := 0
+	for _, n := range w.weights {
+		total += n
+	}
+	in := Input{Scope: sc.name, Tenant: sc.tenant}
+	pick := r.IntN(total)
+	act := 0
+	for ; act < numActions; act++ {
+		if pick < w.weights[act] {
+			break
+		}
+		pick -= w.weights[act]
+	}
+	sub := func(keyed bool) Sub {
+		s := Sub{Kind: sc.kind, Priority: r.IntN(2), MaxAttempts: 2}
+		if keyed {
+			s.Key = sc.keys[r.IntN(len(sc.keys))]
+			s.Payload = `{"key":"` + s.Key + `"}`
+			if r.IntN(15) == 0 {
+				s.Payload = `{"key":"other"}` // reused with another payload
+			}
+			s.Priority = 0 // a key's submissions agree on everything else
+		}
+		return s
+	}
+	switch act {
+	case actClaim:
+		in.Op, in.Kinds, in.Max = OpClaim, sc.kinds, 1+r.IntN(2)
+	case actComplete, actFail:
+		l, ok := p.takeLease(r)
+		if !ok {
+			in.Op, in.Kinds, in.Max = OpClaim, sc.kinds, 1
+			break
+		}
+		in.Op, in.ID, in.Token = OpComplete, l.ID, l.Token
+		if act == actFail {
+			in.Op, in.Retry = OpFail, r.IntN(3) != 0
+			if r.IntN(3) == 0 {
+				in.Delay = int64(2 * time.Millisecond)
+			}
+		}
+	case actCancel, actDelete, actForceDelete, actGet:
+		id, ok := p.pickID(r)
+		if !ok {
+			in.Op, in.Items = OpAdmit, []Sub{sub(true)}
+			break
+		}
+		in.ID = id
+		switch act {
+		case actCancel:
+			in.Op = OpCancel
+		case actGet:
+			in.Op = OpGet
+		default:
+			in.Op, in.Force = OpDelete, act == actForceDelete
+		}
+	case actTenant:
+		in.Op = OpTenant
+	case actAdmitBatch:
+		in.Op, in.Items = OpAdmit, []Sub{sub(r.IntN(2) == 0), sub(true)}
+	default:
+		in.Op, in.Items = OpAdmit, []Sub{sub(act == actAdmitKeyed)}
+	}
+	in.Now = clk.fakeNow()
+	if in.Op == OpAdmit {
+		for i := range in.Items {
+			if r.IntN(8) == 0 && in.Items[i].Key == "" {
+				in.Items[i].RunAt = in.Now + int64(3*time.Millisecond) // scheduled
+			}
+		}
+	}
+	return in
+}
+
+// learn feeds an answer's ids and leases back to the scope's pool.
+func learn(p *pool, out Output) {
+	for _, it := range out.Items {
+		if it.X.ID != "" {
+			p.addID(it.X.ID)
+		}
+	}
+	for _, l := range out.Leases {
+		p.addLease(l)
+	}
+}
+
+// record runs clients goroutines against s until ops operations have been
+// invoked and returns the history. Tenants must exist already. A client
+// picks a random scope for every operation.
+func record(ctx context.Context, s store.Store, w *workload, clients, ops int, seed uint64) []porcupine.Operation {
+	clk := newClock()
+	pools := make([]pool, len(w.scopes))
+	var issued atomic.Int64
+	hist := make([][]porcupine.Operation, clients)
+	var wg sync.WaitGroup
+	gate := make(chan struct{})
+	for c := range clients {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(seed, uint64(c)))
+			<-gate
+			for issued.Add(1) <= int64(ops) && ctx.Err() == nil {
+				i := r.IntN(len(w.scopes))
+				in := w.next(r, &w.scopes[i], &pools[i], clk)
+				in.Client = c
+				call := clk.stamp()
+				out := Do(ctx, s, in)
+				ret := clk.stamp()
+				learn(&pools[i], out)
+				hist[c] = append(hist[c], porcupine.Operation{ClientId: c, Input: in, Call: call, Output: out, Return: ret})
+			}
+		})
+	}
+	close(gate)
+	wg.Wait()
+	var all []porcupine.Operation
+	for _, h := range hist {
+		all = append(all, h...)
+	}
+	return all
+}
+
+// porcupineModel wraps State for porcupine. init returns the state of the
+// history's tenants; Step is pure (it applies to a clone); partitions are
+// the workload's scopes.
+func porcupineModel(init func() *State) porcupine.Model {
+	return porcupine.Model{
+		Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+			idx := map[string]int{}
+			var parts [][]porcupine.Operation
+			for _, op := range history {
+				sc := op.Input.(Input).Scope
+				i, ok := idx[sc]
+				if !ok {
+					i = len(parts)
+					idx[sc] = i
+					parts = append(parts, nil)
+				}
+				parts[i] = append(parts[i], op)
+			}
+			return parts
+		},
+		Init: func() any { return init() },
+		Step: func(state, input, output any) (bool, any) {
+			next := state.(*State).Clone()
+			if err := next.Apply(input.(Input), output.(Output)); err != nil {
+				return false, state
+			}
+			return true, next
+		},
+		Equal: func(a, b any) bool { return a.(*State).Equal(b.(*State)) },
+		Hash:  func(s any) uint64 { return s.(*State).Hash() },
+		DescribeOperation: func(input, output any) string {
+			return describe(input.(Input), output.(Output))
+		},
+		DescribeState: func(s any) string { return s.(*State).String() },
+	}
+}
+
+// describe renders one operation for the visualization.
+func describe(in Input, out Output) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s", in.Op)
+	switch in.Op {
+	case OpAdmit:
+		for _, it := range in.Items {
+			k := it.Key
+			if k == "" {
+				k = "-"
+			}
+			sched := ""
+			if it.RunAt != 0 {
+				sched = " sched"
+			}
+			fmt.Fprintf(&b, " [%s key=%s p%d%s]", it.Kind, k, it.Priority, sched)
+		}
+		b.WriteString(" →")
+		for _, it := range out.Items {
+			switch {
+			case it.Err != OK:
+				fmt.Fprintf(&b, " %s", it.Err)
+			case it.Dedup:
+				fmt.Fprintf(&b, " dedup %s(%s)", short(it.X.ID), it.X.Status)
+			default:
+				fmt.Fprintf(&b, " new %s", short(it.X.ID))
+			}
+		}
+	case OpClaim:
+		fmt.Fprintf(&b, " max %d →", in.Max)
+		for _, l := range out.Leases {
+			fmt.Fprintf(&b, " %s#%d tok %s", short(l.ID), l.Attempt, short(l.Token))
+		}
+		if len(out.Leases) == 0 {
+			b.WriteString(" none")
+		}
+	case OpTenant:
+		fmt.Fprintf(&b, " → inflight %d/%d", out.Inflight, out.MaxInflight)
+	default:
+		fmt.Fprintf(&b, " %s", short(in.ID))
+		if in.Token != "" {
+			fmt.Fprintf(&b, " tok %s", short(in.Token))
+		}
+		if in.Force {
+			b.WriteString(" force")
+		}
+		if in.Op == OpFail {
+			fmt.Fprintf(&b, " retry=%t", in.Retry)
+		}
+		b.WriteString(" →")
+		if out.X.ID != "" {
+			fmt.Fprintf(&b, " %s#%d", out.X.Status, out.X.Attempt)
+			if out.X.CancelRequested {
+				b.WriteString(" cancel-requested")
+			}
+		}
+	}
+	if out.Err != OK {
+		fmt.Fprintf(&b, " %s", out.Err)
+	}
+	return b.String()
+}
+
+// verdict is the outcome of checking one history.
+type verdict struct {
+	result porcupine.CheckResult
+	ops    int
+	took   time.Duration
+	html   string // the visualization of an illegal history
+	why    string // the model's objections, for the log
+	tally  string // what the history exercised
+}
+
+// check decides whether hist is linearizable with respect to the model.
+// An illegal history is written out as porcupine's HTML visualization under
+// dir.
+func check(model porcupine.Model, hist []porcupine.Operation, timeout time.Duration, dir, name string) verdict {
+	start := time.Now()
+	v := verdict{ops: len(hist), tally: tally(hist)}
+	v.result = porcupine.CheckOperationsTimeout(model, hist, timeout)
+	if v.result == porcupine.Illegal {
+		res, info := porcupine.CheckOperationsVerbose(model, hist, timeout)
+		if res == porcupine.Illegal {
+			v.why = explain(model, hist, info)
+			path := filepath.Join(dir, fileName(name)+".html")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				v.html = "(not written: " + err.Error() + ")"
+			} else if err := porcupine.VisualizePath(model, info, path); err != nil {
+				v.html = "(not written: " + err.Error() + ")"
+			} else {
+				v.html = path
+			}
+		}
+	}
+	v.took = time.Since(start)
+	return v
+}
+
+// explain replays the longest partial linearization of each illegal
+// partition and asks the model about every operation that could have come
+// next, so the log says what the model objected to.
+func explain(model porcupine.Model, hist []porcupine.Operation, info porcupine.LinearizationInfo) string {
+	var b strings.Builder
+	parts := model.Partition(hist)
+	lins := info.PartialLinearizations()
+	for p, part := range parts {
+		if p >= len(lins) {
+			break
+		}
+		var longest []int
+		for _, lin := range lins[p] {
+			if len(lin) > len(longest) {
+				longest = lin
+			}
+		}
+		if len(longest) == len(part) {
+			continue
+		}
+		st := model.Init().(*State)
+		done := make([]bool, len(part))
+		for _, i := range longest {
+			_ = st.Apply(part[i].Input.(Input), part[i].Output.(Output))
+			done[i] = true
+		}
+		// The operations that may linearize next: invoked before the
+		// earliest response among those left.
+		minRet := int64(1<<63 - 1)
+		for i, op := range part {
+			if !done[i] {
+				minRet = min(minRet, op.Return)
+			}
+		}
+		fmt.Fprintf(&b, "partition %s: only %d of %d operations linearize; state after them: %s\n",
+			part[0].Input.(Input).Scope, len(longest), len(part), st)
+		for i, op := range part {
+			if done[i] || op.Call > minRet {
+				continue
+			}
+			in, out := op.Input.(Input), op.Output.(Output)
+			if err := st.Clone().Apply(in, out); err != nil {
+				fmt.Fprintf(&b, "  next cannot be client %d %s: %v\n", op.ClientId, describe(in, out), err)
+			}
+		}
+	}
+	return b.String()
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+func fileName(s string) string { return strings.Trim(unsafeName.ReplaceAllString(s, "_"), "_") }
+
+// tally counts the outcomes of a history by operation, so the log shows
+// what a run exercised (quota refusals, dedup answers, lost leases, ...).
+func tally(hist []porcupine.Operation) string {
+	counts := map[string]int{}
+	overlap := 0
+	for i, op := range hist {
+		in, out := op.Input.(Input), op.Output.(Output)
+		key := in.Op.String()
+		switch {
+		case out.Err != OK:
+			key += ":" + string(out.Err)
+		case in.Op == OpAdmit:
+			for _, it := range out.Items {
+				switch {
+				case it.Err != OK:
+					counts["admit:"+string(it.Err)]++
+				case it.Dedup:
+					counts["admit:dedup"]++
+				default:
+					counts["admit:new"]++
+				}
+			}
+			continue
+		case in.Op == OpClaim:
+			key += fmt.Sprintf(":%d", len(out.Leases))
+		case out.X.Status != "":
+			key += ":" + string(out.X.Status)
+		}
+		counts[key]++
+		for _, o := range hist[i+1:] {
+			if o.ClientId != op.ClientId && o.Call < op.Return && op.Call < o.Return {
+				overlap++
+			}
+		}
+	}
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		fmt.Fprintf(&b, "%s=%d ", k, counts[k])
+	}
+	fmt.Fprintf(&b, "| overlapping pairs=%d", overlap)
+	return b.String()
+}

@@ -1,0 +1,153 @@
+package lincheck
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/latch-run/latch/store"
+)
+
+// NewStore returns a fresh, empty store that no other test uses and
+// arranges (with t.Cleanup) for it to be closed — the same contract as
+// storetest.NewStore.
+type NewStore = func(t *testing.T) store.Store
+
+// Options size a linearizability run. The zero value of a field takes its
+// default, which environment variables override (see doc.go).
+type Options struct {
+	Ops        int           // operations per workload, all histories together
+	HistoryOps int           // operations per history
+	Clients    int           // concurrent clients per history
+	Timeout    time.Duration // porcupine's budget per history
+	OutDir     string        // where illegal histories are visualized
+	Seed       uint64        // seeds the clients' choices (the interleaving is the scheduler's)
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func (o Options) withDefaults(t *testing.T) Options {
+	if o.HistoryOps == 0 {
+		o.HistoryOps = envInt("LATCH_LINCHECK_HISTORY_OPS", 300)
+	}
+	if o.Ops == 0 {
+		o.Ops = envInt("LATCH_LINCHECK_OPS", 3*o.HistoryOps)
+	}
+	if o.Clients == 0 {
+		o.Clients = envInt("LATCH_LINCHECK_CLIENTS", 12)
+	}
+	if o.Timeout == 0 {
+		o.Timeout = time.Duration(envInt("LATCH_LINCHECK_TIMEOUT_SECONDS", 60)) * time.Second
+	}
+	if o.OutDir == "" {
+		o.OutDir = os.Getenv("LATCH_LINCHECK_OUT")
+	}
+	if o.OutDir == "" {
+		o.OutDir = t.TempDir()
+	}
+	if o.Seed == 0 {
+		if v, err := strconv.ParseUint(os.Getenv("LATCH_LINCHECK_SEED"), 10, 64); err == nil && v != 0 {
+			o.Seed = v
+		} else {
+			o.Seed = uint64(time.Now().UnixNano())
+		}
+	}
+	return o
+}
+
+// Check records concurrent histories of the store's core operations against
+// fresh stores from newStore and checks each with porcupine against the
+// sequential model of the contract (State). It runs two workloads:
+//
+//	Tenants     admit (keyed, plain, batches), get, cancel, delete, force
+//	            delete, claim, complete, fail (with and without retry) and
+//	            the tenant's quota counter, over three tenants with
+//	            max_inflight 3 or 4; one partition per tenant.
+//	Contention  the same operations without a binding quota, many clients
+//	            on two kinds with two hot dedup keys each; claims filter by
+//	            kind, one partition per kind.
+//
+// An illegal history fails the test and is written out as porcupine's HTML
+// visualization; the log names the file and what the model refused.
+func Check(t *testing.T, newStore NewStore) {
+	CheckWith(t, newStore, Options{})
+}
+
+// CheckWith is Check with explicit options.
+func CheckWith(t *testing.T, newStore NewStore, opts Options) {
+	t.Helper()
+	for _, wl := range []struct {
+		name string
+		mk   func(h int) workload
+	}{{"Tenants", tenantWorkload}, {"Contention", contentionWorkload}} {
+		t.Run(wl.name, func(t *testing.T) {
+			o := opts.withDefaults(t)
+			s := newStore(t)
+			histories := max(1, (o.Ops+o.HistoryOps-1)/o.HistoryOps)
+			t.Logf("%d histories of %d operations, %d clients, seed %d (LATCH_LINCHECK_SEED to repeat the clients' choices)",
+				histories, o.HistoryOps, o.Clients, o.Seed)
+			for h := range histories {
+				v, err := runHistory(t.Context(), s, wl.mk(h), o, o.Seed+uint64(h), fmt.Sprintf("%s-%s-h%d", t.Name(), wl.name, h))
+				if err != nil {
+					t.Fatal(err)
+				}
+				report(t, h, v)
+			}
+		})
+	}
+}
+
+// runHistory creates the workload's tenants in s, records one history and
+// checks it.
+func runHistory(ctx context.Context, s store.Store, w workload, o Options, seed uint64, name string) (verdict, error) {
+	for _, p := range w.tenants {
+		p.Now = base
+		if _, err := s.CreateTenant(ctx, &p); err != nil {
+			return verdict{}, fmt.Errorf("CreateTenant %s: %w", p.Name, err)
+		}
+	}
+	hist := record(ctx, s, &w, o.Clients, o.HistoryOps, seed)
+	for _, op := range hist {
+		if out := op.Output.(Output); out.Err.unexpected() {
+			return verdict{}, fmt.Errorf("client %d: %s: %s", op.ClientId, op.Input.(Input).Op, out.Err)
+		}
+		for _, it := range op.Output.(Output).Items {
+			if it.Err.unexpected() {
+				return verdict{}, fmt.Errorf("client %d: admit item: %s", op.ClientId, it.Err)
+			}
+		}
+	}
+	tenants := w.tenants
+	model := porcupineModel(func() *State { return NewState(tenants...) })
+	return check(model, hist, o.Timeout, o.OutDir, name), nil
+}
+
+func report(t *testing.T, h int, v verdict) {
+	t.Helper()
+	switch v.result {
+	case porcupine.Ok:
+		t.Logf("history %d: %d operations linearizable (checked in %v)\n  %s", h, v.ops, v.took.Round(time.Millisecond), v.tally)
+	case porcupine.Unknown:
+		t.Logf("history %d: %d operations NOT DECIDED within the timeout (%v); nothing proven for it", h, v.ops, v.took.Round(time.Millisecond))
+	default:
+		t.Errorf("history %d: %d operations are NOT linearizable.\nvisualization: %s%s\n%s", h, v.ops, v.html,
+			keepHint(), v.why)
+	}
+}
+
+func keepHint() string {
+	if os.Getenv("LATCH_LINCHECK_OUT") == "" {
+		return " (removed with the test's temporary directory; set LATCH_LINCHECK_OUT=dir to keep it)"
+	}
+	return ""
+}

@@ -1,0 +1,49 @@
+package lincheck_test
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/latch-run/latch/store"
+	"github.com/latch-run/latch/store/sqlite"
+	"github.com/latch-run/latch/test/lincheck"
+)
+
+// TestMain sizes the property test for this package: rapid's 100 cases by
+// default, 30 under the race detector (where the SQLite driver runs some
+// twenty times slower), unless -rapid.checks or RAPID_CHECKS says otherwise.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "rapid.checks" })
+	if _, env := os.LookupEnv("RAPID_CHECKS"); raceEnabled && !set && !env {
+		if err := flag.Set("rapid.checks", "30"); err != nil {
+			panic(err)
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// newSQLite opens a fresh SQLite store in the test's temporary directory.
+func newSQLite(t *testing.T) store.Store {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "latch.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestLinearizable checks concurrent histories of the SQLite store with
+// porcupine: TestLinearizable/sqlite/Tenants, .../Contention.
+func TestLinearizable(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { lincheck.Check(t, newSQLite) })
+}
+
+// TestProperty runs the seeded model-based property test on SQLite.
+func TestProperty(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { lincheck.Property(t, newSQLite) })
+}

@@ -1,0 +1,615 @@
+package lincheck
+
+import (
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/latch-run/latch/store"
+)
+
+// defaultLease is the lease the contract gives a zero LeaseDuration.
+const defaultLease = int64(30 * time.Second)
+
+// TenantState is a tenant's settings and its quota counter.
+type TenantState struct {
+	MaxInflight int
+	Inflight    int
+	DedupTTL    int64 // ns
+	Retention   int64 // ns
+}
+
+// Exec is the model's execution: what the store shows, plus the current
+// lease token (known to the model from the Claim that issued it).
+type Exec struct {
+	View
+	Token string
+}
+
+type tenantKey struct{ tenant, key string }
+
+// KeyState is a dedup mapping: (tenant, key) -> execution until Expires.
+type KeyState struct {
+	ID      string
+	Expires int64
+}
+
+// State is the sequential specification of the store contract (store.Store
+// and API.md) for a set of tenants. Apply checks one operation's answer
+// against it and advances it; the state is then exactly what a correct store
+// holds after the same sequence of operations.
+//
+// Freedom the contract leaves to a backend is accepted, never pinned: the
+// ids and lease tokens it mints (learned from its answers), and which of
+// several equally ranked ready executions a Claim takes.
+type State struct {
+	Tenants map[string]TenantState
+	Execs   map[string]Exec
+	Keys    map[tenantKey]KeyState
+}
+
+// NewState returns the state of a store holding the given tenants and no
+// executions. Zero settings take the store defaults.
+func NewState(tenants ...store.CreateTenantParams) *State {
+	s := &State{Tenants: map[string]TenantState{}, Execs: map[string]Exec{}, Keys: map[tenantKey]KeyState{}}
+	for _, p := range tenants {
+		ts := TenantState{MaxInflight: p.MaxInflight, DedupTTL: int64(p.DedupTTL), Retention: int64(p.Retention)}
+		if ts.MaxInflight == 0 {
+			ts.MaxInflight = store.DefaultMaxInflight
+		}
+		if ts.DedupTTL == 0 {
+			ts.DedupTTL = int64(store.DefaultDedupTTL)
+		}
+		if ts.Retention == 0 {
+			ts.Retention = int64(store.DefaultRetention)
+		}
+		s.Tenants[p.Name] = ts
+	}
+	return s
+}
+
+// Clone returns a deep copy (all values are plain structs).
+func (s *State) Clone() *State {
+	return &State{Tenants: maps.Clone(s.Tenants), Execs: maps.Clone(s.Execs), Keys: maps.Clone(s.Keys)}
+}
+
+// Equal reports whether two states are the same.
+func (s *State) Equal(o *State) bool {
+	return maps.Equal(s.Tenants, o.Tenants) && maps.Equal(s.Execs, o.Execs) && maps.Equal(s.Keys, o.Keys)
+}
+
+// Hash is an order-independent hash of the state: Equal states hash equal.
+func (s *State) Hash() uint64 {
+	var h uint64
+	f := fnv.New64a()
+	for id, x := range s.Execs {
+		f.Reset()
+		fmt.Fprintf(f, "%s|%s|%d|%t|%s|%d|%d", id, x.Status, x.Attempt, x.CancelRequested, x.Token, x.FinishedAt, x.LeaseExpires)
+		h ^= f.Sum64()
+	}
+	for k, v := range s.Keys {
+		f.Reset()
+		fmt.Fprintf(f, "k|%s|%s|%s", k.tenant, k.key, v.ID)
+		h ^= f.Sum64()
+	}
+	for name, t := range s.Tenants {
+		f.Reset()
+		fmt.Fprintf(f, "t|%s|%d", name, t.Inflight)
+		h ^= f.Sum64()
+	}
+	return h
+}
+
+// Apply checks out as the answer to in in this state. On success it
+// advances the state and returns nil; otherwise it returns what differs and
+// the state must be discarded (it may be partly changed).
+func (s *State) Apply(in Input, out Output) error {
+	if out.Err.unexpected() {
+		return fmt.Errorf("backend error: %s", out.Err)
+	}
+	switch in.Op {
+	case OpAdmit:
+		return s.admit(in, out)
+	case OpGet:
+		x, ok := s.lookup(in.Tenant, in.ID)
+		if !ok {
+			return wantCode(out.Err, CodeNotFound)
+		}
+		if err := wantCode(out.Err, OK); err != nil {
+			return err
+		}
+		return wantView(out.X, x.View)
+	case OpCancel:
+		return s.cancel(in, out)
+	case OpDelete:
+		return s.delete(in, out)
+	case OpClaim:
+		return s.claim(in, out)
+	case OpHeartbeat:
+		x, err := s.fence(in, out)
+		if x == nil {
+			return err
+		}
+		x.LeaseExpires = in.Now + leaseOf(in.Lease)
+		if out.CancelRequested != x.CancelRequested || out.Expires != x.LeaseExpires {
+			return fmt.Errorf("heartbeat answered cancel=%t expires=%s, want cancel=%t expires=%s",
+				out.CancelRequested, fmtNS(out.Expires), x.CancelRequested, fmtNS(x.LeaseExpires))
+		}
+		s.Execs[x.ID] = *x
+		return nil
+	case OpComplete:
+		x, err := s.fence(in, out)
+		if x == nil {
+			return err
+		}
+		st := store.StatusSucceeded
+		if x.CancelRequested {
+			st = store.StatusCancelled
+		}
+		s.finish(x, st, in.Now)
+		return wantView(out.X, x.View)
+	case OpFail:
+		x, err := s.fence(in, out)
+		if x == nil {
+			return err
+		}
+		switch {
+		case x.CancelRequested:
+			s.finish(x, store.StatusCancelled, in.Now)
+		case in.Retry && x.Attempt < x.MaxAttempts:
+			s.requeue(x, in.Now+max(in.Delay, 0), in.Now)
+		default:
+			s.finish(x, store.StatusFailed, in.Now)
+		}
+		return wantView(out.X, x.View)
+	case OpRelease:
+		x, err := s.fence(in, out)
+		if x == nil {
+			return err
+		}
+		// The attempt still counts as a start.
+		if x.CancelRequested {
+			s.finish(x, store.StatusCancelled, in.Now)
+		} else {
+			s.requeue(x, in.Now, in.Now)
+		}
+		return wantView(out.X, x.View)
+	case OpTenant:
+		t, ok := s.Tenants[in.Tenant]
+		if !ok {
+			return wantCode(out.Err, CodeNotFound)
+		}
+		if err := wantCode(out.Err, OK); err != nil {
+			return err
+		}
+		if out.Inflight != t.Inflight || out.MaxInflight != t.MaxInflight {
+			return fmt.Errorf("tenant %s: inflight %d of %d, want %d of %d",
+				in.Tenant, out.Inflight, out.MaxInflight, t.Inflight, t.MaxInflight)
+		}
+		return nil
+	case OpRescue:
+		return s.rescue(in, out)
+	case OpPromote:
+		return s.promote(in, out)
+	case OpPrune:
+		return s.prune(in, out)
+	}
+	return fmt.Errorf("unknown operation %v", in.Op)
+}
+
+func leaseOf(d int64) int64 {
+	if d <= 0 {
+		return defaultLease
+	}
+	return d
+}
+
+func wantCode(got, want Code) error {
+	if got != want {
+		if want == OK {
+			return fmt.Errorf("error %q, want success", got)
+		}
+		if got == OK {
+			return fmt.Errorf("success, want error %q", want)
+		}
+		return fmt.Errorf("error %q, want %q", got, want)
+	}
+	return nil
+}
+
+func wantView(got, want View) error {
+	if got == want {
+		return nil
+	}
+	var d []string
+	add := func(name string, g, w any) {
+		if g != w {
+			d = append(d, fmt.Sprintf("%s %v (want %v)", name, g, w))
+		}
+	}
+	add("id", got.ID, want.ID)
+	add("tenant", got.Tenant, want.Tenant)
+	add("kind", got.Kind, want.Kind)
+	add("key", got.Key, want.Key)
+	add("payload", got.Payload, want.Payload)
+	add("priority", got.Priority, want.Priority)
+	add("status", got.Status, want.Status)
+	add("attempt", got.Attempt, want.Attempt)
+	add("max_attempts", got.MaxAttempts, want.MaxAttempts)
+	add("cancel_requested", got.CancelRequested, want.CancelRequested)
+	add("run_at", fmtNS(got.RunAt), fmtNS(want.RunAt))
+	add("finished_at", fmtNS(got.FinishedAt), fmtNS(want.FinishedAt))
+	add("lease_expires", fmtNS(got.LeaseExpires), fmtNS(want.LeaseExpires))
+	return fmt.Errorf("execution %s differs: %s", short(want.ID), strings.Join(d, ", "))
+}
+
+// lookup finds an execution visible to tenant ("" = any tenant).
+func (s *State) lookup(tenant, id string) (Exec, bool) {
+	x, ok := s.Execs[id]
+	if !ok || (tenant != "" && x.Tenant != tenant) {
+		return Exec{}, false
+	}
+	return x, true
+}
+
+// liveKey returns the execution a (tenant, key) maps to now, if any.
+func (s *State) liveKey(tenant, key string, now int64) (Exec, bool) {
+	k, ok := s.Keys[tenantKey{tenant, key}]
+	if !ok || k.Expires <= now {
+		return Exec{}, false
+	}
+	x, ok := s.Execs[k.ID]
+	return x, ok
+}
+
+func (s *State) admit(in Input, out Output) error {
+	t, ok := s.Tenants[in.Tenant]
+	if !ok {
+		return wantCode(out.Err, CodeNotFound)
+	}
+	if err := wantCode(out.Err, OK); err != nil {
+		return err
+	}
+	if len(out.Items) != len(in.Items) {
+		return fmt.Errorf("%d items answered for %d submitted", len(out.Items), len(in.Items))
+	}
+	for i, sub := range in.Items {
+		got := out.Items[i]
+		fail := func(err error) error { return fmt.Errorf("item %d (key %q): %w", i, sub.Key, err) }
+		payload := sub.Payload
+		if payload == "" {
+			payload = "{}"
+		}
+		if sub.Kind == "" {
+			if err := wantCode(got.Err, CodeInvalid); err != nil {
+				return fail(err)
+			}
+			continue
+		}
+		if sub.Key != "" {
+			if x, ok := s.liveKey(in.Tenant, sub.Key, in.Now); ok {
+				if x.Kind != sub.Kind || x.Payload != payload {
+					if err := wantCode(got.Err, CodeReused); err != nil {
+						return fail(err)
+					}
+					continue
+				}
+				// Dedup contract 1 and 2: the live key answers with the one
+				// execution it maps to, as it is now.
+				if got.Err != OK || !got.Dedup {
+					return fail(fmt.Errorf("answered err=%q deduplicated=%t id=%s, want deduplicated onto %s",
+						got.Err, got.Dedup, short(got.X.ID), short(x.ID)))
+				}
+				if err := wantView(got.X, x.View); err != nil {
+					return fail(err)
+				}
+				continue
+			}
+		}
+		if t.Inflight+1 > t.MaxInflight {
+			if err := wantCode(got.Err, CodeQuota); err != nil {
+				return fail(fmt.Errorf("%w (tenant at %d of %d)", err, t.Inflight, t.MaxInflight))
+			}
+			continue
+		}
+		if got.Err != OK || got.Dedup {
+			return fail(fmt.Errorf("answered err=%q deduplicated=%t id=%s, want a new execution",
+				got.Err, got.Dedup, short(got.X.ID)))
+		}
+		if _, dup := s.Execs[got.X.ID]; dup || got.X.ID == "" {
+			return fail(fmt.Errorf("new execution reuses id %q", got.X.ID))
+		}
+		x := Exec{View: View{ID: got.X.ID, Tenant: in.Tenant, Kind: sub.Kind, Key: sub.Key, Payload: payload,
+			Priority: sub.Priority, Status: store.StatusQueued, MaxAttempts: sub.MaxAttempts, RunAt: in.Now}}
+		if x.MaxAttempts <= 0 {
+			x.MaxAttempts = store.DefaultMaxAttempts
+		}
+		if sub.RunAt > in.Now {
+			x.RunAt, x.Status = sub.RunAt, store.StatusScheduled
+		}
+		if err := wantView(got.X, x.View); err != nil {
+			return fail(err)
+		}
+		s.Execs[x.ID] = x
+		t.Inflight++
+		if sub.Key != "" {
+			s.Keys[tenantKey{in.Tenant, sub.Key}] = KeyState{ID: x.ID, Expires: in.Now + t.DedupTTL}
+		}
+	}
+	s.Tenants[in.Tenant] = t
+	return nil
+}
+
+// finish moves an in-flight execution to a terminal status and frees its
+// quota slot.
+func (s *State) finish(x *Exec, st store.Status, now int64) {
+	if x.Status.Inflight() {
+		t := s.Tenants[x.Tenant]
+		t.Inflight--
+		s.Tenants[x.Tenant] = t
+	}
+	x.Status, x.FinishedAt, x.Token, x.LeaseExpires = st, now, "", 0
+	s.Execs[x.ID] = *x
+}
+
+// requeue ends a running attempt; the execution is claimable again at runAt.
+func (s *State) requeue(x *Exec, runAt, now int64) {
+	x.Status = store.StatusQueued
+	if runAt > now {
+		x.Status = store.StatusScheduled
+	}
+	x.RunAt, x.Token, x.LeaseExpires = runAt, "", 0
+	s.Execs[x.ID] = *x
+}
+
+// fence is the check Heartbeat, Complete, Fail and Release share. It
+// returns the execution when in carries its current, unexpired lease token;
+// otherwise it checks that the answer is CodeLeaseLost and returns nil. Lost
+// are: an execution that does not exist or is another tenant's (the two
+// look the same), one not running under that token, and one whose lease
+// expired before Now — lost from that moment, whether or not Rescue has run.
+func (s *State) fence(in Input, out Output) (*Exec, error) {
+	x, ok := s.lookup(in.Tenant, in.ID)
+	if !ok || x.Status != store.StatusRunning || x.Token != in.Token || in.Token == "" || x.LeaseExpires < in.Now {
+		return nil, wantCode(out.Err, CodeLeaseLost)
+	}
+	if err := wantCode(out.Err, OK); err != nil {
+		return nil, err
+	}
+	return &x, nil
+}
+
+func (s *State) cancel(in Input, out Output) error {
+	x, ok := s.lookup(in.Tenant, in.ID)
+	if !ok {
+		return wantCode(out.Err, CodeNotFound)
+	}
+	if err := wantCode(out.Err, OK); err != nil {
+		return err
+	}
+	switch x.Status {
+	case store.StatusQueued, store.StatusScheduled:
+		s.finish(&x, store.StatusCancelled, in.Now)
+	case store.StatusRunning:
+		x.CancelRequested = true
+		s.Execs[x.ID] = x
+	}
+	return wantView(out.X, x.View)
+}
+
+func (s *State) delete(in Input, out Output) error {
+	x, ok := s.lookup(in.Tenant, in.ID)
+	if !ok {
+		return wantCode(out.Err, CodeNotFound)
+	}
+	if !x.Status.Terminal() && !in.Force {
+		return wantCode(out.Err, CodeNotTerminal)
+	}
+	if err := wantCode(out.Err, OK); err != nil {
+		return err
+	}
+	s.remove(x)
+	return nil
+}
+
+// remove deletes an execution with its dedup key and quota slot.
+func (s *State) remove(x Exec) {
+	if x.Status.Inflight() {
+		t := s.Tenants[x.Tenant]
+		t.Inflight--
+		s.Tenants[x.Tenant] = t
+	}
+	delete(s.Execs, x.ID)
+	if x.Key != "" {
+		k := tenantKey{x.Tenant, x.Key}
+		if s.Keys[k].ID == x.ID {
+			delete(s.Keys, k)
+		}
+	}
+}
+
+// ready reports whether x is claimable at now by a claim with these filters.
+func ready(x Exec, in Input) bool {
+	if in.Tenant != "" && x.Tenant != in.Tenant {
+		return false
+	}
+	if len(in.Kinds) > 0 && !slices.Contains(in.Kinds, x.Kind) {
+		return false
+	}
+	return x.Status == store.StatusQueued || (x.Status == store.StatusScheduled && x.RunAt <= in.Now)
+}
+
+// before reports whether a must be claimed before b: higher priority first,
+// then older RunAt. Ties may go either way.
+func before(a, b Exec) bool {
+	return a.Priority > b.Priority || (a.Priority == b.Priority && a.RunAt < b.RunAt)
+}
+
+func (s *State) claim(in Input, out Output) error {
+	if err := wantCode(out.Err, OK); err != nil {
+		return err
+	}
+	var cands []Exec
+	for _, x := range s.Execs {
+		if ready(x, in) {
+			cands = append(cands, x)
+		}
+	}
+	want := min(max(in.Max, 1), len(cands))
+	if len(out.Leases) != want {
+		return fmt.Errorf("claim handed out %d leases, want %d (%d ready)", len(out.Leases), want, len(cands))
+	}
+	taken := map[string]bool{}
+	for _, l := range out.Leases {
+		x, ok := s.Execs[l.ID]
+		if !ok || !ready(x, in) || taken[l.ID] {
+			return fmt.Errorf("claim handed out %s, which is not ready (%s attempt %d)", short(l.ID), x.Status, x.Attempt)
+		}
+		for _, c := range cands {
+			if !taken[c.ID] && before(c, x) {
+				return fmt.Errorf("claim handed out %s (priority %d, run_at %s) before %s (priority %d, run_at %s)",
+					short(x.ID), x.Priority, fmtNS(x.RunAt), short(c.ID), c.Priority, fmtNS(c.RunAt))
+			}
+		}
+		taken[l.ID] = true
+		x.Attempt++
+		x.Status = store.StatusRunning
+		x.LeaseExpires = in.Now + leaseOf(in.Lease)
+		wantL := LeaseOut{ID: x.ID, Tenant: x.Tenant, Token: l.Token, Kind: x.Kind, Payload: x.Payload,
+			Attempt: x.Attempt, MaxAttempts: x.MaxAttempts, Expires: x.LeaseExpires}
+		if l != wantL {
+			return fmt.Errorf("lease %+v, want %+v", l, wantL)
+		}
+		if l.Token == "" || l.Token == x.Token {
+			return fmt.Errorf("lease on %s has a stale or empty token %q", short(x.ID), l.Token)
+		}
+		x.Token = l.Token
+		s.Execs[x.ID] = x
+	}
+	return nil
+}
+
+func (s *State) rescue(in Input, out Output) error {
+	if err := wantCode(out.Err, OK); err != nil {
+		return err
+	}
+	var n [3]int
+	for _, x := range s.Execs {
+		if x.Status != store.StatusRunning || x.LeaseExpires >= in.Now {
+			continue
+		}
+		switch {
+		case x.CancelRequested:
+			s.finish(&x, store.StatusCancelled, in.Now)
+			n[2]++
+		case x.Attempt < x.MaxAttempts:
+			s.requeue(&x, in.Now, in.Now)
+			n[0]++
+		default:
+			s.finish(&x, store.StatusFailed, in.Now)
+			n[1]++
+		}
+	}
+	if out.Counts != n {
+		return fmt.Errorf("rescue requeued/failed/cancelled %v, want %v", out.Counts, n)
+	}
+	return nil
+}
+
+func (s *State) promote(in Input, out Output) error {
+	if err := wantCode(out.Err, OK); err != nil {
+		return err
+	}
+	n := 0
+	for _, x := range s.Execs {
+		if x.Status == store.StatusScheduled && x.RunAt <= in.Now {
+			x.Status = store.StatusQueued
+			s.Execs[x.ID] = x
+			n++
+		}
+	}
+	if out.Counts[0] != n {
+		return fmt.Errorf("promote moved %d, want %d", out.Counts[0], n)
+	}
+	return nil
+}
+
+func (s *State) prune(in Input, out Output) error {
+	if err := wantCode(out.Err, OK); err != nil {
+		return err
+	}
+	n := 0
+	for _, x := range s.Execs {
+		if x.Status.Terminal() && x.FinishedAt != 0 && x.FinishedAt < in.Now-s.Tenants[x.Tenant].Retention {
+			s.remove(x)
+			n++
+		}
+	}
+	for k, v := range s.Keys {
+		if v.Expires <= in.Now {
+			delete(s.Keys, k)
+		}
+	}
+	if out.Counts[0] != n {
+		return fmt.Errorf("prune removed %d executions, want %d", out.Counts[0], n)
+	}
+	return nil
+}
+
+// countInflight counts a tenant's scheduled, queued and running executions.
+func (s *State) countInflight(tenant string) int {
+	n := 0
+	for _, x := range s.Execs {
+		if x.Tenant == tenant && x.Status.Inflight() {
+			n++
+		}
+	}
+	return n
+}
+
+// String describes the state for visualizations and failure messages.
+func (s *State) String() string {
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(s.Tenants)) {
+		t := s.Tenants[name]
+		fmt.Fprintf(&b, "%s inflight %d/%d; ", name, t.Inflight, t.MaxInflight)
+	}
+	xs := slices.Collect(maps.Values(s.Execs))
+	slices.SortFunc(xs, func(a, b Exec) int { return strings.Compare(a.ID, b.ID) })
+	for _, x := range xs {
+		fmt.Fprintf(&b, "%s:%s#%d", short(x.ID), x.Status, x.Attempt)
+		if x.Key != "" {
+			fmt.Fprintf(&b, "[%s]", x.Key)
+		}
+		if x.CancelRequested {
+			b.WriteString("!c")
+		}
+		b.WriteString(" ")
+	}
+	keys := slices.SortedFunc(maps.Keys(s.Keys), func(a, b tenantKey) int {
+		return strings.Compare(a.tenant+"\x00"+a.key, b.tenant+"\x00"+b.key)
+	})
+	for _, k := range keys {
+		fmt.Fprintf(&b, "key %s→%s ", k.key, short(s.Keys[k].ID))
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// short abbreviates an execution id (UUIDv7: the tail is the random part).
+func short(id string) string {
+	if len(id) > 6 {
+		return id[len(id)-6:]
+	}
+	return id
+}
+
+// fmtNS shows a model time as an offset from the suite's base time.
+func fmtNS(ns int64) string {
+	if ns == 0 {
+		return "none"
+	}
+	return "base" + fmt.Sprintf("%+v", time.Duration(ns-base.UnixNano()))
+}

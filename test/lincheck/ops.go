@@ -1,0 +1,284 @@
+package lincheck
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/latch-run/latch/store"
+)
+
+// OpKind names one store operation of the checked vocabulary.
+type OpKind uint8
+
+// The operations the model knows. The linearizability workloads use the
+// per-tenant ones (Admit to Tenant); Rescue, Promote and Prune act on every
+// tenant at once, so only the sequential property test drives them.
+const (
+	OpAdmit OpKind = iota
+	OpGet
+	OpCancel
+	OpDelete
+	OpClaim
+	OpHeartbeat
+	OpComplete
+	OpFail
+	OpRelease
+	OpTenant // GetTenant: the quota counter
+	OpRescue
+	OpPromote
+	OpPrune
+)
+
+var opNames = [...]string{"admit", "get", "cancel", "delete", "claim", "heartbeat", "complete",
+	"fail", "release", "tenant", "rescue", "promote", "prune"}
+
+func (k OpKind) String() string {
+	if int(k) < len(opNames) {
+		return opNames[k]
+	}
+	return fmt.Sprintf("op%d", k)
+}
+
+// Sub is one submission of an Admit. Payload is canonical JSON ("" = {}).
+type Sub struct {
+	Kind        string
+	Payload     string
+	Key         string
+	Priority    int
+	RunAt       int64 // unix ns; 0 = now
+	MaxAttempts int   // 0 = store default
+}
+
+// Input is the invocation of one operation: everything the store is given.
+// Times are unix nanoseconds of the fake clock the caller passes as Now.
+type Input struct {
+	Op     OpKind
+	Scope  string // partition key of the linearizability check; unused by the model
+	Client int
+	Tenant string
+	Now    int64
+
+	Items []Sub // Admit
+
+	ID    string // Get, Cancel, Delete, Heartbeat, Complete, Fail, Release
+	Token string // Heartbeat, Complete, Fail, Release
+	Force bool   // Delete
+	Retry bool   // Fail
+	Delay int64  // Fail: retry delay in ns
+
+	Kinds []string // Claim filter (nil = every kind)
+	Max   int      // Claim
+	Lease int64    // Claim, Heartbeat: lease duration in ns (0 = 30s)
+}
+
+// Code is an error reduced to the store sentinel it wraps: "" for nil,
+// "other: ..." for anything that is not a business refusal.
+type Code string
+
+// The sentinel codes.
+const (
+	OK               Code = ""
+	CodeNotFound     Code = "not_found"
+	CodeQuota        Code = "quota_exceeded"
+	CodeReused       Code = "dedup_key_reused"
+	CodeLeaseLost    Code = "lease_lost"
+	CodeNotTerminal  Code = "not_terminal"
+	CodeInvalid      Code = "invalid"
+	CodeTenantExists Code = "tenant_exists"
+)
+
+func codeOf(err error) Code {
+	switch {
+	case err == nil:
+		return OK
+	case errors.Is(err, store.ErrNotFound):
+		return CodeNotFound
+	case errors.Is(err, store.ErrQuotaExceeded):
+		return CodeQuota
+	case errors.Is(err, store.ErrDedupKeyReused):
+		return CodeReused
+	case errors.Is(err, store.ErrLeaseLost):
+		return CodeLeaseLost
+	case errors.Is(err, store.ErrNotTerminal):
+		return CodeNotTerminal
+	case errors.Is(err, store.ErrInvalid):
+		return CodeInvalid
+	case errors.Is(err, store.ErrTenantExists):
+		return CodeTenantExists
+	}
+	return Code("other: " + err.Error())
+}
+
+// unexpected reports a code that is no business refusal: a backend failure.
+func (c Code) unexpected() bool { return strings.HasPrefix(string(c), "other:") }
+
+// View is the observable part of an execution that the model predicts
+// exactly. Times are unix ns, 0 for none.
+type View struct {
+	ID              string
+	Tenant          string
+	Kind            string
+	Key             string
+	Payload         string
+	Priority        int
+	Status          store.Status
+	Attempt         int
+	MaxAttempts     int
+	CancelRequested bool
+	RunAt           int64
+	FinishedAt      int64
+	LeaseExpires    int64
+}
+
+func viewOf(x *store.Execution) View {
+	if x == nil {
+		return View{}
+	}
+	v := View{
+		ID: x.ID, Tenant: x.Tenant, Kind: x.Kind, Key: x.DedupKey, Payload: string(x.Payload),
+		Priority: x.Priority, Status: x.Status, Attempt: x.Attempt, MaxAttempts: x.MaxAttempts,
+		CancelRequested: x.CancelRequested, RunAt: x.RunAt.UnixNano(),
+	}
+	if x.FinishedAt != nil {
+		v.FinishedAt = x.FinishedAt.UnixNano()
+	}
+	if x.LeaseExpiresAt != nil {
+		v.LeaseExpires = x.LeaseExpiresAt.UnixNano()
+	}
+	return v
+}
+
+// Item is the outcome of one submission.
+type Item struct {
+	Err   Code
+	Dedup bool
+	X     View
+}
+
+// LeaseOut is one lease a Claim handed out.
+type LeaseOut struct {
+	ID          string
+	Tenant      string
+	Token       string
+	Kind        string
+	Payload     string
+	Attempt     int
+	MaxAttempts int
+	Expires     int64
+}
+
+// Output is what the store answered.
+type Output struct {
+	Err    Code // the call's own error
+	Items  []Item
+	X      View // Get, Cancel, Complete, Fail, Release
+	Leases []LeaseOut
+
+	CancelRequested bool  // Heartbeat
+	Expires         int64 // Heartbeat
+
+	Counts [3]int // Rescue: requeued, failed, cancelled; Promote: promoted; Prune: executions
+
+	Inflight, MaxInflight int // Tenant
+}
+
+func timeOf(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+// Do runs in against s and records the answer.
+func Do(ctx context.Context, s store.Store, in Input) Output {
+	var out Output
+	now := timeOf(in.Now)
+	switch in.Op {
+	case OpAdmit:
+		subs := make([]store.Submission, len(in.Items))
+		for i, it := range in.Items {
+			subs[i] = store.Submission{Kind: it.Kind, DedupKey: it.Key, Priority: it.Priority,
+				RunAt: timeOf(it.RunAt), MaxAttempts: it.MaxAttempts}
+			if it.Payload != "" {
+				subs[i].Payload = json.RawMessage(it.Payload)
+			}
+		}
+		res, err := s.Admit(ctx, &store.AdmitParams{Tenant: in.Tenant, Items: subs, Now: now})
+		out.Err = codeOf(err)
+		if err == nil && res != nil {
+			out.Items = make([]Item, len(res.Items))
+			for i, it := range res.Items {
+				out.Items[i] = Item{Err: codeOf(it.Err), Dedup: it.Deduplicated, X: viewOf(it.Execution)}
+			}
+		}
+	case OpGet:
+		x, err := s.Get(ctx, &store.GetParams{Tenant: in.Tenant, ID: in.ID})
+		out.Err, out.X = codeOf(err), viewOf(x)
+	case OpCancel:
+		x, err := s.Cancel(ctx, &store.CancelParams{Tenant: in.Tenant, ID: in.ID, Now: now})
+		out.Err, out.X = codeOf(err), viewOf(x)
+	case OpDelete:
+		err := s.Delete(ctx, &store.DeleteParams{Tenant: in.Tenant, ID: in.ID, Force: in.Force, Now: now})
+		out.Err = codeOf(err)
+	case OpClaim:
+		res, err := s.Claim(ctx, &store.ClaimParams{WorkerID: fmt.Sprintf("client-%d", in.Client),
+			Tenant: in.Tenant, Kinds: in.Kinds, Max: in.Max, LeaseDuration: time.Duration(in.Lease), Now: now})
+		out.Err = codeOf(err)
+		if err == nil && res != nil {
+			for _, l := range res.Leases {
+				out.Leases = append(out.Leases, LeaseOut{ID: l.ExecutionID, Tenant: l.Tenant, Token: l.Token,
+					Kind: l.Kind, Payload: string(l.Payload), Attempt: l.Attempt, MaxAttempts: l.MaxAttempts,
+					Expires: l.ExpiresAt.UnixNano()})
+			}
+		}
+	case OpHeartbeat:
+		res, err := s.Heartbeat(ctx, &store.HeartbeatParams{ExecutionID: in.ID, Tenant: in.Tenant,
+			Token: in.Token, LeaseDuration: time.Duration(in.Lease), Now: now})
+		out.Err = codeOf(err)
+		if err == nil && res != nil {
+			out.CancelRequested, out.Expires = res.CancelRequested, res.ExpiresAt.UnixNano()
+		}
+	case OpComplete:
+		x, err := s.Complete(ctx, &store.CompleteParams{ExecutionID: in.ID, Tenant: in.Tenant,
+			Token: in.Token, Result: json.RawMessage(`{"ok":true}`), Now: now})
+		out.Err, out.X = codeOf(err), viewOf(x)
+	case OpFail:
+		x, err := s.Fail(ctx, &store.FailParams{ExecutionID: in.ID, Tenant: in.Tenant, Token: in.Token,
+			Error: "boom", Retry: in.Retry, RetryDelay: time.Duration(in.Delay), Now: now})
+		out.Err, out.X = codeOf(err), viewOf(x)
+	case OpRelease:
+		x, err := s.Release(ctx, &store.ReleaseParams{ExecutionID: in.ID, Tenant: in.Tenant, Token: in.Token, Now: now})
+		out.Err, out.X = codeOf(err), viewOf(x)
+	case OpTenant:
+		tn, err := s.GetTenant(ctx, &store.GetTenantParams{Name: in.Tenant})
+		out.Err = codeOf(err)
+		if err == nil && tn != nil {
+			out.Inflight, out.MaxInflight = tn.Inflight, tn.MaxInflight
+		}
+	case OpRescue:
+		res, err := s.Rescue(ctx, &store.RescueParams{Now: now})
+		out.Err = codeOf(err)
+		if err == nil && res != nil {
+			out.Counts = [3]int{res.Requeued, res.Failed, res.Cancelled}
+		}
+	case OpPromote:
+		res, err := s.Promote(ctx, &store.PromoteParams{Now: now})
+		out.Err = codeOf(err)
+		if err == nil && res != nil {
+			out.Counts[0] = res.Promoted
+		}
+	case OpPrune:
+		res, err := s.Prune(ctx, &store.PruneParams{Now: now})
+		out.Err = codeOf(err)
+		if err == nil && res != nil {
+			out.Counts[0] = res.Executions
+		}
+	default:
+		out.Err = Code(fmt.Sprintf("other: unknown op %v", in.Op))
+	}
+	return out
+}

@@ -1,0 +1,383 @@
+package lincheck
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/latch-run/latch/store"
+)
+
+// Property drives random sequences of operations against one store from
+// newStore and the model (State) side by side, with a fake clock that
+// advances by random steps, and after every step compares everything the
+// store shows: each execution of each tenant as List returns it (status,
+// attempt, cancel request, run_at, finished_at, lease expiry, kind, key,
+// payload, priority, max_attempts) and each tenant's inflight counter.
+// Every answer is checked on the way, by sentinel error: dedup answers,
+// quota refusals, reused keys, lost leases, not-terminal deletes.
+//
+// Operations: admit (single and batches; random kinds, keys, payloads,
+// priorities, run_at and max_attempts; an empty kind now and then), claim
+// (by tenant, kinds, max and lease length), heartbeat, complete, fail (retry
+// or not, with or without delay), release, cancel, delete and force delete,
+// get, get tenant, rescue, promote, prune, and advancing the clock — past
+// leases, retry delays, dedup TTLs and retention. Ids and tokens are drawn
+// from everything seen so far, so stale tokens, deleted ids, ids of the
+// other tenant and unknown ids all occur.
+//
+// It is rapid's state machine test: the seed is printed on failure and
+// -rapid.seed / -rapid.failfile replay it; -rapid.checks and -rapid.steps
+// (or RAPID_CHECKS, RAPID_STEPS) size it. Each test case uses two fresh
+// tenants and force-deletes its executions at the end, so the cases share
+// one store without seeing each other.
+func Property(t *testing.T, newStore NewStore) {
+	t.Helper()
+	s := newStore(t)
+	ctx := t.Context()
+	cases := 0
+	seen := map[string]int{}
+	rapid.Check(t, func(rt *rapid.T) {
+		cases++
+		p := newPropCase(ctx, rt, s, cases)
+		p.seen = seen
+		defer p.cleanup()
+		rt.Repeat(p.actions())
+	})
+	t.Logf("outcomes over %d cases (shrinking included): %s", cases, fmtCounts(seen))
+}
+
+func fmtCounts(m map[string]int) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(&b, "%s=%d ", k, m[k])
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// outcome names an answer for the coverage tally.
+func outcome(in Input, out Output) []string {
+	op := in.Op.String()
+	switch {
+	case out.Err != OK:
+		return []string{op + ":" + string(out.Err)}
+	case in.Op == OpAdmit:
+		var r []string
+		for _, it := range out.Items {
+			switch {
+			case it.Err != OK:
+				r = append(r, "admit:"+string(it.Err))
+			case it.Dedup:
+				r = append(r, "admit:dedup")
+			default:
+				r = append(r, "admit:new-"+string(it.X.Status))
+			}
+		}
+		return r
+	case in.Op == OpClaim:
+		return []string{fmt.Sprintf("claim:%d", len(out.Leases))}
+	case in.Op == OpRescue:
+		return []string{fmt.Sprintf("rescue:%d/%d/%d", out.Counts[0], out.Counts[1], out.Counts[2])}
+	case in.Op == OpPromote || in.Op == OpPrune:
+		return []string{fmt.Sprintf("%s:%d", op, min(out.Counts[0], 2))}
+	case out.X.Status != "":
+		return []string{op + ":" + string(out.X.Status)}
+	}
+	return []string{op + ":ok"}
+}
+
+type propCase struct {
+	ctx     context.Context
+	rt      *rapid.T
+	s       store.Store
+	m       *State
+	tenants []string
+	now     int64
+	steps   int
+	ids     []string   // every id answered so far, deleted ones included
+	leases  []LeaseOut // every lease handed out so far
+	seen    map[string]int
+}
+
+func newPropCase(ctx context.Context, rt *rapid.T, s store.Store, n int) *propCase {
+	specs := []store.CreateTenantParams{
+		{Name: fmt.Sprintf("p%d-a", n), MaxInflight: 3, DedupTTL: time.Minute, Retention: 2 * time.Minute},
+		{Name: fmt.Sprintf("p%d-b", n), MaxInflight: 5, DedupTTL: 10 * time.Minute, Retention: 30 * time.Second},
+	}
+	p := &propCase{ctx: ctx, rt: rt, s: s, m: NewState(specs...), now: base.UnixNano()}
+	for _, sp := range specs {
+		sp.Now = base
+		if _, err := s.CreateTenant(ctx, &sp); err != nil {
+			rt.Fatalf("CreateTenant %s: %v", sp.Name, err)
+		}
+		p.tenants = append(p.tenants, sp.Name)
+	}
+	return p
+}
+
+// cleanup force-deletes the case's executions so that the next case's
+// Rescue, Promote and Prune see only their own.
+func (p *propCase) cleanup() {
+	for _, tn := range p.tenants {
+		for range 10 {
+			res, err := p.s.List(p.ctx, &store.ListParams{Tenant: tn, Limit: 500})
+			if err != nil || len(res.Items) == 0 {
+				break
+			}
+			for _, x := range res.Items {
+				_ = p.s.Delete(p.ctx, &store.DeleteParams{Tenant: tn, ID: x.ID, Force: true, Now: timeOf(p.now)})
+			}
+		}
+	}
+}
+
+// do runs one operation on the store and checks the answer with the model.
+func (p *propCase) do(in Input) Output {
+	p.steps++
+	in.Now = p.now
+	out := Do(p.ctx, p.s, in)
+	p.rt.Logf("step %d: %s %s", p.steps, p.tenantOf(in), describe(in, out))
+	if err := p.m.Apply(in, out); err != nil {
+		p.rt.Fatalf("step %d: %s %s: %v", p.steps, p.tenantOf(in), in.Op, err)
+	}
+	for _, o := range outcome(in, out) {
+		p.seen[o]++
+	}
+	for _, it := range out.Items {
+		if it.X.ID != "" && !slices.Contains(p.ids, it.X.ID) {
+			p.ids = append(p.ids, it.X.ID)
+		}
+	}
+	p.leases = append(p.leases, out.Leases...)
+	return out
+}
+
+func (p *propCase) tenantOf(in Input) string {
+	if in.Tenant == "" {
+		return "(any tenant)"
+	}
+	return in.Tenant
+}
+
+// Durations the clock and the operations draw from: exactly on and just
+// past the leases (10s, 30s, 45s), dedup TTLs (1m, 10m) and retention (30s,
+// 2m), so every strict or non-strict comparison meets its boundary.
+var (
+	advances = []time.Duration{time.Millisecond, time.Second, 5 * time.Second, 10 * time.Second,
+		30 * time.Second, 45 * time.Second, time.Minute, 2 * time.Minute, 10 * time.Minute}
+	leaseLens = []time.Duration{0, 10 * time.Second, 45 * time.Second}
+	delays    = []time.Duration{0, 0, 5 * time.Second, 90 * time.Second}
+)
+
+func (p *propCase) tenant(rt *rapid.T, label string) string {
+	return rapid.SampledFrom(p.tenants).Draw(rt, label)
+}
+
+// scopeTenant is mostly the right tenant, sometimes any tenant ("") and
+// sometimes the wrong one.
+func (p *propCase) scopeTenant(rt *rapid.T, own string) string {
+	switch rapid.IntRange(0, 12).Draw(rt, "tenantScope") {
+	case 5:
+		return ""
+	case 7:
+		for _, tn := range p.tenants {
+			if tn != own {
+				return tn
+			}
+		}
+	}
+	return own
+}
+
+func (p *propCase) sub(rt *rapid.T) Sub {
+	s := Sub{
+		Kind:        rapid.SampledFrom([]string{"echo", "echo", "sleep"}).Draw(rt, "kind"),
+		Key:         rapid.SampledFrom([]string{"", "", "k1", "k2", "k3"}).Draw(rt, "key"),
+		Payload:     rapid.SampledFrom([]string{"", `{"n":1}`}).Draw(rt, "payload"),
+		Priority:    rapid.IntRange(0, 2).Draw(rt, "priority"),
+		MaxAttempts: rapid.IntRange(0, 3).Draw(rt, "maxAttempts"),
+	}
+	// rapid favours the ends of a range, so rare cases test a middle value.
+	if rapid.IntRange(0, 40).Draw(rt, "emptyKind") == 17 {
+		s.Kind = ""
+	}
+	if d := rapid.SampledFrom(delays).Draw(rt, "runAfter"); d > 0 {
+		s.RunAt = p.now + int64(d)
+	}
+	return s
+}
+
+// pickID draws an execution id: one seen before (of either tenant, maybe
+// deleted) or an unknown one.
+func (p *propCase) pickID(rt *rapid.T) (id, own string) {
+	if len(p.ids) == 0 || rapid.IntRange(0, 20).Draw(rt, "unknownID") == 11 {
+		return "00000000-0000-7000-8000-000000000000", p.tenants[0]
+	}
+	id = rapid.SampledFrom(p.ids).Draw(rt, "id")
+	if x, ok := p.m.Execs[id]; ok {
+		return id, x.Tenant
+	}
+	return id, p.tenants[0]
+}
+
+// pickLease draws a lease seen before (current or stale) or a forged one.
+func (p *propCase) pickLease(rt *rapid.T) LeaseOut {
+	if len(p.leases) == 0 {
+		rt.Skip("no lease yet")
+	}
+	// Mostly a lease the model holds current, else any (most are stale).
+	var current []LeaseOut
+	for _, l := range p.leases {
+		if x, ok := p.m.Execs[l.ID]; ok && x.Status == store.StatusRunning && x.Token == l.Token {
+			current = append(current, l)
+		}
+	}
+	from := p.leases
+	if len(current) > 0 && rapid.IntRange(0, 3).Draw(rt, "staleLease") != 2 {
+		from = current
+	}
+	l := rapid.SampledFrom(from).Draw(rt, "lease")
+	if rapid.IntRange(0, 20).Draw(rt, "forgedToken") == 11 {
+		l.Token = "forged-token"
+	}
+	return l
+}
+
+func (p *propCase) actions() map[string]func(*rapid.T) {
+	fenced := func(op OpKind) func(rt *rapid.T) {
+		return func(rt *rapid.T) {
+			l := p.pickLease(rt)
+			in := Input{Op: op, ID: l.ID, Token: l.Token, Tenant: p.scopeTenant(rt, l.Tenant)}
+			switch op {
+			case OpHeartbeat:
+				in.Lease = int64(rapid.SampledFrom(leaseLens).Draw(rt, "lease"))
+			case OpFail:
+				in.Retry = rapid.Bool().Draw(rt, "retry")
+				in.Delay = int64(rapid.SampledFrom(delays).Draw(rt, "retryDelay"))
+			}
+			p.do(in)
+		}
+	}
+	byID := func(op OpKind) func(rt *rapid.T) {
+		return func(rt *rapid.T) {
+			id, own := p.pickID(rt)
+			in := Input{Op: op, ID: id, Tenant: p.scopeTenant(rt, own)}
+			if op == OpDelete {
+				in.Force = rapid.Bool().Draw(rt, "force")
+			}
+			p.do(in)
+		}
+	}
+	return map[string]func(*rapid.T){
+		"admit": func(rt *rapid.T) {
+			p.do(Input{Op: OpAdmit, Tenant: p.tenant(rt, "tenant"), Items: []Sub{p.sub(rt)}})
+		},
+		"admitBatch": func(rt *rapid.T) {
+			n := rapid.IntRange(2, 4).Draw(rt, "items")
+			in := Input{Op: OpAdmit, Tenant: p.tenant(rt, "tenant")}
+			for range n {
+				in.Items = append(in.Items, p.sub(rt))
+			}
+			p.do(in)
+		},
+		"claim": func(rt *rapid.T) {
+			in := Input{Op: OpClaim, Client: 1,
+				Tenant: rapid.SampledFrom(append([]string{"", "nobody"}, p.tenants...)).Draw(rt, "claimTenant"),
+				Kinds:  rapid.SampledFrom([][]string{nil, nil, {"echo"}, {"sleep", "echo"}}).Draw(rt, "kinds"),
+				Max:    rapid.IntRange(1, 3).Draw(rt, "max"),
+				Lease:  int64(rapid.SampledFrom(leaseLens).Draw(rt, "lease")),
+			}
+			p.do(in)
+		},
+		"heartbeat": fenced(OpHeartbeat),
+		"complete":  fenced(OpComplete),
+		"fail":      fenced(OpFail),
+		"release":   fenced(OpRelease),
+		"cancel":    byID(OpCancel),
+		"delete":    byID(OpDelete),
+		"get":       byID(OpGet),
+		"getTenant": func(rt *rapid.T) {
+			p.do(Input{Op: OpTenant, Tenant: rapid.SampledFrom(append([]string{"nobody"}, p.tenants...)).Draw(rt, "tenant")})
+		},
+		"rescue":  func(rt *rapid.T) { p.do(Input{Op: OpRescue}) },
+		"promote": func(rt *rapid.T) { p.do(Input{Op: OpPromote}) },
+		"prune":   func(rt *rapid.T) { p.do(Input{Op: OpPrune}) },
+		"advance": func(rt *rapid.T) {
+			d := rapid.SampledFrom(advances).Draw(rt, "advance")
+			p.now += int64(d)
+			rt.Logf("clock: %s", fmtNS(p.now))
+		},
+		"": p.compare,
+	}
+}
+
+// compare checks everything the store shows against the model: one List
+// of every execution (only this case's exist: earlier cases cleaned up),
+// compared per tenant, and each tenant's quota counter.
+func (p *propCase) compare(rt *rapid.T) {
+	got := map[string]map[string]View{}
+	for _, tn := range p.tenants {
+		got[tn] = map[string]View{}
+	}
+	after := ""
+	for {
+		res, err := p.s.List(p.ctx, &store.ListParams{Limit: 500, After: after})
+		if err != nil {
+			rt.Fatalf("List: %v", err)
+		}
+		for _, x := range res.Items {
+			if m, ok := got[x.Tenant]; ok {
+				m[x.ID] = viewOf(x)
+			}
+		}
+		if res.Next == "" {
+			break
+		}
+		after = res.Next
+	}
+	for _, tn := range p.tenants {
+		want := map[string]View{}
+		for id, x := range p.m.Execs {
+			if x.Tenant == tn {
+				want[id] = x.View
+			}
+		}
+		var diffs []string
+		for _, id := range slices.Sorted(maps.Keys(want)) {
+			g, ok := got[tn][id]
+			if !ok {
+				diffs = append(diffs, fmt.Sprintf("execution %s (%s) is missing", short(id), want[id].Status))
+				continue
+			}
+			if err := wantView(g, want[id]); err != nil {
+				diffs = append(diffs, err.Error())
+			}
+		}
+		for _, id := range slices.Sorted(maps.Keys(got[tn])) {
+			if _, ok := want[id]; !ok {
+				diffs = append(diffs, fmt.Sprintf("execution %s (%s) should not exist", short(id), got[tn][id].Status))
+			}
+		}
+		tnr, err := p.s.GetTenant(p.ctx, &store.GetTenantParams{Name: tn})
+		if err != nil {
+			rt.Fatalf("GetTenant %s: %v", tn, err)
+		}
+		mt := p.m.Tenants[tn]
+		if n := p.m.countInflight(tn); mt.Inflight != n {
+			diffs = append(diffs, fmt.Sprintf("model bug: inflight counter %d, %d in flight", mt.Inflight, n))
+		}
+		if tnr.Inflight != mt.Inflight {
+			diffs = append(diffs, fmt.Sprintf("I3: inflight %d, want %d", tnr.Inflight, mt.Inflight))
+		}
+		if len(diffs) > 0 {
+			rt.Fatalf("after step %d, tenant %s differs from the model:\n  %s\nmodel: %s",
+				p.steps, tn, strings.Join(diffs, "\n  "), p.m)
+		}
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package lincheck_test
+
+const raceEnabled = false

@@ -40,9 +40,7 @@ type Store interface {
 	// ErrLeaseLost: to a worker each means "stop, this attempt is over", and
 	// another tenant's execution stays indistinguishable from a missing one.
 	// An expired lease is lost even before Rescue has run: the old token
-	// changes nothing from the moment it expires (I5). A lease past
-	// its expiry that Rescue has not yet ended is still current: the
-	// heartbeat revives it (the fence is the token, not the clock).
+	// changes nothing from the moment it expires (I5).
 	Heartbeat(ctx context.Context, p *HeartbeatParams) (*HeartbeatResult, error)
 
 	// Complete ends the attempt as succeeded with Result. Fenced like

@@ -35,8 +35,8 @@ func (r *batchRequest) validate() error {
 	return nil
 }
 
-// batchItem is one slot of a batch answer: status 201, 200, 400, 413, 422
-// or 429, with the execution or the problem.
+// batchItem is one slot of a batch answer: status 201, 200, 400, 422 or 429
+// (the statuses API.md lists), with the execution or the problem.
 type batchItem struct {
 	Status    int        `json:"status"`
 	Execution *execution `json:"execution"`
@@ -71,7 +71,7 @@ func (s *Server) submitBatch(ctx context.Context, req *batchRequest) (*batchResp
 		if err != nil {
 			p := problemFor(err)
 			s.metrics.submitted(string(p.Code))
-			out[i] = batchItem{Status: p.Status, Error: p}
+			out[i] = refusedItem(p)
 			continue
 		}
 		subs = append(subs, sub)
@@ -85,11 +85,27 @@ func (s *Server) submitBatch(ctx context.Context, req *batchRequest) (*batchResp
 		for j, it := range items {
 			resp, p := s.outcome(it)
 			if p != nil {
-				out[slots[j]] = batchItem{Status: p.Status, Error: p}
+				out[slots[j]] = refusedItem(p)
 				continue
 			}
 			out[slots[j]] = batchItem{Status: resp.status, Execution: resp.execution}
 		}
 	}
 	return &batchResponse{Items: out}, nil
+}
+
+// refusedItem is the slot of a refused item. A slot's status is one of
+// those API.md lists for batch items, so an over-large payload, 413 when
+// submitted alone, is a 400 here (code payload_too_large, the detail naming
+// the limit). A 429 carries retry_after_seconds in its problem, since a
+// slot has no Retry-After header. p is copied, never changed.
+func refusedItem(p *Problem) batchItem {
+	q := *p
+	if q.Code == CodePayloadTooLarge {
+		q.Status = http.StatusBadRequest
+	}
+	if q.Status == http.StatusTooManyRequests && q.retryAfter > 0 {
+		q.RetryAfterSeconds = q.retryAfter
+	}
+	return batchItem{Status: q.Status, Error: &q}
 }

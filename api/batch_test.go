@@ -109,3 +109,51 @@ func TestBatchLimits(t *testing.T) {
 	small.do("POST", "/api/executions/batch", skey, `{"items":[{"kind":"`+strings.Repeat("x", 1000)+`"}]}`).
 		problem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge)
 }
+
+// A batch item answers only the statuses API.md lists for items (201, 200,
+// 422, 429, 400): an over-large payload, 413 when submitted alone, is a 400
+// item with code payload_too_large whose detail names the limit. A 429
+// item carries retry_after_seconds, since it has no Retry-After header.
+func TestBatchItemStatuses(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *Config) { c.MaxPayloadBytes = 100 })
+	key := e.tenant("acme", `,"max_inflight":1`)
+	big := `{"kind":"echo","payload":"` + strings.Repeat("x", 200) + `"}`
+	var out batchResponse
+	e.do("POST", "/api/executions/batch", key, `{"items":[`+big+`,{"kind":"echo"},{"kind":"echo"}]}`).
+		want(http.StatusOK).decode(&out)
+	if len(out.Items) != 3 {
+		t.Fatalf("%d items", len(out.Items))
+	}
+	tooBig := out.Items[0]
+	if tooBig.Status != http.StatusBadRequest || tooBig.Error == nil || tooBig.Error.Code != CodePayloadTooLarge ||
+		tooBig.Error.Status != http.StatusBadRequest || tooBig.Execution != nil {
+		t.Fatalf("over-large item: %+v %+v", tooBig, tooBig.Error)
+	}
+	detailHas(t, tooBig.Error, "items[0].payload")
+	detailHas(t, tooBig.Error, "limit of 100")
+	if tooBig.Error.RetryAfterSeconds != 0 {
+		t.Fatalf("400 item with retry_after_seconds %d", tooBig.Error.RetryAfterSeconds)
+	}
+	if out.Items[1].Status != http.StatusCreated {
+		t.Fatalf("item 1: %+v", out.Items[1])
+	}
+	quota := out.Items[2]
+	if quota.Status != http.StatusTooManyRequests || quota.Error == nil || quota.Error.Code != CodeQuotaExceeded ||
+		quota.Error.RetryAfterSeconds != quotaRetryAfter {
+		t.Fatalf("quota item: %+v %+v", quota, quota.Error)
+	}
+	// On the wire: the field's name, and the integer.
+	r := e.do("POST", "/api/executions/batch", key, `{"items":[{"kind":"echo"}]}`).want(http.StatusOK)
+	if !strings.Contains(string(r.body), `"status":429`) || !strings.Contains(string(r.body), `"retry_after_seconds":5`) {
+		t.Fatalf("429 item on the wire: %s", r.body)
+	}
+
+	// Alone, the same payload is still 413, and a 429 is told by its header.
+	e.do("POST", "/api/executions", key, big).problem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge)
+	r = e.do("POST", "/api/executions", key, `{"kind":"echo"}`)
+	r.problem(http.StatusTooManyRequests, CodeQuotaExceeded)
+	if r.header.Get("Retry-After") != "5" || strings.Contains(string(r.body), "retry_after_seconds") {
+		t.Fatalf("single 429: Retry-After %q, body %s", r.header.Get("Retry-After"), r.body)
+	}
+}

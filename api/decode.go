@@ -67,7 +67,8 @@ func decodeJSON(data []byte, v any, prefix string) error {
 	if err := dec.Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return invalid(prefix+te.Field, "expected %s, got %s", jsonTypeName(te.Type), jsonValueName(te.Value))
+			return invalid(prefix+jsonPath(reflect.TypeOf(v), te.Field), "expected %s, got %s",
+				jsonTypeName(te.Type), jsonValueName(te.Value))
 		}
 		// scanKeys has checked syntax and keys, so this is unexpected.
 		return invalid(strings.TrimSuffix(prefix, ".")+"body", "%v", err)
@@ -175,10 +176,96 @@ func jsonValueName(v string) string {
 		return "a boolean"
 	case v == "array", v == "object":
 		return "an " + v
-	case strings.HasPrefix(v, "number"):
-		return v
+	case v == "number":
+		return "a number"
+	case strings.HasPrefix(v, "number "):
+		return "the " + v // "number 1.5", for an integer field
 	}
 	return "a " + v
+}
+
+// jsonPath turns the Field of a json.UnmarshalTypeError into the path of
+// JSON names the client sent. encoding/json puts the Go names of embedded
+// structs into Field ("tenantSettings.max_inflight"); those are dropped, so
+// a detail never shows a Go type name. t is the type decoded into.
+func jsonPath(t reflect.Type, field string) string {
+	if field == "" {
+		return "body"
+	}
+	var out []string
+	for seg := range strings.SplitSeq(field, ".") {
+		st := structOf(t)
+		if st == nil {
+			out = append(out, seg)
+			t = nil
+			continue
+		}
+		if f, ok := jsonField(st, seg); ok {
+			out = append(out, seg)
+			t = f.Type
+			continue
+		}
+		if f, ok := st.FieldByName(seg); ok && f.Anonymous {
+			t = f.Type // an embedded struct: no JSON name of its own
+			continue
+		}
+		out = append(out, seg)
+		t = nil
+	}
+	if len(out) == 0 {
+		return "body"
+	}
+	return strings.Join(out, ".")
+}
+
+// structOf returns the struct type t holds (through pointers, slices,
+// arrays and maps), or nil.
+func structOf(t reflect.Type) reflect.Type {
+	for t != nil {
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+			t = t.Elem()
+		case reflect.Struct:
+			return t
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// jsonField finds the field of struct st, promoted ones included, whose
+// JSON name is name.
+func jsonField(st reflect.Type, name string) (reflect.StructField, bool) {
+	for i := range st.NumField() {
+		f := st.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == "-" {
+			continue
+		}
+		if f.Anonymous && tag == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				if g, ok := jsonField(ft, name); ok {
+					return g, true
+				}
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if tag == "" {
+			tag = f.Name
+		}
+		if tag == name {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
 }
 
 var fieldNameCache sync.Map // reflect.Type -> map[string]bool

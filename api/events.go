@@ -16,11 +16,13 @@ const keepAliveInterval = 15 * time.Second
 
 // events is GET /api/executions/{id}/events: a text/event-stream with one
 // "status" event (data: the execution JSON) for the current state and one
-// for every later change of status or attempt, ending after the terminal
-// one. Changes that happen between two reads are coalesced: a client sees
-// each state the server observed, in order. If the execution is deleted
-// while streamed, an "error" event carrying a not_found problem ends the
-// stream.
+// for every later change of status or attempt the server observes, ending
+// after the terminal one. Changes that happen between two reads are
+// coalesced (a client may see scheduled then running, without queued): it
+// sees each state the server observed, in order, as the OpenAPI document
+// says. If the execution is deleted while streamed, an "error" event carrying
+// a not_found problem ends the stream. Each write has its own deadline
+// (Config.StreamWriteTimeout); a failed write ends the stream.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	var req idRequest
 	first, err := func() (*store.Execution, error) {
@@ -42,8 +44,19 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	// The stream lasts as long as the execution, so it has no overall write
+	// deadline; each write gets its own instead (see write), so a client
+	// that stops reading does not hold this goroutine until a hard close.
 	rc := http.NewResponseController(w)
-	_ = rc.SetWriteDeadline(time.Time{}) // the stream lasts as long as the execution
+	write := func(b []byte) bool {
+		// Best effort: a ResponseWriter without deadlines (a test
+		// recorder) is written to without one.
+		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.StreamWriteTimeout))
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -54,10 +67,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	send := func(event string, v any) bool {
 		data, _ := marshal(v) // plain data always marshals; ends in a newline
 		seq++
-		if _, err := fmt.Fprintf(w, "event: %s\nid: %d\ndata: %s\n", event, seq, data); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
+		return write(fmt.Appendf(nil, "event: %s\nid: %d\ndata: %s\n", event, seq, data))
 	}
 
 	scope := principalFrom(r.Context()).scope()
@@ -77,7 +87,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		case <-s.done:
 			return // shutting down; the client reconnects elsewhere
 		case <-keepAlive.C:
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
+			if !write([]byte(": keep-alive\n\n")) {
 				return
 			}
 			continue

@@ -3,7 +3,10 @@ package api
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -139,4 +142,42 @@ func TestEventsRefused(t *testing.T) {
 	x := e.submit(key, `{"kind":"echo"}`, http.StatusCreated)
 	e.do("GET", "/api/executions/"+x.ExecutionID+"/events?x=1", key, nil).problem(http.StatusBadRequest, CodeInvalidRequest)
 	e.do("GET", "/api/executions/"+x.ExecutionID+"/events", "", nil).problem(http.StatusUnauthorized, CodeUnauthorized)
+}
+
+// A client that stops reading loses its stream once a write has been
+// blocked for StreamWriteTimeout: the handler does not wait for it until
+// the server closes hard.
+func TestEventsStalledReaderIsDropped(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *Config) { c.StreamWriteTimeout = 200 * time.Millisecond })
+	key := e.tenant("acme")
+	x := e.submit(key, `{"kind":"echo","payload":"`+strings.Repeat("x", 900<<10)+`"}`, http.StatusCreated)
+
+	// A server whose sockets buffer little, so the first event (~900 KiB)
+	// blocks on a client that reads nothing.
+	srv := httptest.NewUnstartedServer(e.api)
+	srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		if tc, ok := c.(*net.TCPConn); ok && s == http.StateNew {
+			_ = tc.SetWriteBuffer(4 << 10)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	_ = conn.(*net.TCPConn).SetReadBuffer(4 << 10)
+	fmt.Fprintf(conn, "GET /api/executions/%s/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", x.ExecutionID, key)
+
+	// The handler has returned when the request is counted.
+	route := `latch_http_requests_total{code="200",route="GET /api/executions/{id}/events"} 1`
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(string(e.do("GET", "/metrics", "", nil).body), route) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stream of a client that reads nothing was still open after 10s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
+
 	"github.com/latch-run/latch/store"
 )
 
@@ -130,10 +132,13 @@ type listResponse struct {
 	NextCursor *string      `json:"next_cursor"`
 }
 
-// listExecutions answers one page, newest first.
+// listExecutions answers one page, newest first: at most limit items, and
+// cut short (with next_cursor set) once its payloads and results reach
+// MaxListBytes.
 func (s *Server) listExecutions(ctx context.Context, req *listRequest) (*listResponse, error) {
 	p := req.params
 	p.Tenant = principalFrom(ctx).scope()
+	p.MaxBytes = s.cfg.MaxListBytes // with limit=500 and 1 MiB payloads, a page would be ~1 GB
 	res, err := s.cfg.Store.List(ctx, &p)
 	if err != nil {
 		return nil, err
@@ -153,9 +158,18 @@ func (s *Server) listExecutions(ctx context.Context, req *listRequest) (*listRes
 // so the paging key may change without breaking them.
 func encodeCursor(next string) string { return base64.RawURLEncoding.EncodeToString([]byte(next)) }
 
+// decodeCursor accepts only what encodeCursor makes of an execution id: the
+// base64url of a UUID in its canonical (lower-case, hyphenated) form.
 func decodeCursor(c string) (string, bool) {
+	if len(c) > base64.RawURLEncoding.EncodedLen(maxIDLen) {
+		return "", false
+	}
 	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || len(b) == 0 || len(b) > maxIDLen || !utf8.Valid(b) {
+	if err != nil {
+		return "", false
+	}
+	id, err := uuid.Parse(string(b))
+	if err != nil || id.String() != string(b) {
 		return "", false
 	}
 	return string(b), true

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -128,3 +129,43 @@ func dig(v any, keys ...string) any {
 
 // nilStore satisfies store.Store for tests that never call it.
 type nilStore struct{ store.Store }
+
+// TestOpenAPIStatesBehaviour checks the document says what the server does
+// where a client could not guess it.
+func TestOpenAPIStatesBehaviour(t *testing.T) {
+	t.Parallel()
+	var root map[string]any
+	if err := json.Unmarshal(openAPIDocument, &root); err != nil {
+		t.Fatal(err)
+	}
+	text := func(keys ...string) string {
+		t.Helper()
+		s, ok := dig(root, keys...).(string)
+		if !ok {
+			t.Fatalf("no text at %v", keys)
+		}
+		return s
+	}
+	for _, c := range []struct {
+		at   []string
+		want string
+	}{
+		{[]string{"paths", "/api/executions/{id}/events", "get", "description"},
+			"one event per observed status change; changes between two reads may be merged"},
+		{[]string{"paths", "/api/executions/{id}/events", "get", "description"}, "a client that stops reading loses the stream"},
+		{[]string{"paths", "/api/executions/batch", "post", "description"}, "is answered 400 with code `payload_too_large`"},
+		{[]string{"paths", "/api/executions/batch", "post", "description"}, "`retry_after_seconds`"},
+		{[]string{"components", "schemas", "Problem", "properties", "retry_after_seconds", "description"}, "batch item answered 429"},
+		{[]string{"paths", "/api/executions", "get", "description"}, "8 MiB"},
+		{[]string{"components", "schemas", "TenantPatch", "properties", "inflight", "description"}, "ignored"},
+		{[]string{"paths", "/api/tenants/{name}", "patch", "description"}, "`inflight`, read-only, is accepted and ignored"},
+	} {
+		if s := text(c.at...); !strings.Contains(s, c.want) {
+			t.Errorf("%v does not say %q: %s", c.at, c.want, s)
+		}
+	}
+	statuses := dig(root, "components", "schemas", "BatchItem", "properties", "status", "enum").([]any)
+	if fmt.Sprint(statuses) != "[201 200 400 422 429]" {
+		t.Errorf("batch item statuses %v, want those of API.md: 201 200 400 422 429", statuses)
+	}
+}

@@ -70,6 +70,9 @@ type Problem struct {
 	Status int    `json:"status"`
 	Detail string `json:"detail"`
 	Code   Code   `json:"code"`
+	// RetryAfterSeconds is set only on the problem of a batch item answered
+	// 429: a slot has no Retry-After header of its own.
+	RetryAfterSeconds int `json:"retry_after_seconds,omitempty"`
 
 	retryAfter int         // seconds; >0 sets Retry-After
 	allow      string      // Allow header of a 405

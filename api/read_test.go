@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,5 +137,83 @@ func TestListPagination(t *testing.T) {
 	} {
 		p := e.do("GET", "/api/executions?"+q, key, nil).problem(http.StatusBadRequest, CodeInvalidRequest)
 		detailHas(t, p, field)
+	}
+}
+
+// A cursor must be what next_cursor gives: the base64url of an execution
+// id, which is a UUID.
+func TestListCursorMustHoldAnExecutionID(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	key := e.tenant("acme")
+	id := "0193a6e4-7c1e-7b3a-9f1e-2d9c3e8a4b10"
+	e.do("GET", "/api/executions?cursor="+encodeCursor(id), key, nil).want(http.StatusOK)
+	for _, c := range []string{
+		"Zm9v", // "foo"
+		encodeCursor("not-a-uuid"),
+		encodeCursor(strings.ToUpper(id)),
+		encodeCursor("{" + id + "}"),
+		encodeCursor(strings.ReplaceAll(id, "-", "")),
+		encodeCursor(id + " "),
+		encodeCursor(id) + "=",
+		base64.StdEncoding.EncodeToString([]byte(id)) + "==",
+		strings.Repeat("A", 10000),
+	} {
+		p := e.do("GET", "/api/executions?cursor="+c, key, nil).problem(http.StatusBadRequest, CodeInvalidRequest)
+		detailHas(t, p, "cursor")
+	}
+}
+
+// A page is bounded by bytes as well as by limit: once its payloads and
+// results reach MaxListBytes it is cut (never below one item) and
+// next_cursor leads on.
+func TestListPageIsBoundedByBytes(t *testing.T) {
+	t.Parallel()
+	if d := newEnv(t).api.cfg.MaxListBytes; d != 8<<20 {
+		t.Fatalf("default MaxListBytes %d, want 8 MiB", d)
+	}
+	e := newEnv(t, func(c *Config) { c.MaxListBytes = 2000 })
+	key := e.tenant("acme")
+	var ids []string
+	for i := range 5 {
+		body := fmt.Sprintf(`{"kind":"echo","payload":{"n":%d,"pad":%q}}`, i, strings.Repeat("x", 1000))
+		ids = append(ids, e.submit(key, body, http.StatusCreated).ExecutionID)
+	}
+	small := e.submit(key, `{"kind":"echo"}`, http.StatusCreated).ExecutionID
+	ids = append(ids, small)
+	var sizes []int
+	var seen []string
+	path := "/api/executions?limit=500"
+	for range 10 {
+		var page listResponse
+		e.do("GET", path, key, nil).want(http.StatusOK).decode(&page)
+		sizes = append(sizes, len(page.Items))
+		for _, it := range page.Items {
+			seen = append(seen, it.ExecutionID)
+		}
+		if page.NextCursor == nil {
+			break
+		}
+		path = "/api/executions?limit=500&cursor=" + *page.NextCursor
+	}
+	// Newest first, payloads of ~2 and ~1016 bytes: the small one and two
+	// big ones reach 2000 bytes; the next two big ones do; the last one.
+	if fmt.Sprint(sizes) != "[3 2 1]" {
+		t.Fatalf("page sizes %v, want [3 2 1]", sizes)
+	}
+	slices.Reverse(ids)
+	if !slices.Equal(seen, ids) {
+		t.Fatalf("paged through %v, want %v", seen, ids)
+	}
+
+	// A bound below one item's size still answers one item per page.
+	one := newEnv(t, func(c *Config) { c.MaxListBytes = 10 })
+	okey := one.tenant("acme")
+	one.submit(okey, `{"kind":"echo","payload":{"pad":"`+strings.Repeat("y", 100)+`"}}`, http.StatusCreated)
+	one.submit(okey, `{"kind":"echo","payload":{"pad":"`+strings.Repeat("y", 100)+`"}}`, http.StatusCreated)
+	var page listResponse
+	one.do("GET", "/api/executions?limit=500", okey, nil).want(http.StatusOK).decode(&page)
+	if len(page.Items) != 1 || page.NextCursor == nil {
+		t.Fatalf("page under a tiny bound: %d items, next %v", len(page.Items), page.NextCursor)
 	}
 }

@@ -46,6 +46,17 @@ type Config struct {
 	// change notification arrives. 0 = 500ms.
 	PollInterval time.Duration
 
+	// MaxListBytes bounds one page of GET /api/executions by the bytes of
+	// its items' payloads and results: the page is cut after the item that
+	// reaches it (a page always holds at least one item) and next_cursor is
+	// set. 0 = 8 MiB.
+	MaxListBytes int
+
+	// StreamWriteTimeout bounds each write of an event stream (an event or
+	// a keep-alive): a client that stops reading for longer loses the
+	// stream. 0 = 30s.
+	StreamWriteTimeout time.Duration
+
 	// Now is the clock passed to the store. nil = time.Now. Waiting is
 	// always measured in real time.
 	Now func() time.Time
@@ -57,10 +68,12 @@ type Config struct {
 
 // Defaults of Config's zero fields.
 const (
-	DefaultMaxPayloadBytes = 1 << 20
-	DefaultMaxBatchBytes   = 32 << 20
-	DefaultRequestTimeout  = 30 * time.Second
-	DefaultPollInterval    = 500 * time.Millisecond
+	DefaultMaxPayloadBytes    = 1 << 20
+	DefaultMaxBatchBytes      = 32 << 20
+	DefaultRequestTimeout     = 30 * time.Second
+	DefaultPollInterval       = 500 * time.Millisecond
+	DefaultMaxListBytes       = 8 << 20
+	DefaultStreamWriteTimeout = 30 * time.Second
 )
 
 // bodySlack is what a single-execution body may hold beyond its payload.
@@ -99,6 +112,12 @@ func New(cfg Config) *Server {
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.MaxListBytes <= 0 {
+		cfg.MaxListBytes = DefaultMaxListBytes
+	}
+	if cfg.StreamWriteTimeout <= 0 {
+		cfg.StreamWriteTimeout = DefaultStreamWriteTimeout
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

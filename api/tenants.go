@@ -113,13 +113,15 @@ func (s *Server) getTenant(ctx context.Context, req *tenantName) (*tenant, error
 	return toTenant(t), nil
 }
 
-// patchTenantRequest is the body of PATCH /api/tenants/{name}. "name" may
-// be sent (so a GET answer can be edited and sent back) but must not
-// change; inflight is read-only and refused.
+// patchTenantRequest is the body of PATCH /api/tenants/{name}. A GET answer
+// may be edited and sent back as it is: "name" is accepted but must equal
+// the path's, and "inflight", which is read-only (it counts executions and
+// changes on its own), is accepted as an integer and ignored.
 type patchTenantRequest struct {
 	tenantName
 	Name *string `json:"name"`
 	tenantSettings
+	Inflight *int64 `json:"inflight"` // read-only: checked for type, then ignored
 }
 
 func (r *patchTenantRequest) validate() error {

@@ -106,8 +106,11 @@ func newAllowList(patterns []string) (*allowList, error) {
 	return a, errors.Join(errs...)
 }
 
+// all reports whether the list allows every host.
+func (a *allowList) all() bool { return len(a.patterns) == 0 }
+
 func (a *allowList) allows(u *url.URL) bool {
-	if len(a.patterns) == 0 {
+	if a.all() {
 		return true
 	}
 	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))

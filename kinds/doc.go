@@ -15,5 +15,8 @@
 // The hosts the http kind may call are limited by Options.HTTPAllow, or by
 // the LATCH_HTTP_ALLOW environment variable when HTTPAllow is nil: a
 // comma-separated list of host patterns, see ParseAllow. With neither, every
-// host is allowed. Every redirect is checked against the same list.
+// host is allowed. Every redirect is checked against the same list. While
+// the list does not allow every host, a payload whose headers set Host is
+// refused (permanently): the list checks the URL's host, and a Host header
+// would reach another virtual host behind an allowed address.
 package kinds

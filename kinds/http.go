@@ -142,6 +142,16 @@ func parseHTTPPayload(raw json.RawMessage, allow *allowList) (*httpCall, error) 
 	if !allow.allows(u) {
 		return nil, fmt.Errorf("http: %s: %w", u.Host, errNotAllowed)
 	}
+	if !allow.all() {
+		// The allow list checks the URL's host; a Host header would send
+		// the request to another virtual host behind an allowed address.
+		for k := range p.Headers {
+			if strings.EqualFold(strings.TrimSpace(k), "Host") {
+				return nil, fmt.Errorf("http: headers: %q: setting the Host header is refused while %s limits hosts; put the host in the url",
+					k, AllowEnv)
+			}
+		}
+	}
 	c := &httpCall{url: u, method: strings.ToUpper(p.Method), headers: p.Headers}
 	if c.method == "" {
 		c.method = http.MethodGet
@@ -175,7 +185,9 @@ func (c *httpCall) request(ctx context.Context) (*http.Request, error) {
 		return nil, fmt.Errorf("http: %w", err)
 	}
 	for k, v := range c.headers {
-		if strings.EqualFold(k, "Host") {
+		// Only when every host is allowed (parseHTTPPayload refuses it
+		// otherwise) may a header set the request's Host.
+		if strings.EqualFold(strings.TrimSpace(k), "Host") {
 			req.Host = v
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -237,6 +238,32 @@ func TestHTTPAllowList(t *testing.T) {
 		_, err := call(t, allow, p)
 		if !engine.IsPermanent(err) || !errors.Is(err, errNotAllowed) {
 			t.Errorf("allow %v: err %v, want permanent not allowed", allow, err)
+		}
+	}
+}
+
+// A Host header would send the request to another virtual host than the
+// URL's, which is all the allow list checks: refused unless every host is
+// allowed.
+func TestHTTPHostHeaderNeedsEveryHostAllowed(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.Host)
+	}))
+	t.Cleanup(srv.Close)
+	for _, name := range []string{"Host", "host", "HOST"} {
+		p := payload(t, map[string]any{"url": srv.URL, "headers": map[string]string{name: "internal.example"}})
+		for _, allow := range [][]string{{"127.0.0.1"}, {"*.example.com", "127.0.0.1"}} {
+			res, err := call(t, allow, p)
+			if !engine.IsPermanent(err) || !strings.Contains(err.Error(), strconv.Quote(name)) {
+				t.Errorf("allow %v, header %s: %+v, %v; want a permanent error naming the header", allow, name, res, err)
+			}
+		}
+		for _, allow := range [][]string{nil, {"*"}} {
+			res, err := call(t, allow, p)
+			if err != nil || res.Body != "internal.example" {
+				t.Errorf("allow %v (every host), header %s: %+v, %v; want the Host sent", allow, name, res, err)
+			}
 		}
 	}
 }

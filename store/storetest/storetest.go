@@ -29,10 +29,11 @@
 //
 //	I1 dedup       Dedup/*, Admit/Batch*, Concurrency/AdmitSameKey*,
 //	               Concurrency/AdmitOverlappingBatches, Concurrency/ForceDeleteVsResubmit
-//	I2 queue       Claim/*, Concurrency/ClaimRaceHandsOutEachAttemptOnce,
+//	I2 queue       Claim/*, ClaimFilters/*, Concurrency/ClaimRaceHandsOutEachAttemptOnce,
 //	               Concurrency/CancelVsClaim, Concurrency/MixedWorkload
 //	I3 quota       CheckInflight at the end of nearly every test, Admit/Quota*,
 //	               Concurrency/QuotaRaceAtLimit, Concurrency/MixedWorkload
+//	I4 concurrency ConcurrencyKey/*
 //	I5 fencing     Fencing/*, Delete/ForceRemovesRunningAndFencesWorker,
 //	               Concurrency/WorkerVsRescue, Concurrency/ForceDeleteVsWorker
 //	I8 durability  RunReopen, for backends whose database can be reopened
@@ -67,6 +68,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Admit", testAdmit},
 		{"Dedup", testDedup},
 		{"Claim", testClaim},
+		{"ClaimFilters", testClaimFilters},
+		{"ConcurrencyKey", testConcurrencyKey},
 		{"Lease", testLease},
 		{"Fencing", testFencing},
 		{"Cancel", testCancel},

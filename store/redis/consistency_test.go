@@ -1,0 +1,259 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/latch-run/latch/store"
+)
+
+// checkConsistency reads the whole namespace and reports every way its
+// indexes, counters and dedup mappings disagree with the execution hashes
+// (see lua/lib.lua for what each structure must hold). Call it only while
+// nothing changes the namespace.
+func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
+	var bad []string
+	report := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
+	r := s.rdb
+
+	// Every key of the namespace, by kind.
+	all := map[string]bool{}
+	iter := r.Scan(ctx, 0, s.k.pattern(), 1000).Iterator()
+	for iter.Next(ctx) {
+		all[iter.Val()] = true
+	}
+	if err := iter.Err(); err != nil {
+		return nil, err
+	}
+	execPrefix := s.k.exec("")
+	execs := map[string]map[string]string{}
+	for key := range all {
+		if id, ok := strings.CutPrefix(key, execPrefix); ok {
+			m, err := r.HGetAll(ctx, key).Result()
+			if err != nil {
+				return nil, err
+			}
+			execs[id] = m
+		}
+	}
+	zset := func(key string) (map[string]float64, error) {
+		zs, err := r.ZRangeWithScores(ctx, key, 0, -1).Result()
+		if err != nil {
+			return nil, err
+		}
+		m := make(map[string]float64, len(zs))
+		for _, z := range zs {
+			m[z.Member.(string)] = z.Score
+		}
+		return m, nil
+	}
+	num := func(s string) float64 {
+		f, _ := strconv.ParseFloat(s, 64)
+		return f
+	}
+	// Expected contents of every sorted set, built from the hashes.
+	type entry struct{ score float64 }
+	want := map[string]map[string]entry{}
+	expect := func(key, member string, score float64) {
+		if want[key] == nil {
+			want[key] = map[string]entry{}
+		}
+		want[key][member] = entry{score}
+	}
+	inflight := map[string]int{}
+	readyKinds := map[string]bool{}
+	ckRun, ckReady := map[string]int{}, map[string]int{}
+	for id, e := range execs {
+		t := e["tenant"]
+		if e["id"] != id {
+			report("exec %s: id field %q", id, e["id"])
+		}
+		expect(s.k.list(), id, 0)
+		expect(s.k.listTenant(t), id, 0)
+		member := e["qp"] + e["ra"] + id
+		if e["ra"] != timeLex(int64(num(e["run_at"]))) {
+			report("exec %s: ra %s does not encode run_at %s", id, e["ra"], e["run_at"])
+		}
+		queuedLike := e["status"] == "queued" || (e["status"] == "scheduled" && e["due"] == "1")
+		if e["due"] != "" && e["status"] != "scheduled" {
+			report("exec %s: due while %s", id, e["status"])
+		}
+		switch {
+		case queuedLike:
+			inflight[t]++
+			if e["status"] == "scheduled" {
+				expect(s.k.due(), id, num(e["run_at"]))
+			}
+			if e["parked"] == "1" {
+				expect(s.k.concPark(e["ckey"]), member, 0)
+			} else {
+				for _, k := range []string{s.k.readyTenant(t), s.k.readyQueue(e["queue"]), s.k.readyKind(e["kind"])} {
+					expect(k, member, 0)
+				}
+				readyKinds[e["kind"]] = true
+				if e["ckey"] != "" {
+					ckReady[e["ckey"]]++
+				}
+			}
+		case e["status"] == "scheduled":
+			inflight[t]++
+			expect(s.k.sched(), id, num(e["run_at"]))
+		case e["status"] == "running":
+			inflight[t]++
+			expect(s.k.running(), id, num(e["lease_exp"]))
+			if e["token"] == "" {
+				report("exec %s: running without a token", id)
+			}
+			if e["ckey"] != "" {
+				ckRun[e["ckey"]]++
+			}
+		case store.Status(e["status"]).Terminal():
+			expect(s.k.done(t), id, num(e["finished"]))
+			for _, f := range []string{"token", "worker", "lease_exp", "parked", "due"} {
+				if _, ok := e[f]; ok {
+					report("exec %s: terminal with field %s", id, f)
+				}
+			}
+		default:
+			report("exec %s: status %q", id, e["status"])
+		}
+		if e["parked"] != "" && !queuedLike {
+			report("exec %s: parked while %s", id, e["status"])
+		}
+	}
+	// Compare every sorted set of the namespace with its expectation.
+	zsetPrefixes := []string{s.k.list(), s.k.readyTenant(""), s.k.readyQueue(""), s.k.readyKind(""), s.k.sched(), s.k.due(), s.k.running(), s.k.concPark(""), s.k.done("")}
+	for key := range all {
+		isZ := false
+		for _, p := range zsetPrefixes {
+			if strings.HasPrefix(key, p) {
+				isZ = true
+			}
+		}
+		if isZ && want[key] == nil {
+			want[key] = map[string]entry{} // must be empty, so must not exist
+		}
+	}
+	for key, members := range want {
+		got, err := zset(key)
+		if err != nil {
+			return nil, err
+		}
+		if len(members) == 0 && all[key] {
+			report("%s exists but should be empty", key)
+		}
+		for m, w := range members {
+			g, ok := got[m]
+			if !ok {
+				report("%s: missing %s", key, m)
+			} else if g != w.score {
+				report("%s: %s has score %v, want %v", key, m, g, w.score)
+			}
+		}
+		for m := range got {
+			if _, ok := members[m]; !ok {
+				report("%s: stray member %s", key, m)
+			}
+		}
+	}
+	kinds, err := r.SMembers(ctx, s.k.readyKinds()).Result()
+	if err != nil {
+		return nil, err
+	}
+	for _, kind := range kinds {
+		delete(readyKinds, kind)
+	}
+	for kind := range readyKinds {
+		report("kind %s has ready executions but is not in readykinds", kind)
+	}
+	// Counters.
+	tenants, err := r.SMembers(ctx, s.k.tenants()).Result()
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tenants {
+		v, err := r.HGet(ctx, s.k.tenant(t), "inflight").Int()
+		if err != nil {
+			return nil, err
+		}
+		if v != inflight[t] {
+			report("tenant %s: inflight %d, but %d executions in flight", t, v, inflight[t])
+		}
+	}
+	ckPrefix := s.k.conc("")
+	for key := range all {
+		c, ok := strings.CutPrefix(key, ckPrefix)
+		if !ok {
+			continue
+		}
+		v, err := r.HMGet(ctx, key, "run", "ready").Result()
+		if err != nil {
+			return nil, err
+		}
+		run, _ := strconv.Atoi(fmt.Sprint(v[0]))
+		ready, _ := strconv.Atoi(fmt.Sprint(v[1]))
+		if run != ckRun[c] || ready != ckReady[c] {
+			report("%s: run %d ready %d, want %d and %d", key, run, ready, ckRun[c], ckReady[c])
+		}
+		park, err := r.ZRange(ctx, s.k.concPark(c), 0, 0).Result() // all scores 0: the first by bytes
+		if err != nil {
+			return nil, err
+		}
+		if run == 0 && ready == 0 && len(park) == 0 {
+			report("%s: left behind with nothing counted", key)
+		}
+		if len(park) == 1 {
+			head := execs[park[0][memberIDOffset:]]
+			if limit, _ := strconv.Atoi(head["climit"]); run+ready < limit {
+				report("%s: %s stays parked with run %d + ready %d below its limit %d", key, park[0], run, ready, limit)
+			}
+		}
+	}
+	for c, n := range ckRun {
+		if !all[s.k.conc(c)] && n > 0 {
+			report("concurrency key %s: %d running but no counter", c, n)
+		}
+	}
+	for c, n := range ckReady {
+		if !all[s.k.conc(c)] && n > 0 {
+			report("concurrency key %s: %d ready but no counter", c, n)
+		}
+	}
+	// Dedup mappings: each names an existing execution of its tenant with
+	// that key, and dedupexp holds exactly the mappings, scored by expiry.
+	exp, err := zset(s.k.dedupExp())
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	dedupPrefix := s.k.dedup("")
+	for key := range all {
+		t, ok := strings.CutPrefix(key, dedupPrefix)
+		if !ok {
+			continue
+		}
+		m, err := r.HGetAll(ctx, key).Result()
+		if err != nil {
+			return nil, err
+		}
+		for dk, v := range m {
+			expires, id, _ := strings.Cut(v, ":")
+			if e, ok := execs[id]; !ok || e["tenant"] != t || e["dkey"] != dk {
+				report("dedup %s/%s maps to %s, which is not its execution", t, dk, id)
+			}
+			dm := dedupMember(t, dk)
+			seen[dm] = true
+			if exp[dm] != num(expires) {
+				report("dedupexp %q: score %v, want %s", dm, exp[dm], expires)
+			}
+		}
+	}
+	for dm := range exp {
+		if !seen[dm] {
+			report("dedupexp: stray member %q", dm)
+		}
+	}
+	return bad, nil
+}

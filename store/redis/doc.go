@@ -1,0 +1,136 @@
+// Package redis is latch's Redis backend: the store of the seed system,
+// on go-redis v9, for Redis 7 or newer (and API-compatible servers).
+//
+//	s, err := redis.Open(ctx, "redis://127.0.0.1:6379/0?prefix=latch")
+//
+// Open reads the URL with go-redis's ParseURL (redis://, rediss://, unix://
+// and its query options). The prefix query parameter, or the WithPrefix
+// option, names the namespace (default "latch"): Stores with different
+// prefixes share one server and nothing else.
+//
+// # Atomicity
+//
+// Every Store operation that changes state is exactly one Lua script,
+// each in its own file under lua/ with a header listing its KEYS, ARGV and
+// reply, run with EVALSHA (go-redis's Script, which falls back to EVAL
+// when the server has lost its script cache). Redis runs a script to the
+// end before any other command, so every check and the act that depends on
+// it are one indivisible step. In particular admission — the dedup mapping
+// lookup and compare, the quota check and increment, the execution hash,
+// its list entries, its queue entry and the dedup mapping — is admit.lua:
+// no reader and no crash can ever see a key that maps to nothing, or a
+// claim without its row (the seed incident, where SET NX, the placeholder
+// row and the enqueue were three commands and a second request deleted a
+// live claim as an "orphan"). A client that dies mid-call leaves all of its
+// call or none of it.
+//
+// The scripts validate before they write and never fail midway on valid
+// data, because Redis does not roll a script back. lua/lib.lua holds the
+// helpers they share; it is prepended to each script's file, so each is
+// still one script.
+//
+// Group commit: Admit and Complete, the hot operations, take a group of
+// concurrent calls in one script run, each call decided in arrival order
+// and all or nothing, as if sent one by one (group.go). The SQLite backend
+// groups transactions the same way.
+//
+// Times are integer microseconds since the Unix epoch, taken from each
+// call's Now (never the server's clock, so a fake clock drives leases,
+// backoff, dedup TTLs and retention): Execution times and tenant durations
+// are kept to the microsecond.
+//
+// # Key layout
+//
+// Every key is "{prefix}:" followed by its name, and keys.go is the only
+// Go code that spells one (lua/lib.lua derives the same names inside the
+// scripts; a test checks they agree):
+//
+//	{p}:tenants               set    tenant names
+//	{p}:tenant:<T>            hash   name max_inflight inflight dedup_ttl retention created
+//	{p}:apikey:<hash>         hash   tenant created | admin created
+//	{p}:admin                 string the admin key's hash (EnsureAdminKey)
+//	{p}:exec:<id>             hash   one execution (fields in lua/lib.lua)
+//	{p}:dedup:<T>             hash   dedup key -> "<expires_us>:<execution id>"
+//	{p}:dedupexp              zset   <len(T)>:<T><key> scored by expiry (Prune)
+//	{p}:ready:t:<T>           zset   queued executions of a tenant  ┐ members
+//	{p}:ready:q:<queue>       zset   queued executions of a queue   │ prio|run_at|id,
+//	{p}:ready:k:<kind>        zset   queued executions of a kind    ┘ all scores 0
+//	{p}:readykinds            set    kinds that have had ready work
+//	{p}:sched                 zset   scheduled execution ids by run_at, until due
+//	{p}:due                   zset   scheduled ones a claim found due, by run_at
+//	{p}:running               zset   running execution ids by lease expiry (Rescue)
+//	{p}:ck:<ckey>             hash   run, ready: counts for a concurrency key
+//	{p}:ckpark:<ckey>         zset   queued executions held back by their key's limit
+//	{p}:done:<T>              zset   terminal execution ids by finished_at (Prune)
+//	{p}:list, {p}:list:<T>    zset   execution ids (all scores 0, so by id: List)
+//	{p}:version               string change counter (Notifier)
+//	{p}:changed               pub/sub channel carrying the counter
+//
+// The ready indexes order members by bytes (ZRANGEBYLEX): 16 hex digits of
+// priority (descending), 16 of run_at (ascending), then the execution id,
+// encoded in Go so that Lua never does 64-bit arithmetic. A claim walks the
+// indexes its filters allow — the tenant's, its queues' or its kinds',
+// whichever is smallest; every kind's without filters — merging them in
+// order and checking the remaining filters per execution. A claim first
+// makes up to 1000 scheduled executions whose run_at has come due: they
+// move from sched to due and join the ready indexes with their status
+// unchanged, since a claim changes nothing it does not lease (Promote alone
+// turns them queued). An execution whose concurrency key is at its limit is
+// parked in the key's ckpark set instead of being walked past by every
+// later claim, and goes back when the key's running count drops (I4).
+//
+// # Redis Cluster
+//
+// The braces around the prefix are a hash tag: every key of a namespace
+// hashes to the same slot, so every script's keys are on one node, as
+// Cluster requires. The honest trade-off is that one namespace lives on one
+// shard: a Cluster spreads several namespaces (prefixes), not one. It could
+// not be otherwise — operations across tenants (a Claim for every tenant,
+// Rescue, Prune) must see the whole namespace in one atomic step. Each
+// script names in KEYS the keys it can compute from its arguments; the
+// keys that hang off stored data (an execution found through a dedup key or
+// an index, the indexes of its queue and kind, its concurrency key, the
+// records of its tenant) are derived inside the script from the same
+// prefix, which is legal because they are in the same slot. Open connects
+// to a single server (or primary) today; a ClusterClient is not yet wired.
+//
+// # Wake-ups
+//
+// The Store implements store.Notifier across processes: every script that
+// changes state increments {p}:version and publishes the new value on
+// {p}:changed, and one subscriber goroutine per Store closes its Changed
+// channels. Messages arrive asynchronously, so each channel remembers the
+// newest version its process knew when it was handed out, and only a later
+// one closes it (notify.go). When the subscription drops, go-redis
+// resubscribes and every waiter is woken, since changes may have been
+// missed; callers poll as well, as the Notifier contract says.
+//
+// # Durability (I8)
+//
+// An operation that returned nil has been applied by Redis, and Redis
+// answers a script only after running it. Whether it survives a Redis
+// restart is the server's persistence setting, not latch's:
+//
+//   - No persistence (save "" and appendonly no): a restart loses
+//     everything — executions, dedup keys, tenants and API keys. Fit for
+//     tests and throwaway queues only.
+//   - RDB snapshots only: a restart goes back to the last snapshot,
+//     losing every acknowledged change since (minutes, typically).
+//   - AOF with appendfsync everysec (Redis's usual AOF setting): a crash
+//     of the Redis process loses nothing (the log is in the OS page
+//     cache); a crash of the machine or a power loss loses up to about one
+//     second of acknowledged changes.
+//   - AOF with appendfsync always: a change is on disk before Redis
+//     answers, so nothing acknowledged is lost, at a large cost in
+//     throughput.
+//
+// Within those limits a restart never splits an operation: Redis writes
+// each script's effects to the AOF as one MULTI/EXEC block, and a block cut
+// short at the end of the file is dropped when Redis loads it
+// (aof-load-truncated yes, the default). A
+// replica promoted after a primary failure may lack the last changes the
+// primary acknowledged (replication is asynchronous; WAIT is not used).
+// Lease tokens, dedup keys and quota counters are restored with the
+// executions they belong to, so the invariants hold on whatever state
+// survives.
+package redis

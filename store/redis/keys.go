@@ -1,0 +1,104 @@
+package redis
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// DefaultPrefix is the key prefix used when the URL names none.
+const DefaultPrefix = "latch"
+
+// keys builds every Redis key and channel name of one latch namespace. It is
+// the only place in Go that spells a key; lua/lib.lua spells the same names
+// for the keys a script derives from stored data, and TestLuaKeysMatchGo
+// checks that the two agree.
+//
+// ns is "{prefix}": the braces are a Redis Cluster hash tag, so every key of
+// the namespace hashes to one slot and every script's keys are on one shard.
+type keys struct{ ns string }
+
+func newKeys(prefix string) (keys, error) {
+	if err := checkPrefix(prefix); err != nil {
+		return keys{}, err
+	}
+	return keys{ns: "{" + prefix + "}"}, nil
+}
+
+// checkPrefix rejects prefixes that would break the hash tag or make the
+// namespace's SCAN pattern match more than the namespace.
+func checkPrefix(p string) error {
+	if p == "" {
+		return errors.New("redis: empty key prefix")
+	}
+	if len(p) > 64 {
+		return fmt.Errorf("redis: key prefix %q is longer than 64 bytes", p)
+	}
+	for _, r := range p {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
+			r == '-' || r == '_' || r == '.' || r == ':'
+		if !ok {
+			return fmt.Errorf("redis: key prefix %q: only letters, digits and - _ . : are allowed", p)
+		}
+	}
+	return nil
+}
+
+// pattern matches every key of the namespace (for SCAN).
+func (k keys) pattern() string { return k.ns + ":*" }
+
+func (k keys) channel() string            { return k.ns + ":changed" }
+func (k keys) version() string            { return k.ns + ":version" }
+func (k keys) tenants() string            { return k.ns + ":tenants" }
+func (k keys) tenant(name string) string  { return k.ns + ":tenant:" + name }
+func (k keys) apiKey(hash string) string  { return k.ns + ":apikey:" + hash }
+func (k keys) admin() string              { return k.ns + ":admin" }
+func (k keys) exec(id string) string      { return k.ns + ":exec:" + id }
+func (k keys) dedup(tenant string) string { return k.ns + ":dedup:" + tenant }
+func (k keys) dedupExp() string           { return k.ns + ":dedupexp" }
+func (k keys) readyKinds() string         { return k.ns + ":readykinds" }
+func (k keys) readyTenant(t string) string {
+	return k.ns + ":ready:t:" + t
+}
+func (k keys) readyQueue(q string) string { return k.ns + ":ready:q:" + q }
+func (k keys) readyKind(kind string) string {
+	return k.ns + ":ready:k:" + kind
+}
+func (k keys) sched() string               { return k.ns + ":sched" }
+func (k keys) due() string                 { return k.ns + ":due" }
+func (k keys) running() string             { return k.ns + ":running" }
+func (k keys) conc(ckey string) string     { return k.ns + ":ck:" + ckey }
+func (k keys) concPark(ckey string) string { return k.ns + ":ckpark:" + ckey }
+func (k keys) done(tenant string) string   { return k.ns + ":done:" + tenant }
+func (k keys) list() string                { return k.ns + ":list" }
+func (k keys) listTenant(t string) string  { return k.ns + ":list:" + t }
+
+// dedupMember names (tenant, dedup key) in the dedupexp sorted set: the
+// tenant's length first, so that no tenant/key pair can be read two ways.
+func dedupMember(tenant, key string) string {
+	return strconv.Itoa(len(tenant)) + ":" + tenant + key
+}
+
+// Queue members. Every ready index is a sorted set whose scores are all 0,
+// so that members sort by their bytes (ZRANGEBYLEX): 16 hex digits of
+// priority (descending), 16 of run_at (ascending), then the execution id.
+// Lua never does 64-bit arithmetic; Go encodes both parts and the scripts
+// only concatenate them.
+const memberIDOffset = 32
+
+func prioLex(p int) string {
+	return hex16(^(uint64(int64(p)) ^ 1<<63))
+}
+
+func timeLex(us int64) string {
+	return hex16(uint64(us) ^ 1<<63)
+}
+
+func hex16(v uint64) string {
+	s := strconv.FormatUint(v, 16)
+	if len(s) < 16 {
+		s = strings.Repeat("0", 16-len(s)) + s
+	}
+	return s
+}

@@ -1,0 +1,76 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/latch-run/latch/store"
+)
+
+// Heartbeat implements store.Store (heartbeat.lua).
+func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
+	lease := p.LeaseDuration
+	if lease <= 0 {
+		lease = DefaultLease
+	}
+	t := now(p.Now)
+	expires := us(t.Add(lease))
+	arr, err := s.run(ctx, "heartbeat", scriptHeartbeat,
+		[]string{s.k.exec(p.ExecutionID), s.k.running()},
+		s.k.ns, p.ExecutionID, p.Tenant, p.Token, itoa(expires), itoa(us(t)))
+	if err != nil {
+		return nil, err
+	}
+	if err := status(arr, "execution "+p.ExecutionID); err != nil {
+		return nil, err
+	}
+	return &store.HeartbeatResult{ExpiresAt: fromUS(expires), CancelRequested: asInt(at(arr, 1)) == 1}, nil
+}
+
+// Complete implements store.Store (complete.lua). Concurrent calls share
+// script runs (group commit, group.go), each decided on its own.
+func (s *Store) Complete(ctx context.Context, p *store.CompleteParams) (*store.Execution, error) {
+	d, err := s.completeG.do(ctx, 1, []string{s.k.exec(p.ExecutionID)},
+		p.ExecutionID, p.Tenant, p.Token, itoa(us(now(p.Now))), flag(p.Result != nil), string(p.Result))
+	if err != nil {
+		return nil, err
+	}
+	if err := status(d.reply, "execution "+p.ExecutionID); err != nil {
+		return nil, err
+	}
+	s.note.ack(d.version)
+	return parseExecution(asMap(at(d.reply, 1))), nil
+}
+
+// Fail implements store.Store (fail.lua).
+func (s *Store) Fail(ctx context.Context, p *store.FailParams) (*store.Execution, error) {
+	t := now(p.Now)
+	runAt := us(t.Add(max(p.RetryDelay, 0)))
+	return s.afterLease(ctx, "fail", scriptFail, p.ExecutionID,
+		s.k.ns, p.ExecutionID, p.Tenant, p.Token, itoa(us(t)), p.Error, flag(p.Retry), itoa(runAt), timeLex(runAt))
+}
+
+// Release implements store.Store (release.lua).
+func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Execution, error) {
+	nowUS := us(now(p.Now))
+	return s.afterLease(ctx, "release", scriptRelease, p.ExecutionID,
+		s.k.ns, p.ExecutionID, p.Tenant, p.Token, itoa(nowUS), timeLex(nowUS))
+}
+
+// afterLease runs a fenced script that answers {'OK', version, HGETALL}.
+func (s *Store) afterLease(ctx context.Context, op string, sc *goredis.Script, id string, args ...any) (*store.Execution, error) {
+	arr, err := s.run(ctx, op, sc, []string{s.k.exec(id)}, args...)
+	if err != nil {
+		return nil, err
+	}
+	if err := status(arr, "execution "+id); err != nil {
+		return nil, err
+	}
+	s.note.ack(asInt(at(arr, 1)))
+	if len(arr) != 3 {
+		return nil, fmt.Errorf("redis: %s: unexpected reply", op)
+	}
+	return parseExecution(asMap(arr[2])), nil
+}

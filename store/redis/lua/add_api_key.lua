@@ -1,0 +1,11 @@
+-- add_api_key.lua: Store.AddAPIKey — store another key hash for an existing
+-- tenant.
+--
+-- KEYS[1] tenant:<T>   KEYS[2] apikey:<hash>
+-- ARGV[1] NS  ARGV[2] tenant  ARGV[3] created_us
+-- Returns {'NOTFOUND'}, {'KEYEXISTS'} (nothing written) or {'OK'}.
+
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'NOTFOUND'} end
+if redis.call('EXISTS', KEYS[2]) == 1 then return {'KEYEXISTS'} end
+redis.call('HSET', KEYS[2], 'tenant', ARGV[2], 'created', ARGV[3])
+return {'OK'}

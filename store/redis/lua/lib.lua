@@ -1,0 +1,321 @@
+-- lib.lua: helpers shared by every latch script. It is not a script of its
+-- own: scripts.go prepends it to each script's body, so every Store
+-- operation is still exactly one EVALSHA, atomic as a whole.
+--
+-- ARGV[1] of every script is the namespace NS = "{prefix}". Keys that a
+-- script can name from its arguments alone come in KEYS; the keys that hang
+-- off stored data (an execution found through a dedup key or an index, the
+-- indexes of its queue and kind, its concurrency key, its tenant's records)
+-- are derived here from NS. Every key carries the one hash tag of NS, so in
+-- Redis Cluster they are all on the script's slot. The names must match
+-- keys.go (TestLuaKeysMatchGo).
+--
+-- Times are integer microseconds since the Unix epoch (exact in a Lua
+-- double until the year 2255); they arrive as strings in ARGV and are
+-- written back as strings (istr), never through Lua's %.14g number
+-- formatting. Queue members (qp .. ra .. id) are built by Go.
+--
+-- Execution hash fields: id tenant kind queue prio status payload attempt
+-- maxatt timeout created run_at qp ra cancel, and when set: dkey ckey climit
+-- rkey schedule result error started finished worker token lease_exp, and
+-- the placement flags parked and due (see leave).
+
+local NS = ARGV[1]
+
+local function k_exec(id) return NS .. ':exec:' .. id end
+local function k_tenant(t) return NS .. ':tenant:' .. t end
+local function k_dedup(t) return NS .. ':dedup:' .. t end
+local function k_dedupexp() return NS .. ':dedupexp' end
+local function k_readykinds() return NS .. ':readykinds' end
+local function k_ready_t(t) return NS .. ':ready:t:' .. t end
+local function k_ready_q(q) return NS .. ':ready:q:' .. q end
+local function k_ready_k(kind) return NS .. ':ready:k:' .. kind end
+local function k_sched() return NS .. ':sched' end
+local function k_due() return NS .. ':due' end
+local function k_running() return NS .. ':running' end
+local function k_ck(c) return NS .. ':ck:' .. c end
+local function k_ckpark(c) return NS .. ':ckpark:' .. c end
+local function k_done(t) return NS .. ':done:' .. t end
+local function k_list() return NS .. ':list' end
+local function k_list_t(t) return NS .. ':list:' .. t end
+
+local MEMBER_ID = 33 -- queue members: 16 hex priority, 16 hex run_at, id
+
+local function istr(n) return string.format('%.0f', n) end
+
+-- changed records a change: it bumps the namespace's version and publishes
+-- it, so that every Store's Notifier wakes its waiters. Returns the version.
+local function changed()
+  local v = redis.call('INCR', NS .. ':version')
+  redis.call('PUBLISH', NS .. ':changed', v)
+  return v
+end
+
+-- dedup_member names (tenant, key) in the dedupexp sorted set; keys.go has
+-- the same function.
+local function dedup_member(t, key) return string.len(t) .. ':' .. t .. key end
+
+local FIELDS = {'tenant', 'queue', 'kind', 'status', 'ckey', 'climit', 'qp', 'ra',
+  'parked', 'attempt', 'maxatt', 'cancel', 'token', 'dkey', 'lease_exp', 'run_at', 'due'}
+
+-- load reads the fields the scripts decide on; nil if there is no such
+-- execution. Absent fields are false.
+local function load(id)
+  local v = redis.call('HMGET', k_exec(id), unpack(FIELDS))
+  if not v[1] then return nil end
+  local e = {id = id}
+  for i, f in ipairs(FIELDS) do e[f] = v[i] end
+  return e
+end
+
+local function member(e) return e.qp .. e.ra .. e.id end
+
+-- The ready indexes: every claimable execution is in its tenant's, its
+-- queue's and its kind's, so a claim can walk the ones its filters make
+-- smallest; a claim without filters merges the kinds' indexes, named in the
+-- readykinds set (kinds are few; the set only grows).
+local function idx_add(e, m)
+  redis.call('SADD', k_readykinds(), e.kind)
+  redis.call('ZADD', k_ready_t(e.tenant), 0, m)
+  redis.call('ZADD', k_ready_q(e.queue), 0, m)
+  redis.call('ZADD', k_ready_k(e.kind), 0, m)
+end
+
+local function idx_rem(e, m)
+  redis.call('ZREM', k_ready_t(e.tenant), m)
+  redis.call('ZREM', k_ready_q(e.queue), m)
+  redis.call('ZREM', k_ready_k(e.kind), m)
+end
+
+-- Concurrency keys (I4). For key c, hash ck:c counts 'run' (running
+-- executions with the key) and 'ready' (queued ones in the ready indexes);
+-- sorted set ckpark:c holds queued ones a claim found blocked (run >= their
+-- limit), in claim order, out of the ready indexes so that a backlog of
+-- blocked work costs claims nothing. ck_settle keeps the invariant that the
+-- first parked execution stays parked only while run + ready >= its limit,
+-- and is called after every change that lowers run or ready.
+local function ck_gc(c)
+  local v = redis.call('HMGET', k_ck(c), 'run', 'ready')
+  if tonumber(v[1] or 0) <= 0 and tonumber(v[2] or 0) <= 0
+      and redis.call('EXISTS', k_ckpark(c)) == 0 then
+    redis.call('DEL', k_ck(c))
+  end
+end
+
+local function ck_settle(c)
+  local pk = k_ckpark(c)
+  for _ = 1, 64 do
+    local head = redis.call('ZRANGE', pk, 0, 0)[1]
+    if not head then break end
+    local e = load(string.sub(head, MEMBER_ID))
+    if not e then
+      redis.call('ZREM', pk, head) -- cannot happen; never block on it
+    else
+      local v = redis.call('HMGET', k_ck(c), 'run', 'ready')
+      if tonumber(v[1] or 0) + tonumber(v[2] or 0) >= tonumber(e.climit) then break end
+      redis.call('ZREM', pk, head)
+      redis.call('HDEL', k_exec(e.id), 'parked')
+      idx_add(e, head)
+      redis.call('HINCRBY', k_ck(c), 'ready', 1)
+    end
+  end
+  ck_gc(c)
+end
+
+-- enqueue makes an execution claimable: into the ready indexes, counted
+-- as ready for its concurrency key.
+local function enqueue(e)
+  idx_add(e, member(e))
+  if e.ckey then redis.call('HINCRBY', k_ck(e.ckey), 'ready', 1) end
+end
+
+-- Where an in-flight execution is, by status:
+--   queued              the ready indexes, or its key's park (parked=1)
+--   scheduled           sched, until a claim finds its run_at come; then
+--                       (due=1) the due set and, like a queued one, the
+--                       ready indexes or the park. Its status stays
+--                       scheduled until Promote (or a claim that leases
+--                       it): a claim changes nothing it does not lease.
+--   running             the running set
+-- leave takes it out of there. The caller settles its concurrency key once
+-- the execution is placed anew.
+local function leave(e)
+  if e.status == 'queued' or (e.status == 'scheduled' and e.due) then
+    local m = member(e)
+    if e.parked then
+      redis.call('ZREM', k_ckpark(e.ckey), m)
+      redis.call('HDEL', k_exec(e.id), 'parked')
+    else
+      idx_rem(e, m)
+      if e.ckey then redis.call('HINCRBY', k_ck(e.ckey), 'ready', -1) end
+    end
+    if e.status == 'scheduled' then
+      redis.call('ZREM', k_due(), e.id)
+      redis.call('HDEL', k_exec(e.id), 'due')
+    end
+  elseif e.status == 'scheduled' then
+    redis.call('ZREM', k_sched(), e.id)
+  elseif e.status == 'running' then
+    redis.call('ZREM', k_running(), e.id)
+    if e.ckey then redis.call('HINCRBY', k_ck(e.ckey), 'run', -1) end
+  end
+end
+
+-- finish ends an in-flight execution with a terminal status and frees its
+-- tenant's quota slot (I3). result: a JSON string or nil. A success clears
+-- the error an earlier attempt left; other ends keep it unless err ('' =
+-- none) replaces it.
+local function finish(e, status, now, result, err)
+  leave(e)
+  local ek = k_exec(e.id)
+  -- An in-flight execution has no result yet: nothing to clear.
+  if result then
+    redis.call('HSET', ek, 'status', status, 'finished', now, 'result', result)
+  else
+    redis.call('HSET', ek, 'status', status, 'finished', now)
+  end
+  if status == 'succeeded' then
+    redis.call('HDEL', ek, 'token', 'worker', 'lease_exp', 'error')
+  else
+    if err and err ~= '' then redis.call('HSET', ek, 'error', err) end
+    redis.call('HDEL', ek, 'token', 'worker', 'lease_exp')
+  end
+  redis.call('ZADD', k_done(e.tenant), now, e.id)
+  redis.call('HINCRBY', k_tenant(e.tenant), 'inflight', -1)
+  e.status = status
+  if e.ckey then ck_settle(e.ckey) end
+end
+
+-- requeue ends a running attempt and makes the execution claimable again at
+-- run_at (scheduled if that is after now). The attempt stays counted (it
+-- counts starts) and the quota slot stays taken.
+local function requeue(e, run_at, ra, now, err)
+  leave(e)
+  local ek = k_exec(e.id)
+  local status = 'queued'
+  if tonumber(run_at) > tonumber(now) then status = 'scheduled' end
+  redis.call('HSET', ek, 'status', status, 'run_at', run_at, 'ra', ra)
+  if err and err ~= '' then redis.call('HSET', ek, 'error', err) end
+  redis.call('HDEL', ek, 'token', 'worker', 'lease_exp')
+  e.status, e.ra = status, ra
+  if status == 'queued' then
+    enqueue(e)
+  else
+    redis.call('ZADD', k_sched(), run_at, e.id)
+  end
+  if e.ckey then ck_settle(e.ckey) end
+end
+
+-- make_due moves up to limit scheduled executions whose run_at has come by
+-- now from sched into the due set and the ready indexes, oldest first,
+-- without changing their status (see leave).
+local function make_due(now, limit)
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', k_sched(), '-inf', now, 'LIMIT', 0, limit)) do
+    local e = load(id)
+    redis.call('ZREM', k_sched(), id)
+    if e and e.status == 'scheduled' and not e.due then
+      redis.call('ZADD', k_due(), e.run_at, id)
+      redis.call('HSET', k_exec(id), 'due', 1)
+      e.due = '1'
+      enqueue(e)
+    end
+  end
+end
+
+-- promote makes a scheduled execution queued; it stays where it waits if
+-- a claim has already made it due.
+local function promote(e)
+  if e.due then
+    redis.call('ZREM', k_due(), e.id)
+    redis.call('HDEL', k_exec(e.id), 'due')
+  else
+    redis.call('ZREM', k_sched(), e.id)
+    enqueue(e)
+  end
+  redis.call('HSET', k_exec(e.id), 'status', 'queued')
+  e.status, e.due = 'queued', false
+end
+
+-- promote_due promotes up to limit scheduled executions due at now,
+-- oldest run_at first, from the due set and sched together, and returns
+-- how many it moved.
+local function promote_due(now, limit)
+  local a = redis.call('ZRANGEBYSCORE', k_due(), '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
+  local b = redis.call('ZRANGEBYSCORE', k_sched(), '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
+  local i, j, n = 1, 1, 0
+  while n < limit and (i < #a or j < #b) do
+    local id
+    if j >= #b or (i < #a and tonumber(a[i + 1]) <= tonumber(b[j + 1])) then
+      id, i = a[i], i + 2
+    else
+      id, j = b[j], j + 2
+    end
+    local e = load(id)
+    if e and e.status == 'scheduled' then
+      promote(e)
+      n = n + 1
+    else -- cannot happen; never block on it
+      redis.call('ZREM', k_due(), id)
+      redis.call('ZREM', k_sched(), id)
+    end
+  end
+  return n
+end
+
+-- fence returns the running execution id if token is its current lease
+-- token, the lease has not expired before now and it belongs to tenant
+-- ('' = any); nil otherwise (I5). An expired token changes nothing even
+-- before Rescue has ended its lease.
+local function fence(id, tenant, token, now)
+  local e = load(id)
+  if not e or e.status ~= 'running' or e.token ~= token or (tenant ~= '' and e.tenant ~= tenant)
+      or tonumber(e.lease_exp or 0) < tonumber(now) then
+    return nil
+  end
+  return e
+end
+
+-- owned returns the execution id of tenant ('' = any), or nil: another
+-- tenant's execution is indistinguishable from a missing one.
+local function owned(id, tenant)
+  local e = load(id)
+  if not e or (tenant ~= '' and e.tenant ~= tenant) then return nil end
+  return e
+end
+
+-- remove deletes an execution and every trace of it: list entries, the
+-- retention index and its dedup key if the key still names it
+-- (compare-and-delete). Its status must have been left (see leave) first.
+local function remove(e)
+  redis.call('ZREM', k_list(), e.id)
+  redis.call('ZREM', k_list_t(e.tenant), e.id)
+  redis.call('ZREM', k_done(e.tenant), e.id)
+  if e.dkey then
+    local v = redis.call('HGET', k_dedup(e.tenant), e.dkey)
+    if v and string.sub(v, string.find(v, ':', 1, true) + 1) == e.id then
+      redis.call('HDEL', k_dedup(e.tenant), e.dkey)
+      redis.call('ZREM', k_dedupexp(), dedup_member(e.tenant, e.dkey))
+    end
+  end
+  redis.call('DEL', k_exec(e.id))
+end
+
+-- each_call runs a group of calls (see group.go for the protocol): for
+-- each, one(k, a) gets the index in KEYS of the call's first key and the
+-- index in ARGV of its first argument, and returns the call's reply and
+-- whether it changed anything. Returns the script's answer
+-- {version, reply_1, ..., reply_n}, version 0 when nothing changed.
+local function each_call(fixed, one)
+  local res = {0}
+  local any = false
+  local k, a = fixed + 1, 3
+  for _ = 1, tonumber(ARGV[2]) do
+    local nk, na = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+    local reply, ch = one(k, a + 2)
+    res[#res + 1] = reply
+    any = any or ch
+    k, a = k + nk, a + 2 + na
+  end
+  if any then res[1] = changed() end
+  return res
+end

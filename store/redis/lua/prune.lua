@@ -1,0 +1,39 @@
+-- prune.lua: Store.Prune — delete terminal executions finished more than
+-- their tenant's retention ago (up to limit), each with its dedup key if the
+-- key still names it, then dedup keys whose TTL has passed (up to limit).
+--
+-- KEYS[1] tenants   KEYS[2] dedupexp
+--   derived: tenant:<T> and done:<T> of every tenant, exec:<id> and the
+--   list entries of each pruned execution, dedup:<T> of each expired key
+-- ARGV[1] NS  ARGV[2] now_us  ARGV[3] limit
+-- Returns {version, executions, dedup_keys}; version 0 when no execution
+-- was deleted.
+
+local now, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
+local pruned = 0
+for _, t in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  if pruned >= limit then break end
+  local retention = tonumber(redis.call('HGET', k_tenant(t), 'retention'))
+  if retention then
+    local bound = '(' .. istr(now - retention)
+    for _, id in ipairs(redis.call('ZRANGEBYSCORE', k_done(t), '-inf', bound, 'LIMIT', 0, limit - pruned)) do
+      local e = load(id)
+      if e then remove(e) else redis.call('ZREM', k_done(t), id) end
+      pruned = pruned + 1
+    end
+  end
+end
+
+local keys = 0
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[2], 'LIMIT', 0, limit)) do
+  local sep = string.find(m, ':', 1, true)
+  local tlen = tonumber(string.sub(m, 1, sep - 1))
+  local t = string.sub(m, sep + 1, sep + tlen)
+  redis.call('HDEL', k_dedup(t), string.sub(m, sep + tlen + 1))
+  redis.call('ZREM', KEYS[2], m)
+  keys = keys + 1
+end
+
+local v = 0
+if pruned > 0 then v = changed() end
+return {v, pruned, keys}

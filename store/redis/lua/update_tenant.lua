@@ -1,0 +1,14 @@
+-- update_tenant.lua: Store.UpdateTenant — change the given settings and
+-- read the record back in one step.
+--
+-- KEYS[1] tenant:<T>
+-- ARGV[1] NS  ARGV[2..3] has_max_inflight (0/1), max_inflight
+-- ARGV[4..5] has_dedup_ttl, dedup_ttl_us  ARGV[6..7] has_retention,
+-- retention_us
+-- Returns {'NOTFOUND'} or {'OK', HGETALL}.
+
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'NOTFOUND'} end
+if ARGV[2] == '1' then redis.call('HSET', KEYS[1], 'max_inflight', ARGV[3]) end
+if ARGV[4] == '1' then redis.call('HSET', KEYS[1], 'dedup_ttl', ARGV[5]) end
+if ARGV[6] == '1' then redis.call('HSET', KEYS[1], 'retention', ARGV[7]) end
+return {'OK', redis.call('HGETALL', KEYS[1])}

@@ -1,0 +1,165 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/latch-run/latch/store"
+)
+
+// parseExecution reads an execution hash (see lua/lib.lua for its fields).
+func parseExecution(m map[string]string) *store.Execution {
+	num := func(f string) int {
+		n, _ := strconv.Atoi(m[f])
+		return n
+	}
+	tm := func(f string) *time.Time {
+		v, ok := m[f]
+		if !ok || v == "" {
+			return nil
+		}
+		n, _ := strconv.ParseInt(v, 10, 64)
+		t := fromUS(n)
+		return &t
+	}
+	e := &store.Execution{
+		ID:               m["id"],
+		Tenant:           m["tenant"],
+		Kind:             m["kind"],
+		Queue:            m["queue"],
+		Priority:         num("prio"),
+		Status:           store.Status(m["status"]),
+		DedupKey:         m["dkey"],
+		ConcurrencyKey:   m["ckey"],
+		ConcurrencyLimit: num("climit"),
+		RateKey:          m["rkey"],
+		Payload:          json.RawMessage(m["payload"]),
+		Error:            m["error"],
+		Attempt:          num("attempt"),
+		MaxAttempts:      num("maxatt"),
+		TimeoutSeconds:   num("timeout"),
+		Schedule:         m["schedule"],
+		StartedAt:        tm("started"),
+		FinishedAt:       tm("finished"),
+		CancelRequested:  m["cancel"] == "1",
+		WorkerID:         m["worker"],
+		LeaseExpiresAt:   tm("lease_exp"),
+	}
+	if r, ok := m["result"]; ok {
+		e.Result = json.RawMessage(r)
+	}
+	if t := tm("created"); t != nil {
+		e.CreatedAt = *t
+	}
+	if t := tm("run_at"); t != nil {
+		e.RunAt = *t
+	}
+	return e
+}
+
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, p *store.GetParams) (*store.Execution, error) {
+	m, err := s.rdb.HGetAll(ctx, s.k.exec(p.ID)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redis: get execution: %w", err)
+	}
+	if len(m) == 0 || (p.Tenant != "" && m["tenant"] != p.Tenant) {
+		return nil, fmt.Errorf("execution %s: %w", p.ID, store.ErrNotFound)
+	}
+	return parseExecution(m), nil
+}
+
+// List implements store.Store. It walks the tenant's (or the namespace's)
+// list index newest id first, reading executions a chunk at a time in one
+// pipeline and filtering them here; pages are keyed by id, so executions
+// added or removed between chunks or pages neither repeat nor shift others.
+// With MaxBytes the page ends after the item whose payload and result
+// bytes reach it.
+func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResult, error) {
+	limit := p.Limit
+	if limit == 0 {
+		limit = 50
+	}
+	if limit < 0 || limit > 500 {
+		return nil, fmt.Errorf("%w: limit %d not in 1..500", store.ErrInvalid, p.Limit)
+	}
+	index := s.k.list()
+	if p.Tenant != "" {
+		index = s.k.listTenant(p.Tenant)
+	}
+	filtered := p.Status != "" || p.Kind != "" || p.Queue != "" || p.DedupKey != "" || p.Schedule != ""
+	chunk := limit + 1
+	if filtered {
+		chunk = max(chunk, 200)
+	}
+	res := &store.ListResult{}
+	cursor := p.After
+	size := 0
+	for len(res.Items) <= limit {
+		hi := "+"
+		if cursor != "" {
+			hi = "(" + cursor
+		}
+		ids, err := s.rdb.ZRangeArgs(ctx, goredis.ZRangeArgs{
+			Key: index, Start: hi, Stop: "-", ByLex: true, Rev: true, Count: int64(chunk),
+		}).Result()
+		if err != nil {
+			return nil, fmt.Errorf("redis: list: %w", err)
+		}
+		if len(ids) == 0 {
+			break
+		}
+		cmds := make([]*goredis.MapStringStringCmd, len(ids))
+		_, err = s.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
+			for i, id := range ids {
+				cmds[i] = pipe.HGetAll(ctx, s.k.exec(id))
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("redis: list: %w", err)
+		}
+		for _, c := range cmds {
+			m := c.Val()
+			if len(m) == 0 {
+				continue // deleted since the index was read
+			}
+			e := parseExecution(m)
+			if !matches(e, p) {
+				continue
+			}
+			res.Items = append(res.Items, e)
+			if len(res.Items) > limit {
+				break
+			}
+			size += len(e.Payload) + len(e.Result)
+			if p.MaxBytes > 0 && size >= p.MaxBytes {
+				res.Next = e.ID
+				return res, nil
+			}
+		}
+		if len(ids) < chunk {
+			break
+		}
+		cursor = ids[len(ids)-1]
+	}
+	if len(res.Items) > limit {
+		res.Items = res.Items[:limit]
+		res.Next = res.Items[limit-1].ID
+	}
+	return res, nil
+}
+
+func matches(e *store.Execution, p *store.ListParams) bool {
+	return (p.Tenant == "" || e.Tenant == p.Tenant) &&
+		(p.Status == "" || e.Status == p.Status) &&
+		(p.Kind == "" || e.Kind == p.Kind) &&
+		(p.Queue == "" || e.Queue == p.Queue) &&
+		(p.DedupKey == "" || e.DedupKey == p.DedupKey) &&
+		(p.Schedule == "" || e.Schedule == p.Schedule)
+}

@@ -1,0 +1,231 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/latch-run/latch/store"
+)
+
+// Store is the Redis implementation of store.Store.
+type Store struct {
+	rdb *goredis.Client
+	k   keys
+
+	note *notifier
+
+	// Group commit (group.go) for the hot operations.
+	admitG, completeG *grouper
+
+	bg     context.Context // for work that is no single caller's; ends at Close
+	stopBG context.CancelFunc
+	quit   chan struct{} // closed by Close
+	wg     sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// errClosed is returned by operations on a closed Store.
+var errClosed = errors.New("redis: store is closed")
+
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Notifier = (*Store)(nil)
+)
+
+// Option changes how Open sets up a Store.
+type Option func(*config)
+
+type config struct {
+	prefix string
+}
+
+// WithPrefix sets the key prefix (default "latch", or the URL's prefix
+// parameter). Stores with different prefixes share nothing.
+func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
+
+// Open connects to the Redis server named by rawURL (redis://, rediss://,
+// or unix://, as go-redis's ParseURL reads them, with its query options)
+// and returns a Store on the namespace named by the URL's prefix query
+// parameter ("latch" when absent), or by WithPrefix. Open loads the Lua
+// scripts and subscribes to the namespace's change channel before it
+// returns.
+func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
+	cfg := config{prefix: DefaultPrefix}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("redis: store URL: %w", err)
+	}
+	q := u.Query()
+	if p, ok := q["prefix"]; ok {
+		cfg.prefix = p[len(p)-1]
+		q.Del("prefix")
+		u.RawQuery = q.Encode()
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	k, err := newKeys(cfg.prefix)
+	if err != nil {
+		return nil, err
+	}
+	ropt, err := goredis.ParseURL(u.String())
+	if err != nil {
+		return nil, fmt.Errorf("redis: store URL: %w", err)
+	}
+	if ropt.ClientName == "" {
+		ropt.ClientName = "latch:" + cfg.prefix // shows in CLIENT LIST
+	}
+	rdb := goredis.NewClient(ropt)
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("redis: connect to %s: %w", ropt.Addr, err)
+	}
+	if err := loadScripts(ctx, rdb); err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	s := &Store{rdb: rdb, k: k, quit: make(chan struct{})}
+	if s.note, err = startNotifier(ctx, rdb, k.channel()); err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	s.bg, s.stopBG = context.WithCancel(context.Background())
+	s.admitG = s.newGrouper("admit", scriptAdmit, k.dedupExp(), k.list(), k.sched(), k.readyKinds())
+	s.completeG = s.newGrouper("complete", scriptComplete, k.running())
+	return s, nil
+}
+
+// Ping checks that the server answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redis: ping: %w", err)
+	}
+	return nil
+}
+
+// Close stops the change subscriber and closes the connections. Operations
+// after Close fail.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.quit)
+		s.stopBG() // a group in flight ends at once, its callers told so
+		s.wg.Wait()
+		s.closeErr = errors.Join(s.note.stop(), s.rdb.Close())
+	})
+	return s.closeErr
+}
+
+// Changed implements store.Notifier: the channel is closed at the first
+// change to the namespace, by any Store on it in any process, after the
+// call.
+func (s *Store) Changed() <-chan struct{} { return s.note.changed() }
+
+// run runs a script and returns its reply as an array.
+func (s *Store) run(ctx context.Context, op string, sc *goredis.Script, keys []string, args ...any) ([]any, error) {
+	res, err := sc.Run(ctx, s.rdb, keys, args...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redis: %s: %w", op, err)
+	}
+	arr, ok := res.([]any)
+	if !ok {
+		return nil, fmt.Errorf("redis: %s: unexpected reply %T", op, res)
+	}
+	return arr, nil
+}
+
+// status reads the status word scripts answer first and maps the refusals
+// onto the store's sentinels. what names the object for the message.
+func status(arr []any, what string) error {
+	if len(arr) == 0 {
+		return errors.New("redis: empty script reply")
+	}
+	code, _ := arr[0].(string)
+	switch code {
+	case "OK":
+		return nil
+	case "NOTFOUND":
+		return fmt.Errorf("%s: %w", what, store.ErrNotFound)
+	case "LEASELOST":
+		return fmt.Errorf("%s: %w", what, store.ErrLeaseLost)
+	case "NOTTERMINAL":
+		return fmt.Errorf("%s is %v: %w", what, at(arr, 1), store.ErrNotTerminal)
+	case "EXISTS":
+		return fmt.Errorf("%s: %w", what, store.ErrTenantExists)
+	case "KEYEXISTS":
+		return fmt.Errorf("%s: api key hash already stored", what)
+	case "IDEXISTS":
+		return fmt.Errorf("%s: execution id %v already exists", what, at(arr, 1))
+	}
+	return fmt.Errorf("redis: unexpected script status %v", arr[0])
+}
+
+func at(arr []any, i int) any {
+	if i < len(arr) {
+		return arr[i]
+	}
+	return nil
+}
+
+// The reply helpers tolerate a missing or mistyped element by returning
+// the zero value: replies come from this package's own scripts.
+
+func asInt(v any) int64 {
+	switch v := v.(type) {
+	case int64:
+		return v
+	case string:
+		n, _ := strconv.ParseInt(v, 10, 64)
+		return n
+	}
+	return 0
+}
+
+func asString(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// asMap turns an HGETALL reply made inside a script (a flat array) into a map.
+func asMap(v any) map[string]string {
+	arr, _ := v.([]any)
+	m := make(map[string]string, len(arr)/2)
+	for i := 0; i+1 < len(arr); i += 2 {
+		m[asString(arr[i])] = asString(arr[i+1])
+	}
+	return m
+}
+
+// Times are kept as integer microseconds since the Unix epoch.
+
+func now(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Now()
+	}
+	return t
+}
+
+func us(t time.Time) int64 { return t.UnixMicro() }
+
+func fromUS(v int64) time.Time { return time.UnixMicro(v).UTC() }
+
+func durUS(d time.Duration) int64 { return d.Microseconds() }
+
+func fromDurUS(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
+
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}

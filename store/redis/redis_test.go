@@ -1,0 +1,276 @@
+package redis_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/latch-run/latch/store"
+	"github.com/latch-run/latch/store/redis"
+	"github.com/latch-run/latch/store/storetest"
+)
+
+// redisURL returns LATCH_TEST_REDIS_URL, or skips t loudly when it is unset.
+func redisURL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv("LATCH_TEST_REDIS_URL")
+	if u == "" {
+		t.Skip("SKIP: LATCH_TEST_REDIS_URL is not set, so the Redis store was NOT tested " +
+			"(set it, e.g. LATCH_TEST_REDIS_URL=redis://127.0.0.1:6379/0, to run the suite)")
+	}
+	return u
+}
+
+// newPrefix returns a key prefix no other test uses and arranges for every
+// key under it to be deleted when t ends (SCAN + UNLINK of that prefix
+// only: the database is shared, so it is never flushed).
+func newPrefix(t testing.TB, url string) string {
+	t.Helper()
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	prefix := "latchtest-" + hex.EncodeToString(b[:])
+	t.Cleanup(func() { dropPrefix(t, url, prefix) })
+	return prefix
+}
+
+func dropPrefix(t testing.TB, url, prefix string) {
+	opt, err := goredis.ParseURL(url)
+	if err != nil {
+		t.Errorf("cleanup: %v", err)
+		return
+	}
+	rdb := goredis.NewClient(opt)
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	iter := rdb.Scan(ctx, 0, "{"+prefix+"}:*", 1000).Iterator()
+	var batch []string
+	flush := func() {
+		if len(batch) > 0 {
+			if err := rdb.Unlink(ctx, batch...).Err(); err != nil {
+				t.Errorf("cleanup of prefix %s: %v", prefix, err)
+			}
+			batch = batch[:0]
+		}
+	}
+	for iter.Next(ctx) {
+		batch = append(batch, iter.Val())
+		if len(batch) == 500 {
+			flush()
+		}
+	}
+	flush()
+	if err := iter.Err(); err != nil {
+		t.Errorf("cleanup of prefix %s: %v", prefix, err)
+	}
+}
+
+func open(t testing.TB, url, prefix string) *redis.Store {
+	t.Helper()
+	s, err := redis.Open(context.Background(), url, redis.WithPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestStore runs the shared conformance suite: TestStore/redis/<Family>/<Case>.
+func TestStore(t *testing.T) {
+	t.Run("redis", func(t *testing.T) {
+		url := redisURL(t)
+		storetest.Run(t, func(t *testing.T) store.Store {
+			s := open(t, url, newPrefix(t, url))
+			t.Cleanup(func() { s.Close() })
+			// Runs first: once the test is over, the namespace's indexes
+			// and counters must agree with its executions.
+			t.Cleanup(func() { redis.CheckConsistency(t, s) })
+			return s
+		})
+	})
+}
+
+// TestStoreReopen runs the suite's durability checks (I8): a Store is closed
+// and another opened on the same key prefix.
+func TestStoreReopen(t *testing.T) {
+	t.Run("redis", func(t *testing.T) {
+		url := redisURL(t)
+		storetest.RunReopen(t, func(t *testing.T) storetest.Reopen {
+			prefix := newPrefix(t, url)
+			return func(t *testing.T) store.Store { return open(t, url, prefix) }
+		})
+	})
+}
+
+func TestOpenPrefix(t *testing.T) {
+	url := redisURL(t)
+	ctx := context.Background()
+	prefix := newPrefix(t, url)
+	s, err := redis.Open(ctx, url+"?prefix="+prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	// The same namespace through the option, and another one beside it.
+	same := open(t, url, prefix)
+	defer same.Close()
+	if _, err := same.GetTenant(ctx, &store.GetTenantParams{Name: "acme"}); err != nil {
+		t.Errorf("a Store on the same prefix does not see the tenant: %v", err)
+	}
+	other := open(t, url, newPrefix(t, url))
+	defer other.Close()
+	if _, err := other.GetTenant(ctx, &store.GetTenantParams{Name: "acme"}); err == nil {
+		t.Error("a Store on another prefix sees the tenant")
+	}
+	for _, bad := range []string{url + "?prefix={x}", url + "?prefix=a*", url + "?nonsense=1"} {
+		if s, err := redis.Open(ctx, bad); err == nil {
+			s.Close()
+			t.Errorf("Open(%q) succeeded", bad)
+		}
+	}
+}
+
+// TestChangedAcrossStores: a change made through one Store wakes the
+// waiters of another Store on the same namespace (another server), and
+// only those.
+func TestChangedAcrossStores(t *testing.T) {
+	url := redisURL(t)
+	ctx := context.Background()
+	prefix := newPrefix(t, url)
+	a, b := open(t, url, prefix), open(t, url, prefix)
+	defer a.Close()
+	defer b.Close()
+	other := open(t, url, newPrefix(t, url))
+	defer other.Close()
+	if _, err := other.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	ch, otherCh := b.Changed(), other.Changed()
+	if _, err := other.Admit(ctx, &store.AdmitParams{Tenant: "acme", Items: []store.Submission{{Kind: "echo"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Admit(ctx, &store.AdmitParams{Tenant: "acme", Items: []store.Submission{{Kind: "echo"}}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Store b was not woken by a submit through Store a")
+	}
+	select {
+	case <-otherCh: // its own submit
+	case <-time.After(10 * time.Second):
+		t.Fatal("Store other was not woken by its own submit")
+	}
+	// The Admit through a is not a change in other's namespace.
+	otherCh = other.Changed()
+	select {
+	case <-otherCh:
+		t.Error("a change in one namespace woke a Store on another")
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// TestAdmitRepeatedDuplicates: duplicates within one script run share one
+// copy of the execution in the script's answer ('d' items); each caller
+// still gets the whole execution, its own copy.
+func TestAdmitRepeatedDuplicates(t *testing.T) {
+	url := redisURL(t)
+	ctx := context.Background()
+	s := open(t, url, newPrefix(t, url))
+	defer s.Close()
+	if _, err := s.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	sub := store.Submission{Kind: "echo", DedupKey: "k", Payload: []byte(`{"a":1}`)}
+	first, err := s.Admit(ctx, &store.AdmitParams{Tenant: "acme", Items: []store.Submission{sub}})
+	if err != nil || first.Items[0].Err != nil {
+		t.Fatal(err, first.Items[0].Err)
+	}
+	res, err := s.Admit(ctx, &store.AdmitParams{Tenant: "acme", Items: []store.Submission{sub, sub, sub}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := first.Items[0].Execution
+	for i, it := range res.Items {
+		if it.Err != nil || !it.Deduplicated || it.Execution == nil || it.Execution.ID != want.ID ||
+			it.Execution.Kind != "echo" || string(it.Execution.Payload) != `{"a":1}` || !it.Execution.CreatedAt.Equal(want.CreatedAt) {
+			t.Errorf("item %d: %+v, want a whole copy of %s", i, it, want.ID)
+		}
+	}
+	if res.Items[1].Execution == res.Items[2].Execution {
+		t.Error("two items share one *Execution")
+	}
+	redis.CheckConsistency(t, s)
+}
+
+// TestChangedSurvivesLostSubscription kills the Store's pub/sub connection
+// (by id: the server is shared): waiters are woken, since changes may have
+// been missed, and once go-redis has resubscribed changes wake them again.
+func TestChangedSurvivesLostSubscription(t *testing.T) {
+	url := redisURL(t)
+	ctx := context.Background()
+	prefix := newPrefix(t, url)
+	s := open(t, url, prefix)
+	defer s.Close()
+	if _, err := s.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	opt, _ := goredis.ParseURL(url)
+	admin := goredis.NewClient(opt)
+	defer admin.Close()
+	list, err := admin.ClientList(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	for _, line := range strings.Split(list, "\n") {
+		if strings.Contains(line, " name=latch:"+prefix+" ") && strings.Contains(line, " sub=1 ") {
+			for _, f := range strings.Fields(line) {
+				if v, ok := strings.CutPrefix(f, "id="); ok {
+					id = v
+				}
+			}
+		}
+	}
+	if id == "" {
+		t.Fatalf("no subscriber connection named latch:%s in CLIENT LIST", prefix)
+	}
+	ch := s.Changed()
+	if err := admin.Do(ctx, "CLIENT", "KILL", "ID", id).Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("waiters were not woken when the subscription was lost")
+	}
+	// Resubscribed: a change made by another Store wakes this one again.
+	other := open(t, url, prefix)
+	defer other.Close()
+	deadline := time.After(20 * time.Second)
+	for {
+		ch := s.Changed()
+		if _, err := other.Admit(ctx, &store.AdmitParams{Tenant: "acme", Items: []store.Submission{{Kind: "echo"}}}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-ch:
+			return
+		case <-time.After(200 * time.Millisecond): // not resubscribed yet
+		case <-deadline:
+			t.Fatal("changes no longer wake the Store after its subscription was lost")
+		}
+	}
+}

@@ -1,0 +1,132 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/latch-run/latch/store"
+)
+
+// CreateTenant implements store.Store (create_tenant.lua). Durations are
+// kept to the microsecond.
+func (s *Store) CreateTenant(ctx context.Context, p *store.CreateTenantParams) (*store.Tenant, error) {
+	ten := &store.Tenant{
+		Name:        p.Name,
+		MaxInflight: p.MaxInflight,
+		DedupTTL:    p.DedupTTL,
+		Retention:   p.Retention,
+		CreatedAt:   fromUS(us(now(p.Now))),
+	}
+	if ten.MaxInflight == 0 {
+		ten.MaxInflight = store.DefaultMaxInflight
+	}
+	if ten.DedupTTL == 0 {
+		ten.DedupTTL = store.DefaultDedupTTL
+	}
+	if ten.Retention == 0 {
+		ten.Retention = store.DefaultRetention
+	}
+	if p.Name == "" || ten.MaxInflight < 0 || ten.DedupTTL < 0 || ten.Retention < 0 {
+		return nil, fmt.Errorf("%w: tenant name empty or negative setting", store.ErrInvalid)
+	}
+	ten.DedupTTL = fromDurUS(durUS(ten.DedupTTL))
+	ten.Retention = fromDurUS(durUS(ten.Retention))
+	keys := []string{s.k.tenant(p.Name), s.k.tenants()}
+	if p.KeyHash != "" {
+		keys = append(keys, s.k.apiKey(p.KeyHash))
+	}
+	arr, err := s.run(ctx, "create tenant", scriptCreateTenant, keys, s.k.ns, p.Name,
+		ten.MaxInflight, itoa(durUS(ten.DedupTTL)), itoa(durUS(ten.Retention)), itoa(us(ten.CreatedAt)), p.KeyHash)
+	if err != nil {
+		return nil, err
+	}
+	if err := status(arr, fmt.Sprintf("tenant %q", p.Name)); err != nil {
+		return nil, err
+	}
+	return ten, nil
+}
+
+func parseTenant(m map[string]string) *store.Tenant {
+	num := func(f string) int64 {
+		n, _ := strconv.ParseInt(m[f], 10, 64)
+		return n
+	}
+	return &store.Tenant{
+		Name:        m["name"],
+		MaxInflight: int(num("max_inflight")),
+		Inflight:    int(num("inflight")),
+		DedupTTL:    fromDurUS(num("dedup_ttl")),
+		Retention:   fromDurUS(num("retention")),
+		CreatedAt:   fromUS(num("created")),
+	}
+}
+
+// GetTenant implements store.Store.
+func (s *Store) GetTenant(ctx context.Context, p *store.GetTenantParams) (*store.Tenant, error) {
+	m, err := s.rdb.HGetAll(ctx, s.k.tenant(p.Name)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redis: get tenant: %w", err)
+	}
+	if len(m) == 0 {
+		return nil, fmt.Errorf("tenant %q: %w", p.Name, store.ErrNotFound)
+	}
+	return parseTenant(m), nil
+}
+
+// UpdateTenant implements store.Store (update_tenant.lua).
+func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (*store.Tenant, error) {
+	var maxInflight int
+	var ttl, retention int64
+	if p.MaxInflight != nil {
+		maxInflight = *p.MaxInflight
+	}
+	if p.DedupTTL != nil {
+		ttl = durUS(*p.DedupTTL)
+	}
+	if p.Retention != nil {
+		retention = durUS(*p.Retention)
+	}
+	arr, err := s.run(ctx, "update tenant", scriptUpdateTenant, []string{s.k.tenant(p.Name)}, s.k.ns,
+		flag(p.MaxInflight != nil), maxInflight, flag(p.DedupTTL != nil), itoa(ttl),
+		flag(p.Retention != nil), itoa(retention))
+	if err != nil {
+		return nil, err
+	}
+	if err := status(arr, fmt.Sprintf("tenant %q", p.Name)); err != nil {
+		return nil, err
+	}
+	return parseTenant(asMap(at(arr, 1))), nil
+}
+
+// AddAPIKey implements store.Store (add_api_key.lua).
+func (s *Store) AddAPIKey(ctx context.Context, p *store.AddAPIKeyParams) error {
+	arr, err := s.run(ctx, "add api key", scriptAddAPIKey, []string{s.k.tenant(p.Tenant), s.k.apiKey(p.KeyHash)},
+		s.k.ns, p.Tenant, itoa(us(now(p.Now))))
+	if err != nil {
+		return err
+	}
+	return status(arr, fmt.Sprintf("tenant %q", p.Tenant))
+}
+
+// LookupAPIKey implements store.Store.
+func (s *Store) LookupAPIKey(ctx context.Context, p *store.LookupAPIKeyParams) (*store.APIKey, error) {
+	m, err := s.rdb.HGetAll(ctx, s.k.apiKey(p.KeyHash)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redis: lookup api key: %w", err)
+	}
+	if len(m) == 0 {
+		return nil, fmt.Errorf("api key: %w", store.ErrNotFound)
+	}
+	return &store.APIKey{Admin: m["admin"] == "1", Tenant: m["tenant"]}, nil
+}
+
+// EnsureAdminKey implements store.Store (ensure_admin_key.lua).
+func (s *Store) EnsureAdminKey(ctx context.Context, p *store.EnsureAdminKeyParams) (*store.EnsureAdminKeyResult, error) {
+	arr, err := s.run(ctx, "ensure admin key", scriptEnsureAdminKey, []string{s.k.admin(), s.k.apiKey(p.KeyHash)},
+		s.k.ns, p.KeyHash, itoa(us(now(p.Now))))
+	if err != nil {
+		return nil, err
+	}
+	return &store.EnsureAdminKeyResult{Created: asInt(at(arr, 0)) == 1}, nil
+}

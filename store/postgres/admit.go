@@ -1,0 +1,585 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/latch-run/latch/store"
+)
+
+// Admission statements. $1 is always the tenant.
+var (
+	// sqlDedupLookup reads what keys map to, with the executions as they
+	// are now, and when each key's TTL ends.
+	sqlDedupLookup = `
+SELECT d.dedup_key, d.expires_at, ` + columns("e") + `
+FROM latch_dedup_keys d JOIN latch_executions e ON e.id = d.execution_id
+WHERE d.tenant = $1 AND d.dedup_key = ANY($2::text[])`
+
+	// sqlDedupMappings reads mappings whatever their executions: a mapping
+	// whose execution is missing is stale (it cannot be made by this store;
+	// if one exists anyway, it is removed like an expired one).
+	sqlDedupMappings = `
+SELECT d.dedup_key, d.execution_id::text, e.id IS NOT NULL
+FROM latch_dedup_keys d LEFT JOIN latch_executions e ON e.id = d.execution_id
+WHERE d.tenant = $1 AND d.dedup_key = ANY($2::text[])`
+
+	sqlAdmitTenant = `SELECT dedup_ttl FROM latch_tenants WHERE name = $1`
+
+	// Bind every key in one statement, in key order: concurrent batches that
+	// share keys wait for each other in the same order and cannot deadlock.
+	sqlBindKeys = `
+INSERT INTO latch_dedup_keys (tenant, dedup_key, execution_id, expires_at)
+SELECT $1, k, id::uuid, $4 FROM unnest($2::text[], $3::text[]) AS u(k, id)
+ON CONFLICT DO NOTHING
+RETURNING dedup_key`
+
+	// Compare-and-delete: remove a mapping only while it still names the
+	// execution that was read, so a key re-bound meanwhile stays bound.
+	sqlUnbindKeys = `
+DELETE FROM latch_dedup_keys d USING unnest($2::text[], $3::text[]) AS u(k, id)
+WHERE d.tenant = $1 AND d.dedup_key = u.k AND d.execution_id = u.id::uuid`
+
+	// Insert executions of tenant $1 created at $2, one row per element
+	// of the arrays $3..$16.
+	sqlInsertExecutions = `
+INSERT INTO latch_executions (id, tenant, kind, queue, priority, status, dedup_key,
+    concurrency_key, concurrency_limit, rate_key, payload, max_attempts, timeout_seconds,
+    schedule, created_at, run_at)
+SELECT u.id::uuid, $1, u.kind, u.queue, u.priority, u.status, nullif(u.dedup_key, ''),
+    nullif(u.ckey, ''), nullif(u.climit, 0), nullif(u.rkey, ''), u.payload, u.max_attempts,
+    u.timeout_seconds, nullif(u.schedule, ''), $2, u.run_at
+FROM unnest($3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[],
+    $10::int[], $11::text[], $12::text[], $13::int[], $14::int[], $15::text[], $16::timestamptz[])
+    AS u(id, kind, queue, priority, status, dedup_key, ckey, climit, rkey, payload, max_attempts,
+         timeout_seconds, schedule, run_at)`
+
+	// sqlAdmitUnkeyed admits a group without dedup keys in one statement, all
+	// or nothing: its $17 quota units from one shard no other transaction
+	// holds, and the executions. Without such a shard it inserts nothing and
+	// admitTx decides.
+	sqlAdmitUnkeyed = `
+WITH tok AS (
+    UPDATE latch_quota_shards q SET free = q.free - $17
+    FROM (SELECT shard FROM latch_quota_shards WHERE tenant = $1 AND free >= $17
+          ORDER BY shard LIMIT 1 FOR UPDATE SKIP LOCKED) c
+    WHERE q.tenant = $1 AND q.shard = c.shard
+    RETURNING 1
+)` + sqlInsertExecutions + `
+WHERE EXISTS (SELECT 1 FROM tok)`
+)
+
+// Admit implements store.Store. A single submission goes through
+// sqlAdmitMany, shared with concurrent submissions (admitFast, group.go); a
+// group of submissions is first tried as one all-or-nothing statement
+// (admitGroupFast). What those cannot decide — no quota unit at hand
+// without waiting, a dedup key past its TTL, an unknown tenant, a group that
+// cannot be admitted whole — runs as one transaction (admitTx).
+func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitResult, error) {
+	t := now(p.Now)
+	items := make([]item, len(p.Items))
+	for i := range p.Items {
+		items[i] = prepare(p.Tenant, &p.Items[i], t)
+	}
+	if len(items) == 1 && items[0].err == nil {
+		if res, done, err := s.admitFast(ctx, p.Tenant, &items[0], t); done || err != nil {
+			return res, err
+		}
+	} else if len(items) > 1 {
+		if res, done, err := s.admitGroupFast(ctx, p.Tenant, items, t); done || err != nil {
+			return res, err
+		}
+	}
+	return s.admitTx(ctx, p.Tenant, items, t)
+}
+
+// admitGroupFast admits a group in one statement (sqlAdmitMany, strict)
+// when every item can be admitted at once: its keys all free, the units
+// all at hand on one shard. Otherwise the statement aborts, having changed
+// nothing, and done is false: admitTx decides.
+func (s *Store) admitGroupFast(ctx context.Context, tenant string, items []item, t time.Time) (*store.AdmitResult, bool, error) {
+	var ops []groupOp
+	var idx []int
+	keyed := false
+	for i := range items {
+		if items[i].err == nil {
+			ops = append(ops, &admitOp{tenant: tenant, e: items[i].exec, t: t, strict: true})
+			idx = append(idx, i)
+			keyed = keyed || items[i].exec.DedupKey != ""
+		}
+	}
+	if len(ops) == 0 {
+		return nil, false, nil
+	}
+	if !keyed {
+		var n int64
+		err := s.write(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
+			tag, err := c.Exec(ctx, sqlAdmitUnkeyed, append(executionArrays(tenant, t, items, idx), len(idx))...)
+			n = tag.RowsAffected()
+			return err
+		})
+		if err != nil {
+			return nil, false, interpretError(err)
+		}
+		if n == 0 {
+			return nil, false, nil
+		}
+		res := &store.AdmitResult{Items: make([]store.Admitted, len(items))}
+		for i := range items {
+			res.Items[i] = store.Admitted{Execution: items[i].exec, Err: items[i].err}
+		}
+		s.changes.announce()
+		return res, true, nil
+	}
+	err := s.write(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
+		st := build(kindAdmit, ops)
+		rows, err := c.Query(ctx, st.sql, st.args...)
+		if err != nil {
+			return err
+		}
+		return st.read(rows)
+	})
+	if aborted(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, interpretError(err)
+	}
+	res := &store.AdmitResult{Items: make([]store.Admitted, len(items))}
+	j := 0
+	for i := range items {
+		if items[i].err != nil {
+			res.Items[i].Err = items[i].err
+			continue
+		}
+		op := ops[j].(*admitOp)
+		j++
+		if op.leader == nil {
+			res.Items[i].Execution = op.e
+		} else {
+			x := *op.leader.e
+			res.Items[i] = dedupAnswer(op.e, &x)
+		}
+	}
+	s.changes.announce()
+	return res, true, nil
+}
+
+// item is one submission, validated, with its execution built.
+type item struct {
+	exec *store.Execution
+	err  error // a refusal decided before the database is asked
+}
+
+func prepare(tenant string, sub *store.Submission, t time.Time) item {
+	if sub.Kind == "" {
+		return item{err: fmt.Errorf("%w: kind is empty", store.ErrInvalid)}
+	}
+	e := newExecution(tenant, sub, t)
+	if _, ok := parseID(e.ID); !ok {
+		return item{err: fmt.Errorf("%w: execution id %q is not a UUID", store.ErrInvalid, e.ID)}
+	}
+	return item{exec: e}
+}
+
+// newExecution builds the execution a submission creates, with the store's
+// defaults applied; its times are those the database will hold.
+func newExecution(tenant string, sub *store.Submission, t time.Time) *store.Execution {
+	payload := sub.Payload
+	if len(payload) == 0 {
+		payload = []byte("{}")
+	}
+	e := &store.Execution{
+		ID:             sub.ID,
+		Tenant:         tenant,
+		Kind:           sub.Kind,
+		Queue:          sub.Queue,
+		Priority:       sub.Priority,
+		Status:         store.StatusQueued,
+		DedupKey:       sub.DedupKey,
+		ConcurrencyKey: sub.ConcurrencyKey,
+		RateKey:        sub.RateKey,
+		Payload:        payload,
+		MaxAttempts:    sub.MaxAttempts,
+		TimeoutSeconds: sub.TimeoutSeconds,
+		Schedule:       sub.Schedule,
+		CreatedAt:      t,
+		RunAt:          t,
+	}
+	if e.ID == "" {
+		e.ID = uuid.Must(uuid.NewV7()).String()
+	}
+	if e.Queue == "" {
+		e.Queue = store.DefaultQueue
+	}
+	if e.MaxAttempts <= 0 {
+		e.MaxAttempts = store.DefaultMaxAttempts
+	}
+	if e.TimeoutSeconds <= 0 {
+		e.TimeoutSeconds = store.DefaultTimeoutSeconds
+	}
+	if e.ConcurrencyKey != "" {
+		e.ConcurrencyLimit = sub.ConcurrencyLimit
+		if e.ConcurrencyLimit <= 0 {
+			e.ConcurrencyLimit = store.DefaultConcurrencyLimit
+		}
+	}
+	if sub.RunAt.After(t) {
+		e.RunAt = micro(sub.RunAt)
+		e.Status = store.StatusScheduled
+	}
+	return e
+}
+
+// admitFast tries the fast path for one valid submission: sqlAdmitMany,
+// shared with concurrent submissions (group.go). done is false when the
+// transaction path must decide: no quota unit at hand, a key whose TTL has
+// passed, an unknown tenant.
+func (s *Store) admitFast(ctx context.Context, tenant string, it *item, t time.Time) (res *store.AdmitResult, done bool, err error) {
+	e := it.exec
+	op := &admitOp{tenant: tenant, e: e, t: t}
+	err = s.run(ctx, op)
+	if aborted(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, interpretError(err)
+	}
+	answer, done, err := s.answer(ctx, op)
+	if !done || err != nil {
+		return nil, done, err
+	}
+	return &store.AdmitResult{Items: []store.Admitted{answer}}, true, nil
+}
+
+// answer decides an admitOp after its statement committed. done is false
+// when the statement could not decide it.
+func (s *Store) answer(ctx context.Context, op *admitOp) (store.Admitted, bool, error) {
+	l := op.lead()
+	switch {
+	case op == l && op.admitted:
+		s.changes.announce()
+		return store.Admitted{Execution: op.e}, true, nil
+	case l.admitted: // the same key, created by an op just before this one
+		x := *l.e
+		return dedupAnswer(op.e, &x), true, nil
+	case op.e.DedupKey == "":
+		return store.Admitted{}, false, nil
+	}
+	// The key was taken. If it maps to a live execution, that is the
+	// answer; reading it changes nothing, so no transaction is needed.
+	hit := l.hit
+	if !l.looked {
+		hits, err := lookupKeys(ctx, s.pool, op.tenant, []string{op.e.DedupKey})
+		if err != nil {
+			return store.Admitted{}, false, err
+		}
+		if h, ok := hits[op.e.DedupKey]; ok {
+			hit = &h
+		}
+	}
+	if hit == nil || !hit.liveAt(op.t) {
+		return store.Admitted{}, false, nil
+	}
+	x := *hit.exec
+	return dedupAnswer(op.e, &x), true, nil
+}
+
+// keyHit is a key that maps to an existing execution.
+type keyHit struct {
+	expires time.Time // when the key's TTL ends
+	exec    *store.Execution
+}
+
+// liveAt reports whether the key still maps to its execution at t.
+func (h keyHit) liveAt(t time.Time) bool { return h.expires.After(t) }
+
+// lookupKeys reads the keys that map to existing executions.
+func lookupKeys(ctx context.Context, q querier, tenant string, keys []string) (map[string]keyHit, error) {
+	rows, err := q.Query(ctx, sqlDedupLookup, tenant, keys)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: admit: dedup lookup: %w", interpretError(err))
+	}
+	defer rows.Close()
+	out := map[string]keyHit{}
+	for rows.Next() {
+		var key string
+		var h keyHit
+		h.exec, err = scanExecution(prefixed{rows, []any{&key, &h.expires}})
+		if err != nil {
+			return nil, fmt.Errorf("postgres: admit: dedup lookup: %w", interpretError(err))
+		}
+		out[key] = h
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: admit: dedup lookup: %w", interpretError(err))
+	}
+	return out, nil
+}
+
+// prefixed scans some leading columns before the ones its caller asks for.
+type prefixed struct {
+	row    pgx.Row
+	prefix []any
+}
+
+func (p prefixed) Scan(dest ...any) error { return p.row.Scan(append(p.prefix, dest...)...) }
+
+// dedupAnswer answers a submission whose key maps to existing: the same
+// request (same kind and canonical payload) is deduplicated onto it,
+// anything else is a reuse of the key.
+func dedupAnswer(sub, existing *store.Execution) store.Admitted {
+	if existing.Kind != sub.Kind || !bytes.Equal(existing.Payload, sub.Payload) {
+		return store.Admitted{Err: fmt.Errorf("dedup key %q maps to execution %s: %w",
+			sub.DedupKey, existing.ID, store.ErrDedupKeyReused)}
+	}
+	return store.Admitted{Execution: existing, Deduplicated: true}
+}
+
+// admitTx admits a group in one transaction. Items are decided in order as
+// if submitted singly:
+//
+//  1. every dedup key of the group is bound in one statement, in key order
+//     (ON CONFLICT DO NOTHING: the unique index decides, never a read); a
+//     key that is taken is read, and if its TTL has passed it is removed by
+//     compare-and-delete and bound again;
+//  2. the items that create executions take their quota units in one step
+//     (takeQuota), in order; those beyond the units available are refused
+//     and their just-bound keys unbound;
+//  3. the admitted executions are inserted in one statement.
+//
+// Nothing else can see any of it before the commit.
+func (s *Store) admitTx(ctx context.Context, tenant string, items []item, t time.Time) (*store.AdmitResult, error) {
+	var res *store.AdmitResult
+	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
+		var changed bool
+		var err error
+		res, changed, err = admitInTx(ctx, tx, tenant, items, t)
+		return changed, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// decision is how one item ends.
+type decision int
+
+const (
+	decRefused decision = iota // it.err or a refusal set below
+	decNew                     // creates its execution, if quota allows
+	decSameAs                  // same key as an earlier item of the group
+	decHit                     // the key maps to an existing execution
+)
+
+func admitInTx(ctx context.Context, tx pgx.Tx, tenant string, items []item, t time.Time) (*store.AdmitResult, bool, error) {
+	var ttl int64
+	if err := tx.QueryRow(ctx, sqlAdmitTenant, tenant).Scan(&ttl); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, false, fmt.Errorf("tenant %q: %w", tenant, store.ErrNotFound)
+		}
+		return nil, false, err
+	}
+	res := &store.AdmitResult{Items: make([]store.Admitted, len(items))}
+	dec := make([]decision, len(items))
+	first := map[string]int{} // dedup key -> the first valid item that names it
+	for i, it := range items {
+		switch {
+		case it.err != nil:
+			dec[i], res.Items[i].Err = decRefused, it.err
+		case it.exec.DedupKey == "":
+			dec[i] = decNew
+		default:
+			if _, ok := first[it.exec.DedupKey]; ok {
+				dec[i] = decSameAs
+			} else {
+				first[it.exec.DedupKey] = i
+				dec[i] = decNew
+			}
+		}
+	}
+
+	// 1. Bind the keys.
+	hits, err := bindKeys(ctx, tx, tenant, items, first, micro(t.Add(time.Duration(ttl))), t)
+	if err != nil {
+		return nil, false, err
+	}
+	for key, i := range first {
+		if h, ok := hits[key]; ok {
+			dec[i] = decHit
+			res.Items[i] = dedupAnswer(items[i].exec, h)
+		}
+	}
+
+	// 2. Quota for the items that create executions, in order.
+	var fresh []int
+	for i := range items {
+		if dec[i] == decNew {
+			fresh = append(fresh, i)
+		}
+	}
+	got, err := takeQuota(ctx, tx, tenant, len(fresh))
+	if err != nil {
+		return nil, false, err
+	}
+	var unbindKeys, unbindIDs []string
+	for n, i := range fresh {
+		e := items[i].exec
+		if n < got {
+			res.Items[i].Execution = e
+			continue
+		}
+		dec[i] = decRefused
+		res.Items[i].Err = fmt.Errorf("tenant %q is at its max_inflight: %w", tenant, store.ErrQuotaExceeded)
+		if e.DedupKey != "" {
+			unbindKeys, unbindIDs = append(unbindKeys, e.DedupKey), append(unbindIDs, e.ID)
+		}
+	}
+	if len(unbindKeys) > 0 {
+		if _, err := tx.Exec(ctx, sqlUnbindKeys, tenant, unbindKeys, unbindIDs); err != nil {
+			return nil, false, fmt.Errorf("postgres: admit: unbind: %w", err)
+		}
+	}
+	// Later items with an earlier item's key: as if submitted after it.
+	for i := range items {
+		if dec[i] != decSameAs {
+			continue
+		}
+		key := items[i].exec.DedupKey
+		j := first[key]
+		switch {
+		case hits[key] != nil: // the key mapped to an execution before the group
+			res.Items[i] = dedupAnswer(items[i].exec, hits[key])
+		case res.Items[j].Execution != nil: // the group's first item created it
+			res.Items[i] = dedupAnswer(items[i].exec, res.Items[j].Execution)
+		default: // the first was refused for quota: the key is free, the quota still spent
+			res.Items[i].Err = res.Items[j].Err
+		}
+	}
+
+	// 3. Insert the admitted executions.
+	if got == 0 {
+		return res, false, nil
+	}
+	if err := insertExecutions(ctx, tx, tenant, items, fresh[:got], t); err != nil {
+		return nil, false, err
+	}
+	return res, true, nil
+}
+
+// bindKeys binds the dedup key of each first item to its execution and
+// returns the keys that already map to a live execution. A key that maps to
+// an expired (or vanished) execution is unbound by compare-and-delete and
+// bound again; a key unbound by someone else meanwhile is simply bound again.
+func bindKeys(ctx context.Context, tx pgx.Tx, tenant string, items []item, first map[string]int,
+	expires, t time.Time) (map[string]*store.Execution, error) {
+	pending := make([]string, 0, len(first))
+	for key := range first {
+		pending = append(pending, key)
+	}
+	slices.Sort(pending)
+	hits := map[string]*store.Execution{}
+	for round := 0; len(pending) > 0; round++ {
+		if round == maxAttempts {
+			return nil, fmt.Errorf("postgres: admit: dedup keys %q keep changing hands", pending)
+		}
+		ids := make([]string, len(pending))
+		for i, key := range pending {
+			ids[i] = items[first[key]].exec.ID
+		}
+		rows, err := tx.Query(ctx, sqlBindKeys, tenant, pending, ids, expires)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: admit: bind: %w", err)
+		}
+		bound, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return nil, fmt.Errorf("postgres: admit: bind: %w", err)
+		}
+		if len(bound) == len(pending) {
+			break
+		}
+		taken := slices.DeleteFunc(pending, func(k string) bool { return slices.Contains(bound, k) })
+		pending = nil
+		found, err := lookupKeys(ctx, tx, tenant, taken)
+		if err != nil {
+			return nil, err
+		}
+		var staleKeys, staleIDs, unknown []string
+		for _, key := range taken {
+			switch h, ok := found[key]; {
+			case !ok:
+				unknown = append(unknown, key)
+			case h.liveAt(t):
+				hits[key] = h.exec
+			default: // the TTL has passed: compare-and-delete, bind again
+				staleKeys, staleIDs = append(staleKeys, key), append(staleIDs, h.exec.ID)
+				pending = append(pending, key)
+			}
+		}
+		if len(unknown) > 0 {
+			// Unbound since the bind (bind again), bound anew (look again:
+			// bind again, which conflicts), or stale (remove, bind again).
+			rows, err := tx.Query(ctx, sqlDedupMappings, tenant, unknown)
+			if err != nil {
+				return nil, fmt.Errorf("postgres: admit: dedup lookup: %w", err)
+			}
+			var key, id string
+			var exists bool
+			_, err = pgx.ForEachRow(rows, []any{&key, &id, &exists}, func() error {
+				if !exists {
+					staleKeys, staleIDs = append(staleKeys, key), append(staleIDs, id)
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, fmt.Errorf("postgres: admit: dedup lookup: %w", err)
+			}
+			pending = append(pending, unknown...)
+			slices.Sort(pending)
+		}
+		if len(staleKeys) > 0 {
+			if _, err := tx.Exec(ctx, sqlUnbindKeys, tenant, staleKeys, staleIDs); err != nil {
+				return nil, fmt.Errorf("postgres: admit: expire keys: %w", err)
+			}
+		}
+	}
+	return hits, nil
+}
+
+func insertExecutions(ctx context.Context, tx pgx.Tx, tenant string, items []item, idx []int, t time.Time) error {
+	if _, err := tx.Exec(ctx, sqlInsertExecutions, executionArrays(tenant, t, items, idx)...); err != nil {
+		return fmt.Errorf("postgres: admit: insert: %w", err)
+	}
+	return nil
+}
+
+// executionArrays are the arguments $1..$16 of sqlInsertExecutions for the
+// executions of items[idx].
+func executionArrays(tenant string, t time.Time, items []item, idx []int) []any {
+	n := len(idx)
+	var (
+		ids, kinds, queues, statuses, keys, ckeys, rkeys, payloads, schedules = make([]string, n),
+			make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n),
+			make([]string, n), make([]string, n), make([]string, n)
+		prios, climits, attempts, timeouts = make([]int, n), make([]int, n), make([]int, n), make([]int, n)
+		runAts                             = make([]time.Time, n)
+	)
+	for j, i := range idx {
+		e := items[i].exec
+		ids[j], kinds[j], queues[j], statuses[j] = e.ID, e.Kind, e.Queue, string(e.Status)
+		keys[j], ckeys[j], rkeys[j], payloads[j], schedules[j] = e.DedupKey, e.ConcurrencyKey, e.RateKey, string(e.Payload), e.Schedule
+		prios[j], climits[j], attempts[j], timeouts[j] = e.Priority, e.ConcurrencyLimit, e.MaxAttempts, e.TimeoutSeconds
+		runAts[j] = e.RunAt
+	}
+	return []any{tenant, t, ids, kinds, queues, prios, statuses, keys, ckeys,
+		climits, rkeys, payloads, attempts, timeouts, schedules, runAts}
+}

@@ -1,0 +1,103 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/latch-run/latch/store"
+)
+
+// Cancel and delete statements; $1 is the execution id.
+var (
+	// Lock the execution for the rest of the transaction: a claim, a worker
+	// or a rescuer that holds it is waited for, and one that comes later
+	// waits (or, claiming with SKIP LOCKED, passes it by).
+	sqlLockExecution = `SELECT ` + executionColumnsPlain + ` FROM latch_executions
+WHERE id = $1 AND ($2 = '' OR tenant = $2) FOR UPDATE`
+
+	// $2 now.
+	sqlCancelWaiting = `UPDATE latch_executions SET status = 'cancelled', finished_at = $2
+WHERE id = $1 RETURNING ` + executionColumnsPlain
+
+	sqlRequestCancel = `UPDATE latch_executions SET cancel_requested = true
+WHERE id = $1 RETURNING ` + executionColumnsPlain
+
+	// The dedup key goes with its execution, compare-and-delete: only while
+	// it still maps to this execution ($2 tenant, $3 key).
+	sqlDeleteExecution = `
+WITH x AS (DELETE FROM latch_executions WHERE id = $1 RETURNING id)
+DELETE FROM latch_dedup_keys d USING x
+WHERE d.tenant = $2 AND d.dedup_key = $3 AND d.execution_id = x.id`
+)
+
+// Cancel implements store.Store, as one transaction: the execution is
+// locked, and cancelled at once (its quota unit given back) if scheduled or
+// queued, or marked cancel-requested if running.
+func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Execution, error) {
+	t := now(p.Now)
+	id, ok := parseID(p.ID)
+	if !ok {
+		return nil, fmt.Errorf("execution %q: %w", p.ID, store.ErrNotFound)
+	}
+	var e *store.Execution
+	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
+		cur, err := lockExecution(ctx, tx, id, p.Tenant, p.ID)
+		if err != nil {
+			return false, err
+		}
+		switch {
+		case cur.Status == store.StatusQueued || cur.Status == store.StatusScheduled:
+			if e, err = scanExecution(tx.QueryRow(ctx, sqlCancelWaiting, id, t)); err != nil {
+				return false, err
+			}
+			return true, returnQuota(ctx, tx, cur.Tenant, 1)
+		case cur.Status == store.StatusRunning && !cur.CancelRequested:
+			e, err = scanExecution(tx.QueryRow(ctx, sqlRequestCancel, id))
+			return true, err
+		default: // terminal, or already cancel-requested
+			e = cur
+			return false, nil
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Delete implements store.Store, as one transaction: the row, its dedup key
+// (compare-and-delete) and, for an execution still in flight, its quota unit.
+// A worker holding its lease finds nothing to fence on from then on.
+func (s *Store) Delete(ctx context.Context, p *store.DeleteParams) error {
+	id, ok := parseID(p.ID)
+	if !ok {
+		return fmt.Errorf("execution %q: %w", p.ID, store.ErrNotFound)
+	}
+	return s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
+		cur, err := lockExecution(ctx, tx, id, p.Tenant, p.ID)
+		if err != nil {
+			return false, err
+		}
+		if !cur.Status.Terminal() && !p.Force {
+			return false, fmt.Errorf("execution %s is %s: %w", cur.ID, cur.Status, store.ErrNotTerminal)
+		}
+		if _, err := tx.Exec(ctx, sqlDeleteExecution, id, cur.Tenant, cur.DedupKey); err != nil {
+			return false, err
+		}
+		if cur.Status.Inflight() {
+			return true, returnQuota(ctx, tx, cur.Tenant, 1)
+		}
+		return true, nil
+	})
+}
+
+func lockExecution(ctx context.Context, tx pgx.Tx, id any, tenant, raw string) (*store.Execution, error) {
+	e, err := scanExecution(tx.QueryRow(ctx, sqlLockExecution, id, tenant))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("execution %s: %w", raw, store.ErrNotFound)
+	}
+	return e, err
+}

@@ -1,0 +1,168 @@
+// Package postgres is latch's distributed backend: any number of latch
+// servers share one PostgreSQL database (15 or newer) through pgx v5 and a
+// connection pool, with the same guarantees as the embedded SQLite store.
+//
+// # Opening and migrating
+//
+// Open(ctx, url) connects and checks the schema. The schema is versioned by
+// the embedded files migrations/NNNN_name.up.sql and .down.sql, recorded in
+// latch_migrations, and changed only by Migrate (`latch migrate
+// up|down|status --store URL`), never by a server starting up: Open refuses
+// a database whose schema is missing, older or newer than this build knows,
+// and says which command fixes it. Migrators of one schema serialise on a
+// session advisory lock and run each step in a transaction, so servers or
+// operators migrating at once apply each step exactly once. WithMigrate
+// makes Open migrate first (tests, embedded use). Every table is prefixed
+// latch_; search_path in the URL picks the schema, and each schema is a
+// separate latch (its own NOTIFY channel too).
+//
+// # One operation, one transaction
+//
+// Every Store operation is one statement or one transaction. Nothing is
+// checked in one round trip and acted on in another without a lock held
+// across both, and no decision rests on a read that a concurrent writer
+// could invalidate: the arbiters are unique indexes, row locks and the
+// re-check PostgreSQL makes on a locked row's newest version.
+//
+// Isolation is READ COMMITTED (set on every connection and transaction,
+// whatever the server's default). It is the level at which these arbiters
+// behave as wanted: ON CONFLICT waits for a concurrent inserter of the same
+// key and then sees its outcome; UPDATE and SELECT ... FOR UPDATE wait for a
+// concurrent writer and re-evaluate their WHERE clause on the row it left;
+// SKIP LOCKED passes rows another transaction holds. Each statement sees
+// every commit made before it started. SERIALIZABLE would add predicate
+// locks and serialization failures to retry on the hot paths without
+// closing any race the locks leave open, and REPEATABLE READ would turn a
+// lost row race into an error instead of a re-check.
+//
+// # Dedup (I1)
+//
+// latch_dedup_keys has the primary key (tenant, dedup_key). A submission
+// binds its key with INSERT ... ON CONFLICT DO NOTHING in the statement that
+// creates its execution; concurrent submissions of one key wait on the index
+// for the first one's transaction and then find the key taken, so exactly
+// one execution and one quota unit exist per live key, whatever the timing.
+// A submission whose key is taken reads what it maps to (a read, deciding
+// nothing but the answer). A key past its TTL is removed by compare-and-
+// delete — DELETE ... WHERE execution_id = the one read — and bound again, so
+// a key re-bound meanwhile stays bound. A group of keys is bound in key
+// order, so batches sharing keys wait for each other in one order and never
+// deadlock. Delete and Prune remove an execution's key in the same
+// transaction as its row, by compare-and-delete too.
+//
+// # Claims (I2) and concurrency keys (I4)
+//
+// A claim selects ready executions in claim order with FOR UPDATE SKIP
+// LOCKED and leases them in the same statement (sqlClaimMany): two claimers
+// never lease one attempt and never wait for each other, and a row changed
+// since the statement's snapshot is re-checked on its newest version. An
+// execution row is its own queue entry: a claim updates it in place.
+//
+// Executions with a concurrency key are never leased by that statement. When
+// one is among the candidates, the claim runs as a transaction: it locks its
+// candidates (SKIP LOCKED), then takes pg_advisory_xact_lock on each of
+// their keys in key order, and only then counts each key's running
+// executions, in a statement whose snapshot follows the locks and so sees
+// every claim of those keys committed by the lock's previous holders. Only
+// claims raise a key's running count, and they all do it under the key's
+// lock, so two claimers that each saw room cannot together pass the limit.
+//
+// # Quota (I3)
+//
+// A tenant's max_inflight is held as units spread over 32 rows of
+// latch_quota_shards (quotaShards). Admission takes units from a shard no
+// other transaction holds (FOR UPDATE SKIP LOCKED), in the statement or
+// transaction that inserts the executions; every way an execution leaves
+// scheduled/queued/running gives its unit back in the transaction that moves
+// it. Up to 32 transactions of one tenant move quota at once: there is no
+// per-tenant counter row that every submit of a tenant must queue for (the
+// design the issue warns against, which caps a tenant near one commit at a
+// time). Tenant.Inflight is exact and cheap: max_inflight minus the free
+// units, a sum over 32 rows read in one snapshot with the tenant row.
+//
+// When the shards nobody holds do not have enough units, the exact path
+// (takeQuota) locks every shard of the tenant in shard order, waiting for
+// their holders, and decides with the whole quota in hand: a unit held for a
+// moment by a transaction that will give it back is waited for, never
+// missed, so a refusal is never spurious. Whoever waits for shards takes
+// them in shard order while holding no other shard (a savepoint releases
+// what the SKIP LOCKED attempt took), so those waits cannot deadlock.
+//
+// Lowering max_inflight below the number in flight cannot be paid from free
+// units: UpdateTenant, with every shard locked, recomputes the quota from
+// the count of executions in flight, and if they exceed the new limit it
+// freezes the shards (free = -1, no admission) and records the excess as
+// debt on shard 0; finishing executions pay the debt before any unit
+// becomes free again. The same recount runs on every change of max_inflight,
+// so the quota is also re-derived from the ground truth then.
+//
+// We chose counter shards over a table of max_inflight slot rows (one row
+// per unit, bound to its execution): both take units with SKIP LOCKED and
+// are exact, but slots cost max_inflight rows per tenant (10000 by default,
+// millions for a large tenant) to create, to re-create when the limit
+// changes and to count for Inflight, and a lowered limit needs the same debt
+// bookkeeping. Shards cost 32 small rows and keep every update HOT.
+//
+// # Fencing (I5)
+//
+// Heartbeat, Complete, Fail and Release are UPDATEs whose WHERE clause is
+// the fence: the execution is running, under this lease token, with a lease
+// not expired at Now, of this tenant. Check and change are one step; a
+// concurrent change of the row (a rescue, a force delete, a cancel) is waited
+// for and the fence re-checked on the row it left.
+//
+// # Group commit
+//
+// The hot operations — a one-item Admit, Claim, Heartbeat, Complete, Fail,
+// Release — are set-based statements over arrays (sql_group.go), so one
+// statement can decide many operations, each exactly as if alone.
+// Operations that arrive while a group is at the server are sent together
+// next, as one pipelined batch: one round trip, one transaction, one WAL
+// flush (group.go). With synchronous commits the flush is the main cost of
+// a write, so throughput is what each flush carries. If any statement of a
+// group fails, the whole group rolls back and every operation runs again
+// alone; if a statement cannot decide (no quota unit at hand without
+// waiting, a key past its TTL, a concurrency key among the claim's
+// candidates) it aborts itself with latch_abort, or says so, and the
+// operation runs as a transaction that can wait. An Admit of several items
+// is first tried as one statement that admits all of them or nothing.
+//
+// # Cancellation
+//
+// An operation's context bounds the wait for a connection. Once its first
+// statement is sent the operation runs to its end — commit or rollback —
+// before the caller gets its answer, as with the SQLite store: a statement
+// cancelled midway may still commit on the server after the client has
+// gone, and a caller that retried or read at once would race its own ghost.
+//
+// # Deadlocks
+//
+// The lock orders above leave deadlocks to unusual collisions (two calls
+// for one execution in two groups at once; a cancel racing a group while
+// every quota shard is held). PostgreSQL detects them; the store runs the
+// operation again (deadlock_detected and serialization_failure are retried a
+// few times).
+//
+// # Durability (I8)
+//
+// Connections run with synchronous_commit = on unless the URL says
+// otherwise: an operation that returned nil is on disk. Setting it off in
+// the URL trades that for speed, knowingly.
+//
+// # Wake-ups
+//
+// The Store implements store.Notifier. A change made through it wakes local
+// waiters at once and is announced to other processes with NOTIFY on the
+// schema's channel, sent after the commit by one goroutine that coalesces
+// (PostgreSQL serialises the commits of notifying transactions, so the
+// writes themselves never notify). A dedicated connection LISTENs and
+// reconnects by itself; a reconnect counts as a change, since announcements
+// may have been lost meanwhile. Waiters poll as well.
+//
+// # Statements
+//
+// Connections use plan_cache_mode = force_generic_plan unless the URL says
+// otherwise: the store's statements are fixed and indexed, and planning a
+// custom plan for every execution of the large set-based statements cost
+// more than running them.
+package postgres

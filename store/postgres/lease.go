@@ -1,0 +1,119 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/latch-run/latch/store"
+)
+
+// Heartbeat, Complete, Fail and Release run set-based statements shared with
+// concurrent calls (sql_group.go, group.go). Their fence (I5) is the WHERE
+// clause of the UPDATE: running, under this token, unexpired at now, of this
+// tenant.
+
+// newFence parses the id and token of a fenced call: neither can name a
+// lease unless both are UUIDs.
+func newFence(id, token, tenant string, t time.Time) (fence, error) {
+	uid, ok1 := parseID(id)
+	tok, ok2 := parseID(token)
+	if !ok1 || !ok2 {
+		return fence{}, fmt.Errorf("execution %s: %w", id, store.ErrLeaseLost)
+	}
+	return fence{id: uid, token: tok, tenant: tenant, now: t}, nil
+}
+
+// Heartbeat implements store.Store.
+func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
+	t := now(p.Now)
+	lease := p.LeaseDuration
+	if lease <= 0 {
+		lease = DefaultLease
+	}
+	f, err := newFence(p.ExecutionID, p.Token, p.Tenant, t)
+	if err != nil {
+		return nil, err
+	}
+	op := &heartbeatOp{fence: f, expires: micro(t.Add(lease))}
+	if err := s.run(ctx, op); err != nil {
+		return nil, fmt.Errorf("postgres: heartbeat: %w", interpretError(err))
+	}
+	if !op.found {
+		return nil, fmt.Errorf("execution %s: %w", p.ExecutionID, store.ErrLeaseLost)
+	}
+	return &store.HeartbeatResult{ExpiresAt: op.expires, CancelRequested: op.cancel}, nil
+}
+
+// Complete implements store.Store.
+func (s *Store) Complete(ctx context.Context, p *store.CompleteParams) (*store.Execution, error) {
+	f, err := newFence(p.ExecutionID, p.Token, p.Tenant, now(p.Now))
+	if err != nil {
+		return nil, err
+	}
+	op := &finishOp{fence: f, op: kindComplete}
+	if p.Result != nil {
+		r := string(p.Result)
+		op.result = &r
+	}
+	return s.endAttempt(ctx, "complete", op)
+}
+
+// Fail implements store.Store.
+func (s *Store) Fail(ctx context.Context, p *store.FailParams) (*store.Execution, error) {
+	t := now(p.Now)
+	f, err := newFence(p.ExecutionID, p.Token, p.Tenant, t)
+	if err != nil {
+		return nil, err
+	}
+	op := &finishOp{fence: f, op: kindFail, retry: p.Retry, runAt: micro(t.Add(max(p.RetryDelay, 0))),
+		errMsg: strPtr(p.Error)}
+	return s.endAttempt(ctx, "fail", op)
+}
+
+// Release implements store.Store.
+func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Execution, error) {
+	f, err := newFence(p.ExecutionID, p.Token, p.Tenant, now(p.Now))
+	if err != nil {
+		return nil, err
+	}
+	return s.endAttempt(ctx, "release", &finishOp{fence: f, op: kindRelease})
+}
+
+// endAttempt ends a running attempt and returns the execution after it. The
+// grouped statement also gives back the quota unit of an execution that
+// became terminal; if no quota shard is at hand it aborts, and endAttemptTx
+// does the same as a transaction that can wait.
+func (s *Store) endAttempt(ctx context.Context, name string, op *finishOp) (*store.Execution, error) {
+	err := s.run(ctx, op)
+	if aborted(err) {
+		err = s.endAttemptTx(ctx, op)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", name, interpretError(err))
+	}
+	if op.exec == nil {
+		return nil, fmt.Errorf("execution %s: %w", op.id, store.ErrLeaseLost)
+	}
+	s.changes.announce()
+	return op.exec, nil
+}
+
+func (s *Store) endAttemptTx(ctx context.Context, op *finishOp) error {
+	return s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
+		st := buildFinish(op.op, []groupOp{op}, false)
+		rows, err := tx.Query(ctx, st.sql, st.args...)
+		if err != nil {
+			return false, err
+		}
+		if err := st.read(rows); err != nil {
+			return false, err
+		}
+		if op.exec == nil || !op.exec.Status.Terminal() {
+			return op.exec != nil, nil
+		}
+		return true, returnQuota(ctx, tx, op.exec.Tenant, 1)
+	})
+}

@@ -1,0 +1,189 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/latch-run/latch/store"
+)
+
+// executionColumns lists an execution's columns in the order scanExecution
+// reads them; the alias placeholder {x} is replaced by columns().
+const executionColumns = `{x}id::text, {x}tenant, {x}kind, {x}queue, {x}priority, {x}status,
+	coalesce({x}dedup_key, ''), coalesce({x}concurrency_key, ''), coalesce({x}concurrency_limit, 0),
+	coalesce({x}rate_key, ''), {x}payload, {x}result, coalesce({x}error, ''), {x}attempt,
+	{x}max_attempts, {x}timeout_seconds, coalesce({x}schedule, ''), {x}created_at, {x}run_at,
+	{x}started_at, {x}finished_at, {x}cancel_requested, coalesce({x}worker_id, ''), {x}lease_expires_at`
+
+// columns returns executionColumns qualified by alias ("" for none).
+func columns(alias string) string {
+	if alias != "" {
+		alias += "."
+	}
+	return strings.ReplaceAll(executionColumns, "{x}", alias)
+}
+
+var (
+	// executionColumnsPlain is executionColumns without an alias.
+	executionColumnsPlain = columns("")
+
+	sqlGetExecution       = `SELECT ` + executionColumnsPlain + ` FROM latch_executions WHERE id = $1`
+	sqlGetTenantExecution = `SELECT ` + executionColumnsPlain + ` FROM latch_executions WHERE id = $1 AND tenant = $2`
+)
+
+func scanExecution(row pgx.Row) (*store.Execution, error) {
+	var (
+		e       store.Execution
+		status  string
+		payload string
+		result  *string
+	)
+	err := row.Scan(&e.ID, &e.Tenant, &e.Kind, &e.Queue, &e.Priority, &status,
+		&e.DedupKey, &e.ConcurrencyKey, &e.ConcurrencyLimit,
+		&e.RateKey, &payload, &result, &e.Error, &e.Attempt,
+		&e.MaxAttempts, &e.TimeoutSeconds, &e.Schedule, &e.CreatedAt, &e.RunAt,
+		&e.StartedAt, &e.FinishedAt, &e.CancelRequested, &e.WorkerID, &e.LeaseExpiresAt)
+	if err != nil {
+		return nil, err
+	}
+	e.Status = store.Status(status)
+	e.Payload = json.RawMessage(payload)
+	if result != nil {
+		e.Result = json.RawMessage(*result)
+	}
+	e.CreatedAt, e.RunAt = e.CreatedAt.UTC(), e.RunAt.UTC()
+	e.StartedAt, e.FinishedAt, e.LeaseExpiresAt = utcPtr(e.StartedAt), utcPtr(e.FinishedAt), utcPtr(e.LeaseExpiresAt)
+	return &e, nil
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// querier is what reads need: a pool, a connection or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// parseID parses an execution id. Ids are UUIDs; anything else names no
+// execution.
+func parseID(id string) (uuid.UUID, bool) {
+	u, err := uuid.Parse(id)
+	return u, err == nil && len(id) == 36
+}
+
+// getExecution reads one execution; tenant "" matches any tenant.
+func getExecution(ctx context.Context, q querier, tenant, id string) (*store.Execution, error) {
+	uid, ok := parseID(id)
+	if !ok {
+		return nil, fmt.Errorf("execution %q: %w", id, store.ErrNotFound)
+	}
+	var row pgx.Row
+	if tenant == "" {
+		row = q.QueryRow(ctx, sqlGetExecution, uid)
+	} else {
+		row = q.QueryRow(ctx, sqlGetTenantExecution, uid, tenant)
+	}
+	e, err := scanExecution(row)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("execution %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: get execution: %w", interpretError(err))
+	}
+	return e, nil
+}
+
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, p *store.GetParams) (*store.Execution, error) {
+	return getExecution(ctx, s.pool, p.Tenant, p.ID)
+}
+
+// List implements store.Store. Pages are keyed on the id (UUIDv7, so newest
+// first is id descending) and stable under inserts.
+func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResult, error) {
+	limit := p.Limit
+	if limit == 0 {
+		limit = 50
+	}
+	if limit < 0 || limit > 500 {
+		return nil, fmt.Errorf("%w: limit %d not in 1..500", store.ErrInvalid, p.Limit)
+	}
+	var where []string
+	var args []any
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if p.Tenant != "" {
+		add("tenant = $%d", p.Tenant)
+	}
+	if p.Status != "" {
+		add("status = $%d", string(p.Status))
+	}
+	if p.Kind != "" {
+		add("kind = $%d", p.Kind)
+	}
+	if p.Queue != "" {
+		add("queue = $%d", p.Queue)
+	}
+	if p.DedupKey != "" {
+		add("dedup_key = $%d", p.DedupKey)
+	}
+	if p.Schedule != "" {
+		add("schedule = $%d", p.Schedule)
+	}
+	if p.After != "" {
+		after, ok := parseID(p.After)
+		if !ok {
+			return nil, fmt.Errorf("%w: cursor %q is not an execution id", store.ErrInvalid, p.After)
+		}
+		add("id < $%d", after)
+	}
+	query := `SELECT ` + executionColumnsPlain + ` FROM latch_executions`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	args = append(args, limit+1)
+	query += fmt.Sprintf(` ORDER BY id DESC LIMIT $%d`, len(args))
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list: %w", interpretError(err))
+	}
+	defer rows.Close()
+	res := &store.ListResult{}
+	size := 0
+	for rows.Next() {
+		e, err := scanExecution(rows)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: list: %w", interpretError(err))
+		}
+		res.Items = append(res.Items, e)
+		// MaxBytes: the page ends after the item that reaches the budget.
+		size += len(e.Payload) + len(e.Result)
+		if p.MaxBytes > 0 && size >= p.MaxBytes && len(res.Items) <= limit {
+			res.Next = e.ID
+			return res, nil
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: list: %w", interpretError(err))
+	}
+	if len(res.Items) > limit {
+		res.Items = res.Items[:limit]
+		res.Next = res.Items[limit-1].ID
+	}
+	return res, nil
+}

@@ -1,0 +1,574 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/latch-run/latch/store"
+)
+
+// The set-based statements of the hot operations (group.go). Each takes one
+// array per input column, unnests them WITH ORDINALITY (n, 1-based, names
+// the operation) and answers rows carrying n.
+
+// sqlAdmitMany admits single submissions, each as if alone:
+//
+//  1. every dedup key is bound (ON CONFLICT DO NOTHING: the unique index
+//     decides), in (tenant, key) order so that concurrent groups wait for
+//     each other in one order; a submission whose key is taken admits
+//     nothing and is answered admitted = false (its caller reads what the
+//     key maps to, or runs the transaction path if it expired); a key
+//     named twice in one group is bound by the first;
+//  2. each tenant takes the units its new executions need from one quota
+//     shard no other transaction holds (SKIP LOCKED);
+//  3. the executions are inserted.
+//
+// If a tenant finds no shard with enough units at hand, latch_abort rolls
+// the whole statement back (keys included) and each submission runs alone,
+// then if need be as a transaction that waits (admitTx). A submission for
+// an unknown tenant admits nothing.
+//
+// $17 strict is for one Admit of several items, which commits all or
+// nothing: it aborts unless every submission is admitted, and the group is
+// then decided by admitTx. The caller gives each key once ($3): later items
+// with an earlier item's key are answered from the earlier one.
+const sqlAdmitMany = `
+WITH u AS (
+    SELECT * FROM unnest($1::text[], $2::uuid[], $3::text[], $4::timestamptz[], $5::text[], $6::text[],
+        $7::int[], $8::text[], $9::text[], $10::int[], $11::text[], $12::text[], $13::int[], $14::int[],
+        $15::text[], $16::timestamptz[])
+    WITH ORDINALITY AS u(tenant, id, dedup_key, now, kind, queue, priority, status, ckey, climit,
+        rkey, payload, max_attempts, timeout_seconds, schedule, run_at, n)
+), known AS (
+    SELECT u.*, t.dedup_ttl FROM u JOIN latch_tenants t ON t.name = u.tenant
+), dk AS (
+    INSERT INTO latch_dedup_keys (tenant, dedup_key, execution_id, expires_at)
+    SELECT tenant, dedup_key, id, now + (dedup_ttl / 1000) * interval '1 microsecond'
+    FROM known WHERE dedup_key IS NOT NULL
+    ORDER BY tenant, dedup_key, n
+    ON CONFLICT DO NOTHING
+    RETURNING execution_id
+), need AS (
+    SELECT * FROM known WHERE dedup_key IS NULL OR id IN (SELECT execution_id FROM dk)
+), g AS (
+    SELECT tenant, count(*) AS units FROM need GROUP BY tenant
+), tok AS (
+    UPDATE latch_quota_shards s SET free = s.free - g.units
+    FROM g CROSS JOIN LATERAL (
+        SELECT c.shard FROM latch_quota_shards c
+        WHERE c.tenant = g.tenant AND c.free >= g.units
+        ORDER BY c.shard LIMIT 1 FOR UPDATE SKIP LOCKED) f
+    WHERE s.tenant = g.tenant AND s.shard = f.shard
+    RETURNING s.tenant
+), ex AS (
+    INSERT INTO latch_executions (id, tenant, kind, queue, priority, status, dedup_key,
+        concurrency_key, concurrency_limit, rate_key, payload, max_attempts, timeout_seconds,
+        schedule, created_at, run_at)
+    SELECT id, tenant, kind, queue, priority, status, dedup_key, ckey, climit, rkey, payload,
+        max_attempts, timeout_seconds, schedule, now, run_at
+    FROM need WHERE tenant IN (SELECT tenant FROM tok)
+    RETURNING id
+)
+SELECT u.n, u.id IN (SELECT id FROM ex),
+    CASE WHEN (SELECT count(*) FROM tok) < (SELECT count(*) FROM g)
+         THEN latch_abort('no quota shard with enough units at hand')
+         WHEN $17 AND (SELECT count(*) FROM ex) < (SELECT count(*) FROM u)
+         THEN latch_abort('a submission of the group was not admitted') END
+FROM u`
+
+// The fenced operations (I5): each changes an execution only while it is
+// running under the given lease token with a lease that has not expired at
+// the operation's now, and belongs to the given tenant ("" = any). The fence
+// is the UPDATE's WHERE clause, so the check and the change are one step: a
+// concurrent change (a rescue, a force delete, another call with the same
+// token) is waited for and the fence re-checked on the row's newest version.
+const (
+	sqlFenceInputs = `$1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[]`
+	sqlFenceNames  = `id, tok, tenant, now`
+	sqlFence       = `x.id = u.id AND x.status = 'running' AND x.lease_token = u.tok
+      AND (u.tenant = '' OR x.tenant = u.tenant) AND x.lease_expires_at >= u.now`
+
+	// Heartbeat: u.expires, the new expiry.
+	sqlHeartbeatMany = `
+WITH u AS (
+    SELECT * FROM unnest(` + sqlFenceInputs + `, $5::timestamptz[])
+    WITH ORDINALITY AS u(` + sqlFenceNames + `, expires, n)
+)
+UPDATE latch_executions x SET lease_expires_at = u.expires
+FROM u WHERE ` + sqlFence + `
+RETURNING u.n, x.cancel_requested`
+
+	// Complete: u.result (NULL = none). A requested cancel wins: the
+	// execution ends cancelled, its result kept. A success clears the error
+	// an earlier attempt left.
+	sqlCompleteSet = `
+    status = CASE WHEN x.cancel_requested THEN 'cancelled' ELSE 'succeeded' END,
+    error = CASE WHEN x.cancel_requested THEN x.error END,
+    result = u.result, finished_at = u.now,
+    lease_token = NULL, worker_id = NULL, lease_expires_at = NULL`
+
+	// Fail: u.retry wanted, u.run_at of the retry, u.error (NULL = keep).
+	// Cancelled if requested; queued again (scheduled if run_at is later than
+	// now) while attempts remain and a retry is wanted; else failed.
+	sqlFailSet = `
+    status = CASE WHEN x.cancel_requested THEN 'cancelled'
+                  WHEN u.retry AND x.attempt < x.max_attempts
+                  THEN CASE WHEN u.run_at > u.now THEN 'scheduled' ELSE 'queued' END
+                  ELSE 'failed' END,
+    run_at = CASE WHEN NOT x.cancel_requested AND u.retry AND x.attempt < x.max_attempts
+                  THEN u.run_at ELSE x.run_at END,
+    finished_at = CASE WHEN x.cancel_requested OR NOT (u.retry AND x.attempt < x.max_attempts)
+                       THEN u.now END,
+    error = coalesce(u.error, x.error),
+    lease_token = NULL, worker_id = NULL, lease_expires_at = NULL`
+
+	// Release: queued again at once, or cancelled if requested. The attempt
+	// still counts as a start.
+	sqlReleaseSet = `
+    status = CASE WHEN x.cancel_requested THEN 'cancelled' ELSE 'queued' END,
+    run_at = CASE WHEN x.cancel_requested THEN x.run_at ELSE u.now END,
+    finished_at = CASE WHEN x.cancel_requested THEN u.now END,
+    lease_token = NULL, worker_id = NULL, lease_expires_at = NULL`
+
+	// The quota units of executions that became terminal go back, per
+	// tenant, to a shard no other transaction holds. If a tenant finds none
+	// (all held, or the quota frozen), latch_abort rolls the statement back
+	// and the operation runs as a transaction that can wait (endAttemptTx).
+	sqlGiveBackMany = `
+), g AS (
+    SELECT tenant, count(*) AS units FROM e
+    WHERE status IN ('succeeded', 'failed', 'cancelled') GROUP BY tenant
+), q AS (
+    UPDATE latch_quota_shards s SET free = s.free + g.units
+    FROM g CROSS JOIN LATERAL (
+        SELECT c.shard FROM latch_quota_shards c
+        WHERE c.tenant = g.tenant AND c.free >= 0
+        ORDER BY c.shard LIMIT 1 FOR UPDATE SKIP LOCKED) f
+    WHERE s.tenant = g.tenant AND s.shard = f.shard
+    RETURNING 1
+)
+SELECT e.*, CASE WHEN (SELECT count(*) FROM q) < (SELECT count(*) FROM g)
+                 THEN latch_abort('no quota shard at hand') END
+FROM e`
+)
+
+// endAttemptSQL builds an end-of-attempt statement: the fenced UPDATE for
+// inputs (extra array parameters after the fence's four, and their names)
+// with set, answering n and the execution after the change. With giveBack
+// it also returns quota units (the grouped fast path); without, the caller
+// returns them in its transaction (endAttemptTx).
+func endAttemptSQL(extraInputs, extraNames, set string, giveBack bool) string {
+	update := `
+WITH u AS (
+    SELECT * FROM unnest(` + sqlFenceInputs + extraInputs + `)
+    WITH ORDINALITY AS u(` + sqlFenceNames + extraNames + `, n)
+), e AS (
+    UPDATE latch_executions x SET ` + set + `
+    FROM u WHERE ` + sqlFence + `
+    RETURNING u.n, ` + columns("x")
+	if giveBack {
+		return update + sqlGiveBackMany
+	}
+	return update + `
+)
+SELECT e.*, NULL::boolean FROM e`
+}
+
+var (
+	sqlCompleteMany, sqlCompleteOne = endAttemptSQL(`, $5::text[]`, `, result`, sqlCompleteSet, true),
+		endAttemptSQL(`, $5::text[]`, `, result`, sqlCompleteSet, false)
+	sqlFailMany, sqlFailOne = endAttemptSQL(`, $5::boolean[], $6::timestamptz[], $7::text[]`,
+		`, retry, run_at, error`, sqlFailSet, true),
+		endAttemptSQL(`, $5::boolean[], $6::timestamptz[], $7::text[]`, `, retry, run_at, error`, sqlFailSet, false)
+	sqlReleaseMany, sqlReleaseOne = endAttemptSQL(``, ``, sqlReleaseSet, true),
+		endAttemptSQL(``, ``, sqlReleaseSet, false)
+)
+
+// admitOp is one submission for sqlAdmitMany.
+type admitOp struct {
+	tenant string
+	e      *store.Execution
+	t      time.Time
+	strict bool // one Admit of several items: all or nothing (sqlAdmitMany)
+
+	// out
+	admitted bool
+	leader   *admitOp // an earlier op of the statement with the same key, which decided for both
+	hit      *keyHit  // what the key maps to, when it was taken
+	looked   bool     // hit was looked up (after the commit)
+}
+
+// lead is the op whose outcome decides o: o itself, or its leader.
+func (o *admitOp) lead() *admitOp {
+	if o.leader != nil {
+		return o.leader
+	}
+	return o
+}
+
+// heartbeatOp is one Heartbeat for sqlHeartbeatMany.
+type heartbeatOp struct {
+	fence
+	expires time.Time
+	found   bool // out: the fence held
+	cancel  bool // out
+}
+
+// finishOp is one Complete, Fail or Release.
+type finishOp struct {
+	fence
+	op     opKind
+	result *string          // Complete
+	retry  bool             // Fail
+	runAt  time.Time        // Fail
+	errMsg *string          // Fail
+	exec   *store.Execution // out: nil if the fence did not hold
+}
+
+// fence is what a fenced operation names.
+type fence struct {
+	id, token uuid.UUID
+	tenant    string
+	now       time.Time
+}
+
+func (*admitOp) kind() opKind     { return kindAdmit }
+func (*heartbeatOp) kind() opKind { return kindHeartbeat }
+func (o *finishOp) kind() opKind  { return o.op }
+
+// build makes the statement for ops, all of one kind, and resets their
+// outputs: an operation whose group was rolled back is built again alone.
+func build(k opKind, ops []groupOp) statement {
+	switch k {
+	case kindAdmit:
+		return buildAdmit(ops)
+	case kindHeartbeat:
+		return buildHeartbeat(ops)
+	case kindClaim:
+		return buildClaim(ops)
+	default:
+		return buildFinish(k, ops, true)
+	}
+}
+
+// row returns the operation named by a result row's n.
+func row[T groupOp](ops []groupOp, n int64) (T, error) {
+	var zero T
+	if n < 1 || int(n) > len(ops) {
+		return zero, fmt.Errorf("postgres: result row for operation %d of %d", n, len(ops))
+	}
+	return ops[n-1].(T), nil
+}
+
+func buildAdmit(all []groupOp) statement {
+	// One row per (tenant, key): later ops with a key already named follow
+	// the first, as if they came just after it.
+	leaders := map[[2]string]*admitOp{}
+	var ops []groupOp
+	strict := false
+	for _, g := range all {
+		o := g.(*admitOp)
+		o.admitted, o.leader, o.hit, o.looked = false, nil, nil, false
+		strict = strict || o.strict
+		if key := o.e.DedupKey; key != "" {
+			if l, ok := leaders[[2]string{o.tenant, key}]; ok {
+				o.leader = l
+				continue
+			}
+			leaders[[2]string{o.tenant, key}] = o
+		}
+		ops = append(ops, o)
+	}
+	k := len(ops)
+	var (
+		tenants, kinds, queues, statuses, payloads = make([]string, k), make([]string, k),
+			make([]string, k), make([]string, k), make([]string, k)
+		keys, ckeys, rkeys, schedules = make([]*string, k), make([]*string, k), make([]*string, k), make([]*string, k)
+		ids                           = make([][16]byte, k)
+		nows, runAts                  = make([]time.Time, k), make([]time.Time, k)
+		prios, attempts, timeouts     = make([]int, k), make([]int, k), make([]int, k)
+		climits                       = make([]*int, k)
+	)
+	for i, g := range ops {
+		o := g.(*admitOp)
+		e := o.e
+		tenants[i], ids[i], keys[i], nows[i] = o.tenant, uuid.MustParse(e.ID), strPtr(e.DedupKey), o.t
+		kinds[i], queues[i], prios[i], statuses[i] = e.Kind, e.Queue, e.Priority, string(e.Status)
+		ckeys[i], rkeys[i], payloads[i] = strPtr(e.ConcurrencyKey), strPtr(e.RateKey), string(e.Payload)
+		attempts[i], timeouts[i], schedules[i], runAts[i] = e.MaxAttempts, e.TimeoutSeconds, strPtr(e.Schedule), e.RunAt
+		if e.ConcurrencyKey != "" {
+			climits[i] = &e.ConcurrencyLimit
+		}
+	}
+	return statement{
+		sql: sqlAdmitMany,
+		args: []any{tenants, ids, keys, nows, kinds, queues, prios, statuses, ckeys, climits,
+			rkeys, payloads, attempts, timeouts, schedules, runAts, strict},
+		read: func(rows pgx.Rows) error {
+			var n int64
+			var admitted bool
+			var abort *bool
+			_, err := pgx.ForEachRow(rows, []any{&n, &admitted, &abort}, func() error {
+				o, err := row[*admitOp](ops, n)
+				if err == nil {
+					o.admitted = admitted
+				}
+				return err
+			})
+			return err
+		},
+		settle: func(ctx context.Context, q querier) { lookupTaken(ctx, q, ops) },
+	}
+}
+
+// lookupTaken reads, after the commit, what the keys that were taken map
+// to: one read per tenant for the whole group.
+func lookupTaken(ctx context.Context, q querier, ops []groupOp) {
+	byTenant := map[string][]*admitOp{}
+	for _, g := range ops {
+		if o := g.(*admitOp); !o.admitted && o.e.DedupKey != "" {
+			byTenant[o.tenant] = append(byTenant[o.tenant], o)
+		}
+	}
+	for tenant, taken := range byTenant {
+		keys := make([]string, len(taken))
+		for i, o := range taken {
+			keys[i] = o.e.DedupKey
+		}
+		hits, err := lookupKeys(ctx, q, tenant, keys)
+		if err != nil {
+			continue // each reads for itself
+		}
+		for _, o := range taken {
+			if h, ok := hits[o.e.DedupKey]; ok {
+				o.hit = &h
+			}
+			o.looked = true
+		}
+	}
+}
+
+func buildHeartbeat(ops []groupOp) statement {
+	ids, toks, tenants, nows, expires := fenceArrays(ops)
+	for i, g := range ops {
+		o := g.(*heartbeatOp)
+		o.found, o.cancel = false, false
+		expires[i] = o.expires
+	}
+	return statement{
+		sql:  sqlHeartbeatMany,
+		args: []any{ids, toks, tenants, nows, expires},
+		read: func(rows pgx.Rows) error {
+			var n int64
+			var cancel bool
+			_, err := pgx.ForEachRow(rows, []any{&n, &cancel}, func() error {
+				o, err := row[*heartbeatOp](ops, n)
+				if err == nil {
+					o.found, o.cancel = true, cancel
+				}
+				return err
+			})
+			return err
+		},
+	}
+}
+
+// buildFinish makes a Complete, Fail or Release statement; giveBack says
+// whether it returns quota units itself (see endAttemptSQL).
+func buildFinish(k opKind, ops []groupOp, giveBack bool) statement {
+	ids, toks, tenants, nows, _ := fenceArrays(ops)
+	args := []any{ids, toks, tenants, nows}
+	var sql string
+	switch k {
+	case kindComplete:
+		results := make([]*string, len(ops))
+		for i, g := range ops {
+			results[i] = g.(*finishOp).result
+		}
+		args = append(args, results)
+		sql = pick(giveBack, sqlCompleteMany, sqlCompleteOne)
+	case kindFail:
+		retry, runAt, errMsg := make([]bool, len(ops)), make([]time.Time, len(ops)), make([]*string, len(ops))
+		for i, g := range ops {
+			o := g.(*finishOp)
+			retry[i], runAt[i], errMsg[i] = o.retry, o.runAt, o.errMsg
+		}
+		args = append(args, retry, runAt, errMsg)
+		sql = pick(giveBack, sqlFailMany, sqlFailOne)
+	case kindRelease:
+		sql = pick(giveBack, sqlReleaseMany, sqlReleaseOne)
+	}
+	for _, g := range ops {
+		g.(*finishOp).exec = nil
+	}
+	return statement{
+		sql:  sql,
+		args: args,
+		read: func(rows pgx.Rows) error {
+			defer rows.Close()
+			for rows.Next() {
+				var n int64
+				var abort *bool
+				e, err := scanExecution(wrapped{rows, []any{&n}, []any{&abort}})
+				if err != nil {
+					return err
+				}
+				o, err := row[*finishOp](ops, n)
+				if err != nil {
+					return err
+				}
+				o.exec = e
+			}
+			return rows.Err()
+		},
+	}
+}
+
+func fenceArrays(ops []groupOp) (ids, toks [][16]byte, tenants []string, nows, extra []time.Time) {
+	k := len(ops)
+	ids, toks, tenants, nows, extra = make([][16]byte, k), make([][16]byte, k), make([]string, k),
+		make([]time.Time, k), make([]time.Time, k)
+	for i, g := range ops {
+		var f *fence
+		switch o := g.(type) {
+		case *heartbeatOp:
+			f = &o.fence
+		case *finishOp:
+			f = &o.fence
+		}
+		ids[i], toks[i], tenants[i], nows[i] = f.id, f.token, f.tenant, f.now
+	}
+	return ids, toks, tenants, nows, extra
+}
+
+// wrapped scans some columns before and after the ones its caller asks for.
+type wrapped struct {
+	row           pgx.Row
+	before, after []any
+}
+
+func (w wrapped) Scan(dest ...any) error {
+	all := make([]any, 0, len(w.before)+len(dest)+len(w.after))
+	all = append(append(append(all, w.before...), dest...), w.after...)
+	return w.row.Scan(all...)
+}
+
+func pick(cond bool, a, b string) string {
+	if cond {
+		return a
+	}
+	return b
+}
+
+func strPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// sqlClaimMany leases ready executions for several claims with the same
+// filters (the {filters} of claimFilters, numbered from $5) in one statement:
+// the first sum(max) candidates in claim order, locked with FOR UPDATE SKIP
+// LOCKED (two claimers never lease one attempt and never wait for each
+// other; a candidate changed since the snapshot is re-checked on its newest
+// version and skipped if no longer ready), dealt out in claim order: the
+// first claim's max to it, and so on. A candidate counts as ready if it is
+// at the earliest now of the claims (one claim alone: its own now). If any
+// candidate has a concurrency key nothing is leased and keyed > 0 (one row
+// of NULLs): the key's limit must be counted under its lock, in claimTx.
+//
+//	$1 max, $2 worker, $3 now, $4 lease expiry, one element per claim
+const sqlClaimMany = `
+WITH r AS (
+    SELECT r.*, sum(r.max) OVER (ORDER BY r.n) - r.max AS after, sum(r.max) OVER (ORDER BY r.n) AS upto
+    FROM unnest($1::int[], $2::text[], $3::timestamptz[], $4::timestamptz[])
+    WITH ORDINALITY AS r(max, worker, now, expires, n)
+), c AS (
+    SELECT e.id, e.concurrency_key, e.priority, e.run_at
+    FROM latch_executions e
+    WHERE e.status IN ('queued', 'scheduled') AND (e.status = 'queued' OR e.run_at <= (SELECT min(now) FROM r))
+      AND (e.concurrency_key IS NULL OR e.concurrency_limit > (SELECT count(*) FROM latch_executions k
+           WHERE k.status = 'running' AND k.concurrency_key = e.concurrency_key))
+      {filters}
+    ORDER BY e.priority DESC, e.run_at, e.id
+    LIMIT (SELECT sum(max) FROM r)
+    FOR UPDATE OF e SKIP LOCKED
+), a AS (
+    SELECT o.id, r.n, r.worker, r.now, r.expires
+    FROM (SELECT c.id, row_number() OVER (ORDER BY c.priority DESC, c.run_at, c.id) AS k FROM c
+          WHERE NOT EXISTS (SELECT 1 FROM c WHERE c.concurrency_key IS NOT NULL)) o
+    JOIN r ON o.k > r.after AND o.k <= r.upto
+), u AS (
+    UPDATE latch_executions x SET status = 'running', attempt = x.attempt + 1,
+        lease_token = gen_random_uuid(), worker_id = a.worker, lease_expires_at = a.expires,
+        started_at = a.now
+    FROM a WHERE x.id = a.id
+    RETURNING a.n, ` + sqlClaimReturning + `
+)
+SELECT k.keyed, u.* FROM (SELECT count(concurrency_key) AS keyed FROM c) k LEFT JOIN u ON true`
+
+// claimOp is one Claim for sqlClaimMany.
+type claimOp struct {
+	p       *store.ClaimParams
+	max     int
+	now     time.Time
+	expires time.Time
+
+	// out
+	leases []claimed
+	keyed  bool // a candidate had a concurrency key: nothing was leased
+}
+
+func (*claimOp) kind() opKind { return kindClaim }
+
+// signature names the filters: claims share a statement only with the
+// same filters.
+func (o *claimOp) signature() string {
+	return fmt.Sprintf("%q|%q|%q", o.p.Tenant, o.p.Queues, o.p.Kinds)
+}
+
+func buildClaim(ops []groupOp) statement {
+	k := len(ops)
+	maxes, workers, nows, expires := make([]int, k), make([]string, k), make([]time.Time, k), make([]time.Time, k)
+	for i, g := range ops {
+		o := g.(*claimOp)
+		o.leases, o.keyed = nil, false
+		maxes[i], workers[i], nows[i], expires[i] = o.max, o.p.WorkerID, o.now, o.expires
+	}
+	filters, fargs := claimFilters(ops[0].(*claimOp).p, 5)
+	return statement{
+		sql:  strings.Replace(sqlClaimMany, "{filters}", filters, 1),
+		args: append([]any{maxes, workers, nows, expires}, fargs...),
+		read: func(rows pgx.Rows) error {
+			defer rows.Close()
+			for rows.Next() {
+				var keyed int
+				var n *int64
+				c, err := scanClaimed(rows, &keyed, &n)
+				if err != nil {
+					return err
+				}
+				if keyed > 0 {
+					for _, g := range ops {
+						g.(*claimOp).keyed = true
+					}
+				}
+				if c == nil {
+					continue
+				}
+				o, err := row[*claimOp](ops, *n)
+				if err != nil {
+					return err
+				}
+				o.leases = append(o.leases, *c)
+			}
+			return rows.Err()
+		},
+	}
+}

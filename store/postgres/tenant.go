@@ -1,0 +1,207 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/latch-run/latch/store"
+)
+
+// Tenant statements.
+const (
+	// The tenant, its quota shards and its first key, in one statement. A
+	// name already taken inserts nothing (the primary key decides); created
+	// is then false.
+	sqlCreateTenant = `
+WITH t AS (
+    INSERT INTO latch_tenants (name, max_inflight, dedup_ttl, retention, created_at)
+    VALUES ($1, $2, $3, $4, $5)
+    ON CONFLICT DO NOTHING
+    RETURNING name
+), q AS (
+    INSERT INTO latch_quota_shards (tenant, shard, free)
+    SELECT t.name, s, $2 / $7 + CASE WHEN s < $2 % $7 THEN 1 ELSE 0 END
+    FROM t, generate_series(0, $7 - 1) AS s
+), k AS (
+    INSERT INTO latch_api_keys (hash, tenant, created_at)
+    SELECT $6, t.name, $5 FROM t WHERE $6 <> ''
+)
+SELECT EXISTS (SELECT 1 FROM t)`
+
+	// Inflight is exact: the units of the tenant's quota in use, which every
+	// admission and every finish move in the same transaction as the
+	// execution's status. When frozen (free = -1, see the migration) the
+	// tenant owes debt units beyond max_inflight.
+	sqlGetTenant = `
+SELECT t.name, t.max_inflight, t.dedup_ttl, t.retention, t.created_at,
+    CASE WHEN bool_or(q.free < 0) THEN t.max_inflight + sum(q.debt)
+         ELSE t.max_inflight - coalesce(sum(q.free), 0) END
+FROM latch_tenants t LEFT JOIN latch_quota_shards q ON q.tenant = t.name
+WHERE t.name = $1
+GROUP BY t.name`
+
+	sqlLockTenant = `SELECT max_inflight FROM latch_tenants WHERE name = $1 FOR UPDATE`
+
+	sqlUpdateTenant = `
+UPDATE latch_tenants SET max_inflight = coalesce($2, max_inflight),
+    dedup_ttl = coalesce($3, dedup_ttl), retention = coalesce($4, retention)
+WHERE name = $1`
+
+	sqlAddAPIKey = `INSERT INTO latch_api_keys (hash, tenant, created_at) VALUES ($1, $2, $3)`
+
+	sqlLookupAPIKey = `SELECT coalesce(tenant, ''), admin FROM latch_api_keys WHERE hash = $1`
+
+	// The unique index latch_api_keys_one_admin lets one admin key exist;
+	// whoever inserts second inserts nothing.
+	sqlEnsureAdminKey = `INSERT INTO latch_api_keys (hash, admin, created_at) VALUES ($1, true, $2)
+ON CONFLICT DO NOTHING`
+)
+
+// CreateTenant implements store.Store.
+func (s *Store) CreateTenant(ctx context.Context, p *store.CreateTenantParams) (*store.Tenant, error) {
+	t := now(p.Now)
+	ten := &store.Tenant{
+		Name:        p.Name,
+		MaxInflight: p.MaxInflight,
+		DedupTTL:    p.DedupTTL,
+		Retention:   p.Retention,
+		CreatedAt:   t,
+	}
+	if ten.MaxInflight == 0 {
+		ten.MaxInflight = store.DefaultMaxInflight
+	}
+	if ten.DedupTTL == 0 {
+		ten.DedupTTL = store.DefaultDedupTTL
+	}
+	if ten.Retention == 0 {
+		ten.Retention = store.DefaultRetention
+	}
+	if p.Name == "" || ten.MaxInflight < 0 || ten.DedupTTL < 0 || ten.Retention < 0 {
+		return nil, fmt.Errorf("%w: tenant name empty or negative setting", store.ErrInvalid)
+	}
+	var created bool
+	err := s.write(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
+		return c.QueryRow(ctx, sqlCreateTenant, ten.Name, ten.MaxInflight, int64(ten.DedupTTL),
+			int64(ten.Retention), t, p.KeyHash, quotaShards).Scan(&created)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: create tenant: %w", interpretError(err))
+	}
+	if !created {
+		return nil, fmt.Errorf("tenant %q: %w", p.Name, store.ErrTenantExists)
+	}
+	return ten, nil
+}
+
+// GetTenant implements store.Store.
+func (s *Store) GetTenant(ctx context.Context, p *store.GetTenantParams) (*store.Tenant, error) {
+	return getTenant(ctx, s.pool, p.Name)
+}
+
+func getTenant(ctx context.Context, q querier, name string) (*store.Tenant, error) {
+	var ten store.Tenant
+	var ttl, ret int64
+	err := q.QueryRow(ctx, sqlGetTenant, name).Scan(&ten.Name, &ten.MaxInflight, &ttl, &ret, &ten.CreatedAt, &ten.Inflight)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("tenant %q: %w", name, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: get tenant: %w", interpretError(err))
+	}
+	ten.DedupTTL, ten.Retention, ten.CreatedAt = durationNS(ttl), durationNS(ret), ten.CreatedAt.UTC()
+	return &ten, nil
+}
+
+// UpdateTenant implements store.Store, as one transaction. A new
+// max_inflight re-spreads the tenant's quota from the ground truth
+// (resetQuota), with every shard locked.
+func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (*store.Tenant, error) {
+	if (p.MaxInflight != nil && *p.MaxInflight < 0) || (p.DedupTTL != nil && *p.DedupTTL < 0) ||
+		(p.Retention != nil && *p.Retention < 0) {
+		return nil, fmt.Errorf("%w: negative tenant setting", store.ErrInvalid)
+	}
+	var ten *store.Tenant
+	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
+		var cur int
+		if err := tx.QueryRow(ctx, sqlLockTenant, p.Name).Scan(&cur); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return false, fmt.Errorf("tenant %q: %w", p.Name, store.ErrNotFound)
+			}
+			return false, err
+		}
+		var ttl, ret *int64
+		if p.DedupTTL != nil {
+			v := int64(*p.DedupTTL)
+			ttl = &v
+		}
+		if p.Retention != nil {
+			v := int64(*p.Retention)
+			ret = &v
+		}
+		if _, err := tx.Exec(ctx, sqlUpdateTenant, p.Name, p.MaxInflight, ttl, ret); err != nil {
+			return false, err
+		}
+		if p.MaxInflight != nil && *p.MaxInflight != cur {
+			if err := resetQuota(ctx, tx, p.Name, *p.MaxInflight); err != nil {
+				return false, err
+			}
+		}
+		var err error
+		ten, err = getTenant(ctx, tx, p.Name)
+		return false, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ten, nil
+}
+
+// AddAPIKey implements store.Store: one statement; the foreign key refuses
+// an unknown tenant.
+func (s *Store) AddAPIKey(ctx context.Context, p *store.AddAPIKeyParams) error {
+	err := s.write(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
+		_, err := c.Exec(ctx, sqlAddAPIKey, p.KeyHash, p.Tenant, now(p.Now))
+		return err
+	})
+	if pgCode(err) == codeForeignKeyViolation {
+		return fmt.Errorf("tenant %q: %w", p.Tenant, store.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: add api key: %w", interpretError(err))
+	}
+	return nil
+}
+
+// LookupAPIKey implements store.Store.
+func (s *Store) LookupAPIKey(ctx context.Context, p *store.LookupAPIKeyParams) (*store.APIKey, error) {
+	var k store.APIKey
+	err := s.pool.QueryRow(ctx, sqlLookupAPIKey, p.KeyHash).Scan(&k.Tenant, &k.Admin)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("api key: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: lookup api key: %w", interpretError(err))
+	}
+	return &k, nil
+}
+
+// EnsureAdminKey implements store.Store: one statement.
+func (s *Store) EnsureAdminKey(ctx context.Context, p *store.EnsureAdminKeyParams) (*store.EnsureAdminKeyResult, error) {
+	var created bool
+	err := s.write(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
+		tag, err := c.Exec(ctx, sqlEnsureAdminKey, p.KeyHash, now(p.Now))
+		created = tag.RowsAffected() == 1
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: ensure admin key: %w", interpretError(err))
+	}
+	return &store.EnsureAdminKeyResult{Created: created}, nil
+}
+
+func durationNS(v int64) time.Duration { return time.Duration(v) }

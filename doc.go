@@ -18,8 +18,8 @@
 //	})
 //
 // Store URLs: "sqlite:path", "sqlite://path" or a bare path ending in .db
-// select the embedded SQLite backend. "postgres://..." and "redis://..."
-// are recognised but not supported by this version (ErrUnsupportedStore).
+// select the embedded SQLite backend; "postgres://..." a PostgreSQL database
+// (migrated first with `latch migrate up`), "redis://..." a Redis server.
 //
 // Handlers get a context that carries the execution's timeout and is
 // cancelled, with a cause, when the execution is cancelled (ErrCancelled),

@@ -2,7 +2,6 @@ package latch
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -43,9 +42,6 @@ var (
 	// ErrTimeout: a handler's context cause when the execution's timeout
 	// passed. The attempt is retried while attempts remain.
 	ErrTimeout = engine.ErrTimeout
-
-	// ErrUnsupportedStore: Open was given a backend this version cannot use.
-	ErrUnsupportedStore = errors.New("latch: store backend not supported yet")
 )
 
 // Permanent marks a handler's error as not worth retrying: the execution

@@ -3,9 +3,12 @@ package latch
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/latch-run/latch/store"
+	"github.com/latch-run/latch/store/postgres"
+	"github.com/latch-run/latch/store/redis"
 	"github.com/latch-run/latch/store/sqlite"
 )
 
@@ -13,28 +16,46 @@ import (
 // (Close closes it):
 //
 //	sqlite:path, sqlite://path   the SQLite file at path (sqlite:///abs/path
-//	                             for an absolute path), created if missing
+//	                             for an absolute path), created and migrated
+//	                             if missing
 //	path.db                      the same, for a bare path ending in .db,
 //	                             .sqlite or .sqlite3
-//	postgres://, postgresql://,  recognised, not supported by this version:
-//	redis://, rediss://          ErrUnsupportedStore
+//	postgres://, postgresql://   the PostgreSQL database at the URL (pgx
+//	                             syntax: pool_max_conns, search_path, ...);
+//	                             its schema must be migrated first
+//	                             (`latch migrate up --store URL`)
+//	redis://, rediss://          the Redis server at the URL (go-redis
+//	                             syntax); ?prefix=NAME namespaces the keys
+//	                             (default "latch")
 func Open(ctx context.Context, storeURL string) (*Client, error) {
 	backend, target, err := parseStoreURL(storeURL)
 	if err != nil {
 		return nil, err
 	}
+	var st store.Store
 	switch backend {
 	case "sqlite":
-		st, err := sqlite.Open(ctx, target)
-		if err != nil {
-			return nil, fmt.Errorf("latch: open %s: %w", storeURL, err)
-		}
-		c := NewClient(st)
-		c.owned = true
-		return c, nil
-	default:
-		return nil, fmt.Errorf("latch: %s: %w", backend, ErrUnsupportedStore)
+		st, err = sqlite.Open(ctx, target)
+	case "postgres":
+		st, err = postgres.Open(ctx, target)
+	case "redis":
+		st, err = redis.Open(ctx, target)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("latch: open %s: %w", redactURL(storeURL), err)
+	}
+	c := NewClient(st)
+	c.owned = true
+	return c, nil
+}
+
+// redactURL hides the password of a store URL in error messages.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable store URL)"
+	}
+	return u.Redacted()
 }
 
 // parseStoreURL splits a store URL into its backend and what the backend

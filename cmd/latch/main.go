@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -30,6 +31,8 @@ var commands = map[string]command{
 	"rm":     {"delete an execution (--force for one in flight)", runDelete},
 	"tenant": {"manage tenants: create, get, update, key", runTenant},
 	"bench":  {"measure submit and drain throughput against a store", runBench},
+
+	"migrate": {"apply, revert or show a store's schema migrations: up, down, status", runMigrate},
 }
 
 // errUsage marks an error in the command line; main exits 2 for it.
@@ -37,8 +40,13 @@ var errUsage = errors.New("usage")
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	// The first SIGINT or SIGTERM cancels ctx: commands wind down (serve
+	// within its grace period). Then the signals are no longer caught, so a
+	// second one has its default effect and ends the process at once.
+	context.AfterFunc(ctx, stop)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) int {
@@ -56,7 +64,9 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 		return 2
 	}
 	if err := cmd.run(ctx, args[1:], out); err != nil {
-		fmt.Fprintf(errOut, "latch %s: %v\n", args[0], err)
+		// The library's errors start with "latch: "; the line already says
+		// "latch <command>: ", once is enough.
+		fmt.Fprintf(errOut, "latch %s: %s\n", args[0], strings.TrimPrefix(err.Error(), "latch: "))
 		if errors.Is(err, errUsage) {
 			return 2
 		}

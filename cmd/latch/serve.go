@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/latch-run/latch"
@@ -30,6 +31,12 @@ type serveConfig struct {
 	pruneEvery    time.Duration
 	shutdownGrace time.Duration
 	logLevel      string
+
+	// Checked from the above and the environment by serveFlags, so that
+	// nothing is done (no store opened, no admin key made) on a
+	// configuration that cannot run.
+	level     slog.Level
+	httpAllow []string // LATCH_HTTP_ALLOW; never nil: empty allows every host
 }
 
 func serveFlags(args []string) (*serveConfig, error) {
@@ -41,7 +48,7 @@ func serveFlags(args []string) (*serveConfig, error) {
 	fs.IntVar(&c.leaseSeconds, "lease-seconds", 30, "lease of in-process workers: a dead worker's executions run again after it (LATCH_LEASE_SECONDS)")
 	fs.DurationVar(&c.rescueEvery, "rescue-interval", engine.DefaultRescueInterval, "how often expired leases are recovered (LATCH_RESCUE_INTERVAL)")
 	fs.DurationVar(&c.pruneEvery, "prune-interval", engine.DefaultPruneInterval, "how often retention is applied (LATCH_PRUNE_INTERVAL)")
-	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 30*time.Second, "on SIGINT/SIGTERM, how long running work may finish before it is cancelled and released (LATCH_SHUTDOWN_GRACE)")
+	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 30*time.Second, "on SIGINT/SIGTERM, how long running work may finish before it is cancelled and released; a second signal stops at once (LATCH_SHUTDOWN_GRACE)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error (LATCH_LOG_LEVEL)")
 	// Each flag's environment variable sets it first; the command line wins.
 	for flagName, env := range map[string]string{
@@ -62,6 +69,17 @@ func serveFlags(args []string) (*serveConfig, error) {
 	if c.workers < 0 || c.leaseSeconds < 1 || c.rescueEvery <= 0 || c.pruneEvery <= 0 || c.shutdownGrace < 0 {
 		return nil, fmt.Errorf("%w: --workers must be >= 0, --lease-seconds >= 1, intervals > 0", errUsage)
 	}
+	if err := c.level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, fmt.Errorf("%w: --log-level: %w", errUsage, err)
+	}
+	c.httpAllow = []string{}
+	if c.workers > 0 { // the http kind runs only on in-process workers
+		allow, err := kinds.ParseAllow(os.Getenv(kinds.AllowEnv))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", errUsage, kinds.AllowEnv, err)
+		}
+		c.httpAllow = append(c.httpAllow, allow...)
+	}
 	return c, nil
 }
 
@@ -70,11 +88,21 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(cfg.logLevel)); err != nil {
-		return fmt.Errorf("%w: --log-level: %w", errUsage, err)
+	return serve(ctx, cfg, out, os.Stderr, nil)
+}
+
+// serve runs the server until ctx is done, then shuts down. It logs to
+// logOut and calls listening (when not nil) with the address it listens on.
+func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listening func(net.Addr)) error {
+	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: cfg.level}))
+
+	// Take the address before touching the store: a port in use must not
+	// leave a generated admin key behind.
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	defer ln.Close() // after Serve, a no-op
 
 	st, err := openStore(ctx, cfg.store)
 	if err != nil {
@@ -97,17 +125,14 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 			Store: st, Slots: cfg.workers, Logger: log,
 			LeaseDuration: time.Duration(cfg.leaseSeconds) * time.Second,
 		})
-		if err := kinds.Register(w, kinds.Options{}); err != nil {
+		// The patterns were checked by serveFlags; this cannot fail.
+		if err := kinds.Register(w, kinds.Options{HTTPAllow: cfg.httpAllow}); err != nil {
 			return err
 		}
 		services = append(services, w)
 	}
 	group := engine.NewGroup(services...)
 
-	ln, err := net.Listen("tcp", cfg.addr)
-	if err != nil {
-		return err
-	}
 	hs := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -122,13 +147,15 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	// waiting out the grace period for them.
 	hs.RegisterOnShutdown(srv.Close)
 	if err := group.Start(ctx); err != nil {
-		ln.Close()
 		return err
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	log.Info("latch serving", "addr", "http://"+ln.Addr().String(), "store", redact(cfg.store),
 		"workers", cfg.workers)
+	if listening != nil {
+		listening(ln.Addr())
+	}
 
 	select {
 	case <-ctx.Done():
@@ -137,16 +164,27 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 
-	// Shutdown: stop taking requests and claims, let running work finish
-	// within the grace period, then cancel it and release its leases.
-	log.Info("latch shutting down", "grace", cfg.shutdownGrace)
+	// Shutdown, all under the one grace period: the workers stop claiming
+	// at once and their running work may finish within it, then is
+	// cancelled and released; at the same time the HTTP server stops
+	// accepting and drains its requests, closing what is left at the end.
+	// Neither waits for the other: a slow client cannot eat the grace of
+	// running work, and nothing new is claimed while requests drain.
+	log.Info("latch shutting down: no new claims or connections; send the signal again to stop at once, "+
+		"leaving running executions to be rescued when their leases expire", "grace", cfg.shutdownGrace)
 	graceCtx, cancel := context.WithTimeout(context.Background(), cfg.shutdownGrace)
 	defer cancel()
-	httpErr := hs.Shutdown(graceCtx)
-	if errors.Is(httpErr, context.DeadlineExceeded) {
-		httpErr = hs.Close()
-	}
-	stopErr := group.Stop(graceCtx)
+	var stopErr, httpErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { stopErr = group.Stop(graceCtx) })
+	wg.Go(func() {
+		httpErr = hs.Shutdown(graceCtx)
+		if errors.Is(httpErr, context.DeadlineExceeded) {
+			log.Warn("HTTP requests still open at the end of the grace period; closing their connections")
+			httpErr = hs.Close()
+		}
+	})
+	wg.Wait()
 	log.Info("latch stopped")
 	return errors.Join(httpErr, stopErr)
 }
@@ -171,8 +209,8 @@ func adminKey(ctx context.Context, st store.Store, out io.Writer) (string, error
 }
 
 // openStore opens a store by URL.
-func openStore(ctx context.Context, url string) (store.Store, error) {
-	c, err := latch.Open(ctx, url)
+func openStore(ctx context.Context, storeURL string) (store.Store, error) {
+	c, err := latch.Open(ctx, storeURL)
 	if err != nil {
 		return nil, err
 	}

@@ -16,10 +16,14 @@ import (
 	"github.com/latch-run/latch/store/storetest"
 )
 
-// redisURL returns LATCH_TEST_REDIS_URL, or skips t loudly when it is unset.
+// redisURL returns LATCH_TEST_REDIS_URL, or skips t loudly when it is unset
+// (fails instead when LATCH_REQUIRE_BACKENDS is set, as CI sets it).
 func redisURL(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv("LATCH_TEST_REDIS_URL")
+	if u == "" && os.Getenv("LATCH_REQUIRE_BACKENDS") != "" {
+		t.Fatal("LATCH_REQUIRE_BACKENDS is set but LATCH_TEST_REDIS_URL is not: the Redis store must be tested here")
+	}
 	if u == "" {
 		t.Skip("SKIP: LATCH_TEST_REDIS_URL is not set, so the Redis store was NOT tested " +
 			"(set it, e.g. LATCH_TEST_REDIS_URL=redis://127.0.0.1:6379/0, to run the suite)")

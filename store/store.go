@@ -120,6 +120,17 @@ type Notifier interface {
 	Changed() <-chan struct{}
 }
 
+// DurabilityChecker is an optional capability of a backend whose durability
+// depends on how its server is configured (Redis persistence). `latch serve`
+// logs the warning at start-up, so an operator learns before a crash, not
+// after it, that acknowledged executions can be lost.
+type DurabilityChecker interface {
+	// CheckDurability returns "" when every acknowledged change survives a
+	// crash of the server process, else a sentence saying what a restart
+	// or crash can lose.
+	CheckDurability(ctx context.Context) (warning string, err error)
+}
+
 // Defaults applied by Admit to zero fields.
 const (
 	DefaultQueue            = "default"

@@ -110,6 +110,9 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 	}
 	defer st.Close()
 
+	if err := warnDurability(ctx, st, log); err != nil {
+		return err
+	}
 	adminHash, err := adminKey(ctx, st, out)
 	if err != nil {
 		return err
@@ -187,6 +190,23 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 	wg.Wait()
 	log.Info("latch stopped")
 	return errors.Join(httpErr, stopErr)
+}
+
+// warnDurability logs, for a store whose durability depends on its
+// server's settings, what those settings can lose.
+func warnDurability(ctx context.Context, st store.Store, log *slog.Logger) error {
+	dc, ok := st.(store.DurabilityChecker)
+	if !ok {
+		return nil
+	}
+	warning, err := dc.CheckDurability(ctx)
+	if err != nil {
+		return err
+	}
+	if warning != "" {
+		log.Warn("the store can lose acknowledged executions: " + warning)
+	}
+	return nil
 }
 
 // adminKey returns the hash the API checks the admin key against. With

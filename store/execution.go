@@ -110,3 +110,51 @@ const (
 	DefaultDedupTTL    = 7 * 24 * time.Hour
 	DefaultRetention   = 7 * 24 * time.Hour
 )
+
+// NewExecution is the execution Admit creates for sub in tenant, named id:
+// the package defaults applied to zero fields, a nil payload made {}, queued
+// at now, or scheduled when sub.RunAt is after now. Every backend builds
+// its executions with it, so the defaults live in one place; a backend
+// whose clock is coarser than a nanosecond rounds the times afterwards.
+func NewExecution(id, tenant string, sub *Submission, now time.Time) *Execution {
+	e := &Execution{
+		ID:             id,
+		Tenant:         tenant,
+		Kind:           sub.Kind,
+		Queue:          sub.Queue,
+		Priority:       sub.Priority,
+		Status:         StatusQueued,
+		DedupKey:       sub.DedupKey,
+		ConcurrencyKey: sub.ConcurrencyKey,
+		RateKey:        sub.RateKey,
+		Payload:        sub.Payload,
+		MaxAttempts:    sub.MaxAttempts,
+		TimeoutSeconds: sub.TimeoutSeconds,
+		Schedule:       sub.Schedule,
+		CreatedAt:      now.UTC(),
+		RunAt:          now.UTC(),
+	}
+	if len(e.Payload) == 0 {
+		e.Payload = json.RawMessage("{}")
+	}
+	if e.Queue == "" {
+		e.Queue = DefaultQueue
+	}
+	if e.MaxAttempts <= 0 {
+		e.MaxAttempts = DefaultMaxAttempts
+	}
+	if e.TimeoutSeconds <= 0 {
+		e.TimeoutSeconds = DefaultTimeoutSeconds
+	}
+	if e.ConcurrencyKey != "" {
+		e.ConcurrencyLimit = sub.ConcurrencyLimit
+		if e.ConcurrencyLimit <= 0 {
+			e.ConcurrencyLimit = DefaultConcurrencyLimit
+		}
+	}
+	if sub.RunAt.After(now) {
+		e.RunAt = sub.RunAt.UTC()
+		e.Status = StatusScheduled
+	}
+	return e
+}

@@ -193,49 +193,12 @@ func prepare(tenant string, sub *store.Submission, t time.Time) item {
 // newExecution builds the execution a submission creates, with the store's
 // defaults applied; its times are those the database will hold.
 func newExecution(tenant string, sub *store.Submission, t time.Time) *store.Execution {
-	payload := sub.Payload
-	if len(payload) == 0 {
-		payload = []byte("{}")
+	id := sub.ID
+	if id == "" {
+		id = uuid.Must(uuid.NewV7()).String()
 	}
-	e := &store.Execution{
-		ID:             sub.ID,
-		Tenant:         tenant,
-		Kind:           sub.Kind,
-		Queue:          sub.Queue,
-		Priority:       sub.Priority,
-		Status:         store.StatusQueued,
-		DedupKey:       sub.DedupKey,
-		ConcurrencyKey: sub.ConcurrencyKey,
-		RateKey:        sub.RateKey,
-		Payload:        payload,
-		MaxAttempts:    sub.MaxAttempts,
-		TimeoutSeconds: sub.TimeoutSeconds,
-		Schedule:       sub.Schedule,
-		CreatedAt:      t,
-		RunAt:          t,
-	}
-	if e.ID == "" {
-		e.ID = uuid.Must(uuid.NewV7()).String()
-	}
-	if e.Queue == "" {
-		e.Queue = store.DefaultQueue
-	}
-	if e.MaxAttempts <= 0 {
-		e.MaxAttempts = store.DefaultMaxAttempts
-	}
-	if e.TimeoutSeconds <= 0 {
-		e.TimeoutSeconds = store.DefaultTimeoutSeconds
-	}
-	if e.ConcurrencyKey != "" {
-		e.ConcurrencyLimit = sub.ConcurrencyLimit
-		if e.ConcurrencyLimit <= 0 {
-			e.ConcurrencyLimit = store.DefaultConcurrencyLimit
-		}
-	}
-	if sub.RunAt.After(t) {
-		e.RunAt = micro(sub.RunAt)
-		e.Status = store.StatusScheduled
-	}
+	e := store.NewExecution(id, tenant, sub, t)
+	e.RunAt = micro(e.RunAt)
 	return e
 }
 

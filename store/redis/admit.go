@@ -121,48 +121,16 @@ func shownExecution(all []any, id string) map[string]string {
 // newExecution is the execution a submission becomes, with the defaults
 // applied and times cut to the microsecond, exactly as admit.lua stores it.
 func newExecution(tenant string, sub *store.Submission, nowUS int64) *store.Execution {
+	id := sub.ID
+	if id == "" {
+		id = uuid.Must(uuid.NewV7()).String()
+	}
 	t := fromUS(nowUS)
-	e := &store.Execution{
-		ID:             sub.ID,
-		Tenant:         tenant,
-		Kind:           sub.Kind,
-		Queue:          sub.Queue,
-		Priority:       sub.Priority,
-		Status:         store.StatusQueued,
-		DedupKey:       sub.DedupKey,
-		ConcurrencyKey: sub.ConcurrencyKey,
-		RateKey:        sub.RateKey,
-		Payload:        sub.Payload,
-		MaxAttempts:    sub.MaxAttempts,
-		TimeoutSeconds: sub.TimeoutSeconds,
-		Schedule:       sub.Schedule,
-		CreatedAt:      t,
-		RunAt:          t,
+	runAt := sub.RunAt
+	if !runAt.IsZero() {
+		runAt = fromUS(us(runAt))
 	}
-	if len(e.Payload) == 0 {
-		e.Payload = []byte("{}")
-	}
-	if e.ID == "" {
-		e.ID = uuid.Must(uuid.NewV7()).String()
-	}
-	if e.Queue == "" {
-		e.Queue = store.DefaultQueue
-	}
-	if e.MaxAttempts <= 0 {
-		e.MaxAttempts = store.DefaultMaxAttempts
-	}
-	if e.TimeoutSeconds <= 0 {
-		e.TimeoutSeconds = store.DefaultTimeoutSeconds
-	}
-	if e.ConcurrencyKey != "" {
-		e.ConcurrencyLimit = sub.ConcurrencyLimit
-		if e.ConcurrencyLimit <= 0 {
-			e.ConcurrencyLimit = store.DefaultConcurrencyLimit
-		}
-	}
-	if runAt := us(sub.RunAt); !sub.RunAt.IsZero() && runAt > nowUS {
-		e.RunAt = fromUS(runAt)
-		e.Status = store.StatusScheduled
-	}
-	return e
+	s := *sub
+	s.RunAt = runAt
+	return store.NewExecution(id, tenant, &s, t)
 }

@@ -79,7 +79,7 @@ func admitOne(ctx context.Context, tx *sql.Tx, tenant string, sub *store.Submiss
 		return store.Admitted{Err: fmt.Errorf("tenant %q has %d of %d in flight: %w",
 			tenant, inflight, maxInflight, store.ErrQuotaExceeded)}, nil
 	}
-	e := newExecution(tenant, sub, payload, t)
+	e := newExecution(tenant, sub, t)
 	if err := insertExecution(ctx, tx, e); err != nil {
 		return store.Admitted{}, err
 	}
@@ -135,47 +135,12 @@ func lookupDedup(ctx context.Context, tx *sql.Tx, tenant string, sub *store.Subm
 	return hit, false, nil
 }
 
-func newExecution(tenant string, sub *store.Submission, payload []byte, t time.Time) *store.Execution {
-	e := &store.Execution{
-		ID:             sub.ID,
-		Tenant:         tenant,
-		Kind:           sub.Kind,
-		Queue:          sub.Queue,
-		Priority:       sub.Priority,
-		Status:         store.StatusQueued,
-		DedupKey:       sub.DedupKey,
-		ConcurrencyKey: sub.ConcurrencyKey,
-		RateKey:        sub.RateKey,
-		Payload:        payload,
-		MaxAttempts:    sub.MaxAttempts,
-		TimeoutSeconds: sub.TimeoutSeconds,
-		Schedule:       sub.Schedule,
-		CreatedAt:      t.UTC(),
-		RunAt:          t.UTC(),
+func newExecution(tenant string, sub *store.Submission, t time.Time) *store.Execution {
+	id := sub.ID
+	if id == "" {
+		id = uuid.Must(uuid.NewV7()).String()
 	}
-	if e.ID == "" {
-		e.ID = uuid.Must(uuid.NewV7()).String()
-	}
-	if e.Queue == "" {
-		e.Queue = store.DefaultQueue
-	}
-	if e.MaxAttempts <= 0 {
-		e.MaxAttempts = store.DefaultMaxAttempts
-	}
-	if e.TimeoutSeconds <= 0 {
-		e.TimeoutSeconds = store.DefaultTimeoutSeconds
-	}
-	if e.ConcurrencyKey != "" {
-		e.ConcurrencyLimit = sub.ConcurrencyLimit
-		if e.ConcurrencyLimit <= 0 {
-			e.ConcurrencyLimit = store.DefaultConcurrencyLimit
-		}
-	}
-	if sub.RunAt.After(t) {
-		e.RunAt = sub.RunAt.UTC()
-		e.Status = store.StatusScheduled
-	}
-	return e
+	return store.NewExecution(id, tenant, sub, t)
 }
 
 func insertExecution(ctx context.Context, tx *sql.Tx, e *store.Execution) error {

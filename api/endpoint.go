@@ -117,6 +117,11 @@ func endpoint[Req, Resp any](s *Server, sp spec, fn func(context.Context, *Req) 
 // told.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemFor(err)
+	if p.Code == CodeInternal && s.storeDown(r.Context()) {
+		p = problem(CodeUnavailable, "the store does not answer; retry later (with the same dedup key, for a submit)")
+		p.retryAfter = storeDownRetryAfter
+		p.cause = err
+	}
 	if p.Status >= 500 {
 		level := slog.LevelError
 		if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
@@ -126,6 +131,19 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 			"method", r.Method, "path", r.URL.Path, "status", p.Status, "err", err)
 	}
 	writeProblem(w, p)
+}
+
+// storeDownRetryAfter is the Retry-After, in seconds, of an answer given
+// while the store does not answer.
+const storeDownRetryAfter = 2
+
+// storeDown reports whether the store fails a ping: an internal error seen
+// while it does is an outage (a restart, a lost connection), which clients
+// should retry, not a fault of this server.
+func (s *Server) storeDown(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	return s.cfg.Store.Ping(ctx) != nil
 }
 
 // writeJSON answers with v as JSON.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,6 +54,49 @@ func TestInternalErrorsAreLoggedNotEchoed(t *testing.T) {
 	if !strings.Contains(e.logs.String(), "secret internal detail") {
 		t.Fatalf("internal error not logged: %s", e.logs.String())
 	}
+}
+
+// While the store does not answer, a failed request is an outage to retry
+// (503 unavailable with Retry-After), not an internal error; the cause is
+// logged, not echoed.
+func TestStoreOutageIsUnavailable(t *testing.T) {
+	t.Parallel()
+	var down atomic.Bool
+	e := newEnv(t, func(c *Config) {
+		c.Store = switchable{c.Store, &down}
+	})
+	key := e.tenant("acme")
+	down.Store(true)
+	r := e.do("GET", "/api/executions/x", key, nil)
+	r.problem(http.StatusServiceUnavailable, CodeUnavailable)
+	if r.header.Get("Retry-After") == "" || strings.Contains(string(r.body), "secret") {
+		t.Fatalf("outage answer: %v %s", r.header, r.body)
+	}
+	if !strings.Contains(e.logs.String(), "secret internal detail") {
+		t.Fatalf("the cause of the outage answer is not logged: %s", e.logs.String())
+	}
+}
+
+// switchable is the real store until down is set; then reads fail and so
+// does Ping, as with a store whose server is restarting. Authentication
+// still goes through.
+type switchable struct {
+	store.Store
+	down *atomic.Bool
+}
+
+func (s switchable) Get(ctx context.Context, p *store.GetParams) (*store.Execution, error) {
+	if s.down.Load() {
+		return getFails{}.Get(ctx, p)
+	}
+	return s.Store.Get(ctx, p)
+}
+
+func (s switchable) Ping(ctx context.Context) error {
+	if s.down.Load() {
+		return errors.New("connection refused")
+	}
+	return s.Store.Ping(ctx)
 }
 
 func TestMetrics(t *testing.T) {

@@ -30,6 +30,14 @@ type Store interface {
 	// RunAt, each to WorkerID for LeaseDuration (0 = 30s). Each claimed execution becomes running, its
 	// Attempt grows by one and it gets a fresh lease token. The execution row
 	// stays the one durable copy: a claim never deletes it.
+	//
+	// Under concurrency the order and the count are best effort: a claim may
+	// pass by executions that concurrent operations hold at that moment, so
+	// it may return fewer than Max (even none) while some are ready, or not
+	// the first in claim order. Safety is not relaxed: it returns only
+	// executions ready at the claim, each attempt to one claim only, each
+	// under a fresh token (the fence of Heartbeat and the rest). Alone, a
+	// claim returns exactly min(Max, ready) in claim order.
 	Claim(ctx context.Context, p *ClaimParams) (*ClaimResult, error)
 
 	// Heartbeat extends a running execution's lease. The fence shared by

@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/latch-run/latch/store"
@@ -27,6 +29,12 @@ WHERE d.tenant = $1 AND d.dedup_key = ANY($2::text[])`
 	// sqlDedupMappings reads mappings whatever their executions: a mapping
 	// whose execution is missing is stale (it cannot be made by this store;
 	// if one exists anyway, it is removed like an expired one).
+	// sqlDedupLock is sqlDedupLookup holding the executions read (FOR
+	// SHARE, in id order) until the transaction ends: nothing changes them
+	// before the answer that shows them is committed.
+	sqlDedupLock = sqlDedupLookup + `
+ORDER BY e.id FOR SHARE OF e`
+
 	sqlDedupMappings = `
 SELECT d.dedup_key, d.execution_id::text, e.id IS NOT NULL
 FROM latch_dedup_keys d LEFT JOIN latch_executions e ON e.id = d.execution_id
@@ -267,7 +275,12 @@ func (h keyHit) liveAt(t time.Time) bool { return h.expires.After(t) }
 
 // lookupKeys reads the keys that map to existing executions.
 func lookupKeys(ctx context.Context, q querier, tenant string, keys []string) (map[string]keyHit, error) {
-	rows, err := q.Query(ctx, sqlDedupLookup, tenant, keys)
+	return readKeys(ctx, q, sqlDedupLookup, tenant, keys)
+}
+
+// readKeys runs sqlDedupLookup or sqlDedupLock.
+func readKeys(ctx context.Context, q querier, sql, tenant string, keys []string) (map[string]keyHit, error) {
+	rows, err := q.Query(ctx, sql, tenant, keys)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: admit: dedup lookup: %w", interpretError(err))
 	}
@@ -313,7 +326,9 @@ func dedupAnswer(sub, existing *store.Execution) store.Admitted {
 //  1. every dedup key of the group is bound in one statement, in key order
 //     (ON CONFLICT DO NOTHING: the unique index decides, never a read); a
 //     key that is taken is read, and if its TTL has passed it is removed by
-//     compare-and-delete and bound again;
+//     compare-and-delete and bound again. The executions the taken keys
+//     map to are then read again and held until the commit (lockHits), so
+//     that the answer shows them as they are when it commits;
 //  2. the items that create executions take their quota units in one step
 //     (takeQuota), in order; those beyond the units available are refused
 //     and their just-bound keys unbound;
@@ -374,6 +389,11 @@ func admitInTx(ctx context.Context, tx pgx.Tx, tenant string, items []item, t ti
 	// 1. Bind the keys.
 	hits, err := bindKeys(ctx, tx, tenant, items, first, micro(t.Add(time.Duration(ttl))), t)
 	if err != nil {
+		return nil, false, err
+	}
+	// The executions the taken keys map to, locked until the commit
+	// (lockHits) before this transaction waits for anything else.
+	if err := lockHits(ctx, tx, tenant, hits, t); err != nil {
 		return nil, false, err
 	}
 	for key, i := range first {
@@ -437,6 +457,43 @@ func admitInTx(ctx context.Context, tx pgx.Tx, tenant string, items []item, t ti
 		return nil, false, err
 	}
 	return res, true, nil
+}
+
+// errHitMoved rolls back and reruns an admitInTx whose dedup hit changed
+// hands before it could lock it (see lockHits). It is a serialization
+// failure in all but name, and retried like one.
+var errHitMoved = &pgconn.PgError{Code: codeSerializationFailure,
+	Message: "latch: a dedup key changed hands during the admission; run it again"}
+
+// lockHits replaces each hit with its execution as it is now and holds it
+// (FOR SHARE) until the transaction ends, so that the answer shows it as it
+// is at the commit. Without the lock, the hit was read before the quota
+// wait and a change committed meanwhile — a Fail whose freed unit the group
+// then takes, a Complete that a later reader sees — went unseen by the
+// answer while its effects were used or observed. The lock wait is on an
+// execution row before any quota shard, the order every path that changes
+// an execution and its quota takes, so it adds no deadlock. Claims pass a
+// held queued hit by (SKIP LOCKED) until the commit, as the Claim contract
+// allows. A key that no longer maps to the same live execution — its
+// execution deleted, or the key re-bound, meanwhile — reruns the whole
+// transaction (errHitMoved), which then binds or reads it anew.
+func lockHits(ctx context.Context, tx pgx.Tx, tenant string, hits map[string]*store.Execution, t time.Time) error {
+	if len(hits) == 0 {
+		return nil
+	}
+	keys := slices.Sorted(maps.Keys(hits))
+	found, err := readKeys(ctx, tx, sqlDedupLock, tenant, keys)
+	if err != nil {
+		return err
+	}
+	for _, key := range keys {
+		h, ok := found[key]
+		if !ok || !h.liveAt(t) || h.exec.ID != hits[key].ID {
+			return errHitMoved
+		}
+		hits[key] = h.exec
+	}
+	return nil
 }
 
 // bindKeys binds the dedup key of each first item to its execution and

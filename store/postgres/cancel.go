@@ -71,10 +71,25 @@ func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Execu
 // Delete implements store.Store, as one transaction: the row, its dedup key
 // (compare-and-delete) and, for an execution still in flight, its quota unit.
 // A worker holding its lease finds nothing to fence on from then on.
+//
+// Without Force, an execution that is not terminal is refused on an
+// unlocked read, before any lock: a terminal execution never becomes
+// non-terminal again, so the refusal is right at that read, and a refused
+// Delete never holds a ready row that claims (SKIP LOCKED) would then pass
+// by. The row is locked only to be deleted.
 func (s *Store) Delete(ctx context.Context, p *store.DeleteParams) error {
 	id, ok := parseID(p.ID)
 	if !ok {
 		return fmt.Errorf("execution %q: %w", p.ID, store.ErrNotFound)
+	}
+	if !p.Force {
+		cur, err := getExecution(ctx, s.pool, p.Tenant, p.ID)
+		if err != nil {
+			return err
+		}
+		if !cur.Status.Terminal() {
+			return fmt.Errorf("execution %s is %s: %w", cur.ID, cur.Status, store.ErrNotTerminal)
+		}
 	}
 	return s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
 		cur, err := lockExecution(ctx, tx, id, p.Tenant, p.ID)

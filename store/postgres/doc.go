@@ -43,7 +43,10 @@
 // for the first one's transaction and then find the key taken, so exactly
 // one execution and one quota unit exist per live key, whatever the timing.
 // A submission whose key is taken reads what it maps to (a read, deciding
-// nothing but the answer). A key past its TTL is removed by compare-and-
+// nothing but the answer). A transaction that also takes quota holds that
+// execution (FOR SHARE, before it waits for quota shards) until it commits,
+// so the answer shows it as it is at the commit, not as it was before a
+// change whose freed quota unit the same transaction then took. A key past its TTL is removed by compare-and-
 // delete — DELETE ... WHERE execution_id = the one read — and bound again, so
 // a key re-bound meanwhile stays bound. A group of keys is bound in key
 // order, so batches sharing keys wait for each other in one order and never
@@ -56,7 +59,12 @@
 // LOCKED and leases them in the same statement (sqlClaimMany): two claimers
 // never lease one attempt and never wait for each other, and a row changed
 // since the statement's snapshot is re-checked on its newest version. An
-// execution row is its own queue entry: a claim updates it in place.
+// execution row is its own queue entry: a claim updates it in place. A
+// ready row that another transaction holds at that moment is passed by, as
+// the Claim contract allows under concurrency: the claim may then return
+// fewer than Max, or not the first in claim order. Operations that only
+// refuse (a Delete of an execution that is not terminal) decide on an
+// unlocked read and hold nothing.
 //
 // Executions with a concurrency key are never leased by that statement. When
 // one is among the candidates, the claim runs as a transaction: it locks its

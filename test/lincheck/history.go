@@ -87,7 +87,7 @@ const (
 // tenantWorkload: several tenants, each one partition, with a small
 // max_inflight so that quota refusals are frequent, three dedup keys shared
 // by every client, and every lifecycle operation. It checks dedup, quota,
-// claim order, fencing, cancel and delete together, per tenant.
+// claims, fencing, cancel and delete together, per tenant.
 func tenantWorkload(h int) workload {
 	w := workload{name: "tenants"}
 	for i := range 3 {
@@ -318,7 +318,11 @@ func porcupineModel(init func() *State) porcupine.Model {
 			}
 			return parts
 		},
-		Init: func() any { return init() },
+		Init: func() any {
+			st := init()
+			st.Concurrent = true // claims may pass by what concurrent operations hold
+			return st
+		},
 		Step: func(state, input, output any) (bool, any) {
 			next := state.(*State).Clone()
 			if err := next.Apply(input.(Input), output.(Output)); err != nil {

@@ -45,10 +45,19 @@ type KeyState struct {
 // Freedom the contract leaves to a backend is accepted, never pinned: the
 // ids and lease tokens it mints (learned from its answers), and which of
 // several equally ranked ready executions a Claim takes.
+//
+// Concurrent is that freedom under concurrency (store.Store.Claim): a claim
+// may pass by executions that concurrent operations hold, so it may hand out
+// any of the executions ready at its linearization point, up to Max, in any
+// order — possibly fewer than Max, possibly none. Every one it hands out
+// must still be ready, match its filters and be handed out once. Check sets
+// it (its histories are concurrent); Property, whose single client has no
+// concurrent operation, does not, and requires the exact count and order.
 type State struct {
-	Tenants map[string]TenantState
-	Execs   map[string]Exec
-	Keys    map[tenantKey]KeyState
+	Tenants    map[string]TenantState
+	Execs      map[string]Exec
+	Keys       map[tenantKey]KeyState
+	Concurrent bool
 }
 
 // NewState returns the state of a store holding the given tenants and no
@@ -73,7 +82,8 @@ func NewState(tenants ...store.CreateTenantParams) *State {
 
 // Clone returns a deep copy (all values are plain structs).
 func (s *State) Clone() *State {
-	return &State{Tenants: maps.Clone(s.Tenants), Execs: maps.Clone(s.Execs), Keys: maps.Clone(s.Keys)}
+	return &State{Tenants: maps.Clone(s.Tenants), Execs: maps.Clone(s.Execs), Keys: maps.Clone(s.Keys),
+		Concurrent: s.Concurrent}
 }
 
 // Equal reports whether two states are the same.
@@ -459,7 +469,10 @@ func (s *State) claim(in Input, out Output) error {
 		}
 	}
 	want := min(max(in.Max, 1), len(cands))
-	if len(out.Leases) != want {
+	switch {
+	case s.Concurrent && len(out.Leases) > want:
+		return fmt.Errorf("claim handed out %d leases, want at most %d (%d ready)", len(out.Leases), want, len(cands))
+	case !s.Concurrent && len(out.Leases) != want:
 		return fmt.Errorf("claim handed out %d leases, want %d (%d ready)", len(out.Leases), want, len(cands))
 	}
 	taken := map[string]bool{}
@@ -469,7 +482,7 @@ func (s *State) claim(in Input, out Output) error {
 			return fmt.Errorf("claim handed out %s, which is not ready (%s attempt %d)", short(l.ID), x.Status, x.Attempt)
 		}
 		for _, c := range cands {
-			if !taken[c.ID] && before(c, x) {
+			if !s.Concurrent && !taken[c.ID] && before(c, x) {
 				return fmt.Errorf("claim handed out %s (priority %d, run_at %s) before %s (priority %d, run_at %s)",
 					short(x.ID), x.Priority, fmtNS(x.RunAt), short(c.ID), c.Priority, fmtNS(c.RunAt))
 			}

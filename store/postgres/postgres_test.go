@@ -126,17 +126,25 @@ func acquireSlot(t testing.TB) {
 	t.Cleanup(func() { <-openStores })
 }
 
+// newStore is the fresh, empty store of one test, for the conformance suite
+// (TestStore) and the linearizability and property tests (lincheck_test.go):
+// a migrated store with a pool of poolSize connections on a schema of its
+// own, closed, then dropped, when t ends; it holds one of openStores until
+// then.
+func newStore(t *testing.T, poolSize int32) store.Store {
+	t.Helper()
+	acquireSlot(t)
+	schema, _ := newSchema(t)
+	s := openSchema(t, databaseURL(t), schema, poolSize)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // TestStore runs the shared conformance suite: TestStore/postgres/<Family>/<Case>.
 func TestStore(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) {
 		databaseURL(t)
-		storetest.Run(t, func(t *testing.T) store.Store {
-			acquireSlot(t)
-			schema, _ := newSchema(t)
-			s := openSchema(t, databaseURL(t), schema, testPoolSize)
-			t.Cleanup(func() { s.Close() })
-			return s
-		})
+		storetest.Run(t, func(t *testing.T) store.Store { return newStore(t, testPoolSize) })
 	})
 }
 

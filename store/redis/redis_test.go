@@ -84,18 +84,25 @@ func open(t testing.TB, url, prefix string) *redis.Store {
 	return s
 }
 
+// newStore is the fresh, empty store of one test, for the conformance suite
+// (TestStore) and the linearizability and property tests (lincheck_test.go):
+// a Store on a key prefix of its own, whose keys are deleted when t ends.
+func newStore(t *testing.T) store.Store {
+	t.Helper()
+	url := redisURL(t)
+	s := open(t, url, newPrefix(t, url))
+	t.Cleanup(func() { s.Close() })
+	// Runs first: once the test is over, the namespace's indexes and
+	// counters must agree with its executions.
+	t.Cleanup(func() { redis.CheckConsistency(t, s) })
+	return s
+}
+
 // TestStore runs the shared conformance suite: TestStore/redis/<Family>/<Case>.
 func TestStore(t *testing.T) {
 	t.Run("redis", func(t *testing.T) {
-		url := redisURL(t)
-		storetest.Run(t, func(t *testing.T) store.Store {
-			s := open(t, url, newPrefix(t, url))
-			t.Cleanup(func() { s.Close() })
-			// Runs first: once the test is over, the namespace's indexes
-			// and counters must agree with its executions.
-			t.Cleanup(func() { redis.CheckConsistency(t, s) })
-			return s
-		})
+		redisURL(t)
+		storetest.Run(t, newStore)
 	})
 }
 

@@ -19,9 +19,12 @@
 //   - quota: admitting more than max_inflight scheduled+queued+running is
 //     ErrQuotaExceeded (after the dedup lookup: a duplicate takes no quota);
 //     every exit path frees the slot exactly once;
-//   - claims: only ready executions (queued, or scheduled and due), higher
-//     priority first then older run_at, as many as Max allows and are ready;
-//     each claim starts a new attempt with a fresh token;
+//   - claims: only ready executions (queued, or scheduled and due), each
+//     attempt to one claim, each claim starting a new attempt with a fresh
+//     token; alone (Property), higher priority first then older run_at, as
+//     many as Max allows and are ready; under concurrency (Check, with
+//     State.Concurrent) any of those ready, up to Max, since store.Store's
+//     Claim lets a claim pass by what concurrent operations hold;
 //   - fencing: Heartbeat, Complete, Fail and Release act only with the
 //     current, unexpired token (CodeLeaseLost otherwise, also for a missing
 //     or another tenant's execution); Complete or Fail after a cancel
@@ -69,28 +72,9 @@
 //
 // # Running
 //
-//	go test -race ./test/lincheck                       # the short version, SQLite
-//	LATCH_LINCHECK_OPS=20000 go test ./test/lincheck -run Linearizable
-//	go test ./test/lincheck -run Property -rapid.checks=2000 -rapid.steps=100
-//
-// Environment: LATCH_LINCHECK_OPS (operations per workload, default 900),
-// LATCH_LINCHECK_HISTORY_OPS (per history, default 300), LATCH_LINCHECK_CLIENTS
-// (default 12), LATCH_LINCHECK_TIMEOUT_SECONDS (porcupine's budget per
-// history, default 60), LATCH_LINCHECK_SEED (the clients' choices; the
-// interleaving stays the scheduler's), LATCH_LINCHECK_OUT (keep
-// visualizations there). rapid reads -rapid.checks, -rapid.steps,
-// -rapid.seed or RAPID_CHECKS, RAPID_STEPS, RAPID_SEED; this package runs 30
-// cases under -race and 100 without.
-//
-// TestCheckerCatchesCheckThenActDedup shows the check is not vacuous: a
-// test-only wrapper that reintroduces the seed incident's check-then-act
-// dedup (look the key up in one call, admit without it in a second, record
-// the key afterwards) is rejected, while the real store and the wrapper run
-// by a single client are accepted.
-//
-// # Other backends
-//
-// A backend runs both with its own constructor, as it runs storetest:
+// A backend runs both from its own test package, with the constructor of
+// its conformance suite, as it runs storetest.Run; this package, like
+// storetest, imports no backend (its own tests run SQLite):
 //
 //	func TestLinearizable(t *testing.T) { lincheck.Check(t, newStore) }
 //	func TestProperty(t *testing.T)     { lincheck.Property(t, newStore) }
@@ -99,10 +83,47 @@
 // workload and fresh tenants per history; Property uses one store and fresh
 // tenants per case, and force-deletes each case's executions so that the
 // global Rescue, Promote and Prune of the next case see only their own).
+// Where each backend runs them, and on what:
 //
-// TODO(postgres, redis): store/postgres and store/redis are not committed
-// yet. When they land, add test files here that run Check and Property
-// against them when LATCH_TEST_POSTGRES_URL / LATCH_TEST_REDIS_URL are set
-// and skip loudly otherwise (as their storetest suites do), using a fresh
-// database schema or key prefix per store and dropping it in t.Cleanup.
+//	test/lincheck/lincheck_test.go   TestLinearizable/sqlite, TestProperty/sqlite:
+//	                                 a database file in the test's temporary directory
+//	store/postgres/lincheck_test.go  TestLinearizable/postgres, TestProperty/postgres:
+//	                                 a schema of its own, dropped when the test ends,
+//	                                 and a pool of 12 connections, one per client
+//	store/redis/lincheck_test.go     TestLinearizable/redis, TestProperty/redis:
+//	                                 a key prefix of its own, its keys deleted when the
+//	                                 test ends (after CheckConsistency)
+//
+// The PostgreSQL and Redis tests need LATCH_TEST_POSTGRES_URL and
+// LATCH_TEST_REDIS_URL; without them they skip, loudly, unless
+// LATCH_REQUIRE_BACKENDS is set, when they fail instead. CI (.ci/run) sets
+// all three and runs go test -race ./..., so every backend is checked there.
+//
+//	go test -race ./test/lincheck                       # the short version, SQLite
+//	LATCH_TEST_POSTGRES_URL=postgres://... go test -race ./store/postgres -run 'Linearizable|Property'
+//	LATCH_TEST_REDIS_URL=redis://... go test -race ./store/redis -run 'Linearizable|Property'
+//	LATCH_LINCHECK_OPS=20000 go test ./test/lincheck -run Linearizable
+//	go test ./test/lincheck -run Property -rapid.checks=2000 -rapid.steps=100
+//
+// Every backend runs the defaults below. Under -race on two cores, Check
+// takes a few seconds per backend and Property 5-25 s (Redis the fastest);
+// go test -race ./store/... ./test/lincheck with both URLs set takes about a
+// minute.
+//
+// Environment: LATCH_LINCHECK_OPS (operations per workload, default 900),
+// LATCH_LINCHECK_HISTORY_OPS (per history, default 300), LATCH_LINCHECK_CLIENTS
+// (default 12), LATCH_LINCHECK_TIMEOUT_SECONDS (porcupine's budget per
+// history, default 60), LATCH_LINCHECK_SEED (the clients' choices; the
+// interleaving stays the scheduler's), LATCH_LINCHECK_OUT (keep
+// visualizations there). rapid reads -rapid.checks, -rapid.steps,
+// -rapid.seed or RAPID_CHECKS, RAPID_STEPS, RAPID_SEED; test/lincheck runs
+// 30 cases under -race (the SQLite driver is some twenty times slower
+// there) and 100 without; store/postgres and store/redis run rapid's
+// default 100 either way.
+//
+// TestCheckerCatchesCheckThenActDedup shows the check is not vacuous: a
+// test-only wrapper that reintroduces the seed incident's check-then-act
+// dedup (look the key up in one call, admit without it in a second, record
+// the key afterwards) is rejected, while the real store and the wrapper run
+// by a single client are accepted.
 package lincheck

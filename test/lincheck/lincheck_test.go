@@ -38,7 +38,8 @@ func newSQLite(t *testing.T) store.Store {
 }
 
 // TestLinearizable checks concurrent histories of the SQLite store with
-// porcupine: TestLinearizable/sqlite/Tenants, .../Contention.
+// porcupine: TestLinearizable/sqlite/Tenants, .../Contention. PostgreSQL and
+// Redis run Check and Property from their own packages (see doc.go).
 func TestLinearizable(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) { lincheck.Check(t, newSQLite) })
 }

@@ -5,11 +5,10 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/latch-run/latch/internal/migration"
 )
 
 //go:embed migrations/*.sql
@@ -35,57 +34,13 @@ const (
 	sqlMigrateUnlock   = `SELECT pg_advisory_unlock($1, hashtext(current_schema()))`
 )
 
-type migration struct {
-	version  int
-	name     string
-	up, down string
-}
-
-func loadMigrations() ([]migration, error) {
-	entries, err := migrationFiles.ReadDir("migrations")
+// loadMigrations reads the embedded migrations.
+func loadMigrations() ([]migration.Migration, error) {
+	ms, err := migration.Load(migrationFiles, "migrations")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	byVersion := map[int]*migration{}
-	for _, e := range entries {
-		file := e.Name()
-		num, rest, ok := strings.Cut(file, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("postgres: bad migration file name %q", file)
-		}
-		body, err := migrationFiles.ReadFile("migrations/" + file)
-		if err != nil {
-			return nil, err
-		}
-		m := byVersion[v]
-		if m == nil {
-			m = &migration{version: v}
-			byVersion[v] = m
-		}
-		switch {
-		case strings.HasSuffix(rest, ".up.sql"):
-			m.name, m.up = strings.TrimSuffix(rest, ".up.sql"), string(body)
-		case strings.HasSuffix(rest, ".down.sql"):
-			m.down = string(body)
-		default:
-			return nil, fmt.Errorf("postgres: bad migration file name %q", file)
-		}
-	}
-	out := make([]migration, 0, len(byVersion))
-	for _, m := range byVersion {
-		if m.up == "" || m.down == "" {
-			return nil, fmt.Errorf("postgres: migration %d lacks its up or down file", m.version)
-		}
-		out = append(out, *m)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i, m := range out {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("postgres: migrations are not numbered 1, 2, 3...: found %d at position %d", m.version, i+1)
-		}
-	}
-	return out, nil
+	return ms, nil
 }
 
 // SchemaVersion is the newest schema version this build knows.
@@ -181,20 +136,20 @@ func migrate(ctx context.Context, conn *pgx.Conn, op string) (st *MigrationStatu
 	switch op {
 	case "up":
 		for _, m := range ms[st.Version:] {
-			if err := runMigration(ctx, conn, m.up, sqlRecordMigration, m.version, m.name); err != nil {
-				return st, fmt.Errorf("postgres: migration %d (%s) up: %w", m.version, m.name, err)
+			if err := runMigration(ctx, conn, m.Up, sqlRecordMigration, m.Version, m.Name); err != nil {
+				return st, fmt.Errorf("postgres: migration %d (%s) up: %w", m.Version, m.Name, err)
 			}
-			st.Ran = append(st.Ran, m.version)
+			st.Ran = append(st.Ran, m.Version)
 		}
 	case "down":
 		if st.Version == 0 {
 			return st, nil
 		}
 		m := ms[st.Version-1]
-		if err := runMigration(ctx, conn, m.down, sqlForgetMigration, m.version); err != nil {
-			return st, fmt.Errorf("postgres: migration %d (%s) down: %w", m.version, m.name, err)
+		if err := runMigration(ctx, conn, m.Down, sqlForgetMigration, m.Version); err != nil {
+			return st, fmt.Errorf("postgres: migration %d (%s) down: %w", m.Version, m.Name, err)
 		}
-		st.Ran = append(st.Ran, m.version)
+		st.Ran = append(st.Ran, m.Version)
 	}
 	ran := st.Ran
 	st, err = status(ctx, conn, len(ms))

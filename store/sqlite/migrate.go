@@ -5,57 +5,20 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
-	"sort"
-	"strconv"
-	"strings"
+
+	"github.com/latch-run/latch/internal/migration"
 )
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-type migration struct {
-	version  int
-	up, down string
-}
-
-func migrations() ([]migration, error) {
-	entries, err := migrationFiles.ReadDir("migrations")
+// migrations reads the embedded migrations.
+func migrations() ([]migration.Migration, error) {
+	ms, err := migration.Load(migrationFiles, "migrations")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sqlite: %w", err)
 	}
-	byVersion := map[int]*migration{}
-	for _, e := range entries {
-		name := e.Name()
-		num, rest, ok := strings.Cut(name, "_")
-		if !ok {
-			return nil, fmt.Errorf("sqlite: bad migration file name %q", name)
-		}
-		v, err := strconv.Atoi(num)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: bad migration file name %q", name)
-		}
-		body, err := migrationFiles.ReadFile("migrations/" + name)
-		if err != nil {
-			return nil, err
-		}
-		m := byVersion[v]
-		if m == nil {
-			m = &migration{version: v}
-			byVersion[v] = m
-		}
-		switch {
-		case strings.HasSuffix(rest, ".up.sql"):
-			m.up = string(body)
-		case strings.HasSuffix(rest, ".down.sql"):
-			m.down = string(body)
-		}
-	}
-	var out []migration
-	for _, m := range byVersion {
-		out = append(out, *m)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	return out, nil
+	return ms, nil
 }
 
 // SchemaVersion is the newest schema version this build knows.
@@ -64,7 +27,7 @@ func SchemaVersion() int {
 	if err != nil || len(ms) == 0 {
 		return 0
 	}
-	return ms[len(ms)-1].version
+	return ms[len(ms)-1].Version
 }
 
 // migrateUp applies every migration newer than the database's version, each
@@ -82,7 +45,7 @@ func migrateUp(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-func applyIfNeeded(ctx context.Context, db *sql.DB, m migration) error {
+func applyIfNeeded(ctx context.Context, db *sql.DB, m migration.Migration) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: migrate: %w", err)
@@ -99,14 +62,14 @@ func applyIfNeeded(ctx context.Context, db *sql.DB, m migration) error {
 	if cur.Valid && cur.Int64 > int64(SchemaVersion()) {
 		return fmt.Errorf("sqlite: database schema version %d is newer than this latch knows (%d): upgrade latch", cur.Int64, SchemaVersion())
 	}
-	if cur.Valid && cur.Int64 >= int64(m.version) {
+	if cur.Valid && cur.Int64 >= int64(m.Version) {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, m.up); err != nil {
-		return fmt.Errorf("sqlite: migration %d: %w", m.version, err)
+	if _, err := tx.ExecContext(ctx, m.Up); err != nil {
+		return fmt.Errorf("sqlite: migration %d: %w", m.Version, err)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version) VALUES (?)`, m.version); err != nil {
-		return fmt.Errorf("sqlite: migration %d: %w", m.version, err)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version) VALUES (?)`, m.Version); err != nil {
+		return fmt.Errorf("sqlite: migration %d: %w", m.Version, err)
 	}
 	return tx.Commit()
 }

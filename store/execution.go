@@ -46,6 +46,12 @@ func (s Status) Valid() bool {
 // Execution is one requested run of a job kind. Optional fields use the zero
 // value for "none": an empty DedupKey, ConcurrencyKey, RateKey or Schedule,
 // a nil Result, an empty Error, nil times.
+//
+// ConcurrencyKey limits how many executions run at once (I4): a claim starts
+// this one only while fewer than ConcurrencyLimit executions of the same
+// tenant with the same key are running. Like dedup keys, concurrency keys
+// are scoped per tenant: another tenant's executions with the same key
+// string never count against the limit.
 type Execution struct {
 	ID               string
 	Tenant           string

@@ -147,7 +147,8 @@ const (
 	DefaultConcurrencyLimit = 1
 )
 
-// Submission is one execution to admit.
+// Submission is one execution to admit. Its ConcurrencyKey, like its
+// DedupKey, is scoped to the tenant it is admitted for (see Execution).
 type Submission struct {
 	// ID is the new execution's id; empty lets the backend generate a
 	// time-ordered UUIDv7.

@@ -20,15 +20,16 @@ const DefaultLease = 30 * time.Second
 const (
 	// Ready executions in claim order, locked, skipping those another
 	// transaction holds. An execution whose concurrency key is already at
-	// its limit (in this statement's snapshot) is left out, so a backlog of
-	// blocked work cannot hide runnable work behind it; the authoritative
-	// count is taken under the key's lock (claimTx). $2 is how many.
+	// its limit within its tenant (keys are scoped per tenant; in this
+	// statement's snapshot) is left out, so a backlog of blocked work cannot
+	// hide runnable work behind it; the authoritative count is taken under
+	// the key's lock (claimTx). $2 is how many.
 	sqlClaimCandidates = `
-SELECT e.id, e.concurrency_key, e.concurrency_limit, e.priority, e.run_at
+SELECT e.id, e.tenant, e.concurrency_key, e.concurrency_limit, e.priority, e.run_at
 FROM latch_executions e
 WHERE e.status IN ('queued', 'scheduled') AND (e.status = 'queued' OR e.run_at <= $1)
   AND (e.concurrency_key IS NULL OR e.concurrency_limit > (SELECT count(*) FROM latch_executions r
-       WHERE r.status = 'running' AND r.concurrency_key = e.concurrency_key))
+       WHERE r.status = 'running' AND r.tenant = e.tenant AND r.concurrency_key = e.concurrency_key))
   {filters}
 ORDER BY e.priority DESC, e.run_at, e.id
 LIMIT $2
@@ -43,7 +44,7 @@ FOR UPDATE OF e SKIP LOCKED`
     x.timeout_seconds, x.lease_token::text, x.priority, x.run_at`
 
 	// claimTx's candidates, with the id as text.
-	sqlClaimTxCandidates = `SELECT c.id::text, c.concurrency_key, c.concurrency_limit, c.priority, c.run_at
+	sqlClaimTxCandidates = `SELECT c.id::text, c.tenant, c.concurrency_key, c.concurrency_limit, c.priority, c.run_at
 FROM (` + sqlClaimCandidates + `) c`
 
 	// Lease what claimTx chose; its rows are already locked by it.
@@ -52,24 +53,29 @@ UPDATE latch_executions x SET ` + sqlClaimSet + `
 WHERE x.id = ANY($2::text[]::uuid[])
 RETURNING ` + sqlClaimReturning
 
-	// One transaction-scoped advisory lock per concurrency key, taken in key
-	// order (unnest keeps the array's order): claimers of one key count and
-	// lease one after the other, so two claimers that each saw room cannot
-	// together overshoot the limit. Held until commit.
+	// One transaction-scoped advisory lock per (tenant, concurrency key),
+	// taken in (tenant, key) order (unnest keeps the arrays' order):
+	// claimers of one tenant's key count and lease one after the other, so
+	// two claimers that each saw room cannot together overshoot the limit.
+	// Held until commit. $2 and $3 are the tenants and keys, pairwise.
 	sqlLockConcurrencyKeys = `
-SELECT count(pg_advisory_xact_lock($1, hashtext(k))) FROM unnest($2::text[]) AS u(k)`
+SELECT count(pg_advisory_xact_lock($1, hashtext(t || E'\n' || k)))
+FROM unnest($2::text[], $3::text[]) AS u(t, k)`
 
+	// Running executions per (tenant, concurrency key); $1 and $2 are the
+	// tenants and keys, pairwise.
 	sqlCountRunning = `
-SELECT concurrency_key, count(*) FROM latch_executions
-WHERE status = 'running' AND concurrency_key = ANY($1::text[])
-GROUP BY concurrency_key`
+SELECT tenant, concurrency_key, count(*) FROM latch_executions
+WHERE status = 'running' AND concurrency_key = ANY($2::text[])
+  AND (tenant, concurrency_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+GROUP BY tenant, concurrency_key`
 )
 
 // Claim implements store.Store. Executions without a concurrency key are
 // leased by one statement (sqlClaimMany), shared with concurrent claims of
 // the same filters (group.go); when a candidate has a key, the claim runs as
-// a transaction that counts the key's running executions under the key's
-// advisory lock (claimTx, I4).
+// a transaction that counts the key's running executions of the candidate's
+// tenant under the (tenant, key) advisory lock (claimTx, I4).
 func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
 	t := now(p.Now)
 	maxN := max(p.Max, 1)
@@ -171,8 +177,8 @@ func leasesInOrder(cs []claimed, expires time.Time) []store.Lease {
 }
 
 // claimTx claims when candidates carry concurrency keys. It locks the
-// candidates (SKIP LOCKED), then each of their keys (advisory locks, in key
-// order), and only then counts the keys' running executions, in a statement
+// candidates (SKIP LOCKED), then each of their (tenant, key) pairs (advisory
+// locks, in (tenant, key) order; keys are scoped per tenant), and only then counts the keys' running executions, in a statement
 // whose snapshot is taken after the locks and so sees every claim of those
 // keys that held them before. Only claims raise a key's running count, and
 // they do so under its lock, so the limit holds (I4).
@@ -183,10 +189,11 @@ func (s *Store) claimTx(ctx context.Context, p *store.ClaimParams, t time.Time, 
 	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
 		leases = nil
 		type candidate struct {
-			id    string
-			key   *string
-			limit *int
-			c     claimed
+			id     string
+			tenant string
+			key    *string
+			limit  *int
+			c      claimed
 		}
 		var cands []candidate
 		var c candidate
@@ -195,7 +202,7 @@ func (s *Store) claimTx(ctx context.Context, p *store.ClaimParams, t time.Time, 
 		if err != nil {
 			return false, err
 		}
-		_, err = pgx.ForEachRow(rows, []any{&c.id, &c.key, &c.limit, &c.c.priority, &c.c.runAt}, func() error {
+		_, err = pgx.ForEachRow(rows, []any{&c.id, &c.tenant, &c.key, &c.limit, &c.c.priority, &c.c.runAt}, func() error {
 			c.c.lease.ExecutionID = c.id
 			cands = append(cands, c)
 			return nil
@@ -212,25 +219,37 @@ func (s *Store) claimTx(ctx context.Context, p *store.ClaimParams, t time.Time, 
 			}
 			return strings.Compare(a.id, b.id)
 		})
-		var keys []string
+		// A concurrency key is scoped per tenant: locks and counts are per
+		// (tenant, key).
+		type tkey struct{ tenant, key string }
+		var keys []tkey
 		for _, c := range cands {
-			if c.key != nil && !slices.Contains(keys, *c.key) {
-				keys = append(keys, *c.key)
+			if c.key != nil && !slices.Contains(keys, tkey{c.tenant, *c.key}) {
+				keys = append(keys, tkey{c.tenant, *c.key})
 			}
 		}
-		slices.Sort(keys)
-		running := map[string]int{}
+		slices.SortFunc(keys, func(a, b tkey) int {
+			if x := strings.Compare(a.tenant, b.tenant); x != 0 {
+				return x
+			}
+			return strings.Compare(a.key, b.key)
+		})
+		running := map[tkey]int{}
 		if len(keys) > 0 {
-			if _, err := tx.Exec(ctx, sqlLockConcurrencyKeys, lockSpaceConcurrency, keys); err != nil {
+			tenants, names := make([]string, len(keys)), make([]string, len(keys))
+			for i, k := range keys {
+				tenants[i], names[i] = k.tenant, k.key
+			}
+			if _, err := tx.Exec(ctx, sqlLockConcurrencyKeys, lockSpaceConcurrency, tenants, names); err != nil {
 				return false, err
 			}
-			rows, err := tx.Query(ctx, sqlCountRunning, keys)
+			rows, err := tx.Query(ctx, sqlCountRunning, tenants, names)
 			if err != nil {
 				return false, err
 			}
-			var key string
+			var k tkey
 			var n int
-			if _, err := pgx.ForEachRow(rows, []any{&key, &n}, func() error { running[key] = n; return nil }); err != nil {
+			if _, err := pgx.ForEachRow(rows, []any{&k.tenant, &k.key, &n}, func() error { running[k] = n; return nil }); err != nil {
 				return false, err
 			}
 		}
@@ -240,10 +259,11 @@ func (s *Store) claimTx(ctx context.Context, p *store.ClaimParams, t time.Time, 
 				break
 			}
 			if c.key != nil {
-				if running[*c.key] >= *c.limit {
+				k := tkey{c.tenant, *c.key}
+				if running[k] >= *c.limit {
 					continue
 				}
-				running[*c.key]++ // leased by this very claim
+				running[k]++ // leased by this very claim
 			}
 			chosen = append(chosen, c.id)
 		}

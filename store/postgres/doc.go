@@ -69,11 +69,13 @@
 // Executions with a concurrency key are never leased by that statement. When
 // one is among the candidates, the claim runs as a transaction: it locks its
 // candidates (SKIP LOCKED), then takes pg_advisory_xact_lock on each of
-// their keys in key order, and only then counts each key's running
-// executions, in a statement whose snapshot follows the locks and so sees
-// every claim of those keys committed by the lock's previous holders. Only
-// claims raise a key's running count, and they all do it under the key's
-// lock, so two claimers that each saw room cannot together pass the limit.
+// their (tenant, key) pairs in (tenant, key) order, and only then counts
+// each pair's running executions, in a statement whose snapshot follows the
+// locks and so sees every claim of those keys committed by the lock's
+// previous holders. Only claims raise a key's running count, and they all
+// do it under the key's lock, so two claimers that each saw room cannot
+// together pass the limit. Concurrency keys are scoped per tenant: the same
+// key string in two tenants is two keys, with separate locks and counts.
 //
 // # Quota (I3)
 //

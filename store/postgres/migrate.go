@@ -99,7 +99,7 @@ func Migrate(ctx context.Context, url, op string) (*MigrationStatus, error) {
 // says what is locked.
 const (
 	lockSpaceMigrate     = 0x6c61_0001 // "la" 1: schema migrations, per schema
-	lockSpaceConcurrency = 0x6c61_0002 // "la" 2: claims of one concurrency key
+	lockSpaceConcurrency = 0x6c61_0002 // "la" 2: claims of one tenant's concurrency key
 )
 
 func migrate(ctx context.Context, conn *pgx.Conn, op string) (st *MigrationStatus, err error) {

@@ -494,7 +494,7 @@ WITH r AS (
     FROM latch_executions e
     WHERE e.status IN ('queued', 'scheduled') AND (e.status = 'queued' OR e.run_at <= (SELECT min(now) FROM r))
       AND (e.concurrency_key IS NULL OR e.concurrency_limit > (SELECT count(*) FROM latch_executions k
-           WHERE k.status = 'running' AND k.concurrency_key = e.concurrency_key))
+           WHERE k.status = 'running' AND k.tenant = e.tenant AND k.concurrency_key = e.concurrency_key))
       {filters}
     ORDER BY e.priority DESC, e.run_at, e.id
     LIMIT (SELECT sum(max) FROM r)

@@ -87,14 +87,14 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 				expect(s.k.due(), id, num(e["run_at"]))
 			}
 			if e["parked"] == "1" {
-				expect(s.k.concPark(e["ckey"]), member, 0)
+				expect(s.k.concPark(concScope(t, e["ckey"])), member, 0)
 			} else {
 				for _, k := range []string{s.k.readyTenant(t), s.k.readyQueue(e["queue"]), s.k.readyKind(e["kind"])} {
 					expect(k, member, 0)
 				}
 				readyKinds[e["kind"]] = true
 				if e["ckey"] != "" {
-					ckReady[e["ckey"]]++
+					ckReady[concScope(t, e["ckey"])]++
 				}
 			}
 		case e["status"] == "scheduled":
@@ -107,7 +107,7 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 				report("exec %s: running without a token", id)
 			}
 			if e["ckey"] != "" {
-				ckRun[e["ckey"]]++
+				ckRun[concScope(t, e["ckey"])]++
 			}
 		case store.Status(e["status"]).Terminal():
 			expect(s.k.done(t), id, num(e["finished"]))

@@ -59,8 +59,9 @@
 //	{p}:sched                 zset   scheduled execution ids by run_at, until due
 //	{p}:due                   zset   scheduled ones a claim found due, by run_at
 //	{p}:running               zset   running execution ids by lease expiry (Rescue)
-//	{p}:ck:<ckey>             hash   run, ready: counts for a concurrency key
-//	{p}:ckpark:<ckey>         zset   queued executions held back by their key's limit
+//	{p}:ck:<len(T)>:<T><ckey> hash   run, ready: counts for tenant T's concurrency key
+//	{p}:ckpark:<len(T)>:<T><ckey>
+//	                          zset   queued executions held back by their key's limit
 //	{p}:done:<T>              zset   terminal execution ids by finished_at (Prune)
 //	{p}:list, {p}:list:<T>    zset   execution ids (all scores 0, so by id: List)
 //	{p}:version               string change counter (Notifier)
@@ -78,6 +79,9 @@
 // turns them queued). An execution whose concurrency key is at its limit is
 // parked in the key's ckpark set instead of being walked past by every
 // later claim, and goes back when the key's running count drops (I4).
+// Concurrency keys are scoped per tenant: the ck and ckpark names carry the
+// tenant, its length first so that no tenant/key pair can be read two ways,
+// and one tenant's key never counts another tenant's executions.
 //
 // # Redis Cluster
 //

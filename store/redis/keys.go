@@ -65,19 +65,27 @@ func (k keys) readyQueue(q string) string { return k.ns + ":ready:q:" + q }
 func (k keys) readyKind(kind string) string {
 	return k.ns + ":ready:k:" + kind
 }
-func (k keys) sched() string               { return k.ns + ":sched" }
-func (k keys) due() string                 { return k.ns + ":due" }
-func (k keys) running() string             { return k.ns + ":running" }
-func (k keys) conc(ckey string) string     { return k.ns + ":ck:" + ckey }
-func (k keys) concPark(ckey string) string { return k.ns + ":ckpark:" + ckey }
-func (k keys) done(tenant string) string   { return k.ns + ":done:" + tenant }
-func (k keys) list() string                { return k.ns + ":list" }
-func (k keys) listTenant(t string) string  { return k.ns + ":list:" + t }
+func (k keys) sched() string                { return k.ns + ":sched" }
+func (k keys) due() string                  { return k.ns + ":due" }
+func (k keys) running() string              { return k.ns + ":running" }
+func (k keys) conc(scope string) string     { return k.ns + ":ck:" + scope }
+func (k keys) concPark(scope string) string { return k.ns + ":ckpark:" + scope }
+func (k keys) done(tenant string) string    { return k.ns + ":done:" + tenant }
+func (k keys) list() string                 { return k.ns + ":list" }
+func (k keys) listTenant(t string) string   { return k.ns + ":list:" + t }
 
 // dedupMember names (tenant, dedup key) in the dedupexp sorted set: the
 // tenant's length first, so that no tenant/key pair can be read two ways.
 func dedupMember(tenant, key string) string {
 	return strconv.Itoa(len(tenant)) + ":" + tenant + key
+}
+
+// concScope names a concurrency key of a tenant for conc and concPark:
+// concurrency keys are scoped per tenant, and like dedupMember the tenant's
+// length comes first, so that no tenant/key pair can be read two ways.
+// lib.lua's ck_scope is the same function.
+func concScope(tenant, ckey string) string {
+	return strconv.Itoa(len(tenant)) + ":" + tenant + ckey
 }
 
 // Queue members. Every ready index is a sorted set whose scores are all 0,

@@ -71,7 +71,7 @@ func TestLuaKeysMatchGo(t *testing.T) {
 	body := string(src) + `
 return {k_exec('id-1'), k_tenant('acme'), k_dedup('acme'), k_dedupexp(), k_readykinds(),
   k_ready_t('acme'), k_ready_q('mail'), k_ready_k('http'), k_sched(), k_due(), k_running(),
-  k_ck('c:1'), k_ckpark('c:1'), k_done('acme'), k_list(), k_list_t('acme'),
+  k_ck(ck_scope('acme', 'c:1')), k_ckpark(ck_scope('acme', 'c:1')), k_done('acme'), k_list(), k_list_t('acme'),
   NS .. ':version', NS .. ':changed', dedup_member('acme', 'k:1'),
   string.sub('` + prioLex(3) + timeLex(9) + `id-1', MEMBER_ID)}`
 	got, err := rdb.Eval(context.Background(), body, nil, k.ns).StringSlice()
@@ -80,7 +80,7 @@ return {k_exec('id-1'), k_tenant('acme'), k_dedup('acme'), k_dedupexp(), k_ready
 	}
 	want := []string{k.exec("id-1"), k.tenant("acme"), k.dedup("acme"), k.dedupExp(), k.readyKinds(),
 		k.readyTenant("acme"), k.readyQueue("mail"), k.readyKind("http"), k.sched(), k.due(), k.running(),
-		k.conc("c:1"), k.concPark("c:1"), k.done("acme"), k.list(), k.listTenant("acme"),
+		k.conc(concScope("acme", "c:1")), k.concPark(concScope("acme", "c:1")), k.done("acme"), k.list(), k.listTenant("acme"),
 		k.version(), k.channel(), dedupMember("acme", "k:1"), "id-1"}
 	if len(got) != len(want) {
 		t.Fatalf("Lua built %d names, want %d: %q", len(got), len(want), got)

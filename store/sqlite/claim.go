@@ -18,8 +18,9 @@ const DefaultLease = 30 * time.Second
 
 // Claim implements store.Store. Candidates are read and leased inside one
 // IMMEDIATE transaction, so two claimers can never lease the same attempt.
-// A candidate with a concurrency key is skipped while its key already has
-// concurrency_limit running executions (I4).
+// A candidate with a concurrency key is skipped while its tenant already has
+// concurrency_limit running executions with that key (I4): keys are scoped
+// per tenant.
 func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
 	t := now(p.Now)
 	maxN := max(p.Max, 1)
@@ -57,25 +58,28 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 			return false, fmt.Errorf("sqlite: claim: %w", err)
 		}
 		// Keys leased by this very claim count against their limits too.
-		taken := map[string]int{}
+		// A key is counted per tenant: the map is keyed by tenant and key.
+		taken := map[[2]string]int{}
 		expires := t.Add(lease)
 		for _, c := range cands {
 			if len(res.Leases) == maxN {
 				break
 			}
 			if c.ckey.Valid {
-				if taken[c.ckey.String] == 0 {
+				k := [2]string{c.lease.Tenant, c.ckey.String}
+				if _, ok := taken[k]; !ok {
 					var running int
 					if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM executions
-						WHERE status = 'running' AND concurrency_key = ?`, c.ckey.String).Scan(&running); err != nil {
+						WHERE status = 'running' AND tenant = ? AND concurrency_key = ?`,
+						c.lease.Tenant, c.ckey.String).Scan(&running); err != nil {
 						return false, fmt.Errorf("sqlite: claim: %w", err)
 					}
-					taken[c.ckey.String] = running
+					taken[k] = running
 				}
-				if int64(taken[c.ckey.String]) >= c.climit.Int64 {
+				if int64(taken[k]) >= c.climit.Int64 {
 					continue
 				}
-				taken[c.ckey.String]++
+				taken[k]++
 			}
 			l := c.lease
 			l.Token = uuid.NewString()
@@ -98,7 +102,7 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 }
 
 // claimQuery selects ready candidates in claim order. Executions whose
-// concurrency key is already at its limit are filtered out in SQL so that a
+// concurrency key is already at its limit within their tenant are filtered out in SQL so that a
 // backlog of blocked work cannot hide runnable work behind it.
 func claimQuery(p *store.ClaimParams, t time.Time, maxN int) (string, []any) {
 	var b strings.Builder
@@ -106,7 +110,8 @@ func claimQuery(p *store.ClaimParams, t time.Time, maxN int) (string, []any) {
 		concurrency_key, concurrency_limit FROM executions e
 		WHERE status IN ('queued', 'scheduled') AND (status = 'queued' OR run_at <= ?)
 		AND (concurrency_key IS NULL OR (SELECT COUNT(*) FROM executions r
-			WHERE r.status = 'running' AND r.concurrency_key = e.concurrency_key) < concurrency_limit)`)
+			WHERE r.status = 'running' AND r.tenant = e.tenant
+			AND r.concurrency_key = e.concurrency_key) < concurrency_limit)`)
 	args := []any{ns(t)}
 	if p.Tenant != "" {
 		b.WriteString(` AND tenant = ?`)

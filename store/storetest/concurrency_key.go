@@ -8,8 +8,9 @@ import (
 	"github.com/latch-run/latch/store"
 )
 
-// testConcurrencyKey covers invariant I4: running executions with one
-// concurrency_key never exceed its limit, every way an attempt ends frees
+// testConcurrencyKey covers invariant I4: running executions of one tenant
+// with one concurrency_key never exceed its limit (keys are scoped per
+// tenant), every way an attempt ends frees
 // its slot, and work blocked on a key neither hides other work nor stays
 // blocked once a slot is free.
 func testConcurrencyKey(t *testing.T, ns NewStore) {
@@ -65,6 +66,23 @@ func testConcurrencyKey(t *testing.T, ns NewStore) {
 		if len(ls) != 4 || keys["customer-1"] != 1 || keys["customer-2"] != 1 || keys[""] != 2 {
 			t.Errorf("I4: claimed %d leases by key %v, want one per key and both unkeyed", len(ls), keys)
 		}
+	})
+
+	t.Run("TenantsDoNotShareKeys", func(t *testing.T) {
+		e := start(t, ns)
+		e.createTenant(store.CreateTenantParams{Name: globex})
+		e.run(acme, base, limited("echo", "k", 1))
+		second := e.submit(acme, at(time.Second), limited("echo", "k", 1))
+		theirs := e.submit(globex, at(time.Second), limited("echo", "k", 1))
+		e.claimNone(acme, at(2*time.Second)) // acme's key is at its limit
+		ls := e.claim(store.ClaimParams{Tenant: globex, Max: 10, Now: at(3 * time.Second)})
+		if len(ls) != 1 || ls[0].ExecutionID != theirs.ID {
+			t.Errorf("I4: globex claimed %d leases while acme ran its key \"k\", want only %s", len(ls), theirs.ID)
+		}
+		e.claimNone(acme, at(4*time.Second))
+		e.wantStatus(second.ID, store.StatusQueued)
+		e.wantInflight(acme, 2)
+		e.wantInflight(globex, 1)
 	})
 
 	t.Run("BlockedWorkDoesNotHideOtherWork", func(t *testing.T) {

@@ -1,8 +1,8 @@
 -- claim.lua: Store.Claim — lease up to max ready executions, highest
 -- priority first, then oldest run_at, then id. Reading the candidates and
 -- leasing them is this one script, so no two claimers can lease one attempt
--- (I2), and a concurrency key's running count is checked and raised in the
--- same step (I4).
+-- (I2), and a concurrency key's running count (per tenant) is checked and
+-- raised in the same step (I4).
 --
 -- First, scheduled executions whose run_at has come by now (up to
 -- due_limit, oldest first) are made due: they join the ready indexes with
@@ -21,7 +21,7 @@
 -- KEYS[6 .. 5+nq]          ready:q:<queue> for each queue filter
 -- KEYS[6+nq .. 5+nq+nk]    ready:k:<kind> for each kind filter
 --   derived: exec:<id> of each candidate, ck:<c> and ckpark:<c> of its
---   concurrency key, the other ready indexes of a leased execution, and
+--   tenant's concurrency key, the other ready indexes of a leased execution, and
 --   ready:k:<kind> of every kind in readykinds for a claim without filters.
 -- ARGV[1] NS  ARGV[2] now_us  ARGV[3] max  ARGV[4] lease_expires_us
 -- ARGV[5] worker_id  ARGV[6] tenant ('' = every tenant)  ARGV[7] token base
@@ -101,21 +101,21 @@ while #out - 1 < max do
       and (e.status == 'queued' or tonumber(e.run_at) <= tonumber(now)) then
     local blocked = false
     if e.ckey then
-      local run = tonumber(redis.call('HGET', k_ck(e.ckey), 'run') or 0)
+      local run = tonumber(redis.call('HGET', k_ck(ck_of(e)), 'run') or 0)
       blocked = run >= tonumber(e.climit)
     end
     local ek = k_exec(e.id)
     if blocked then
       idx_rem(e, best)
-      redis.call('HINCRBY', k_ck(e.ckey), 'ready', -1)
-      redis.call('ZADD', k_ckpark(e.ckey), 0, best)
+      redis.call('HINCRBY', k_ck(ck_of(e)), 'ready', -1)
+      redis.call('ZADD', k_ckpark(ck_of(e)), 0, best)
       redis.call('HSET', ek, 'parked', 1)
-      touched[e.ckey] = true
+      touched[ck_of(e)] = true
     else
       idx_rem(e, best)
       if e.ckey then
-        redis.call('HINCRBY', k_ck(e.ckey), 'ready', -1)
-        redis.call('HINCRBY', k_ck(e.ckey), 'run', 1)
+        redis.call('HINCRBY', k_ck(ck_of(e)), 'ready', -1)
+        redis.call('HINCRBY', k_ck(ck_of(e)), 'run', 1)
       end
       if e.status == 'scheduled' then
         redis.call('ZREM', k_due(), e.id)

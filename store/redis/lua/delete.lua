@@ -20,5 +20,5 @@ if inflight then
   redis.call('HINCRBY', k_tenant(e.tenant), 'inflight', -1)
 end
 remove(e)
-if e.ckey then ck_settle(e.ckey) end
+if e.ckey then ck_settle(ck_of(e)) end
 return {'OK', changed()}

@@ -33,6 +33,10 @@ local function k_ready_k(kind) return NS .. ':ready:k:' .. kind end
 local function k_sched() return NS .. ':sched' end
 local function k_due() return NS .. ':due' end
 local function k_running() return NS .. ':running' end
+-- A concurrency key is scoped per tenant: c below is ck_scope(tenant, key),
+-- the tenant's length first, so that no tenant/key pair can be read two
+-- ways; keys.go has the same function (concScope).
+local function ck_scope(t, key) return string.len(t) .. ':' .. t .. key end
 local function k_ck(c) return NS .. ':ck:' .. c end
 local function k_ckpark(c) return NS .. ':ckpark:' .. c end
 local function k_done(t) return NS .. ':done:' .. t end
@@ -87,13 +91,16 @@ local function idx_rem(e, m)
   redis.call('ZREM', k_ready_k(e.kind), m)
 end
 
--- Concurrency keys (I4). For key c, hash ck:c counts 'run' (running
--- executions with the key) and 'ready' (queued ones in the ready indexes);
+-- Concurrency keys (I4), scoped per tenant. For key c = ck_of(e) (the
+-- execution's tenant and key), hash ck:c counts 'run' (running executions
+-- of the tenant with the key) and 'ready' (queued ones in the ready indexes);
 -- sorted set ckpark:c holds queued ones a claim found blocked (run >= their
 -- limit), in claim order, out of the ready indexes so that a backlog of
 -- blocked work costs claims nothing. ck_settle keeps the invariant that the
 -- first parked execution stays parked only while run + ready >= its limit,
 -- and is called after every change that lowers run or ready.
+local function ck_of(e) return ck_scope(e.tenant, e.ckey) end
+
 local function ck_gc(c)
   local v = redis.call('HMGET', k_ck(c), 'run', 'ready')
   if tonumber(v[1] or 0) <= 0 and tonumber(v[2] or 0) <= 0
@@ -126,7 +133,7 @@ end
 -- as ready for its concurrency key.
 local function enqueue(e)
   idx_add(e, member(e))
-  if e.ckey then redis.call('HINCRBY', k_ck(e.ckey), 'ready', 1) end
+  if e.ckey then redis.call('HINCRBY', k_ck(ck_of(e)), 'ready', 1) end
 end
 
 -- Where an in-flight execution is, by status:
@@ -143,11 +150,11 @@ local function leave(e)
   if e.status == 'queued' or (e.status == 'scheduled' and e.due) then
     local m = member(e)
     if e.parked then
-      redis.call('ZREM', k_ckpark(e.ckey), m)
+      redis.call('ZREM', k_ckpark(ck_of(e)), m)
       redis.call('HDEL', k_exec(e.id), 'parked')
     else
       idx_rem(e, m)
-      if e.ckey then redis.call('HINCRBY', k_ck(e.ckey), 'ready', -1) end
+      if e.ckey then redis.call('HINCRBY', k_ck(ck_of(e)), 'ready', -1) end
     end
     if e.status == 'scheduled' then
       redis.call('ZREM', k_due(), e.id)
@@ -157,7 +164,7 @@ local function leave(e)
     redis.call('ZREM', k_sched(), e.id)
   elseif e.status == 'running' then
     redis.call('ZREM', k_running(), e.id)
-    if e.ckey then redis.call('HINCRBY', k_ck(e.ckey), 'run', -1) end
+    if e.ckey then redis.call('HINCRBY', k_ck(ck_of(e)), 'run', -1) end
   end
 end
 
@@ -183,7 +190,7 @@ local function finish(e, status, now, result, err)
   redis.call('ZADD', k_done(e.tenant), now, e.id)
   redis.call('HINCRBY', k_tenant(e.tenant), 'inflight', -1)
   e.status = status
-  if e.ckey then ck_settle(e.ckey) end
+  if e.ckey then ck_settle(ck_of(e)) end
 end
 
 -- requeue ends a running attempt and makes the execution claimable again at
@@ -203,7 +210,7 @@ local function requeue(e, run_at, ra, now, err)
   else
     redis.call('ZADD', k_sched(), run_at, e.id)
   end
-  if e.ckey then ck_settle(e.ckey) end
+  if e.ckey then ck_settle(ck_of(e)) end
 end
 
 -- make_due moves up to limit scheduled executions whose run_at has come by

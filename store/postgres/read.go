@@ -114,12 +114,9 @@ func (s *Store) Get(ctx context.Context, p *store.GetParams) (*store.Execution, 
 // List implements store.Store. Pages are keyed on the id (UUIDv7, so newest
 // first is id descending) and stable under inserts.
 func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResult, error) {
-	limit := p.Limit
-	if limit == 0 {
-		limit = 50
-	}
-	if limit < 0 || limit > 500 {
-		return nil, fmt.Errorf("%w: limit %d not in 1..500", store.ErrInvalid, p.Limit)
+	limit, err := p.PageLimit()
+	if err != nil {
+		return nil, err
 	}
 	var where []string
 	var args []any

@@ -81,12 +81,9 @@ func (s *Store) Get(ctx context.Context, p *store.GetParams) (*store.Execution, 
 // With MaxBytes the page ends after the item whose payload and result
 // bytes reach it.
 func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResult, error) {
-	limit := p.Limit
-	if limit == 0 {
-		limit = 50
-	}
-	if limit < 0 || limit > 500 {
-		return nil, fmt.Errorf("%w: limit %d not in 1..500", store.ErrInvalid, p.Limit)
+	limit, err := p.PageLimit()
+	if err != nil {
+		return nil, err
 	}
 	index := s.k.list()
 	if p.Tenant != "" {

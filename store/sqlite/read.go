@@ -77,12 +77,9 @@ func (s *Store) Get(ctx context.Context, p *store.GetParams) (*store.Execution, 
 
 // List implements store.Store.
 func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResult, error) {
-	limit := p.Limit
-	if limit == 0 {
-		limit = 50
-	}
-	if limit < 0 || limit > 500 {
-		return nil, fmt.Errorf("%w: limit %d not in 1..500", store.ErrInvalid, p.Limit)
+	limit, err := p.PageLimit()
+	if err != nil {
+		return nil, err
 	}
 	var where []string
 	var args []any

@@ -275,6 +275,11 @@ func (w *Worker) claimLoop(ctx context.Context) {
 	defer poll.Stop()
 	failures := 0
 	for {
+		// A select below may pick a wake-up over a stop that came at the
+		// same moment; never start a claim once stopping.
+		if ctx.Err() != nil {
+			return
+		}
 		var changed <-chan struct{}
 		if w.notifier != nil {
 			// Taken before the claim, so a change that lands after the

@@ -2,7 +2,8 @@
 // databases that hold its state.
 //
 // A Store speaks in business operations — Admit, Claim, Heartbeat, Complete,
-// Fail, Cancel, Delete, Rescue, Prune, plus reads and tenant records — and
+// Fail, Cancel, Delete, Rescue, Prune, FireSchedule, plus reads and the
+// tenant, schedule and rate-limit records — and
 // every operation that changes state is atomic: one SQL transaction or one
 // Lua script. No caller ever checks in one call and acts in another; the
 // check-then-act races latch exists to end (a dedup pre-claim written apart
@@ -16,8 +17,14 @@
 //	I2 queue      each queued execution has one queue entry; an attempt starts once.
 //	I3 quota      Tenant.Inflight == count of queued+scheduled+running, never above
 //	              MaxInflight through admission, never leaked by any exit path.
+//	I4 concurrency running executions of a tenant with one concurrency key never
+//	              exceed its limit (decided inside Claim).
 //	I5 fencing    Heartbeat, Complete and Fail change state only with the current
 //	              lease token.
+//	I6 schedules  one execution per (schedule, tick); with overlap skip or queue,
+//	              never two of a schedule's executions running.
+//	I7 rate       starts per (tenant, rate key) over any window W stay within
+//	              Burst + Rate·W/Per (the bucket is taken inside Claim).
 //	I8 durability an operation that returned nil is committed.
 //	I9 liveness   an execution whose worker died is claimable again after its lease
 //	              expires and Rescue runs.

@@ -39,6 +39,17 @@ type Store interface {
 	// executions ready at the claim, each attempt to one claim only, each
 	// under a fresh token (the fence of Heartbeat and the rest). Alone, a
 	// claim returns exactly min(Max, ready) in claim order.
+	//
+	// Limits are decided inside the claim (I4, I7): a candidate with a
+	// concurrency key starts only while fewer than its limit of that
+	// tenant's executions with that key run; a candidate whose tenant has a
+	// RateLimit for its rate key starts only when the bucket allows it, and
+	// the bucket's TAT moves in the same step. A candidate the bucket
+	// refuses is deferred, not passed over again and again: it becomes
+	// scheduled with RunAt at the bucket's next free start (the k-th refused
+	// in one claim for one key k-1 intervals later), its Attempt unchanged,
+	// and ClaimResult.RetryAt tells the worker when to claim again. Deferral
+	// only spreads the retries; the bucket alone decides every start.
 	Claim(ctx context.Context, p *ClaimParams) (*ClaimResult, error)
 
 	// Heartbeat extends a running execution's lease. The fence shared by
@@ -102,6 +113,54 @@ type Store interface {
 
 	// List reads executions newest first, filtered, one page at a time.
 	List(ctx context.Context, p *ListParams) (*ListResult, error)
+
+	// PutSchedule creates the tenant's schedule (Created) or replaces its
+	// settings, atomically. A replace that keeps the timing (SameTiming) of
+	// a schedule that was and stays enabled keeps its stored NextRunAt, so a
+	// deploy re-applying unchanged schedules never moves or loses a tick;
+	// otherwise NextRunAt becomes the one given. LastRunAt, LastExecutionID
+	// and CreatedAt survive a replace. ErrNotFound for an unknown tenant;
+	// ErrInvalid when ValidateSchedule refuses it.
+	PutSchedule(ctx context.Context, p *PutScheduleParams) (*PutScheduleResult, error)
+	// GetSchedule reads one schedule; ErrNotFound if the tenant has none of
+	// that name.
+	GetSchedule(ctx context.Context, p *GetScheduleParams) (*Schedule, error)
+	// ListSchedules reads schedules ordered by tenant then name, or, with
+	// DueBy, the due ones earliest first.
+	ListSchedules(ctx context.Context, p *ListSchedulesParams) ([]*Schedule, error)
+	// DeleteSchedule removes a schedule. Executions it fired stay as they
+	// are. ErrNotFound if there is none.
+	DeleteSchedule(ctx context.Context, p *DeleteScheduleParams) error
+	// FireSchedule fires one tick of a schedule in one atomic step (I6):
+	//
+	//  1. A regular fire (not Trigger) checks that the schedule is enabled
+	//     and its NextRunAt equals Expected; if not, it returns an empty
+	//     result and changes nothing. With Drop it then only sets NextRunAt
+	//     to Next.
+	//  2. If the tick's dedup key (ScheduleDedupKey) maps to an execution,
+	//     that execution is the tick's (Deduplicated), whatever its content.
+	//  3. Else, with overlap skip, if an execution of this schedule (of this
+	//     tenant) is not terminal, the tick is recorded as a skipped
+	//     execution (NewSkippedExecution) under the tick's dedup key.
+	//  4. Else the tick is admitted as Admit would admit TickSubmission(s,
+	//     Tick): under the tenant's quota and dedup TTL. ErrQuotaExceeded
+	//     leaves everything unchanged (the tick stays due).
+	//  5. LastRunAt and LastExecutionID become the tick's, unless Tick is
+	//     before the stored LastRunAt (a late fire never moves them back);
+	//     a regular fire sets NextRunAt to Next (Advanced).
+	//
+	// ErrNotFound if the schedule does not exist.
+	FireSchedule(ctx context.Context, p *FireScheduleParams) (*FireScheduleResult, error)
+
+	// PutRateLimit creates or replaces the tenant's limit for a rate key; a
+	// replace keeps the bucket's TAT. ErrNotFound for an unknown tenant;
+	// ErrInvalid when RateLimit.Validate refuses it.
+	PutRateLimit(ctx context.Context, p *PutRateLimitParams) (*RateLimit, error)
+	// GetRateLimit reads one limit; ErrNotFound if none.
+	GetRateLimit(ctx context.Context, p *GetRateLimitParams) (*RateLimit, error)
+	// DeleteRateLimit removes a limit: executions with its key then start
+	// freely. ErrNotFound if none.
+	DeleteRateLimit(ctx context.Context, p *DeleteRateLimitParams) error
 
 	CreateTenant(ctx context.Context, p *CreateTenantParams) (*Tenant, error)
 	GetTenant(ctx context.Context, p *GetTenantParams) (*Tenant, error)
@@ -204,9 +263,13 @@ type ClaimParams struct {
 	Now           time.Time
 }
 
-// ClaimResult lists the leases handed out, possibly none.
+// ClaimResult lists the leases handed out, possibly none. RetryAt, when
+// set, is the earliest RunAt this claim gave an execution it deferred for
+// its rate limit: a worker with nothing to do claims again then rather than
+// at its next poll.
 type ClaimResult struct {
-	Leases []Lease
+	Leases  []Lease
+	RetryAt time.Time
 }
 
 // HeartbeatParams are the arguments of Store.Heartbeat.

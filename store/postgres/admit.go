@@ -57,14 +57,16 @@ DELETE FROM latch_dedup_keys d USING unnest($2::text[], $3::text[]) AS u(k, id)
 WHERE d.tenant = $1 AND d.dedup_key = u.k AND d.execution_id = u.id::uuid`
 
 	// Insert executions of tenant $1 created at $2, one row per element
-	// of the arrays $3..$16.
+	// of the arrays $3..$16. A skipped tick (FireSchedule) is inserted
+	// finished at its creation.
 	sqlInsertExecutions = `
 INSERT INTO latch_executions (id, tenant, kind, queue, priority, status, dedup_key,
     concurrency_key, concurrency_limit, rate_key, payload, max_attempts, timeout_seconds,
-    schedule, created_at, run_at)
+    schedule, created_at, run_at, finished_at)
 SELECT u.id::uuid, $1, u.kind, u.queue, u.priority, u.status, nullif(u.dedup_key, ''),
     nullif(u.ckey, ''), nullif(u.climit, 0), nullif(u.rkey, ''), u.payload, u.max_attempts,
-    u.timeout_seconds, nullif(u.schedule, ''), $2, u.run_at
+    u.timeout_seconds, nullif(u.schedule, ''), $2, u.run_at,
+    CASE WHEN u.status = 'skipped' THEN $2::timestamptz END
 FROM unnest($3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[],
     $10::int[], $11::text[], $12::text[], $13::int[], $14::int[], $15::text[], $16::timestamptz[])
     AS u(id, kind, queue, priority, status, dedup_key, ckey, climit, rkey, payload, max_attempts,
@@ -90,18 +92,26 @@ WHERE EXISTS (SELECT 1 FROM tok)`
 // group of submissions is first tried as one all-or-nothing statement
 // (admitGroupFast). What those cannot decide — no quota unit at hand
 // without waiting, a dedup key past its TTL, an unknown tenant, a group that
-// cannot be admitted whole — runs as one transaction (admitTx).
+// cannot be admitted whole — runs as one transaction (admitTx), and so does
+// a submission that names a schedule (rare outside FireSchedule: see
+// lockSchedules).
 func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitResult, error) {
 	t := now(p.Now)
 	items := make([]item, len(p.Items))
+	scheduled := false
 	for i := range p.Items {
 		items[i] = prepare(p.Tenant, &p.Items[i], t)
+		scheduled = scheduled || p.Items[i].Schedule != ""
 	}
-	if len(items) == 1 && items[0].err == nil {
+	// An execution of a schedule is admitted under the schedule's shared
+	// lock (lockSchedules), which only admitTx takes.
+	switch {
+	case scheduled:
+	case len(items) == 1 && items[0].err == nil:
 		if res, done, err := s.admitFast(ctx, p.Tenant, &items[0], t); done || err != nil {
 			return res, err
 		}
-	} else if len(items) > 1 {
+	case len(items) > 1:
 		if res, done, err := s.admitGroupFast(ctx, p.Tenant, items, t); done || err != nil {
 			return res, err
 		}
@@ -323,6 +333,8 @@ func dedupAnswer(sub, existing *store.Execution) store.Admitted {
 // admitTx admits a group in one transaction. Items are decided in order as
 // if submitted singly:
 //
+//  0. the schedules the items name are locked, shared (lockSchedules), so
+//     that a concurrent FireSchedule's overlap check sees these executions;
 //  1. every dedup key of the group is bound in one statement, in key order
 //     (ON CONFLICT DO NOTHING: the unique index decides, never a read); a
 //     key that is taken is read, and if its TTL has passed it is removed by
@@ -360,49 +372,89 @@ const (
 )
 
 func admitInTx(ctx context.Context, tx pgx.Tx, tenant string, items []item, t time.Time) (*store.AdmitResult, bool, error) {
-	var ttl int64
-	if err := tx.QueryRow(ctx, sqlAdmitTenant, tenant).Scan(&ttl); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, false, fmt.Errorf("tenant %q: %w", tenant, store.ErrNotFound)
-		}
-		return nil, false, err
-	}
-	res := &store.AdmitResult{Items: make([]store.Admitted, len(items))}
-	dec := make([]decision, len(items))
-	first := map[string]int{} // dedup key -> the first valid item that names it
-	for i, it := range items {
-		switch {
-		case it.err != nil:
-			dec[i], res.Items[i].Err = decRefused, it.err
-		case it.exec.DedupKey == "":
-			dec[i] = decNew
-		default:
-			if _, ok := first[it.exec.DedupKey]; ok {
-				dec[i] = decSameAs
-			} else {
-				first[it.exec.DedupKey] = i
-				dec[i] = decNew
-			}
-		}
-	}
-
-	// 1. Bind the keys.
-	hits, err := bindKeys(ctx, tx, tenant, items, first, micro(t.Add(time.Duration(ttl))), t)
+	a, err := bindAdmission(ctx, tx, tenant, items, t)
 	if err != nil {
 		return nil, false, err
 	}
-	// The executions the taken keys map to, locked until the commit
-	// (lockHits) before this transaction waits for anything else.
-	if err := lockHits(ctx, tx, tenant, hits, t); err != nil {
-		return nil, false, err
+	return a.finish(ctx, tx)
+}
+
+// admission is admitInTx between its steps: the keys bound and the hits
+// locked (bindAdmission), the quota not yet taken (finish). FireSchedule
+// decides its overlap check in between.
+type admission struct {
+	tenant string
+	items  []item
+	t      time.Time
+	res    *store.AdmitResult
+	dec    []decision
+	first  map[string]int              // dedup key -> the first valid item that names it
+	hits   map[string]*store.Execution // keys that map to a live execution, locked
+}
+
+// bindAdmission is step 1 of admitInTx: it reads the tenant, takes the
+// shared locks of the schedules the items name (lockSchedules), binds the
+// keys and locks the hits, answering the items whose key maps to an
+// execution.
+func bindAdmission(ctx context.Context, tx pgx.Tx, tenant string, items []item, t time.Time) (*admission, error) {
+	var ttl int64
+	if err := tx.QueryRow(ctx, sqlAdmitTenant, tenant).Scan(&ttl); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, fmt.Errorf("tenant %q: %w", tenant, store.ErrNotFound)
+		}
+		return nil, err
 	}
-	for key, i := range first {
-		if h, ok := hits[key]; ok {
-			dec[i] = decHit
-			res.Items[i] = dedupAnswer(items[i].exec, h)
+	a := &admission{tenant: tenant, items: items, t: t,
+		res: &store.AdmitResult{Items: make([]store.Admitted, len(items))},
+		dec: make([]decision, len(items)), first: map[string]int{}}
+	var schedules []string
+	for i, it := range items {
+		switch {
+		case it.err != nil:
+			a.dec[i], a.res.Items[i].Err = decRefused, it.err
+			continue
+		case it.exec.DedupKey == "":
+			a.dec[i] = decNew
+		default:
+			if _, ok := a.first[it.exec.DedupKey]; ok {
+				a.dec[i] = decSameAs
+			} else {
+				a.first[it.exec.DedupKey] = i
+				a.dec[i] = decNew
+			}
+		}
+		if it.exec.Schedule != "" {
+			schedules = append(schedules, it.exec.Schedule)
 		}
 	}
+	if err := lockSchedules(ctx, tx, tenant, schedules, true); err != nil {
+		return nil, err
+	}
 
+	// Bind the keys.
+	var err error
+	a.hits, err = bindKeys(ctx, tx, tenant, items, a.first, micro(t.Add(time.Duration(ttl))), t)
+	if err != nil {
+		return nil, err
+	}
+	// The executions the taken keys map to, locked until the commit
+	// (lockHits) before this transaction waits for anything else.
+	if err := lockHits(ctx, tx, tenant, a.hits, t); err != nil {
+		return nil, err
+	}
+	for key, i := range a.first {
+		if h, ok := a.hits[key]; ok {
+			a.dec[i] = decHit
+			a.res.Items[i] = dedupAnswer(items[i].exec, h)
+		}
+	}
+	return a, nil
+}
+
+// finish is steps 2 and 3 of admitInTx: the quota of the items that create
+// executions, and their insert. changed reports whether any was inserted.
+func (a *admission) finish(ctx context.Context, tx pgx.Tx) (*store.AdmitResult, bool, error) {
+	tenant, items, res, dec, first, hits := a.tenant, a.items, a.res, a.dec, a.first, a.hits
 	// 2. Quota for the items that create executions, in order.
 	var fresh []int
 	for i := range items {
@@ -453,7 +505,7 @@ func admitInTx(ctx context.Context, tx pgx.Tx, tenant string, items []item, t ti
 	if got == 0 {
 		return res, false, nil
 	}
-	if err := insertExecutions(ctx, tx, tenant, items, fresh[:got], t); err != nil {
+	if err := insertExecutions(ctx, tx, tenant, items, fresh[:got], a.t); err != nil {
 		return nil, false, err
 	}
 	return res, true, nil

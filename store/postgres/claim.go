@@ -18,18 +18,26 @@ const DefaultLease = 30 * time.Second
 
 // Claim statements. $1 is now; {filters} is replaced by claimFilters.
 const (
+	// sqlReady: execution e is ready at $1 (queued, whatever its run_at, or
+	// scheduled and due).
+	sqlReady = `e.status IN ('queued', 'scheduled') AND (e.status = 'queued' OR e.run_at <= $1)`
+
+	// sqlRoom: e has no concurrency key, or its key has room within its
+	// tenant (keys are scoped per tenant) in the statement's snapshot, which
+	// shows the transaction's own leases too. The authoritative count is
+	// taken under the key's lock (claimTx).
+	sqlRoom = `(e.concurrency_key IS NULL OR e.concurrency_limit > (SELECT count(*) FROM latch_executions k
+       WHERE k.status = 'running' AND k.tenant = e.tenant AND k.concurrency_key = e.concurrency_key))`
+
 	// Ready executions in claim order, locked, skipping those another
 	// transaction holds. An execution whose concurrency key is already at
-	// its limit within its tenant (keys are scoped per tenant; in this
-	// statement's snapshot) is left out, so a backlog of blocked work cannot
-	// hide runnable work behind it; the authoritative count is taken under
-	// the key's lock (claimTx). $2 is how many.
+	// its limit is left out (sqlRoom), so a backlog of blocked work cannot
+	// hide runnable work behind it. $2 is how many.
 	sqlClaimCandidates = `
-SELECT e.id, e.tenant, e.concurrency_key, e.concurrency_limit, e.priority, e.run_at
+SELECT e.id, e.tenant, e.concurrency_key, e.concurrency_limit, e.rate_key, e.priority, e.run_at
 FROM latch_executions e
-WHERE e.status IN ('queued', 'scheduled') AND (e.status = 'queued' OR e.run_at <= $1)
-  AND (e.concurrency_key IS NULL OR e.concurrency_limit > (SELECT count(*) FROM latch_executions r
-       WHERE r.status = 'running' AND r.tenant = e.tenant AND r.concurrency_key = e.concurrency_key))
+WHERE ` + sqlReady + `
+  AND ` + sqlRoom + `
   {filters}
 ORDER BY e.priority DESC, e.run_at, e.id
 LIMIT $2
@@ -44,23 +52,28 @@ FOR UPDATE OF e SKIP LOCKED`
     x.timeout_seconds, x.lease_token::text, x.priority, x.run_at`
 
 	// claimTx's candidates, with the id as text.
-	sqlClaimTxCandidates = `SELECT c.id::text, c.tenant, c.concurrency_key, c.concurrency_limit, c.priority, c.run_at
+	sqlClaimTxCandidates = `SELECT c.id::text, c.tenant, c.concurrency_key, c.concurrency_limit, c.rate_key, c.priority, c.run_at
 FROM (` + sqlClaimCandidates + `) c`
+
+	// The candidates of claimTx's later rounds ({filters} of the form
+	// claimFilters renders, numbered from $%[1]d): after the previous round's
+	// last candidate in claim order, and only those the claim can decide
+	// without waiting for another lock: no concurrency key, or one of the
+	// keys it locked; no rate key, a rate key whose bucket it locked, or one
+	// without a limit.
+	sqlClaimLaterRound = `
+  AND (e.priority < $%[1]d OR (e.priority = $%[1]d AND (e.run_at, e.id) > ($%[2]d, $%[3]d::uuid)))
+  AND (e.concurrency_key IS NULL
+       OR (e.tenant, e.concurrency_key) IN (SELECT * FROM unnest($%[4]d::text[], $%[5]d::text[])))
+  AND (e.rate_key IS NULL
+       OR (e.tenant, e.rate_key) IN (SELECT * FROM unnest($%[6]d::text[], $%[7]d::text[]))
+       OR NOT EXISTS (SELECT 1 FROM latch_rate_limits l WHERE l.tenant = e.tenant AND l.rate_key = e.rate_key))`
 
 	// Lease what claimTx chose; its rows are already locked by it.
 	sqlClaimChosen = `
 UPDATE latch_executions x SET ` + sqlClaimSet + `
 WHERE x.id = ANY($2::text[]::uuid[])
 RETURNING ` + sqlClaimReturning
-
-	// One transaction-scoped advisory lock per (tenant, concurrency key),
-	// taken in (tenant, key) order (unnest keeps the arrays' order):
-	// claimers of one tenant's key count and lease one after the other, so
-	// two claimers that each saw room cannot together overshoot the limit.
-	// Held until commit. $2 and $3 are the tenants and keys, pairwise.
-	sqlLockConcurrencyKeys = `
-SELECT count(pg_advisory_xact_lock($1, hashtext(t || E'\n' || k)))
-FROM unnest($2::text[], $3::text[]) AS u(t, k)`
 
 	// Running executions per (tenant, concurrency key); $1 and $2 are the
 	// tenants and keys, pairwise.
@@ -71,11 +84,13 @@ WHERE status = 'running' AND concurrency_key = ANY($2::text[])
 GROUP BY tenant, concurrency_key`
 )
 
-// Claim implements store.Store. Executions without a concurrency key are
-// leased by one statement (sqlClaimMany), shared with concurrent claims of
-// the same filters (group.go); when a candidate has a key, the claim runs as
-// a transaction that counts the key's running executions of the candidate's
-// tenant under the (tenant, key) advisory lock (claimTx, I4).
+// Claim implements store.Store. Executions without a limit are leased by
+// one statement (sqlClaimMany), shared with concurrent claims of the same
+// filters (group.go); when a candidate has a concurrency key or a rate key
+// with a limit, the claim runs as a transaction that decides under the
+// limits' locks (claimTx): it counts the key's running executions of the
+// candidate's tenant under the (tenant, key) advisory lock (I4) and takes
+// the bucket's tokens with its row locked (I7).
 func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
 	t := now(p.Now)
 	maxN := max(p.Max, 1)
@@ -89,13 +104,14 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 		return nil, fmt.Errorf("postgres: claim: %w", interpretError(err))
 	}
 	got := op.leases
-	if op.keyed {
+	var retryAt time.Time
+	if op.limited {
 		var err error
-		if got, err = s.claimTx(ctx, p, t, maxN, expires); err != nil {
+		if got, retryAt, err = s.claimTx(ctx, p, t, maxN, expires); err != nil {
 			return nil, err
 		}
 	}
-	res := &store.ClaimResult{Leases: leasesInOrder(got, expires)}
+	res := &store.ClaimResult{Leases: leasesInOrder(got, expires), RetryAt: retryAt}
 	if len(got) > 0 {
 		s.changes.announce()
 	}
@@ -176,116 +192,210 @@ func leasesInOrder(cs []claimed, expires time.Time) []store.Lease {
 	return out
 }
 
-// claimTx claims when candidates carry concurrency keys. It locks the
-// candidates (SKIP LOCKED), then each of their (tenant, key) pairs (advisory
-// locks, in (tenant, key) order; keys are scoped per tenant), and only then counts the keys' running executions, in a statement
-// whose snapshot is taken after the locks and so sees every claim of those
-// keys that held them before. Only claims raise a key's running count, and
-// they do so under its lock, so the limit holds (I4).
-func (s *Store) claimTx(ctx context.Context, p *store.ClaimParams, t time.Time, maxN int, expires time.Time) ([]claimed, error) {
-	filters, fargs := claimFilters(p, 3)
-	query := strings.Replace(sqlClaimTxCandidates, "{filters}", filters, 1)
+// claimTx claims when candidates carry limits, in one transaction, in
+// rounds. A round locks its candidates (SKIP LOCKED) and decides them in
+// claim order: the concurrency key first (a candidate blocked by it is
+// passed over, and takes no token), then the rate limit (store.RateLimit's
+// GCRA on the bucket's TAT); it leases what it chose and defers the ready
+// executions of every bucket that refused a start (deferRefused). The
+// claim ends when it has Max leases or has seen every ready execution; a
+// later round looks further only because the first one deferred or passed
+// over what it found. The moved TATs are written before the commit.
+//
+// Locks: the first round takes, after its candidates, each of their (tenant,
+// concurrency key) pairs (advisory locks, in (tenant, key) order), and only
+// then counts the keys' running executions, in a statement whose snapshot
+// is taken after the locks and so sees every claim of those keys that held
+// them before; then the buckets of their (tenant, rate key) pairs (row
+// locks, in (tenant, key) order), whose TATs it reads as the last claim
+// that held them left them. Only claims raise a key's running count or move
+// a TAT, and they do so under these locks, so the limits hold (I4, I7).
+// Later rounds wait for no lock: they consider only candidates whose keys
+// and buckets the claim already holds, or that have none (a later lock
+// taken out of order could deadlock with another claimer).
+func (s *Store) claimTx(ctx context.Context, p *store.ClaimParams, t time.Time, maxN int, expires time.Time) ([]claimed, time.Time, error) {
 	var leases []claimed
+	var retryAt time.Time
 	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
-		leases = nil
-		type candidate struct {
-			id     string
-			tenant string
-			key    *string
-			limit  *int
-			c      claimed
-		}
-		var cands []candidate
-		var c candidate
-		// A few spare candidates let the count skip some.
-		rows, err := tx.Query(ctx, query, append([]any{t, maxN*2 + 8}, fargs...)...)
-		if err != nil {
-			return false, err
-		}
-		_, err = pgx.ForEachRow(rows, []any{&c.id, &c.tenant, &c.key, &c.limit, &c.c.priority, &c.c.runAt}, func() error {
-			c.c.lease.ExecutionID = c.id
-			cands = append(cands, c)
-			return nil
-		})
-		if err != nil {
-			return false, err
-		}
-		slices.SortFunc(cands, func(a, b candidate) int {
-			if a.c.priority != b.c.priority {
-				return b.c.priority - a.c.priority
-			}
-			if x := a.c.runAt.Compare(b.c.runAt); x != 0 {
-				return x
-			}
-			return strings.Compare(a.id, b.id)
-		})
-		// A concurrency key is scoped per tenant: locks and counts are per
-		// (tenant, key).
-		type tkey struct{ tenant, key string }
-		var keys []tkey
-		for _, c := range cands {
-			if c.key != nil && !slices.Contains(keys, tkey{c.tenant, *c.key}) {
-				keys = append(keys, tkey{c.tenant, *c.key})
-			}
-		}
-		slices.SortFunc(keys, func(a, b tkey) int {
-			if x := strings.Compare(a.tenant, b.tenant); x != 0 {
-				return x
-			}
-			return strings.Compare(a.key, b.key)
-		})
-		running := map[tkey]int{}
-		if len(keys) > 0 {
-			tenants, names := make([]string, len(keys)), make([]string, len(keys))
-			for i, k := range keys {
-				tenants[i], names[i] = k.tenant, k.key
-			}
-			if _, err := tx.Exec(ctx, sqlLockConcurrencyKeys, lockSpaceConcurrency, tenants, names); err != nil {
-				return false, err
-			}
-			rows, err := tx.Query(ctx, sqlCountRunning, tenants, names)
+		c := &claimRun{p: p, t: t, expires: expires, running: map[pair]int{}}
+		leases, retryAt = nil, time.Time{}
+		for round := 0; len(leases) < maxN; round++ {
+			batch := (maxN-len(leases))*2 + 8 // a few spare candidates let the limits skip some
+			cands, err := c.candidates(ctx, tx, round, batch)
 			if err != nil {
 				return false, err
 			}
-			var k tkey
-			var n int
-			if _, err := pgx.ForEachRow(rows, []any{&k.tenant, &k.key, &n}, func() error { running[k] = n; return nil }); err != nil {
-				return false, err
-			}
-		}
-		var chosen []string
-		for _, c := range cands {
-			if len(chosen) == maxN {
-				break
-			}
-			if c.key != nil {
-				k := tkey{c.tenant, *c.key}
-				if running[k] >= *c.limit {
-					continue
+			if round == 0 {
+				if err := c.lockLimits(ctx, tx, cands); err != nil {
+					return false, err
 				}
-				running[k]++ // leased by this very claim
 			}
-			chosen = append(chosen, c.id)
-		}
-		if len(chosen) == 0 {
-			return false, nil
-		}
-		rows, err = tx.Query(ctx, sqlClaimChosen, t, chosen, p.WorkerID, expires)
-		if err != nil {
-			return false, err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			l, err := scanClaimed(rows)
+			got, err := c.lease(ctx, tx, c.choose(cands, maxN-len(leases)))
 			if err != nil {
 				return false, err
 			}
-			leases = append(leases, *l)
+			leases = append(leases, got...)
+			at, err := deferRefused(ctx, tx, p, t, c.buckets)
+			if err != nil {
+				return false, err
+			}
+			if !at.IsZero() && (retryAt.IsZero() || at.Before(retryAt)) {
+				retryAt = at
+			}
+			if len(cands) < batch {
+				break // every ready execution was seen
+			}
+			c.after = &cands[len(cands)-1]
 		}
-		return true, rows.Err()
+		if err := writeBuckets(ctx, tx, c.buckets); err != nil {
+			return false, err
+		}
+		return len(leases) > 0, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: claim: %w", err)
+		return nil, time.Time{}, fmt.Errorf("postgres: claim: %w", err)
 	}
-	return leases, nil
+	return leases, retryAt, nil
+}
+
+// claimRun is one claimTx attempt.
+type claimRun struct {
+	p       *store.ClaimParams
+	t       time.Time
+	expires time.Time
+
+	keys    []pair           // the concurrency keys locked, in lock order
+	running map[pair]int     // running executions per locked key, this claim's included
+	buckets map[pair]*bucket // the rate limits locked
+	after   *candidate       // the previous round's last candidate
+}
+
+// candidate is a ready execution a claim holds (FOR UPDATE).
+type candidate struct {
+	id       string
+	tenant   string
+	key      *string // concurrency key
+	limit    *int
+	rateKey  *string
+	priority int
+	runAt    time.Time
+}
+
+// candidates locks and reads up to n ready executions in claim order (see
+// sqlClaimLaterRound for rounds after the first).
+func (c *claimRun) candidates(ctx context.Context, tx pgx.Tx, round, n int) ([]candidate, error) {
+	filters, args := claimFilters(c.p, 3)
+	if round > 0 {
+		first := 3 + len(args)
+		filters += fmt.Sprintf(sqlClaimLaterRound, first, first+1, first+2, first+3, first+4, first+5, first+6)
+		keyTenants, keyNames := unzip(c.keys)
+		var rated []pair
+		for k := range c.buckets {
+			rated = append(rated, k)
+		}
+		rateTenants, rateKeys := unzip(rated)
+		args = append(args, c.after.priority, c.after.runAt, c.after.id, keyTenants, keyNames, rateTenants, rateKeys)
+	}
+	rows, err := tx.Query(ctx, strings.Replace(sqlClaimTxCandidates, "{filters}", filters, 1),
+		append([]any{c.t, n}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	var cands []candidate
+	var x candidate
+	_, err = pgx.ForEachRow(rows, []any{&x.id, &x.tenant, &x.key, &x.limit, &x.rateKey, &x.priority, &x.runAt}, func() error {
+		cands = append(cands, x)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(cands, func(a, b candidate) int {
+		if a.priority != b.priority {
+			return b.priority - a.priority
+		}
+		if x := a.runAt.Compare(b.runAt); x != 0 {
+			return x
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	return cands, nil
+}
+
+// lockLimits takes the locks of the candidates' concurrency keys, counts
+// their running executions, and locks the candidates' buckets.
+func (c *claimRun) lockLimits(ctx context.Context, tx pgx.Tx, cands []candidate) error {
+	var rated []pair
+	for _, x := range cands {
+		if x.key != nil && !slices.Contains(c.keys, pair{x.tenant, *x.key}) {
+			c.keys = append(c.keys, pair{x.tenant, *x.key})
+		}
+		if x.rateKey != nil && !slices.Contains(rated, pair{x.tenant, *x.rateKey}) {
+			rated = append(rated, pair{x.tenant, *x.rateKey})
+		}
+	}
+	slices.SortFunc(c.keys, comparePairs)
+	if len(c.keys) > 0 {
+		tenants, names := unzip(c.keys)
+		if err := lockPairs(ctx, tx, lockSpaceConcurrency, false, tenants, names); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, sqlCountRunning, tenants, names)
+		if err != nil {
+			return err
+		}
+		var k pair
+		var n int
+		if _, err := pgx.ForEachRow(rows, []any{&k.tenant, &k.name, &n}, func() error { c.running[k] = n; return nil }); err != nil {
+			return err
+		}
+	}
+	var err error
+	c.buckets, err = lockBuckets(ctx, tx, rated)
+	return err
+}
+
+// choose decides the candidates in claim order and returns the ids of up
+// to n to lease: the concurrency key first, then the bucket.
+func (c *claimRun) choose(cands []candidate, n int) []string {
+	var chosen []string
+	for _, x := range cands {
+		if len(chosen) == n {
+			break
+		}
+		if x.key != nil && c.running[pair{x.tenant, *x.key}] >= *x.limit {
+			continue
+		}
+		if x.rateKey != nil {
+			if b := c.buckets[pair{x.tenant, *x.rateKey}]; b != nil && !b.take(c.t) {
+				continue
+			}
+		}
+		if x.key != nil {
+			c.running[pair{x.tenant, *x.key}]++ // leased by this very claim
+		}
+		chosen = append(chosen, x.id)
+	}
+	return chosen
+}
+
+// lease leases the chosen candidates.
+func (c *claimRun) lease(ctx context.Context, tx pgx.Tx, chosen []string) ([]claimed, error) {
+	if len(chosen) == 0 {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, sqlClaimChosen, c.t, chosen, c.p.WorkerID, c.expires)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []claimed
+	for rows.Next() {
+		l, err := scanClaimed(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *l)
+	}
+	return out, rows.Err()
 }

@@ -66,7 +66,8 @@
 // refuse (a Delete of an execution that is not terminal) decide on an
 // unlocked read and hold nothing.
 //
-// Executions with a concurrency key are never leased by that statement. When
+// Executions with a concurrency key, or with a rate key their tenant has a
+// limit for, are never leased by that statement. When
 // one is among the candidates, the claim runs as a transaction: it locks its
 // candidates (SKIP LOCKED), then takes pg_advisory_xact_lock on each of
 // their (tenant, key) pairs in (tenant, key) order, and only then counts
@@ -76,6 +77,69 @@
 // do it under the key's lock, so two claimers that each saw room cannot
 // together pass the limit. Concurrency keys are scoped per tenant: the same
 // key string in two tenants is two keys, with separate locks and counts.
+//
+// # Rate limits (I7)
+//
+// A tenant's limit for a rate key is a row of latch_rate_limits holding the
+// GCRA's TAT (store.RateLimit). A candidate whose rate key has a limit
+// sends the claim to the transaction too. There, after the concurrency
+// keys, the claim locks its candidates' bucket rows (SELECT ... ORDER BY
+// tenant, rate_key FOR UPDATE: one lock order for every claimer) and
+// decides its candidates in claim order with the TATs as the last holder
+// left them: the concurrency key first (a candidate it blocks takes no
+// token), then the bucket (Allow). A start moves the TAT in memory; the
+// moved TATs are written before the commit, in the transaction that leases
+// the starts, so a claim never takes a token it does not start. A bucket
+// that refuses a start defers the ready executions of its key (those the
+// claim's filters select and no one else holds): each becomes scheduled at
+// the bucket's next free start plus (k-1) intervals for the k-th in claim
+// order, its attempt and quota unit unchanged, and ClaimResult.RetryAt is
+// the earliest. Deferring the key's whole backlog at once is what keeps it
+// from being passed over by every claim; the bucket still decides every
+// start when they come back. TATs and deferred times are rounded up to the
+// microsecond, never looser than the exact GCRA.
+//
+// The claim then looks further (a round) when it has fewer than Max leases
+// and did not see every ready execution: a later round starts after the
+// previous one's last candidate and considers only executions whose keys
+// and buckets the claim already holds or that have none, so it waits for
+// no lock taken out of order (no deadlock between claimers).
+//
+// # Schedules (I6)
+//
+// A schedule is a row of latch_schedules. FireSchedule is one transaction
+// that first locks that row (FOR UPDATE): fires of one schedule on any
+// number of servers run one after the other, and the compare-and-set on
+// next_run_at runs on the row as the previous fire left it. Under the row
+// lock it takes the schedule's advisory lock, exclusive, and admits the
+// tick with Admit's own transaction code (bindAdmission, then finish): the
+// tick's dedup key is bound as any key is (a key that maps to a live
+// execution makes that execution the tick's), and quota units are taken
+// from the same shards, on the same paths. With overlap skip, between the
+// two, it looks for an execution of the schedule that is not terminal; if
+// there is one the tick is inserted as a skipped execution (no quota unit)
+// under the key just bound. A quota refusal rolls everything back.
+//
+// The overlap check is exact at the commit, under READ COMMITTED, because
+// nothing it depends on can change between its read and the commit:
+//   - an execution of the schedule committed before the check is in the
+//     check's snapshot, which is taken after the row lock was granted, so
+//     after the commit of any fire that held it before;
+//   - one being inserted by a transaction that has not committed cannot
+//     exist: every admission of an execution of a schedule (FireSchedule,
+//     or an Admit naming the schedule, which then always runs as a
+//     transaction) holds the schedule's advisory lock, shared, from before
+//     its insert until its commit, and the fire holds it exclusive from
+//     before its check until its commit;
+//   - one that is live and being finished (Complete, Fail, Cancel, Rescue,
+//     a force Delete) is read FOR SHARE: the check waits for the finishing
+//     transaction and re-checks the row's newest version, skipping it if it
+//     is terminal now; a live row it holds cannot be finished before the
+//     fire commits. Terminal executions never become live again.
+//
+// Running, on read, is whether an execution of the schedule is running.
+// The index latch_executions_schedule serves both, latch_schedules_due the
+// scheduler's due list.
 //
 // # Quota (I3)
 //
@@ -132,9 +196,9 @@
 // a write, so throughput is what each flush carries. If any statement of a
 // group fails, the whole group rolls back and every operation runs again
 // alone; if a statement cannot decide (no quota unit at hand without
-// waiting, a key past its TTL, a concurrency key among the claim's
-// candidates) it aborts itself with latch_abort, or says so, and the
-// operation runs as a transaction that can wait. An Admit of several items
+// waiting, a key past its TTL, a concurrency key or a rate-limited key
+// among the claim's candidates) it aborts itself with latch_abort, or says
+// so, and the operation runs as a transaction that can wait. An Admit of several items
 // is first tried as one statement that admits all of them or nothing.
 //
 // # Cancellation

@@ -480,8 +480,9 @@ func strPtr(s string) *string {
 // version and skipped if no longer ready), dealt out in claim order: the
 // first claim's max to it, and so on. A candidate counts as ready if it is
 // at the earliest now of the claims (one claim alone: its own now). If any
-// candidate has a concurrency key nothing is leased and keyed > 0 (one row
-// of NULLs): the key's limit must be counted under its lock, in claimTx.
+// candidate has a limit — a concurrency key, or a rate key its tenant has a
+// rate limit for — nothing is leased and limited > 0 (one row of NULLs):
+// the limit must be decided under its lock, in claimTx.
 //
 //	$1 max, $2 worker, $3 now, $4 lease expiry, one element per claim
 const sqlClaimMany = `
@@ -490,11 +491,11 @@ WITH r AS (
     FROM unnest($1::int[], $2::text[], $3::timestamptz[], $4::timestamptz[])
     WITH ORDINALITY AS r(max, worker, now, expires, n)
 ), c AS (
-    SELECT e.id, e.concurrency_key, e.priority, e.run_at
+    SELECT e.id, e.priority, e.run_at, e.concurrency_key IS NOT NULL OR (e.rate_key IS NOT NULL AND EXISTS (
+        SELECT 1 FROM latch_rate_limits l WHERE l.tenant = e.tenant AND l.rate_key = e.rate_key)) AS limited
     FROM latch_executions e
     WHERE e.status IN ('queued', 'scheduled') AND (e.status = 'queued' OR e.run_at <= (SELECT min(now) FROM r))
-      AND (e.concurrency_key IS NULL OR e.concurrency_limit > (SELECT count(*) FROM latch_executions k
-           WHERE k.status = 'running' AND k.tenant = e.tenant AND k.concurrency_key = e.concurrency_key))
+      AND ` + sqlRoom + `
       {filters}
     ORDER BY e.priority DESC, e.run_at, e.id
     LIMIT (SELECT sum(max) FROM r)
@@ -502,7 +503,7 @@ WITH r AS (
 ), a AS (
     SELECT o.id, r.n, r.worker, r.now, r.expires
     FROM (SELECT c.id, row_number() OVER (ORDER BY c.priority DESC, c.run_at, c.id) AS k FROM c
-          WHERE NOT EXISTS (SELECT 1 FROM c WHERE c.concurrency_key IS NOT NULL)) o
+          WHERE NOT EXISTS (SELECT 1 FROM c WHERE c.limited)) o
     JOIN r ON o.k > r.after AND o.k <= r.upto
 ), u AS (
     UPDATE latch_executions x SET status = 'running', attempt = x.attempt + 1,
@@ -511,7 +512,7 @@ WITH r AS (
     FROM a WHERE x.id = a.id
     RETURNING a.n, ` + sqlClaimReturning + `
 )
-SELECT k.keyed, u.* FROM (SELECT count(concurrency_key) AS keyed FROM c) k LEFT JOIN u ON true`
+SELECT k.limited, u.* FROM (SELECT count(*) FILTER (WHERE limited) AS limited FROM c) k LEFT JOIN u ON true`
 
 // claimOp is one Claim for sqlClaimMany.
 type claimOp struct {
@@ -521,8 +522,8 @@ type claimOp struct {
 	expires time.Time
 
 	// out
-	leases []claimed
-	keyed  bool // a candidate had a concurrency key: nothing was leased
+	leases  []claimed
+	limited bool // a candidate had a limit: nothing was leased (claimTx decides)
 }
 
 func (*claimOp) kind() opKind { return kindClaim }
@@ -538,7 +539,7 @@ func buildClaim(ops []groupOp) statement {
 	maxes, workers, nows, expires := make([]int, k), make([]string, k), make([]time.Time, k), make([]time.Time, k)
 	for i, g := range ops {
 		o := g.(*claimOp)
-		o.leases, o.keyed = nil, false
+		o.leases, o.limited = nil, false
 		maxes[i], workers[i], nows[i], expires[i] = o.max, o.p.WorkerID, o.now, o.expires
 	}
 	filters, fargs := claimFilters(ops[0].(*claimOp).p, 5)
@@ -548,15 +549,15 @@ func buildClaim(ops []groupOp) statement {
 		read: func(rows pgx.Rows) error {
 			defer rows.Close()
 			for rows.Next() {
-				var keyed int
+				var limited int
 				var n *int64
-				c, err := scanClaimed(rows, &keyed, &n)
+				c, err := scanClaimed(rows, &limited, &n)
 				if err != nil {
 					return err
 				}
-				if keyed > 0 {
+				if limited > 0 {
 					for _, g := range ops {
-						g.(*claimOp).keyed = true
+						g.(*claimOp).limited = true
 					}
 				}
 				if c == nil {

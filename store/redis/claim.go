@@ -24,8 +24,11 @@ const claimDueLimit = 1000
 
 // Claim implements store.Store with one script (claim.lua): candidates are
 // read and leased in one step, so two claimers never lease one attempt, and
-// a concurrency key's running count is checked and raised in the same step.
-// Lease tokens are a random 128-bit value per call, suffixed per lease.
+// a concurrency key's running count and a rate key's bucket are checked and
+// moved in the same step; a candidate its bucket refuses is deferred there
+// too (scheduled at the bucket's next free start), and RetryAt is the
+// earliest such start. Lease tokens are a random 128-bit value per call,
+// suffixed per lease.
 func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
 	t := now(p.Now)
 	maxN := max(p.Max, 1)
@@ -57,8 +60,14 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 		return nil, err
 	}
 	s.note.ack(asInt(at(arr, 0)))
-	res := &store.ClaimResult{Leases: make([]store.Lease, 0, len(arr)-1)}
-	for _, v := range arr[1:] {
+	if len(arr) < 2 {
+		return nil, fmt.Errorf("redis: claim: unexpected reply %v", arr)
+	}
+	res := &store.ClaimResult{Leases: make([]store.Lease, 0, len(arr)-2)}
+	if retry := asString(arr[1]); retry != "" {
+		res.RetryAt = fromUS(asInt(retry))
+	}
+	for _, v := range arr[2:] {
 		f, _ := v.([]any)
 		if len(f) != 9 {
 			return nil, fmt.Errorf("redis: claim: unexpected lease %v", v)

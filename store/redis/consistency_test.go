@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -27,16 +28,23 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 	if err := iter.Err(); err != nil {
 		return nil, err
 	}
-	execPrefix := s.k.exec("")
-	execs := map[string]map[string]string{}
-	for key := range all {
-		if id, ok := strings.CutPrefix(key, execPrefix); ok {
-			m, err := r.HGetAll(ctx, key).Result()
-			if err != nil {
-				return nil, err
+	// hashes reads every hash whose key is prefix followed by a name, by name.
+	hashes := func(prefix string) (map[string]map[string]string, error) {
+		out := map[string]map[string]string{}
+		for key := range all {
+			if name, ok := strings.CutPrefix(key, prefix); ok {
+				m, err := r.HGetAll(ctx, key).Result()
+				if err != nil {
+					return nil, err
+				}
+				out[name] = m
 			}
-			execs[id] = m
 		}
+		return out, nil
+	}
+	execs, err := hashes(s.k.exec(""))
+	if err != nil {
+		return nil, err
 	}
 	zset := func(key string) (map[string]float64, error) {
 		zs, err := r.ZRangeWithScores(ctx, key, 0, -1).Result()
@@ -65,8 +73,13 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 	inflight := map[string]int{}
 	readyKinds := map[string]bool{}
 	ckRun, ckReady := map[string]int{}, map[string]int{}
+	live := map[string][]string{} // schedlive key -> ids that must be members
 	for id, e := range execs {
 		t := e["tenant"]
+		if sc := e["schedule"]; sc != "" && store.Status(e["status"]).Inflight() {
+			k := s.k.scheduleLive(scoped(t, sc))
+			live[k] = append(live[k], id)
+		}
 		if e["id"] != id {
 			report("exec %s: id field %q", id, e["id"])
 		}
@@ -87,14 +100,14 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 				expect(s.k.due(), id, num(e["run_at"]))
 			}
 			if e["parked"] == "1" {
-				expect(s.k.concPark(concScope(t, e["ckey"])), member, 0)
+				expect(s.k.concPark(scoped(t, e["ckey"])), member, 0)
 			} else {
 				for _, k := range []string{s.k.readyTenant(t), s.k.readyQueue(e["queue"]), s.k.readyKind(e["kind"])} {
 					expect(k, member, 0)
 				}
 				readyKinds[e["kind"]] = true
 				if e["ckey"] != "" {
-					ckReady[concScope(t, e["ckey"])]++
+					ckReady[scoped(t, e["ckey"])]++
 				}
 			}
 		case e["status"] == "scheduled":
@@ -107,7 +120,7 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 				report("exec %s: running without a token", id)
 			}
 			if e["ckey"] != "" {
-				ckRun[concScope(t, e["ckey"])]++
+				ckRun[scoped(t, e["ckey"])]++
 			}
 		case store.Status(e["status"]).Terminal():
 			expect(s.k.done(t), id, num(e["finished"]))
@@ -123,10 +136,50 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 			report("exec %s: parked while %s", id, e["status"])
 		}
 	}
+	// Schedules: each in its tenant's name index, and in nextrun exactly
+	// while enabled, scored by its next run; each index entry names one.
+	schedules, err := hashes(s.k.schedule(""))
+	if err != nil {
+		return nil, err
+	}
+	for sc, m := range schedules {
+		if scoped(m["tenant"], m["name"]) != sc {
+			report("schedule %s: tenant %q name %q", sc, m["tenant"], m["name"])
+		}
+		expect(s.k.schedules(m["tenant"]), m["name"], 0)
+		if m["enabled"] == "1" {
+			expect(s.k.nextRun(), sc, num(m["next"]))
+		}
+	}
+	// Rate limits: named after their tenant and key, with an interval.
+	limits, err := hashes(s.k.rateLimit(""))
+	if err != nil {
+		return nil, err
+	}
+	for c, m := range limits {
+		if scoped(m["tenant"], m["key"]) != c || m["iv"] == "" {
+			report("rate limit %s: tenant %q key %q interval %q", c, m["tenant"], m["key"], m["iv"])
+		}
+	}
+	// Every execution of a schedule in flight is in the schedule's live set
+	// (ended or missing members are allowed: they go lazily).
+	for key, ids := range live {
+		members, err := r.SMembers(ctx, key).Result()
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			if !slices.Contains(members, id) {
+				report("%s: missing %s, an execution of the schedule in flight", key, id)
+			}
+		}
+	}
 	// Compare every sorted set of the namespace with its expectation.
-	zsetPrefixes := []string{s.k.list(), s.k.readyTenant(""), s.k.readyQueue(""), s.k.readyKind(""), s.k.sched(), s.k.due(), s.k.running(), s.k.concPark(""), s.k.done("")}
+	zsetKeys := []string{s.k.list(), s.k.sched(), s.k.due(), s.k.running(), s.k.nextRun()}
+	zsetPrefixes := []string{s.k.listTenant(""), s.k.readyTenant(""), s.k.readyQueue(""), s.k.readyKind(""),
+		s.k.concPark(""), s.k.done(""), s.k.schedules("")}
 	for key := range all {
-		isZ := false
+		isZ := slices.Contains(zsetKeys, key)
 		for _, p := range zsetPrefixes {
 			if strings.HasPrefix(key, p) {
 				isZ = true

@@ -64,6 +64,18 @@
 //	                          zset   queued executions held back by their key's limit
 //	{p}:done:<T>              zset   terminal execution ids by finished_at (Prune)
 //	{p}:list, {p}:list:<T>    zset   execution ids (all scores 0, so by id: List)
+//	{p}:schedule:<len(T)>:<T><name>
+//	                          hash   one schedule: settings, next, last_run,
+//	                                 last_exec, and its tick template (x_*, qp)
+//	{p}:schedules:<T>         zset   a tenant's schedule names (all scores 0)
+//	{p}:nextrun               zset   enabled schedules (<len(T)>:<T><name>) by
+//	                                 next_run_at (ListSchedules DueBy)
+//	{p}:schedlive:<len(T)>:<T><name>
+//	                          set    ids of the schedule's executions admitted
+//	                                 in flight (ended ones leave lazily)
+//	{p}:ratelimit:<len(T)>:<T><rkey>
+//	                          hash   rate, per, burst, iv (interval) and the
+//	                                 bucket's tat, for tenant T's rate key
 //	{p}:version               string change counter (Notifier)
 //	{p}:changed               pub/sub channel carrying the counter
 //
@@ -82,6 +94,27 @@
 // Concurrency keys are scoped per tenant: the ck and ckpark names carry the
 // tenant, its length first so that no tenant/key pair can be read two ways,
 // and one tenant's key never counts another tenant's executions.
+//
+// # Schedules and rate limits
+//
+// FireSchedule is one script (fire_schedule.lua): the compare and set on
+// next_run_at, the tick's dedup lookup, the overlap check and the
+// admission are one step (I6). The overlap check is exact: every execution
+// of a schedule is added to the schedule's schedlive set when it is
+// admitted in flight (by Admit or by a tick, lib.lua's admit_new, which
+// both share), and the fire reads the status of each member in the same
+// script that inserts the tick, dropping members that have ended or gone.
+// The scripts that end executions need not know about schedules; the set
+// only holds, besides the schedule's work in flight, what ended since the
+// schedule's last fire. Running, on read, is whether a member runs.
+//
+// A rate limit is enforced inside claim.lua (I7): after its concurrency
+// key lets a candidate start, the candidate's bucket (store.RateLimit's
+// GCRA, in whole microseconds) is checked, and its TAT moves only for the
+// candidate the claim starts, in the same script. A candidate the bucket
+// refuses is deferred: scheduled, in sched, at the bucket's next free
+// start (k-1 intervals later for the k-th refused of one bucket in one
+// claim), so later claims do not walk past it again and again.
 //
 // # Redis Cluster
 //

@@ -17,3 +17,15 @@ func CheckConsistency(t testing.TB, s *Store) {
 		t.Errorf("redis consistency: %s", b)
 	}
 }
+
+// ScheduleLive returns the members of the live set of tenant's schedule
+// name: the ids of its executions admitted in flight that no fire has yet
+// seen end.
+func ScheduleLive(t testing.TB, s *Store, tenant, name string) []string {
+	t.Helper()
+	ids, err := s.rdb.SMembers(context.Background(), s.k.scheduleLive(scoped(tenant, name))).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}

@@ -74,18 +74,26 @@ func (k keys) done(tenant string) string    { return k.ns + ":done:" + tenant }
 func (k keys) list() string                 { return k.ns + ":list" }
 func (k keys) listTenant(t string) string   { return k.ns + ":list:" + t }
 
+// Schedules and rate limits: scope is scoped(tenant, name or key).
+func (k keys) schedule(scope string) string     { return k.ns + ":schedule:" + scope }
+func (k keys) schedules(tenant string) string   { return k.ns + ":schedules:" + tenant }
+func (k keys) nextRun() string                  { return k.ns + ":nextrun" }
+func (k keys) scheduleLive(scope string) string { return k.ns + ":schedlive:" + scope }
+func (k keys) rateLimit(scope string) string    { return k.ns + ":ratelimit:" + scope }
+
 // dedupMember names (tenant, dedup key) in the dedupexp sorted set: the
 // tenant's length first, so that no tenant/key pair can be read two ways.
 func dedupMember(tenant, key string) string {
 	return strconv.Itoa(len(tenant)) + ":" + tenant + key
 }
 
-// concScope names a concurrency key of a tenant for conc and concPark:
-// concurrency keys are scoped per tenant, and like dedupMember the tenant's
-// length comes first, so that no tenant/key pair can be read two ways.
-// lib.lua's ck_scope is the same function.
-func concScope(tenant, ckey string) string {
-	return strconv.Itoa(len(tenant)) + ":" + tenant + ckey
+// scoped names a tenant's concurrency key (for conc and concPark), schedule
+// (schedule, scheduleLive and the nextrun set) or rate key (rateLimit):
+// each is scoped per tenant, and like dedupMember the tenant's length comes
+// first, so that no tenant/name pair can be read two ways. lib.lua's scoped
+// is the same function.
+func scoped(tenant, name string) string {
+	return strconv.Itoa(len(tenant)) + ":" + tenant + name
 }
 
 // Queue members. Every ready index is a sorted set whose scores are all 0,

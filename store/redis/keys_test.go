@@ -49,6 +49,70 @@ func TestCheckPrefix(t *testing.T) {
 // keys.go: the scripts name some keys through KEYS (built in Go) and derive
 // others in Lua, and the two must meet.
 func TestLuaKeysMatchGo(t *testing.T) {
+	rdb, src := libTest(t)
+	k, err := newKeys("keys-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Read-only: the script only builds strings.
+	body := string(src) + `
+return {k_exec('id-1'), k_tenant('acme'), k_dedup('acme'), k_dedupexp(), k_readykinds(),
+  k_ready_t('acme'), k_ready_q('mail'), k_ready_k('http'), k_sched(), k_due(), k_running(),
+  k_ck(scoped('acme', 'c:1')), k_ckpark(scoped('acme', 'c:1')), k_done('acme'), k_list(), k_list_t('acme'),
+  NS .. ':version', NS .. ':changed', dedup_member('acme', 'k:1'),
+  string.sub('` + prioLex(3) + timeLex(9) + `id-1', MEMBER_ID),
+  k_schedule(scoped('acme', 's:1')), k_schedules('acme'), k_nextrun(), k_schedlive(scoped('acme', 's:1')),
+  k_ratelimit(scoped('acme', 'r:1'))}`
+	got, err := rdb.Eval(context.Background(), body, nil, k.ns).StringSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{k.exec("id-1"), k.tenant("acme"), k.dedup("acme"), k.dedupExp(), k.readyKinds(),
+		k.readyTenant("acme"), k.readyQueue("mail"), k.readyKind("http"), k.sched(), k.due(), k.running(),
+		k.conc(scoped("acme", "c:1")), k.concPark(scoped("acme", "c:1")), k.done("acme"), k.list(), k.listTenant("acme"),
+		k.version(), k.channel(), dedupMember("acme", "k:1"), "id-1",
+		k.schedule(scoped("acme", "s:1")), k.schedules("acme"), k.nextRun(), k.scheduleLive(scoped("acme", "s:1")),
+		k.rateLimit(scoped("acme", "r:1"))}
+	if len(got) != len(want) {
+		t.Fatalf("Lua built %d names, want %d: %q", len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("name %d: Lua %q, Go %q", i, got[i], want[i])
+		}
+	}
+}
+
+// TestLuaTimeLexMatchesGo checks lib.lua's time_lex, which claim.lua uses
+// for the run_at it gives a rate-deferred execution, against timeLex.
+func TestLuaTimeLexMatchesGo(t *testing.T) {
+	rdb, src := libTest(t)
+	times := []int64{0, 1, 15, 16, 255, 1 << 40, 1_931_245_200_000_000, 1<<53 - 1,
+		-1, -2, -16, -17, -1 << 40, -(1<<53 - 1)}
+	var args []any
+	for _, v := range times {
+		args = append(args, itoa(v))
+	}
+	body := string(src) + `
+local out = {}
+for i = 2, #ARGV do out[#out + 1] = time_lex(ARGV[i]) end
+return out`
+	got, err := rdb.Eval(context.Background(), body, nil, append([]any{"{keys-test}"}, args...)...).StringSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range times {
+		if got[i] != timeLex(v) {
+			t.Errorf("time_lex(%d) = %s, timeLex = %s", v, got[i], timeLex(v))
+		}
+	}
+}
+
+// libTest returns a client of the test server, closed when t ends, and the
+// source of lib.lua, for read-only scripts that check its helpers; it skips
+// t when no server is named.
+func libTest(t *testing.T) (*goredis.Client, []byte) {
+	t.Helper()
 	u := os.Getenv("LATCH_TEST_REDIS_URL")
 	if u == "" {
 		t.Skip("SKIP: LATCH_TEST_REDIS_URL is not set")
@@ -58,36 +122,10 @@ func TestLuaKeysMatchGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	rdb := goredis.NewClient(opt)
-	defer rdb.Close()
-	k, err := newKeys("keys-test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { rdb.Close() })
 	src, err := luaFS.ReadFile("lua/lib.lua")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Read-only: the script only builds strings.
-	body := string(src) + `
-return {k_exec('id-1'), k_tenant('acme'), k_dedup('acme'), k_dedupexp(), k_readykinds(),
-  k_ready_t('acme'), k_ready_q('mail'), k_ready_k('http'), k_sched(), k_due(), k_running(),
-  k_ck(ck_scope('acme', 'c:1')), k_ckpark(ck_scope('acme', 'c:1')), k_done('acme'), k_list(), k_list_t('acme'),
-  NS .. ':version', NS .. ':changed', dedup_member('acme', 'k:1'),
-  string.sub('` + prioLex(3) + timeLex(9) + `id-1', MEMBER_ID)}`
-	got, err := rdb.Eval(context.Background(), body, nil, k.ns).StringSlice()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{k.exec("id-1"), k.tenant("acme"), k.dedup("acme"), k.dedupExp(), k.readyKinds(),
-		k.readyTenant("acme"), k.readyQueue("mail"), k.readyKind("http"), k.sched(), k.due(), k.running(),
-		k.conc(concScope("acme", "c:1")), k.concPark(concScope("acme", "c:1")), k.done("acme"), k.list(), k.listTenant("acme"),
-		k.version(), k.channel(), dedupMember("acme", "k:1"), "id-1"}
-	if len(got) != len(want) {
-		t.Fatalf("Lua built %d names, want %d: %q", len(got), len(want), got)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("name %d: Lua %q, Go %q", i, got[i], want[i])
-		}
-	}
+	return rdb, src
 }

@@ -162,6 +162,8 @@ func status(arr []any, what string) error {
 		return fmt.Errorf("%s: %w", what, store.ErrTenantExists)
 	case "KEYEXISTS":
 		return fmt.Errorf("%s: api key hash already stored", what)
+	case "QUOTA":
+		return fmt.Errorf("%s: tenant has %v in flight: %w", what, at(arr, 1), store.ErrQuotaExceeded)
 	case "IDEXISTS":
 		return fmt.Errorf("%s: execution id %v already exists", what, at(arr, 1))
 	}
@@ -202,6 +204,12 @@ func asMap(v any) map[string]string {
 		m[asString(arr[i])] = asString(arr[i+1])
 	}
 	return m
+}
+
+// hashInt reads an integer field of a hash (HGETALL); 0 when absent.
+func hashInt(m map[string]string, field string) int64 {
+	n, _ := strconv.ParseInt(m[field], 10, 64)
+	return n
 }
 
 // Times are kept as integer microseconds since the Unix epoch.

@@ -14,26 +14,32 @@ var luaFS embed.FS
 // The Lua scripts, one per Store operation that changes state. Each is
 // lua/lib.lua followed by the operation's own file, loaded as one script.
 var (
-	scriptAdmit          = mustScript("admit.lua")
-	scriptClaim          = mustScript("claim.lua")
-	scriptHeartbeat      = mustScript("heartbeat.lua")
-	scriptComplete       = mustScript("complete.lua")
-	scriptFail           = mustScript("fail.lua")
-	scriptRelease        = mustScript("release.lua")
-	scriptCancel         = mustScript("cancel.lua")
-	scriptDelete         = mustScript("delete.lua")
-	scriptRescue         = mustScript("rescue.lua")
-	scriptPromote        = mustScript("promote.lua")
-	scriptPrune          = mustScript("prune.lua")
-	scriptCreateTenant   = mustScript("create_tenant.lua")
-	scriptUpdateTenant   = mustScript("update_tenant.lua")
-	scriptAddAPIKey      = mustScript("add_api_key.lua")
-	scriptEnsureAdminKey = mustScript("ensure_admin_key.lua")
+	scriptAdmit           = mustScript("admit.lua")
+	scriptClaim           = mustScript("claim.lua")
+	scriptHeartbeat       = mustScript("heartbeat.lua")
+	scriptComplete        = mustScript("complete.lua")
+	scriptFail            = mustScript("fail.lua")
+	scriptRelease         = mustScript("release.lua")
+	scriptCancel          = mustScript("cancel.lua")
+	scriptDelete          = mustScript("delete.lua")
+	scriptRescue          = mustScript("rescue.lua")
+	scriptPromote         = mustScript("promote.lua")
+	scriptPrune           = mustScript("prune.lua")
+	scriptCreateTenant    = mustScript("create_tenant.lua")
+	scriptUpdateTenant    = mustScript("update_tenant.lua")
+	scriptAddAPIKey       = mustScript("add_api_key.lua")
+	scriptEnsureAdminKey  = mustScript("ensure_admin_key.lua")
+	scriptPutSchedule     = mustScript("put_schedule.lua")
+	scriptDeleteSchedule  = mustScript("delete_schedule.lua")
+	scriptFireSchedule    = mustScript("fire_schedule.lua")
+	scriptPutRateLimit    = mustScript("put_rate_limit.lua")
+	scriptDeleteRateLimit = mustScript("delete_rate_limit.lua")
 
 	allScripts = []*goredis.Script{
 		scriptAdmit, scriptClaim, scriptHeartbeat, scriptComplete, scriptFail, scriptRelease,
 		scriptCancel, scriptDelete, scriptRescue, scriptPromote, scriptPrune,
 		scriptCreateTenant, scriptUpdateTenant, scriptAddAPIKey, scriptEnsureAdminKey,
+		scriptPutSchedule, scriptDeleteSchedule, scriptFireSchedule, scriptPutRateLimit, scriptDeleteRateLimit,
 	}
 )
 

@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/latch-run/latch/store"
 )
@@ -48,17 +47,13 @@ func (s *Store) CreateTenant(ctx context.Context, p *store.CreateTenantParams) (
 }
 
 func parseTenant(m map[string]string) *store.Tenant {
-	num := func(f string) int64 {
-		n, _ := strconv.ParseInt(m[f], 10, 64)
-		return n
-	}
 	return &store.Tenant{
 		Name:        m["name"],
-		MaxInflight: int(num("max_inflight")),
-		Inflight:    int(num("inflight")),
-		DedupTTL:    fromDurUS(num("dedup_ttl")),
-		Retention:   fromDurUS(num("retention")),
-		CreatedAt:   fromUS(num("created")),
+		MaxInflight: int(hashInt(m, "max_inflight")),
+		Inflight:    int(hashInt(m, "inflight")),
+		DedupTTL:    fromDurUS(hashInt(m, "dedup_ttl")),
+		Retention:   fromDurUS(hashInt(m, "retention")),
+		CreatedAt:   fromUS(hashInt(m, "created")),
 	}
 }
 

@@ -21,20 +21,13 @@ func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitRe
 	t := now(p.Now)
 	res := &store.AdmitResult{Items: make([]store.Admitted, len(p.Items))}
 	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
-		var maxInflight, inflight int
-		var dedupTTL int64
-		err := tx.QueryRowContext(ctx,
-			`SELECT max_inflight, inflight, dedup_ttl FROM tenants WHERE name = ?`, p.Tenant).
-			Scan(&maxInflight, &inflight, &dedupTTL)
-		if errors.Is(err, sql.ErrNoRows) {
-			return false, fmt.Errorf("tenant %q: %w", p.Tenant, store.ErrNotFound)
-		}
+		q, err := loadQuota(ctx, tx, p.Tenant)
 		if err != nil {
-			return false, fmt.Errorf("sqlite: admit: %w", err)
+			return false, err
 		}
 		added := 0
 		for i := range p.Items {
-			item, err := admitOne(ctx, tx, p.Tenant, &p.Items[i], t, dedupTTL, maxInflight, inflight+added)
+			item, err := admitOne(ctx, tx, p.Tenant, &p.Items[i], t, q, added)
 			if err != nil {
 				return false, err
 			}
@@ -46,11 +39,7 @@ func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitRe
 		if added == 0 {
 			return false, nil
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE tenants SET inflight = inflight + ? WHERE name = ?`, added, p.Tenant)
-		if err != nil {
-			return false, fmt.Errorf("sqlite: admit: %w", err)
-		}
-		return true, nil
+		return true, addInflight(ctx, tx, p.Tenant, added)
 	})
 	if err != nil {
 		return nil, err
@@ -58,10 +47,42 @@ func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitRe
 	return res, nil
 }
 
-// admitOne decides one submission inside the admit transaction. A business
-// refusal is returned in Admitted.Err; a non-nil error aborts the group.
+// quota is what admission needs of a tenant, read inside its transaction.
+type quota struct {
+	maxInflight, inflight int
+	dedupTTL              int64
+}
+
+// loadQuota reads the tenant's quota and dedup TTL; ErrNotFound for an
+// unknown tenant.
+func loadQuota(ctx context.Context, tx *sql.Tx, tenant string) (quota, error) {
+	var q quota
+	err := tx.QueryRowContext(ctx,
+		`SELECT max_inflight, inflight, dedup_ttl FROM tenants WHERE name = ?`, tenant).
+		Scan(&q.maxInflight, &q.inflight, &q.dedupTTL)
+	if errors.Is(err, sql.ErrNoRows) {
+		return q, fmt.Errorf("tenant %q: %w", tenant, store.ErrNotFound)
+	}
+	if err != nil {
+		return q, fmt.Errorf("sqlite: admit: %w", err)
+	}
+	return q, nil
+}
+
+// addInflight takes n more quota slots of the tenant (I3).
+func addInflight(ctx context.Context, tx *sql.Tx, tenant string, n int) error {
+	_, err := tx.ExecContext(ctx, `UPDATE tenants SET inflight = inflight + ? WHERE name = ?`, n, tenant)
+	if err != nil {
+		return fmt.Errorf("sqlite: admit: %w", err)
+	}
+	return nil
+}
+
+// admitOne decides one submission inside the admit transaction, added
+// executions after the quota q was read. A business refusal is returned in
+// Admitted.Err; a non-nil error aborts the group.
 func admitOne(ctx context.Context, tx *sql.Tx, tenant string, sub *store.Submission,
-	t time.Time, dedupTTL int64, maxInflight, inflight int) (store.Admitted, error) {
+	t time.Time, q quota, added int) (store.Admitted, error) {
 	if sub.Kind == "" {
 		return store.Admitted{Err: fmt.Errorf("%w: kind is empty", store.ErrInvalid)}, nil
 	}
@@ -75,72 +96,98 @@ func admitOne(ctx context.Context, tx *sql.Tx, tenant string, sub *store.Submiss
 			return hit, err
 		}
 	}
-	if inflight+1 > maxInflight {
+	return admitNew(ctx, tx, tenant, sub, t, q, added)
+}
+
+// admitNew admits a submission whose dedup key (if any) maps to no live
+// execution: the quota check, the execution row and its dedup mapping. It
+// does not count the slot in tenants.inflight; the caller adds its
+// admissions up (addInflight).
+func admitNew(ctx context.Context, tx *sql.Tx, tenant string, sub *store.Submission,
+	t time.Time, q quota, added int) (store.Admitted, error) {
+	if q.inflight+added+1 > q.maxInflight {
 		return store.Admitted{Err: fmt.Errorf("tenant %q has %d of %d in flight: %w",
-			tenant, inflight, maxInflight, store.ErrQuotaExceeded)}, nil
+			tenant, q.inflight+added, q.maxInflight, store.ErrQuotaExceeded)}, nil
 	}
-	e := newExecution(tenant, sub, t)
-	if err := insertExecution(ctx, tx, e); err != nil {
+	e := store.NewExecution(newID(sub), tenant, sub, t)
+	if err := insertWithDedup(ctx, tx, e, t, q.dedupTTL); err != nil {
 		return store.Admitted{}, err
-	}
-	if sub.DedupKey != "" {
-		_, err := tx.ExecContext(ctx,
-			`INSERT INTO dedup_keys (tenant, dedup_key, execution_id, expires_at) VALUES (?, ?, ?, ?)`,
-			tenant, sub.DedupKey, e.ID, ns(t)+dedupTTL)
-		if err != nil {
-			return store.Admitted{}, fmt.Errorf("sqlite: admit: dedup key: %w", err)
-		}
 	}
 	return store.Admitted{Execution: e}, nil
 }
 
+// insertWithDedup writes an execution and, if it has a dedup key, the key's
+// mapping to it, expiring dedupTTL after t.
+func insertWithDedup(ctx context.Context, tx *sql.Tx, e *store.Execution, t time.Time, dedupTTL int64) error {
+	if err := insertExecution(ctx, tx, e); err != nil {
+		return err
+	}
+	if e.DedupKey == "" {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx,
+		`INSERT INTO dedup_keys (tenant, dedup_key, execution_id, expires_at) VALUES (?, ?, ?, ?)`,
+		e.Tenant, e.DedupKey, e.ID, ns(t)+dedupTTL)
+	if err != nil {
+		return fmt.Errorf("sqlite: admit: dedup key: %w", err)
+	}
+	return nil
+}
+
 // lookupDedup resolves a dedup key. found is true when the key maps to a
 // live execution (deduplicated, or reused with other content), false when
-// the submission must be admitted as new. An expired mapping is
-// removed by compare-and-delete on the execution it names.
+// the submission must be admitted as new.
 func lookupDedup(ctx context.Context, tx *sql.Tx, tenant string, sub *store.Submission,
 	payload []byte, t time.Time) (hit store.Admitted, found bool, err error) {
+	e, err := liveDedup(ctx, tx, tenant, sub.DedupKey, t)
+	if e == nil || err != nil {
+		return hit, false, err
+	}
+	if e.Kind != sub.Kind || !bytes.Equal(e.Payload, payload) {
+		return store.Admitted{Err: fmt.Errorf("dedup key %q maps to execution %s: %w",
+			sub.DedupKey, e.ID, store.ErrDedupKeyReused)}, true, nil
+	}
+	return store.Admitted{Execution: e, Deduplicated: true}, true, nil
+}
+
+// liveDedup returns the execution the tenant's dedup key maps to at t, or
+// nil when it maps to none. An expired mapping is removed by
+// compare-and-delete on the execution it names.
+func liveDedup(ctx context.Context, tx *sql.Tx, tenant, key string, t time.Time) (*store.Execution, error) {
 	var execID string
 	var expires int64
-	err = tx.QueryRowContext(ctx,
+	err := tx.QueryRowContext(ctx,
 		`SELECT execution_id, expires_at FROM dedup_keys WHERE tenant = ? AND dedup_key = ?`,
-		tenant, sub.DedupKey).Scan(&execID, &expires)
+		tenant, key).Scan(&execID, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
-		return hit, false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return hit, false, fmt.Errorf("sqlite: admit: dedup lookup: %w", err)
+		return nil, fmt.Errorf("sqlite: admit: dedup lookup: %w", err)
 	}
 	if expires > ns(t) {
 		e, err := getExecution(ctx, tx, tenant, execID)
-		switch {
-		case err == nil:
-			if e.Kind != sub.Kind || !bytes.Equal(e.Payload, payload) {
-				return store.Admitted{Err: fmt.Errorf("dedup key %q maps to execution %s: %w",
-					sub.DedupKey, e.ID, store.ErrDedupKeyReused)}, true, nil
-			}
-			return store.Admitted{Execution: e, Deduplicated: true}, true, nil
-		case !errors.Is(err, store.ErrNotFound):
-			return hit, false, err
+		if err == nil || !errors.Is(err, store.ErrNotFound) {
+			return e, err
 		}
 		// A mapping without its execution cannot be made by this store; if
 		// one exists anyway it is stale, and is removed below.
 	}
 	_, err = tx.ExecContext(ctx,
 		`DELETE FROM dedup_keys WHERE tenant = ? AND dedup_key = ? AND execution_id = ?`,
-		tenant, sub.DedupKey, execID)
+		tenant, key, execID)
 	if err != nil {
-		return hit, false, fmt.Errorf("sqlite: admit: dedup expiry: %w", err)
+		return nil, fmt.Errorf("sqlite: admit: dedup expiry: %w", err)
 	}
-	return hit, false, nil
+	return nil, nil
 }
 
-func newExecution(tenant string, sub *store.Submission, t time.Time) *store.Execution {
-	id := sub.ID
-	if id == "" {
-		id = uuid.Must(uuid.NewV7()).String()
+// newID is the id of sub's execution: its own, or a time-ordered UUIDv7.
+func newID(sub *store.Submission) string {
+	if sub.ID != "" {
+		return sub.ID
 	}
-	return store.NewExecution(id, tenant, sub, t)
+	return uuid.Must(uuid.NewV7()).String()
 }
 
 func insertExecution(ctx context.Context, tx *sql.Tx, e *store.Execution) error {
@@ -150,12 +197,12 @@ func insertExecution(ctx context.Context, tx *sql.Tx, e *store.Execution) error 
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO executions (id, tenant, kind, queue, priority, status,
 		dedup_key, concurrency_key, concurrency_limit, rate_key, payload, max_attempts,
-		timeout_seconds, schedule, created_at, run_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		timeout_seconds, schedule, created_at, run_at, finished_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		e.ID, e.Tenant, e.Kind, e.Queue, e.Priority, string(e.Status),
 		nullString(e.DedupKey), nullString(e.ConcurrencyKey), climit, nullString(e.RateKey),
 		string(e.Payload), e.MaxAttempts, e.TimeoutSeconds, nullString(e.Schedule),
-		ns(e.CreatedAt), ns(e.RunAt))
+		ns(e.CreatedAt), ns(e.RunAt), nullNS(e.FinishedAt))
 	if err != nil {
 		return fmt.Errorf("sqlite: insert execution: %w", err)
 	}

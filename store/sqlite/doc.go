@@ -6,7 +6,11 @@
 // before the first read of the operation and no other writer — in this
 // process or another one sharing the file — can interleave between a check
 // and the act that depends on it. Reads use a separate pool of read-only
-// connections and see the last committed state.
+// connections and see the last committed state. Schedules and rate limits
+// follow the same rule: FireSchedule's compare-and-set on the next tick, its
+// overlap check and the insert of the tick's execution are one transaction,
+// and so are a claim's token from a rate key's bucket and the start it pays
+// for.
 //
 // Durability: synchronous=FULL, so a transaction that returned is on disk
 // before the caller answers (I8).

@@ -60,14 +60,21 @@ func getExecution(ctx context.Context, q querier, tenant, id string) (*store.Exe
 		query += ` AND tenant = ?`
 		args = append(args, tenant)
 	}
-	e, err := scanExecution(q.QueryRowContext(ctx, query, args...))
+	return getOne(ctx, q, scanExecution, "execution "+id, "get execution", query, args...)
+}
+
+// getOne reads the one row of query with scan: ErrNotFound, saying what
+// was looked for, when there is none.
+func getOne[T any](ctx context.Context, q querier, scan func(scanner) (*T, error),
+	what, op, query string, args ...any) (*T, error) {
+	v, err := scan(q.QueryRowContext(ctx, query, args...))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("execution %s: %w", id, store.ErrNotFound)
+		return nil, fmt.Errorf("%s: %w", what, store.ErrNotFound)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get execution: %w", err)
+		return nil, fmt.Errorf("sqlite: %s: %w", op, err)
 	}
-	return e, nil
+	return v, nil
 }
 
 // Get implements store.Store.

@@ -275,6 +275,14 @@ func nullTime(v sql.NullInt64) *time.Time {
 	return &t
 }
 
+// nullNS is t in unix nanoseconds, NULL for a nil t.
+func nullNS(t *time.Time) sql.NullInt64 {
+	if t == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: ns(*t), Valid: true}
+}
+
 func nullString(s string) sql.NullString {
 	return sql.NullString{String: s, Valid: s != ""}
 }

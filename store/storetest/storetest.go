@@ -36,6 +36,9 @@
 //	I4 concurrency ConcurrencyKey/*
 //	I5 fencing     Fencing/*, Delete/ForceRemovesRunningAndFencesWorker,
 //	               Concurrency/WorkerVsRescue, Concurrency/ForceDeleteVsWorker
+//	I6 schedules   Schedule/* (Schedule/Concurrency/* races servers over one tick)
+//	I7 rate        RateLimit/* (RateLimit/WindowBoundUnderConcurrentClaims checks
+//	               every window of concurrent starts)
 //	I8 durability  RunReopen, for backends whose database can be reopened
 //	I9 liveness    Rescue/*, Concurrency/AdmitSameKeyAllSubmittersDie
 //
@@ -70,6 +73,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Claim", testClaim},
 		{"ClaimFilters", testClaimFilters},
 		{"ConcurrencyKey", testConcurrencyKey},
+		{"Schedule", testSchedule},
+		{"RateLimit", testRateLimit},
 		{"Lease", testLease},
 		{"Fencing", testFencing},
 		{"Cancel", testCancel},

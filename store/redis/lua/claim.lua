@@ -1,8 +1,8 @@
 -- claim.lua: Store.Claim — lease up to max ready executions, highest
 -- priority first, then oldest run_at, then id. Reading the candidates and
 -- leasing them is this one script, so no two claimers can lease one attempt
--- (I2), and a concurrency key's running count (per tenant) is checked and
--- raised in the same step (I4).
+-- (I2), a concurrency key's running count (per tenant) is checked and
+-- raised in the same step (I4), and so is a rate key's bucket (I7).
 --
 -- First, scheduled executions whose run_at has come by now (up to
 -- due_limit, oldest first) are made due: they join the ready indexes with
@@ -15,21 +15,34 @@
 -- execution whose concurrency key is at its limit is parked (see lib.lua)
 -- instead of being passed over on every later claim.
 --
+-- Rate limits: a candidate that its concurrency key lets start and whose
+-- tenant has a limit for its rate key (ratelimit:<c>) starts only if the
+-- bucket allows it (store.RateLimit.Allow, the GCRA), and then moves the
+-- bucket's TAT; so a claim takes exactly one token per start and none for
+-- a candidate it does not start. A candidate the bucket refuses is
+-- deferred: it leaves the ready indexes for sched, scheduled at the
+-- bucket's next free start (store.RateLimit.FreeAt), the k-th refused of
+-- one bucket in this claim k-1 intervals later, with its attempt and quota
+-- slot unchanged. Buckets are read once and their TATs written back at the
+-- end, all inside this script.
+--
 -- KEYS[1] sched   KEYS[2] running   KEYS[3] readykinds
 -- KEYS[4] ready:t:<T> (ignored when the claim is for every tenant)
 -- KEYS[5] due
 -- KEYS[6 .. 5+nq]          ready:q:<queue> for each queue filter
 -- KEYS[6+nq .. 5+nq+nk]    ready:k:<kind> for each kind filter
 --   derived: exec:<id> of each candidate, ck:<c> and ckpark:<c> of its
---   tenant's concurrency key, the other ready indexes of a leased execution, and
+--   tenant's concurrency key, ratelimit:<c> of its tenant's rate key, the
+--   other ready indexes of a leased or deferred execution, and
 --   ready:k:<kind> of every kind in readykinds for a claim without filters.
 -- ARGV[1] NS  ARGV[2] now_us  ARGV[3] max  ARGV[4] lease_expires_us
 -- ARGV[5] worker_id  ARGV[6] tenant ('' = every tenant)  ARGV[7] token base
 -- ARGV[8] due_limit  ARGV[9] nq  ARGV[10] nk
 -- ARGV[11 .. 10+nq] queues   ARGV[11+nq .. 10+nq+nk] kinds
--- Returns {version, lease_1, ..., lease_n}, each lease
+-- Returns {version, retry_at, lease_1, ..., lease_n}, each lease
 -- {id, tenant, kind, queue, payload, attempt, max_attempts, timeout, token};
--- version is 0 when nothing changed.
+-- version is 0 when nothing changed; retry_at is the earliest run_at_us
+-- given to a deferred execution, '' when none was deferred.
 
 local now, max, expires, worker, tenant, token_base = ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local nq, nk = tonumber(ARGV[9]), tonumber(ARGV[10])
@@ -81,9 +94,30 @@ local function head(c)
   return c.buf[c.pos]
 end
 
-local out = {0}
+-- Rate-limit buckets met by this claim, by scoped(tenant, rate key):
+-- false for a key without a limit.
+local buckets = {}
+local function bucket(e)
+  if not e.rkey then return nil end
+  local c = scoped(e.tenant, e.rkey)
+  local b = buckets[c]
+  if b == nil then
+    local v = redis.call('HMGET', k_ratelimit(c), 'iv', 'burst', 'tat')
+    b = false
+    if v[1] then
+      b = {key = k_ratelimit(c), iv = tonumber(v[1]), burst = tonumber(v[2]), tat = tonumber(v[3] or ''),
+        refused = 0, taken = false}
+    end
+    buckets[c] = b
+  end
+  return b or nil
+end
+
+local now_n = tonumber(now)
+local out = {0, ''}
+local retry = nil
 local touched = {}
-while #out - 1 < max do
+while #out - 2 < max do
   local best, bc = nil, nil
   for _, c in ipairs(cursors) do
     local h = head(c)
@@ -105,13 +139,33 @@ while #out - 1 < max do
       blocked = run >= tonumber(e.climit)
     end
     local ek = k_exec(e.id)
+    -- Not charged while its concurrency key holds it back.
+    local b, defer_at = nil, nil
+    if not blocked then b = bucket(e) end
+    if b and b.tat then
+      local free = b.tat - (b.burst - 1) * b.iv
+      if free > now_n then
+        b.refused = b.refused + 1
+        defer_at = free + (b.refused - 1) * b.iv
+      end
+    end
     if blocked then
       idx_rem(e, best)
       redis.call('HINCRBY', k_ck(ck_of(e)), 'ready', -1)
       redis.call('ZADD', k_ckpark(ck_of(e)), 0, best)
       redis.call('HSET', ek, 'parked', 1)
       touched[ck_of(e)] = true
+    elseif defer_at then
+      leave(e)
+      redis.call('HSET', ek, 'status', 'scheduled', 'run_at', istr(defer_at), 'ra', time_lex(defer_at))
+      redis.call('ZADD', KEYS[1], istr(defer_at), e.id)
+      if e.ckey then touched[ck_of(e)] = true end
+      if not retry or defer_at < retry then retry = defer_at end
     else
+      if b then
+        b.tat = math.max(b.tat or now_n, now_n) + b.iv
+        b.taken = true
+      end
       idx_rem(e, best)
       if e.ckey then
         redis.call('HINCRBY', k_ck(ck_of(e)), 'ready', -1)
@@ -133,5 +187,9 @@ while #out - 1 < max do
 end
 
 for c in pairs(touched) do ck_settle(c) end
-if #out > 1 then out[1] = changed() end
+for _, b in pairs(buckets) do
+  if b and b.taken then redis.call('HSET', b.key, 'tat', istr(b.tat)) end
+end
+if retry then out[2] = istr(retry) end
+if #out > 2 or retry then out[1] = changed() end
 return out

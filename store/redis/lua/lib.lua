@@ -13,7 +13,8 @@
 -- Times are integer microseconds since the Unix epoch (exact in a Lua
 -- double until the year 2255); they arrive as strings in ARGV and are
 -- written back as strings (istr), never through Lua's %.14g number
--- formatting. Queue members (qp .. ra .. id) are built by Go.
+-- formatting. Queue members (qp .. ra .. id) are built by Go, but for the
+-- ra of a run_at a script computes itself (time_lex).
 --
 -- Execution hash fields: id tenant kind queue prio status payload attempt
 -- maxatt timeout created run_at qp ra cancel, and when set: dkey ckey climit
@@ -33,19 +34,42 @@ local function k_ready_k(kind) return NS .. ':ready:k:' .. kind end
 local function k_sched() return NS .. ':sched' end
 local function k_due() return NS .. ':due' end
 local function k_running() return NS .. ':running' end
--- A concurrency key is scoped per tenant: c below is ck_scope(tenant, key),
--- the tenant's length first, so that no tenant/key pair can be read two
--- ways; keys.go has the same function (concScope).
-local function ck_scope(t, key) return string.len(t) .. ':' .. t .. key end
+-- Concurrency keys, schedules and rate keys are scoped per tenant: c and s
+-- below are scoped(tenant, key or name), the tenant's length first, so that
+-- no tenant/name pair can be read two ways; keys.go has the same function.
+local function scoped(t, name) return string.len(t) .. ':' .. t .. name end
 local function k_ck(c) return NS .. ':ck:' .. c end
 local function k_ckpark(c) return NS .. ':ckpark:' .. c end
 local function k_done(t) return NS .. ':done:' .. t end
 local function k_list() return NS .. ':list' end
 local function k_list_t(t) return NS .. ':list:' .. t end
+local function k_schedule(s) return NS .. ':schedule:' .. s end
+local function k_schedules(t) return NS .. ':schedules:' .. t end
+local function k_nextrun() return NS .. ':nextrun' end
+local function k_schedlive(s) return NS .. ':schedlive:' .. s end
+local function k_ratelimit(c) return NS .. ':ratelimit:' .. c end
 
 local MEMBER_ID = 33 -- queue members: 16 hex priority, 16 hex run_at, id
 
 local function istr(n) return string.format('%.0f', n) end
+
+-- time_lex is keys.go's timeLex, for a time a script computes itself (a
+-- claim's rate-limit deferral): 16 hex digits of the microseconds with the
+-- sign bit flipped, built digit by digit so that no step leaves the
+-- integers a Lua double holds exactly (|us| < 2^53).
+local HEX = '0123456789abcdef'
+local function time_lex(us)
+  local n, top, neg = tonumber(us), '8', false
+  if n < 0 then n, top, neg = -n - 1, '7', true end -- two's complement
+  local d = {}
+  for i = 15, 1, -1 do
+    local r = n % 16
+    n = (n - r) / 16
+    if neg then r = 15 - r end
+    d[i] = string.sub(HEX, r + 1, r + 1)
+  end
+  return top .. table.concat(d)
+end
 
 -- changed records a change: it bumps the namespace's version and publishes
 -- it, so that every Store's Notifier wakes its waiters. Returns the version.
@@ -60,7 +84,7 @@ end
 local function dedup_member(t, key) return string.len(t) .. ':' .. t .. key end
 
 local FIELDS = {'tenant', 'queue', 'kind', 'status', 'ckey', 'climit', 'qp', 'ra',
-  'parked', 'attempt', 'maxatt', 'cancel', 'token', 'dkey', 'lease_exp', 'run_at', 'due'}
+  'parked', 'attempt', 'maxatt', 'cancel', 'token', 'dkey', 'lease_exp', 'run_at', 'due', 'rkey'}
 
 -- load reads the fields the scripts decide on; nil if there is no such
 -- execution. Absent fields are false.
@@ -99,7 +123,7 @@ end
 -- blocked work costs claims nothing. ck_settle keeps the invariant that the
 -- first parked execution stays parked only while run + ready >= its limit,
 -- and is called after every change that lowers run or ready.
-local function ck_of(e) return ck_scope(e.tenant, e.ckey) end
+local function ck_of(e) return scoped(e.tenant, e.ckey) end
 
 local function ck_gc(c)
   local v = redis.call('HMGET', k_ck(c), 'run', 'ready')
@@ -305,6 +329,111 @@ local function remove(e)
     end
   end
   redis.call('DEL', k_exec(e.id))
+end
+
+-- Admission, shared by admit.lua (Store.Admit) and fire_schedule.lua (a
+-- schedule's tick, admitted as Admit admits it).
+--
+-- quota returns tenant t's quota record {max, inflight, ttl, added}, read
+-- once per script run, or nil for an unknown tenant. Admissions count in
+-- it; quota_flush writes what they added back once, at the end of the
+-- script, so that calls of one run see each other's admissions.
+local quotas = {}
+local function quota(t)
+  local q = quotas[t]
+  if not q then
+    local v = redis.call('HMGET', k_tenant(t), 'max_inflight', 'inflight', 'dedup_ttl')
+    if not v[1] then return nil end
+    q = {max = tonumber(v[1]), inflight = tonumber(v[2]), ttl = tonumber(v[3]), added = 0}
+    quotas[t] = q
+  end
+  return q
+end
+
+local function quota_flush()
+  for t, q in pairs(quotas) do
+    if q.added > 0 then redis.call('HINCRBY', k_tenant(t), 'inflight', q.added) end
+  end
+end
+
+-- dedup_live returns the id of the execution tenant t's dedup key maps to,
+-- or nil if the key maps to none or its TTL has passed by now. An expired
+-- mapping is replaced when an execution is admitted under the key.
+local function dedup_live(t, dkey, now)
+  if dkey == '' then return nil end
+  local v = redis.call('HGET', k_dedup(t), dkey)
+  if not v then return nil end
+  local sep = string.find(v, ':', 1, true)
+  if tonumber(string.sub(v, 1, sep - 1)) <= tonumber(now) then return nil end
+  return string.sub(v, sep + 1)
+end
+
+-- admit_new writes a new execution admitted at now (a string): x holds its
+-- fields (id tenant kind queue prio qp payload dkey ckey climit rkey maxatt
+-- timeout schedule run_at ra, '' for none) and status is nil (queued, or
+-- scheduled when run_at is after now) or 'skipped' (a tick dropped by
+-- overlap skip: terminal at once, finished at now, holding no quota slot).
+-- Together: the hash, its list entries, its queue, schedule or retention
+-- entry, its dedup mapping (for the tenant's dedup TTL) and, in flight, its
+-- quota slot in q (see quota) and its place in its schedule's live set.
+local function admit_new(x, status, now, q)
+  if not status then
+    status = 'queued'
+    if tonumber(x.run_at) > tonumber(now) then status = 'scheduled' end
+  end
+  local h = {'id', x.id, 'tenant', x.tenant, 'kind', x.kind, 'queue', x.queue,
+    'prio', x.prio, 'status', status, 'payload', x.payload, 'attempt', 0, 'maxatt', x.maxatt,
+    'timeout', x.timeout, 'created', now, 'run_at', x.run_at, 'qp', x.qp, 'ra', x.ra, 'cancel', 0}
+  local e = {id = x.id, tenant = x.tenant, queue = x.queue, kind = x.kind, status = status, qp = x.qp, ra = x.ra}
+  if x.dkey ~= '' then h[#h + 1] = 'dkey'; h[#h + 1] = x.dkey end
+  if x.ckey ~= '' then
+    h[#h + 1] = 'ckey'; h[#h + 1] = x.ckey
+    h[#h + 1] = 'climit'; h[#h + 1] = x.climit
+    e.ckey = x.ckey
+  end
+  if x.rkey ~= '' then h[#h + 1] = 'rkey'; h[#h + 1] = x.rkey end
+  if x.schedule ~= '' then h[#h + 1] = 'schedule'; h[#h + 1] = x.schedule end
+  if status == 'skipped' then h[#h + 1] = 'finished'; h[#h + 1] = now end
+  redis.call('HSET', k_exec(x.id), unpack(h))
+  redis.call('ZADD', k_list(), 0, x.id)
+  redis.call('ZADD', k_list_t(x.tenant), 0, x.id)
+  if status == 'queued' then
+    enqueue(e)
+  elseif status == 'scheduled' then
+    redis.call('ZADD', k_sched(), x.run_at, x.id)
+  else
+    redis.call('ZADD', k_done(x.tenant), now, x.id)
+  end
+  if x.dkey ~= '' then
+    local expires = istr(tonumber(now) + q.ttl)
+    redis.call('HSET', k_dedup(x.tenant), x.dkey, expires .. ':' .. x.id)
+    redis.call('ZADD', k_dedupexp(), expires, dedup_member(x.tenant, x.dkey))
+  end
+  if status ~= 'skipped' then
+    q.inflight = q.inflight + 1
+    q.added = q.added + 1
+    if x.schedule ~= '' then redis.call('SADD', k_schedlive(scoped(x.tenant, x.schedule)), x.id) end
+  end
+end
+
+-- Schedules. schedlive:<s> holds the ids of schedule s's executions
+-- admitted in flight (admit_new); one that has since ended or gone stays
+-- until sched_busy next reads the set. sched_busy reports whether an
+-- execution of s is not terminal, exactly, removing the members that are
+-- terminal or missing (lazy cleanup: the scripts that end executions need
+-- not know about schedules).
+local function sched_busy(s)
+  local live = k_schedlive(s)
+  local busy = false
+  for _, id in ipairs(redis.call('SMEMBERS', live)) do
+    local st = redis.call('HGET', k_exec(id), 'status')
+    if st == 'queued' or st == 'scheduled' or st == 'running' then
+      busy = true
+    else
+      redis.call('SREM', live, id)
+    end
+  end
+  return busy
 end
 
 -- each_call runs a group of calls (see group.go for the protocol): for

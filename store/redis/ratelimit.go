@@ -1,0 +1,74 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/latch-run/latch/store"
+)
+
+// Rate limits (I7) are one hash per tenant and rate key, ratelimit:<c>
+// with c = scoped(tenant, key): the settings, the emission interval in
+// whole microseconds and the bucket's TAT, which claim.lua alone moves, in
+// the script that starts the execution it charges.
+
+// PutRateLimit implements store.Store (put_rate_limit.lua). The interval
+// Per/Rate is kept in whole microseconds, rounded up where it is not whole,
+// so that the bucket never allows more than the limit says (I7); like every
+// time in this store, Per is kept to the microsecond.
+func (s *Store) PutRateLimit(ctx context.Context, p *store.PutRateLimitParams) (*store.RateLimit, error) {
+	rl := p.Limit
+	if err := rl.Validate(); err != nil {
+		return nil, err
+	}
+	iv := (rl.Interval() + time.Microsecond - 1) / time.Microsecond
+	arr, err := s.run(ctx, "put rate limit", scriptPutRateLimit,
+		[]string{s.k.rateLimit(scoped(rl.Tenant, rl.Key)), s.k.tenant(rl.Tenant)},
+		s.k.ns, rl.Tenant, rl.Key, rl.Rate, itoa(durUS(rl.Per)), rl.Burst, itoa(int64(iv)), itoa(us(now(p.Now))))
+	if err != nil {
+		return nil, err
+	}
+	if err := status(arr, fmt.Sprintf("tenant %q", rl.Tenant)); err != nil {
+		return nil, err
+	}
+	return parseRateLimit(asMap(at(arr, 1))), nil
+}
+
+// GetRateLimit implements store.Store.
+func (s *Store) GetRateLimit(ctx context.Context, p *store.GetRateLimitParams) (*store.RateLimit, error) {
+	m, err := s.rdb.HGetAll(ctx, s.k.rateLimit(scoped(p.Tenant, p.Key))).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redis: get rate limit: %w", err)
+	}
+	if len(m) == 0 {
+		return nil, fmt.Errorf("rate limit %q: %w", p.Key, store.ErrNotFound)
+	}
+	return parseRateLimit(m), nil
+}
+
+// DeleteRateLimit implements store.Store (delete_rate_limit.lua).
+func (s *Store) DeleteRateLimit(ctx context.Context, p *store.DeleteRateLimitParams) error {
+	arr, err := s.run(ctx, "delete rate limit", scriptDeleteRateLimit,
+		[]string{s.k.rateLimit(scoped(p.Tenant, p.Key))}, s.k.ns)
+	if err != nil {
+		return err
+	}
+	return status(arr, fmt.Sprintf("rate limit %q", p.Key))
+}
+
+func parseRateLimit(m map[string]string) *store.RateLimit {
+	rl := &store.RateLimit{
+		Tenant:    m["tenant"],
+		Key:       m["key"],
+		Rate:      int(hashInt(m, "rate")),
+		Per:       fromDurUS(hashInt(m, "per")),
+		Burst:     int(hashInt(m, "burst")),
+		CreatedAt: fromUS(hashInt(m, "created")),
+		UpdatedAt: fromUS(hashInt(m, "updated")),
+	}
+	if _, ok := m["tat"]; ok {
+		rl.TAT = fromUS(hashInt(m, "tat"))
+	}
+	return rl
+}

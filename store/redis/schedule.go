@@ -1,0 +1,326 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/latch-run/latch/store"
+)
+
+// Schedules. Each is one hash, schedule:<s> with s = scoped(tenant, name):
+// its settings, next_run_at, the latest tick fired, and the tick template
+// (x_queue, x_maxatt, x_timeout, x_ckey, x_climit and qp: the execution a
+// tick submits, built here with store.TickSubmission and
+// store.NewExecution so that the defaults stay in one place). schedules:<T>
+// names a tenant's schedules (all scores 0, so by name), nextrun holds the
+// enabled ones by next_run_at (the scheduler's DueBy query), and
+// schedlive:<s> the ids of the schedule's executions admitted in flight,
+// which FireSchedule reads for overlap skip and the reads for Running
+// (lua/lib.lua, sched_busy).
+
+// defaultScheduleLimit is ListSchedules' limit when none is given.
+const defaultScheduleLimit = 1000
+
+// PutSchedule implements store.Store (put_schedule.lua). Every is kept to
+// the microsecond.
+func (s *Store) PutSchedule(ctx context.Context, p *store.PutScheduleParams) (*store.PutScheduleResult, error) {
+	sc := p.Schedule
+	if err := store.ValidateSchedule(&sc); err != nil {
+		return nil, err
+	}
+	if len(sc.Payload) == 0 {
+		sc.Payload = json.RawMessage("{}")
+	}
+	t := now(p.Now)
+	sub := store.TickSubmission(&sc, sc.NextRunAt)
+	x := store.NewExecution("", sc.Tenant, &sub, t)
+	climit := ""
+	if x.ConcurrencyKey != "" {
+		climit = strconv.Itoa(x.ConcurrencyLimit)
+	}
+	arr, err := s.run(ctx, "put schedule", scriptPutSchedule,
+		[]string{s.k.schedule(scoped(sc.Tenant, sc.Name)), s.k.schedules(sc.Tenant), s.k.nextRun(), s.k.tenant(sc.Tenant)},
+		s.k.ns, sc.Tenant, sc.Name, itoa(us(t)), itoa(us(sc.NextRunAt)), flag(sc.Enabled),
+		sc.Cron, itoa(durUS(sc.Every)), sc.Timezone,
+		"kind", sc.Kind, "payload", string(sc.Payload), "queue", sc.Queue, "prio", sc.Priority,
+		"maxatt", sc.MaxAttempts, "timeout", sc.TimeoutSeconds, "rkey", sc.RateKey,
+		"overlap", string(sc.Overlap), "catchup", string(sc.Catchup),
+		"qp", prioLex(x.Priority), "x_queue", x.Queue, "x_maxatt", x.MaxAttempts, "x_timeout", x.TimeoutSeconds,
+		"x_ckey", x.ConcurrencyKey, "x_climit", climit)
+	if err != nil {
+		return nil, err
+	}
+	if err := status(arr, fmt.Sprintf("tenant %q", sc.Tenant)); err != nil {
+		return nil, err
+	}
+	got := parseSchedule(asMap(at(arr, 2)))
+	if err := s.setRunning(ctx, got); err != nil {
+		return nil, err
+	}
+	return &store.PutScheduleResult{Schedule: got, Created: asInt(at(arr, 1)) == 1}, nil
+}
+
+// GetSchedule implements store.Store.
+func (s *Store) GetSchedule(ctx context.Context, p *store.GetScheduleParams) (*store.Schedule, error) {
+	got, err := s.readSchedules(ctx, []string{scoped(p.Tenant, p.Name)})
+	if err != nil {
+		return nil, err
+	}
+	if len(got) == 0 {
+		return nil, fmt.Errorf("schedule %q: %w", p.Name, store.ErrNotFound)
+	}
+	return got[0], nil
+}
+
+// ListSchedules implements store.Store: by tenant then name from the
+// tenants' name indexes, or with DueBy the enabled ones due by then,
+// earliest first, from nextrun. Like List it reads without a snapshot: a
+// schedule changed meanwhile is read as it is then, one deleted is left
+// out.
+func (s *Store) ListSchedules(ctx context.Context, p *store.ListSchedulesParams) ([]*store.Schedule, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = defaultScheduleLimit
+	}
+	var scopes []string
+	var err error
+	if p.DueBy.IsZero() {
+		scopes, err = s.scheduleNames(ctx, p.Tenant, limit)
+	} else {
+		scopes, err = s.dueSchedules(ctx, p.Tenant, us(p.DueBy), limit)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.readSchedules(ctx, scopes)
+}
+
+// scheduleNames returns up to limit schedules (scoped names) of tenant (""
+// = every tenant), by tenant then name.
+func (s *Store) scheduleNames(ctx context.Context, tenant string, limit int) ([]string, error) {
+	tenants := []string{tenant}
+	if tenant == "" {
+		var err error
+		if tenants, err = s.rdb.SMembers(ctx, s.k.tenants()).Result(); err != nil {
+			return nil, fmt.Errorf("redis: list schedules: %w", err)
+		}
+		slices.Sort(tenants)
+	}
+	// A pipeline per batch of tenants, each asked for what the limit leaves.
+	const batch = 64
+	var scopes []string
+	for lo := 0; lo < len(tenants) && len(scopes) < limit; lo += batch {
+		part := tenants[lo:min(lo+batch, len(tenants))]
+		cmds := make([]*goredis.StringSliceCmd, len(part))
+		_, err := s.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
+			for i, t := range part {
+				cmds[i] = pipe.ZRange(ctx, s.k.schedules(t), 0, int64(limit-len(scopes)-1))
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("redis: list schedules: %w", err)
+		}
+		for i, c := range cmds {
+			for _, n := range c.Val() {
+				if len(scopes) < limit {
+					scopes = append(scopes, scoped(part[i], n))
+				}
+			}
+		}
+	}
+	return scopes, nil
+}
+
+// dueSchedules returns up to limit enabled schedules (scoped names) of
+// tenant ("" = every tenant) whose next_run_at is not after dueBy,
+// earliest first.
+func (s *Store) dueSchedules(ctx context.Context, tenant string, dueBy int64, limit int) ([]string, error) {
+	prefix := ""
+	if tenant != "" {
+		prefix = scoped(tenant, "")
+	}
+	chunk := limit
+	if tenant != "" {
+		chunk = max(chunk, 200)
+	}
+	var scopes []string
+	for offset := int64(0); len(scopes) < limit; offset += int64(chunk) {
+		ms, err := s.rdb.ZRangeArgs(ctx, goredis.ZRangeArgs{
+			Key: s.k.nextRun(), Start: "-inf", Stop: itoa(dueBy), ByScore: true, Offset: offset, Count: int64(chunk),
+		}).Result()
+		if err != nil {
+			return nil, fmt.Errorf("redis: list due schedules: %w", err)
+		}
+		for _, m := range ms {
+			if strings.HasPrefix(m, prefix) && len(scopes) < limit {
+				scopes = append(scopes, m)
+			}
+		}
+		if len(ms) < chunk {
+			break
+		}
+	}
+	return scopes, nil
+}
+
+// readSchedules reads the schedules named by scopes (scoped names), in
+// that order, leaving out those that do not exist, with Running set.
+func (s *Store) readSchedules(ctx context.Context, scopes []string) ([]*store.Schedule, error) {
+	if len(scopes) == 0 {
+		return nil, nil
+	}
+	cmds := make([]*goredis.MapStringStringCmd, len(scopes))
+	_, err := s.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
+		for i, sc := range scopes {
+			cmds[i] = pipe.HGetAll(ctx, s.k.schedule(sc))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("redis: read schedules: %w", err)
+	}
+	out := make([]*store.Schedule, 0, len(scopes))
+	for _, c := range cmds {
+		if m := c.Val(); len(m) > 0 {
+			out = append(out, parseSchedule(m))
+		}
+	}
+	if err := s.setRunning(ctx, out...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// setRunning sets each schedule's Running: whether an execution of the
+// schedule runs. Every execution of a schedule in flight is in the
+// schedule's live set (admit_new), so the members' statuses tell.
+func (s *Store) setRunning(ctx context.Context, scs ...*store.Schedule) error {
+	members := make([]*goredis.StringSliceCmd, len(scs))
+	_, err := s.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
+		for i, sc := range scs {
+			members[i] = pipe.SMembers(ctx, s.k.scheduleLive(scoped(sc.Tenant, sc.Name)))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("redis: read schedules: %w", err)
+	}
+	statuses := make([][]*goredis.StringCmd, len(scs))
+	_, err = s.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
+		for i := range scs {
+			for _, id := range members[i].Val() {
+				statuses[i] = append(statuses[i], pipe.HGet(ctx, s.k.exec(id), "status"))
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		return fmt.Errorf("redis: read schedules: %w", err)
+	}
+	for i, sc := range scs {
+		for _, c := range statuses[i] {
+			switch err := c.Err(); {
+			case errors.Is(err, goredis.Nil): // deleted or pruned since it ended
+			case err != nil:
+				return fmt.Errorf("redis: read schedules: %w", err)
+			case c.Val() == string(store.StatusRunning):
+				sc.Running = true
+			}
+		}
+	}
+	return nil
+}
+
+// DeleteSchedule implements store.Store (delete_schedule.lua).
+func (s *Store) DeleteSchedule(ctx context.Context, p *store.DeleteScheduleParams) error {
+	sc := scoped(p.Tenant, p.Name)
+	arr, err := s.run(ctx, "delete schedule", scriptDeleteSchedule,
+		[]string{s.k.schedule(sc), s.k.schedules(p.Tenant), s.k.nextRun(), s.k.scheduleLive(sc)},
+		s.k.ns, p.Tenant, p.Name)
+	if err != nil {
+		return err
+	}
+	return status(arr, fmt.Sprintf("schedule %q", p.Name))
+}
+
+// FireSchedule implements store.Store with one script (fire_schedule.lua):
+// the compare and set of next_run_at, the dedup lookup, the overlap check
+// (the schedule's live set, each member's status read in the script), the
+// admission under the tenant's quota and the schedule's record of the tick
+// are one step, so two servers firing one tick, or ticks of one schedule,
+// never both pass a check the other's write would have failed (I6).
+func (s *Store) FireSchedule(ctx context.Context, p *store.FireScheduleParams) (*store.FireScheduleResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	nowUS := us(now(p.Now))
+	expected, next := "", ""
+	if !p.Trigger {
+		expected, next = itoa(us(p.Expected)), itoa(us(p.Next))
+	}
+	sc := scoped(p.Tenant, p.Name)
+	id := uuid.Must(uuid.NewV7()).String()
+	arr, err := s.run(ctx, "fire schedule", scriptFireSchedule,
+		[]string{s.k.schedule(sc), s.k.nextRun(), s.k.tenant(p.Tenant), s.k.dedup(p.Tenant), s.k.exec(id),
+			s.k.scheduleLive(sc), s.k.listTenant(p.Tenant), s.k.list(), s.k.dedupExp(), s.k.sched(), s.k.readyKinds()},
+		s.k.ns, p.Tenant, p.Name, itoa(us(p.Tick)), flag(p.Trigger), expected, next, flag(p.Drop),
+		itoa(nowUS), timeLex(nowUS), id, store.ScheduleDedupKey(p.Name, p.Tick))
+	if err != nil {
+		return nil, err
+	}
+	if err := status(arr, fmt.Sprintf("schedule %q", p.Name)); err != nil {
+		return nil, err
+	}
+	if len(arr) != 5 {
+		return nil, fmt.Errorf("redis: fire schedule: unexpected reply %v", arr)
+	}
+	s.note.ack(asInt(arr[1]))
+	res := &store.FireScheduleResult{Advanced: asInt(arr[4]) == 1}
+	switch code := asString(arr[2]); code {
+	case "":
+	case "N", "S", "D":
+		res.Execution, res.Deduplicated = parseExecution(asMap(arr[3])), code == "D"
+	default:
+		return nil, fmt.Errorf("redis: fire schedule: unexpected code %q", code)
+	}
+	return res, nil
+}
+
+// parseSchedule reads a schedule hash (see put_schedule.lua).
+func parseSchedule(m map[string]string) *store.Schedule {
+	sc := &store.Schedule{
+		Tenant:          m["tenant"],
+		Name:            m["name"],
+		Cron:            m["cron"],
+		Every:           fromDurUS(hashInt(m, "every")),
+		Timezone:        m["tz"],
+		Kind:            m["kind"],
+		Payload:         json.RawMessage(m["payload"]),
+		Queue:           m["queue"],
+		Priority:        int(hashInt(m, "prio")),
+		MaxAttempts:     int(hashInt(m, "maxatt")),
+		TimeoutSeconds:  int(hashInt(m, "timeout")),
+		RateKey:         m["rkey"],
+		Overlap:         store.Overlap(m["overlap"]),
+		Catchup:         store.Catchup(m["catchup"]),
+		Enabled:         m["enabled"] == "1",
+		NextRunAt:       fromUS(hashInt(m, "next")),
+		LastExecutionID: m["last_exec"],
+		CreatedAt:       fromUS(hashInt(m, "created")),
+		UpdatedAt:       fromUS(hashInt(m, "updated")),
+	}
+	if _, ok := m["last_run"]; ok {
+		t := fromUS(hashInt(m, "last_run"))
+		sc.LastRunAt = &t
+	}
+	return sc
+}

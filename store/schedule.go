@@ -1,0 +1,237 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Overlap is what a schedule's tick does while an earlier execution of the
+// same schedule is not terminal.
+type Overlap string
+
+// The overlap policies of API.md.
+const (
+	// OverlapSkip records the tick's execution as skipped (terminal, no
+	// quota slot, never runs) while an earlier one is not terminal.
+	OverlapSkip Overlap = "skip"
+	// OverlapQueue admits the tick; it waits its turn behind the earlier
+	// ones (the schedule's concurrency key, limit 1: never two running).
+	OverlapQueue Overlap = "queue"
+	// OverlapAllow admits and runs the tick regardless.
+	OverlapAllow Overlap = "allow"
+)
+
+// Valid reports whether o is one of the defined policies.
+func (o Overlap) Valid() bool {
+	return o == OverlapSkip || o == OverlapQueue || o == OverlapAllow
+}
+
+// Catchup is what a schedule does about ticks missed while no server ran it.
+type Catchup string
+
+// The catch-up policies of API.md.
+const (
+	// CatchupNone drops missed ticks: the schedule resumes at its next tick.
+	CatchupNone Catchup = "none"
+	// CatchupOne runs one execution, at once, for all the missed ticks.
+	CatchupOne Catchup = "one"
+)
+
+// Valid reports whether c is one of the defined policies.
+func (c Catchup) Valid() bool { return c == CatchupNone || c == CatchupOne }
+
+// Schedule is a tenant's recurring submission. The store keeps it and fires
+// its ticks atomically (FireSchedule); it does not read Cron, Every or
+// Timezone — the engine computes tick times (package schedule) and hands
+// them in.
+type Schedule struct {
+	Tenant   string
+	Name     string
+	Cron     string        // 5 or 6 fields; "" when Every is set
+	Every    time.Duration // 0 when Cron is set
+	Timezone string        // IANA name of Cron's zone; "UTC" by default
+
+	// What each tick submits.
+	Kind           string
+	Payload        json.RawMessage // canonical JSON, never nil
+	Queue          string
+	Priority       int
+	MaxAttempts    int // 0 = DefaultMaxAttempts
+	TimeoutSeconds int // 0 = DefaultTimeoutSeconds
+	RateKey        string
+
+	Overlap Overlap
+	Catchup Catchup
+	Enabled bool
+
+	// NextRunAt is the next tick the scheduler will fire, once it is due
+	// (meaningful only while Enabled).
+	NextRunAt time.Time
+	// LastRunAt and LastExecutionID describe the latest tick fired (a
+	// trigger included), whatever became of it (a skipped tick included).
+	LastRunAt       *time.Time
+	LastExecutionID string
+	// Running is computed on read: an execution of this schedule is running.
+	Running bool
+
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// SameTiming reports whether s and o tick at the same times.
+func (s *Schedule) SameTiming(o *Schedule) bool {
+	return s.Cron == o.Cron && s.Every == o.Every && s.Timezone == o.Timezone
+}
+
+// ScheduleDedupKey is the dedup key of a schedule's tick (API.md): any number
+// of servers firing the tick admit one execution.
+func ScheduleDedupKey(name string, tick time.Time) string {
+	return "schedule:" + name + ":" + strconv.FormatInt(tick.Unix(), 10)
+}
+
+// ScheduleConcurrencyKey is the concurrency key (limit 1) of the executions
+// of a schedule with overlap skip or queue: never two of them run at once
+// (I6), enforced by Claim like any concurrency key (I4).
+func ScheduleConcurrencyKey(name string) string {
+	return "schedule:" + name
+}
+
+// TickSubmission is the submission s fires for tick: the dedup key of the
+// tick, the schedule's name, and for overlap skip and queue the schedule's
+// concurrency key with limit 1.
+func TickSubmission(s *Schedule, tick time.Time) Submission {
+	sub := Submission{
+		Kind:           s.Kind,
+		Queue:          s.Queue,
+		Priority:       s.Priority,
+		Payload:        s.Payload,
+		DedupKey:       ScheduleDedupKey(s.Name, tick),
+		MaxAttempts:    s.MaxAttempts,
+		TimeoutSeconds: s.TimeoutSeconds,
+		RateKey:        s.RateKey,
+		Schedule:       s.Name,
+	}
+	if s.Overlap != OverlapAllow {
+		sub.ConcurrencyKey = ScheduleConcurrencyKey(s.Name)
+		sub.ConcurrencyLimit = 1
+	}
+	return sub
+}
+
+// NewSkippedExecution is the record of a tick dropped by overlap skip: the
+// tick's execution built as Admit would, then ended skipped at now. It holds
+// no quota slot and never runs; its dedup key is kept like any other's.
+func NewSkippedExecution(id, tenant string, sub *Submission, now time.Time) *Execution {
+	e := NewExecution(id, tenant, sub, now)
+	e.Status = StatusSkipped
+	e.RunAt = now.UTC()
+	fin := now.UTC()
+	e.FinishedAt = &fin
+	return e
+}
+
+// PutScheduleParams are the arguments of Store.PutSchedule. Schedule holds
+// the tenant, the name and every setting; its NextRunAt is the first tick
+// after Now for these settings (the caller computes it). Its LastRunAt,
+// LastExecutionID, Running, CreatedAt and UpdatedAt are ignored.
+type PutScheduleParams struct {
+	Schedule Schedule
+	Now      time.Time
+}
+
+// PutScheduleResult is the schedule as stored, and whether Put created it.
+type PutScheduleResult struct {
+	Schedule *Schedule
+	Created  bool
+}
+
+// ValidateSchedule checks what a store relies on in a schedule: a name, a
+// kind, one of Cron and Every, defined policies. The API validates more
+// (the cron syntax, the time zone, lengths) before it gets here.
+func ValidateSchedule(s *Schedule) error {
+	switch {
+	case s.Tenant == "" || s.Name == "":
+		return fmt.Errorf("%w: schedule needs a tenant and a name", ErrInvalid)
+	case s.Kind == "":
+		return fmt.Errorf("%w: schedule %q needs a kind", ErrInvalid, s.Name)
+	case (s.Cron == "") == (s.Every == 0):
+		return fmt.Errorf("%w: schedule %q needs exactly one of cron and every", ErrInvalid, s.Name)
+	case s.Every < 0:
+		return fmt.Errorf("%w: schedule %q: negative every", ErrInvalid, s.Name)
+	case !s.Overlap.Valid():
+		return fmt.Errorf("%w: schedule %q: overlap %q", ErrInvalid, s.Name, s.Overlap)
+	case !s.Catchup.Valid():
+		return fmt.Errorf("%w: schedule %q: catchup %q", ErrInvalid, s.Name, s.Catchup)
+	case s.NextRunAt.IsZero():
+		return fmt.Errorf("%w: schedule %q needs a next run time", ErrInvalid, s.Name)
+	}
+	return nil
+}
+
+// GetScheduleParams are the arguments of Store.GetSchedule.
+type GetScheduleParams struct {
+	Tenant string
+	Name   string
+}
+
+// ListSchedulesParams filter Store.ListSchedules.
+type ListSchedulesParams struct {
+	Tenant string // "" = every tenant
+	// DueBy, when set, lists only enabled schedules whose NextRunAt is not
+	// after it (the scheduler's query), earliest NextRunAt first.
+	DueBy time.Time
+	Limit int // 0 = 1000
+}
+
+// DeleteScheduleParams are the arguments of Store.DeleteSchedule.
+type DeleteScheduleParams struct {
+	Tenant string
+	Name   string
+}
+
+// FireScheduleParams are the arguments of Store.FireSchedule.
+type FireScheduleParams struct {
+	Tenant string
+	Name   string
+	// Tick is the tick fired; its Unix seconds name the tick's dedup key.
+	Tick time.Time
+	// Trigger fires an off-cycle tick: whether or not the schedule is
+	// enabled, leaving NextRunAt as it is (Expected and Next are ignored).
+	Trigger bool
+	// Expected is the NextRunAt the caller read. A regular (not Trigger)
+	// fire happens only while the schedule is enabled and its NextRunAt
+	// still equals Expected; NextRunAt then becomes Next. Otherwise another
+	// server has moved the schedule on, or it was changed, paused or
+	// replaced, and nothing happens.
+	Expected time.Time
+	Next     time.Time
+	// Drop advances NextRunAt to Next without firing (ticks missed with
+	// catchup none).
+	Drop bool
+	Now  time.Time
+}
+
+// FireScheduleResult is what FireSchedule did. Execution is the tick's
+// execution (nil when nothing fired): newly admitted, recorded as skipped
+// (overlap skip), or the one the tick's dedup key already maps to
+// (Deduplicated). Advanced reports whether NextRunAt moved.
+type FireScheduleResult struct {
+	Execution    *Execution
+	Deduplicated bool
+	Advanced     bool
+}
+
+// Validate checks the parameters.
+func (p *FireScheduleParams) Validate() error {
+	switch {
+	case p.Tenant == "" || p.Name == "":
+		return fmt.Errorf("%w: fire needs a tenant and a schedule name", ErrInvalid)
+	case p.Tick.IsZero():
+		return fmt.Errorf("%w: fire needs a tick", ErrInvalid)
+	case !p.Trigger && (p.Expected.IsZero() || !p.Next.After(p.Expected)):
+		return fmt.Errorf("%w: fire needs the expected tick and a later next tick", ErrInvalid)
+	}
+	return nil
+}

@@ -1,0 +1,187 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/latch-run/latch/store"
+)
+
+// TestMigrateRoundTrip applies the newest migration's down and then its up
+// again on a file holding data: the down removes exactly what the up added
+// and leaves the older schema and its rows intact, and the up applies
+// cleanly on top of it.
+func TestMigrateRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "latch.db")
+	base := time.Date(2031, time.March, 14, 9, 0, 0, 0, time.UTC)
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme", Now: base}); err != nil {
+		t.Fatal(err)
+	}
+	sc := store.Schedule{Tenant: "acme", Name: "s", Every: time.Minute, Timezone: "UTC", Kind: "sweep",
+		Payload: []byte(`{}`), Overlap: store.OverlapSkip, Catchup: store.CatchupOne, Enabled: true,
+		NextRunAt: base.Add(time.Minute)}
+	if _, err := s.PutSchedule(ctx, &store.PutScheduleParams{Schedule: sc, Now: base}); err != nil {
+		t.Fatal(err)
+	}
+	fired, err := s.FireSchedule(ctx, &store.FireScheduleParams{Tenant: "acme", Name: "s",
+		Tick: sc.NextRunAt, Expected: sc.NextRunAt, Next: sc.NextRunAt.Add(time.Minute), Now: sc.NextRunAt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutRateLimit(ctx, &store.PutRateLimitParams{Limit: store.RateLimit{Tenant: "acme",
+		Key: "k", Rate: 1, Per: time.Second, Burst: 1}, Now: base}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := ms[len(ms)-1]
+	db, err := sql.Open("sqlite", dsn(path, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	before := schemaObjects(t, db)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, newest.Down); err != nil {
+		t.Fatalf("migration %d down: %v", newest.Version, err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM schema_migrations WHERE version = ?`, newest.Version); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	after := schemaObjects(t, db)
+	for _, gone := range []string{"table schedules", "table rate_limits", "index executions_schedule", "index schedules_due"} {
+		if after[gone] {
+			t.Errorf("%s survives the down migration", gone)
+		}
+		if !before[gone] {
+			t.Errorf("%s was not created by the up migration", gone)
+		}
+	}
+	for obj := range after {
+		if !before[obj] {
+			t.Errorf("the down migration created %s", obj)
+		}
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM executions WHERE id = ?`, fired.Execution.ID).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the tick's execution after the down migration: %d rows, %v", n, err)
+	}
+	db.Close()
+
+	// Open migrates up again.
+	s, err = Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.GetSchedule(ctx, &store.GetScheduleParams{Tenant: "acme", Name: "s"}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetSchedule after down and up = %v, want not found", err)
+	}
+	if _, err := s.PutSchedule(ctx, &store.PutScheduleParams{Schedule: sc, Now: base}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetSchedule(ctx, &store.GetScheduleParams{Tenant: "acme", Name: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Running {
+		t.Error("Running is set while the schedule's only execution is queued")
+	}
+	if _, err := s.Get(ctx, &store.GetParams{ID: fired.Execution.ID}); err != nil {
+		t.Errorf("the tick's execution after down and up: %v", err)
+	}
+}
+
+// TestQueryPlans checks that the schedule and rate-limit queries use the
+// indexes made for them rather than scanning a table.
+func TestQueryPlans(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "latch.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	type query struct {
+		sql  string
+		args []any
+	}
+	list := func(p store.ListSchedulesParams) query {
+		q, args := listSchedulesQuery(&p)
+		return query{q, args}
+	}
+	due := time.Unix(1, 0)
+	for what, c := range map[string]struct {
+		query
+		want string
+	}{
+		"overlap check": {query{sqlScheduleInFlight, []any{"acme", "s"}}, "executions_schedule"},
+		"running": {query{`SELECT ` + scheduleColumns + ` FROM schedules WHERE tenant = ? AND name = ?`,
+			[]any{"acme", "s"}}, "executions_schedule"},
+		"due":             {list(store.ListSchedulesParams{DueBy: due}), "schedules_due"},
+		"all":             {list(store.ListSchedulesParams{}), "SCAN schedules"},
+		"all of a tenant": {list(store.ListSchedulesParams{Tenant: "acme"}), "PRIMARY KEY (tenant=?)"},
+		"bucket": {query{`SELECT ` + rateLimitColumns + ` FROM rate_limits WHERE tenant = ? AND rate_key = ?`,
+			[]any{"acme", "k"}}, "PRIMARY KEY (tenant=? AND rate_key=?)"},
+	} {
+		rows, err := s.read.QueryContext(ctx, `EXPLAIN QUERY PLAN `+c.sql, c.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		text := strings.Join(plan, "; ")
+		t.Logf("%s: %s", what, text)
+		if !strings.Contains(text, c.want) || strings.Contains(text, "SCAN executions") ||
+			strings.Contains(text, "USE TEMP B-TREE") {
+			t.Errorf("%s: plan %q, want a search using %s", what, text, c.want)
+		}
+	}
+}
+
+func schemaObjects(t *testing.T, db *sql.DB) map[string]bool {
+	t.Helper()
+	rows, err := db.Query(`SELECT type, name FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	objs := map[string]bool{}
+	for rows.Next() {
+		var typ, name string
+		if err := rows.Scan(&typ, &name); err != nil {
+			t.Fatal(err)
+		}
+		objs[typ+" "+name] = true
+	}
+	return objs
+}

@@ -1,0 +1,3 @@
+DROP TABLE rate_limits;
+DROP INDEX executions_schedule;
+DROP TABLE schedules;

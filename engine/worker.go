@@ -288,8 +288,9 @@ func (w *Worker) claimLoop(ctx context.Context) {
 		}
 		free := w.cfg.Slots - int(w.running.Load())
 		claimed := 0
+		var retryAt time.Time
 		if free > 0 {
-			n, err := w.claim(ctx, free)
+			n, next, err := w.claim(ctx, free)
 			switch {
 			case ctx.Err() != nil:
 				return
@@ -299,13 +300,17 @@ func (w *Worker) claimLoop(ctx context.Context) {
 			default:
 				failures = 0
 			}
-			claimed = n
+			claimed, retryAt = n, next
 		}
 
 		wait := w.cfg.PollInterval
 		if failures > 0 {
 			// The store is struggling: back off, up to 30 polls.
 			wait = min(wait*time.Duration(1<<min(failures-1, 5)), 30*w.cfg.PollInterval)
+		} else if !retryAt.IsZero() {
+			// The claim deferred rate-limited work: come back when its
+			// bucket has a token, not a whole poll later.
+			wait = max(min(wait, retryAt.Sub(w.cfg.Now())), time.Millisecond)
 		}
 		resetTimer(poll, wait)
 		if claimed == free {
@@ -328,8 +333,8 @@ func (w *Worker) claimLoop(ctx context.Context) {
 }
 
 // claim leases up to max executions and starts their handlers. It returns
-// how many it started.
-func (w *Worker) claim(ctx context.Context, max int) (int, error) {
+// how many it started and the store's ClaimResult.RetryAt.
+func (w *Worker) claim(ctx context.Context, max int) (int, time.Time, error) {
 	// A claim that commits must reach us even if Stop comes meanwhile, or its
 	// leases would sit until they expire: claim on a context Stop does not
 	// cancel, and release what arrives after Stop.
@@ -344,13 +349,13 @@ func (w *Worker) claim(ctx context.Context, max int) (int, error) {
 		Now:           w.cfg.Now(),
 	})
 	if err != nil {
-		return 0, fmt.Errorf("engine: claim: %w", err)
+		return 0, time.Time{}, fmt.Errorf("engine: claim: %w", err)
 	}
 	if ctx.Err() != nil {
 		for i := range res.Leases {
 			w.releaseUnstarted(cctx, &res.Leases[i])
 		}
-		return 0, nil
+		return 0, time.Time{}, nil
 	}
 	for i := range res.Leases {
 		lease := res.Leases[i]
@@ -360,7 +365,7 @@ func (w *Worker) claim(ctx context.Context, max int) (int, error) {
 	if n := len(res.Leases); n > 0 {
 		w.log.Debug("claimed", "count", n)
 	}
-	return len(res.Leases), nil
+	return len(res.Leases), res.RetryAt, nil
 }
 
 // releaseUnstarted gives back a lease whose handler never started.

@@ -46,9 +46,15 @@ func (p *principal) scope() string { return p.tenant }
 
 // owner is the tenant new executions are submitted for. The admin must name
 // one with Latch-Tenant.
-func (p *principal) owner() (string, error) {
+func (p *principal) owner() (string, error) { return p.ownerOf("to submit for") }
+
+// ownerOf is the tenant whose resource (a schedule, a rate limit) a request
+// creates, reads or changes: the key's tenant, or the one the admin names
+// with Latch-Tenant (which it must). which completes the problem's "the
+// admin key must name the tenant ...".
+func (p *principal) ownerOf(which string) (string, error) {
 	if p.tenant == "" {
-		return "", invalid(tenantHeader, "the admin key must name the tenant to submit for in the %s header", tenantHeader)
+		return "", invalid(tenantHeader, "the admin key must name the tenant %s in the %s header", which, tenantHeader)
 	}
 	return p.tenant, nil
 }

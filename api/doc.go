@@ -1,7 +1,7 @@
 // Package api is latch's HTTP API: the endpoints of API.md's sections
-// "Authentication and tenants", "Executions" and "Workers", and the
-// operational endpoints /healthz, /readyz, /metrics and /api/openapi.json.
-// Schedules and rate limits are not served yet; their paths answer 404.
+// "Authentication and tenants", "Executions", "Workers", "Schedules" and
+// "Rate limits", and the operational endpoints /healthz, /readyz, /metrics
+// and /api/openapi.json.
 //
 // New returns a Server, an http.Handler; the caller owns the http.Server
 // and its timeouts. The server holds no business state: every change is one
@@ -12,9 +12,11 @@
 //   - Every /api/ endpoint but /api/openapi.json needs Authorization:
 //     Bearer <key>. Keys are stored as HashKey(key). A tenant key acts for
 //     its own tenant; the admin acts for the tenant named by Latch-Tenant,
-//     or, without it, reads, changes and claims across all tenants (a
-//     submit then needs the header). Another tenant's execution is
-//     answered exactly like a missing one: 404 not_found (409 lease_lost
+//     or, without it, reads, changes and claims executions across all
+//     tenants and lists every tenant's schedules (a submit, and any other
+//     schedule or rate limit call, then needs the header). Another
+//     tenant's execution, schedule or rate limit is answered exactly like
+//     a missing one: 404 not_found (409 lease_lost
 //     for the fenced worker calls, which answer so for any execution whose
 //     lease the token does not hold). Tenant endpoints are for the admin,
 //     except that a tenant key may read its own tenant; a tenant key on an
@@ -29,7 +31,9 @@
 //     Internal errors are logged and answered as "internal", never echoed.
 //   - Submits go to the store as one Store.Admit call, a batch included, so
 //     dedup, quota and the queue entry are decided atomically by the store.
-//     Payloads are stored as store.CanonicalJSON.
+//     Payloads are stored as store.CanonicalJSON. A schedule's trigger is
+//     one Store.FireSchedule call, under the tick's dedup key. Schedule
+//     timings are checked and their ticks computed by package schedule.
 //   - Long polls (GET ?wait_seconds, claim wait_seconds) and event streams
 //     wake on store.Notifier when the store implements it, and poll every
 //     Config.PollInterval in any case. Server.Close ends them early for a

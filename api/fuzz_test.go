@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/latch-run/latch/schedule"
 	"github.com/latch-run/latch/store"
 )
 
@@ -154,6 +155,86 @@ func FuzzTenantDecode(f *testing.F) {
 		}
 		if checkTenantName("name", *req.Name) != nil {
 			t.Fatalf("accepted name %q", *req.Name)
+		}
+	})
+}
+
+func FuzzScheduleDecode(f *testing.F) {
+	f.Add([]byte(`{"cron":"0 9 * * mon-fri","timezone":"Europe/Berlin","kind":"http","payload":{"b":1,"a":2},"queue":"q","priority":-1,"max_attempts":2,"timeout_seconds":60,"rate_key":"r","overlap":"queue","catchup":"none","enabled":false}`), "nightly")
+	f.Add([]byte(`{"name":"s","tenant":"acme","cron":null,"every":"1h30m","timezone":"UTC","kind":"echo","payload":{},"queue":"default","priority":0,"max_attempts":3,"timeout_seconds":300,"rate_key":null,"overlap":"skip","catchup":"one","enabled":true,"next_run_at":"2030-01-01T01:30:00Z","last_run_at":null,"last_execution_id":null,"running":false,"created_at":"2030-01-01T00:00:00Z","updated_at":"2030-01-01T00:00:00Z"}`), "s")
+	f.Add([]byte(`{"cron":"* * * * *","every":"1m","kind":"echo"}`), "s")
+	f.Add([]byte(`{"every":"0.5s","kind":"echo","timezone":"Local"}`), "a b")
+	now := time.Date(2030, 1, 1, 0, 7, 30, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, body []byte, name string) {
+		req := putScheduleRequest{path: name}
+		err := decodeJSON(body, &req, "")
+		if err == nil {
+			err = req.validate()
+		}
+		var sc store.Schedule
+		if err == nil {
+			sc, err = req.schedule("acme", now, 1000)
+		}
+		if err != nil {
+			checkRefusal(t, err)
+			return
+		}
+		if checkScheduleName("name", sc.Name) != nil || sc.Name != name {
+			t.Fatalf("accepted name %q for path %q", sc.Name, name)
+		}
+		if err := store.ValidateSchedule(&sc); err != nil {
+			t.Fatalf("accepted a schedule the store refuses: %v", err)
+		}
+		if n := utf8.RuneCountInString(sc.Kind); n < 1 || n > maxKindLen {
+			t.Fatalf("accepted kind of %d characters", n)
+		}
+		if sc.Every != 0 {
+			if sc.Every < time.Second || sc.Every%time.Second != 0 {
+				t.Fatalf("accepted every %s", sc.Every)
+			}
+			// The answer's every is read back as the same interval.
+			if d, err := schedule.ParseEvery(formatEvery(sc.Every)); err != nil || d != sc.Every {
+				t.Fatalf("every %s answered %q, read back as %s, %v", sc.Every, formatEvery(sc.Every), d, err)
+			}
+		}
+		if !sc.NextRunAt.After(now) || sc.NextRunAt.Nanosecond() != 0 || sc.NextRunAt.Location() != time.UTC {
+			t.Fatalf("next run %s after %s", sc.NextRunAt, now)
+		}
+		if !json.Valid(sc.Payload) || len(sc.Payload) > 1000 {
+			t.Fatalf("accepted payload %q", sc.Payload)
+		}
+		if again, err := store.CanonicalJSON(sc.Payload); err != nil || !bytes.Equal(again, sc.Payload) {
+			t.Fatalf("payload not canonical: %q vs %q", sc.Payload, again)
+		}
+		if sc.MaxAttempts < 0 || sc.TimeoutSeconds < 0 {
+			t.Fatalf("negative settings %+v", sc)
+		}
+	})
+}
+
+func FuzzRateLimitDecode(f *testing.F) {
+	f.Add([]byte(`{"rate":10,"per_seconds":60,"burst":5}`), "example.com")
+	f.Add([]byte(`{"key":"k","rate":1,"per_seconds":1,"burst":1,"created_at":"2030-01-01T00:00:00Z","updated_at":"2030-01-01T00:00:00Z"}`), "k")
+	f.Add([]byte(`{"rate":1000001,"per_seconds":0}`), "k")
+	f.Fuzz(func(t *testing.T, body []byte, key string) {
+		req := putRateLimitRequest{path: key}
+		err := decodeJSON(body, &req, "")
+		if err == nil {
+			err = req.validate()
+		}
+		if err != nil {
+			checkRefusal(t, err)
+			return
+		}
+		l := req.limit("acme")
+		if err := l.Validate(); err != nil {
+			t.Fatalf("accepted a limit the store refuses: %v", err)
+		}
+		if l.Key != key || checkText("key", l.Key, maxKeyFieldLen) != nil {
+			t.Fatalf("accepted key %q for path %q", l.Key, key)
+		}
+		if l.Rate > maxRate || l.Burst > maxBurst || l.Per > maxPerSeconds*time.Second || l.Per%time.Second != 0 {
+			t.Fatalf("accepted %+v", l)
 		}
 	})
 }

@@ -159,6 +159,14 @@ func TestOpenAPIStatesBehaviour(t *testing.T) {
 		{[]string{"paths", "/api/executions", "get", "description"}, "8 MiB"},
 		{[]string{"components", "schemas", "TenantPatch", "properties", "inflight", "description"}, "ignored"},
 		{[]string{"paths", "/api/tenants/{name}", "patch", "description"}, "`inflight`, read-only, is accepted and ignored"},
+		{[]string{"paths", "/api/schedules/{name}", "put", "description"}, "are accepted and ignored"},
+		{[]string{"paths", "/api/schedules/{name}", "put", "description"}, "keeps its next_run_at"},
+		{[]string{"paths", "/api/schedules/{name}/trigger", "post", "description"}, "dedup_key `schedule:{name}:{tick unix seconds}`"},
+		{[]string{"paths", "/api/schedules/{name}/trigger", "post", "description"}, "status `skipped` (answered 201, no quota taken)"},
+		{[]string{"paths", "/api/schedules/{name}/trigger", "post", "description"}, "200 with deduplicated true"},
+		{[]string{"paths", "/api/schedules", "get", "description"}, fmt.Sprintf("At most the first %d", maxListedSchedules)},
+		{[]string{"paths", "/api/rate-limits/{key}", "put", "description"}, "Answers 200 whether it created or replaced"},
+		{[]string{"components", "schemas", "ScheduleRequest", "properties", "running", "description"}, "ignored"},
 	} {
 		if s := text(c.at...); !strings.Contains(s, c.want) {
 			t.Errorf("%v does not say %q: %s", c.at, c.want, s)

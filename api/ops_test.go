@@ -133,10 +133,10 @@ func TestRouting(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	key := e.tenant("acme")
-	// Not served (yet): schedules and rate limits, unknown paths.
+	// Unknown paths.
 	for _, c := range []struct{ method, path string }{
-		{"GET", "/api/schedules"}, {"PUT", "/api/schedules/nightly"}, {"GET", "/api/rate-limits/k"},
-		{"GET", "/api/nothing"}, {"GET", "/"}, {"GET", "/console/page"}, {"GET", "/api"},
+		{"GET", "/api/nothing"}, {"GET", "/api/schedules/a/b"}, {"GET", "/api/rate-limits"},
+		{"GET", "/"}, {"GET", "/console/page"}, {"GET", "/api"},
 	} {
 		e.do(c.method, c.path, key, nil).problem(http.StatusNotFound, CodeNotFound)
 	}
@@ -147,6 +147,12 @@ func TestRouting(t *testing.T) {
 		t.Fatalf("Allow %q", allow)
 	}
 	e.do("DELETE", "/api/tenants/acme", e.admin, nil).problem(http.StatusMethodNotAllowed, CodeMethodNotAllowed)
+	r = e.do("POST", "/api/schedules/nightly", key, nil)
+	r.problem(http.StatusMethodNotAllowed, CodeMethodNotAllowed)
+	if allow := r.header.Get("Allow"); !strings.Contains(allow, "PUT") || !strings.Contains(allow, "DELETE") {
+		t.Fatalf("Allow %q", allow)
+	}
+	e.do("PATCH", "/api/rate-limits/k", key, nil).problem(http.StatusMethodNotAllowed, CodeMethodNotAllowed)
 	e.do("POST", "/healthz", "", nil).problem(http.StatusMethodNotAllowed, CodeMethodNotAllowed)
 
 	// The OpenAPI document is public.
@@ -173,7 +179,8 @@ func TestConsoleMount(t *testing.T) {
 		t.Fatalf("console: %s", r.body)
 	}
 	// The API keeps its own paths, 404s and 405s.
-	e.do("GET", "/api/schedules", key, nil).problem(http.StatusNotFound, CodeNotFound)
+	e.do("GET", "/api/nothing", key, nil).problem(http.StatusNotFound, CodeNotFound)
+	e.do("GET", "/api/schedules", key, nil).want(http.StatusOK)
 	e.do("PUT", "/api/executions", key, nil).problem(http.StatusMethodNotAllowed, CodeMethodNotAllowed)
 	e.do("GET", "/healthz", "", nil).want(http.StatusOK)
 	// A panic anywhere is a logged 500, not a dropped connection.

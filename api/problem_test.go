@@ -28,6 +28,7 @@ func TestProblemGolden(t *testing.T) {
 	l := e.claimOne(key)
 	e.do("POST", "/api/executions/"+l.ExecutionID+"/complete", key, `{"lease_token":"`+l.LeaseToken+`"}`).want(http.StatusOK)
 	running := e.submit(e.admin, `{"kind":"echo"}`, http.StatusCreated, "Latch-Tenant", "acme")
+	e.do("PUT", "/api/schedules/nightly", key, `{"every":"1h","kind":"echo","overlap":"allow"}`).want(http.StatusCreated)
 	down := newEnv(t, func(c *Config) { c.Store = pingFails{c.Store} })
 	broken := newEnv(t, func(c *Config) { c.Store = getFails{c.Store} })
 	bkey := broken.tenant("acme")
@@ -39,13 +40,22 @@ func TestProblemGolden(t *testing.T) {
 		{"unauthorized", func() *resp { return e.do("GET", "/api/executions", "", nil) }},
 		{"forbidden", func() *resp { return e.do("POST", "/api/tenants", key, `{"name":"x"}`) }},
 		{"not_found", func() *resp { return e.do("GET", "/api/executions/missing", key, nil) }},
-		{"not_found_route", func() *resp { return e.do("GET", "/api/schedules", key, nil) }},
+		{"not_found_route", func() *resp { return e.do("GET", "/api/nothing", key, nil) }},
+		{"not_found_schedule", func() *resp { return e.do("GET", "/api/schedules/ghost", key, nil) }},
+		{"not_found_rate_limit", func() *resp { return e.do("GET", "/api/rate-limits/ghost", key, nil) }},
 		{"invalid_request_field", func() *resp { return e.do("POST", "/api/executions", key, `{"kind":""}`) }},
 		{"invalid_request_unknown_field", func() *resp { return e.do("POST", "/api/executions", key, `{"kind":"echo","kindd":1}`) }},
 		{"invalid_request_type", func() *resp { return e.do("POST", "/api/executions", key, `{"kind":"echo","max_attempts":"3"}`) }},
 		{"invalid_request_malformed", func() *resp { return e.do("POST", "/api/executions", key, `{"kind":"echo",}`) }},
 		{"invalid_request_trailing", func() *resp { return e.do("POST", "/api/executions", key, `{"kind":"echo"}{}`) }},
 		{"invalid_request_latch_tenant", func() *resp { return e.do("POST", "/api/executions", e.admin, `{"kind":"echo"}`) }},
+		{"invalid_request_schedule_latch_tenant", func() *resp { return e.do("GET", "/api/schedules/nightly", e.admin, nil) }},
+		{"invalid_request_cron", func() *resp { return e.do("PUT", "/api/schedules/s", key, `{"kind":"echo","cron":"61 * * * *"}`) }},
+		{"invalid_request_every", func() *resp { return e.do("PUT", "/api/schedules/s", key, `{"kind":"echo","every":"500ms"}`) }},
+		{"invalid_request_timezone", func() *resp {
+			return e.do("PUT", "/api/schedules/s", key, `{"kind":"echo","cron":"@daily","timezone":"Mars/Olympus"}`)
+		}},
+		{"invalid_request_rate", func() *resp { return e.do("PUT", "/api/rate-limits/k", key, `{"rate":0,"per_seconds":1}`) }},
 		{"payload_too_large", func() *resp {
 			return e.do("POST", "/api/executions", key, `{"kind":"echo","payload":"`+strings.Repeat("x", 100)+`"}`)
 		}},
@@ -53,6 +63,7 @@ func TestProblemGolden(t *testing.T) {
 			return e.do("POST", "/api/executions", key, `{"kind":"echo"}`, "Content-Type", "text/plain")
 		}},
 		{"quota_exceeded", func() *resp { return e.do("POST", "/api/executions", key, `{"kind":"echo"}`) }},
+		{"quota_exceeded_trigger", func() *resp { return e.do("POST", "/api/schedules/nightly/trigger", key, nil) }},
 		{"dedup_key_reused", func() *resp { return e.do("POST", "/api/executions", key, `{"kind":"other","dedup_key":"k"}`) }},
 		{"tenant_exists", func() *resp { return e.do("POST", "/api/tenants", e.admin, `{"name":"acme"}`) }},
 		{"not_terminal", func() *resp { return e.do("DELETE", "/api/executions/"+running.ExecutionID, key, nil) }},

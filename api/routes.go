@@ -18,8 +18,7 @@ const (
 	claimHold = maxClaimWait * time.Second
 )
 
-// routes lists every endpoint. Schedules and rate limits are not served
-// here yet; their paths answer 404 not_found.
+// routes lists every endpoint.
 func (s *Server) routes() []route {
 	body := spec{body: true}
 	return []route{
@@ -45,5 +44,15 @@ func (s *Server) routes() []route {
 		{"POST /api/executions/{id}/heartbeat", endpoint(s, body, s.heartbeat)},
 		{"POST /api/executions/{id}/complete", endpoint(s, body, s.complete)},
 		{"POST /api/executions/{id}/fail", endpoint(s, body, s.failAttempt)},
+
+		{"PUT /api/schedules/{name}", endpoint(s, body, s.putSchedule)},
+		{"GET /api/schedules", endpoint(s, spec{}, s.listSchedules)},
+		{"GET /api/schedules/{name}", endpoint(s, spec{}, s.getSchedule)},
+		{"POST /api/schedules/{name}/trigger", endpoint(s, spec{}, s.triggerSchedule)},
+		{"DELETE /api/schedules/{name}", endpoint(s, spec{}, s.deleteSchedule)},
+
+		{"PUT /api/rate-limits/{key}", endpoint(s, body, s.putRateLimit)},
+		{"GET /api/rate-limits/{key}", endpoint(s, spec{}, s.getRateLimit)},
+		{"DELETE /api/rate-limits/{key}", endpoint(s, spec{}, s.deleteRateLimit)},
 	}
 }

@@ -64,6 +64,13 @@ type Config struct {
 	// Console serves every path outside /api/, /healthz, /readyz and
 	// /metrics. nil = those paths answer 404 not_found.
 	Console http.Handler
+
+	// OnScheduleChange is called after a schedule was created, replaced or
+	// deleted (a successful PUT or DELETE /api/schedules/{name}), so that
+	// an in-process scheduler can wake at once instead of at its next
+	// poll. It runs on the request's goroutine and must not block. nil =
+	// nothing is called.
+	OnScheduleChange func()
 }
 
 // Defaults of Config's zero fields.

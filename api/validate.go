@@ -8,18 +8,19 @@ import (
 // Limits of identifiers and numbers. API.md fixes the lengths of name,
 // kind and dedup_key; the others are this server's choices.
 const (
-	maxTenantName  = 64
-	maxKindLen     = 128
-	maxQueueLen    = 128
-	maxKeyFieldLen = 256 // dedup_key, concurrency_key, rate_key, worker_id
-	maxPriority    = 1<<31 - 1
-	minPriority    = -1 << 31
-	maxAttempts    = 1000
-	maxTimeout     = 7 * 24 * 3600
-	maxDelay       = 10 * 365 * 24 * 3600 // delay_seconds, run_at horizon
-	maxDuration    = 10 * 365 * 24 * 3600 // tenant TTL and retention, seconds
-	maxInflight    = 1_000_000_000
-	maxErrorLen    = 64 << 10 // a failure message is cut to this many bytes
+	maxTenantName   = 64
+	maxKindLen      = 128
+	maxQueueLen     = 128
+	maxKeyFieldLen  = 256 // dedup_key, concurrency_key, rate_key, worker_id
+	maxScheduleName = 128
+	maxPriority     = 1<<31 - 1
+	minPriority     = -1 << 31
+	maxAttempts     = 1000
+	maxTimeout      = 7 * 24 * 3600
+	maxDelay        = 10 * 365 * 24 * 3600 // delay_seconds, run_at horizon
+	maxDuration     = 10 * 365 * 24 * 3600 // tenant TTL and retention, seconds
+	maxInflight     = 1_000_000_000
+	maxErrorLen     = 64 << 10 // a failure message is cut to this many bytes
 )
 
 // checkTenantName: 1–64 of [a-z0-9_-].
@@ -37,15 +38,21 @@ func checkTenantName(field, s string) error {
 }
 
 // checkQueue: 1–128 of [A-Za-z0-9._:-].
-func checkQueue(field, s string) error {
-	if s == "" || len(s) > maxQueueLen {
-		return invalid(field, "must be 1-%d characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'", maxQueueLen)
+func checkQueue(field, s string) error { return checkIdent(field, s, maxQueueLen) }
+
+// checkScheduleName: 1–128 of [A-Za-z0-9._:-], like a queue.
+func checkScheduleName(field, s string) error { return checkIdent(field, s, maxScheduleName) }
+
+// checkIdent: 1–max of [A-Za-z0-9._:-].
+func checkIdent(field, s string, max int) error {
+	if s == "" || len(s) > max {
+		return invalid(field, "must be 1-%d characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'", max)
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
 			c == '.' || c == '_' || c == ':' || c == '-') {
-			return invalid(field, "must be 1-%d characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'", maxQueueLen)
+			return invalid(field, "must be 1-%d characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'", max)
 		}
 	}
 	return nil

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/latch-run/latch/store"
@@ -133,6 +135,106 @@ func toTenant(t *store.Tenant) *tenant {
 		Inflight:         t.Inflight,
 		DedupTTLSeconds:  int64(t.DedupTTL / time.Second),
 		RetentionSeconds: int64(t.Retention / time.Second),
+	}
+}
+
+// scheduleView is the schedule JSON of GET and PUT /api/schedules/{name}.
+// Settings left to their defaults are answered with their effective value
+// (queue "default", max_attempts 3, ...), so an answer PUT back changes
+// nothing.
+type scheduleView struct {
+	Name           string          `json:"name"`
+	Tenant         string          `json:"tenant"`
+	Cron           *string         `json:"cron"`
+	Every          *string         `json:"every"` // compact: "15m", "1h30m"
+	Timezone       string          `json:"timezone"`
+	Kind           string          `json:"kind"`
+	Payload        json.RawMessage `json:"payload"`
+	Queue          string          `json:"queue"`
+	Priority       int             `json:"priority"`
+	MaxAttempts    int             `json:"max_attempts"`
+	TimeoutSeconds int             `json:"timeout_seconds"`
+	RateKey        *string         `json:"rate_key"`
+	Overlap        store.Overlap   `json:"overlap"`
+	Catchup        store.Catchup   `json:"catchup"`
+	Enabled        bool            `json:"enabled"`
+	// NextRunAt is null while the schedule is disabled.
+	NextRunAt       *time.Time `json:"next_run_at"`
+	LastRunAt       *time.Time `json:"last_run_at"`
+	LastExecutionID *string    `json:"last_execution_id"`
+	Running         bool       `json:"running"`
+	CreatedAt       time.Time  `json:"created_at"`
+	UpdatedAt       time.Time  `json:"updated_at"`
+}
+
+func toSchedule(sc *store.Schedule) *scheduleView {
+	out := &scheduleView{
+		Name:            sc.Name,
+		Tenant:          sc.Tenant,
+		Cron:            optString(sc.Cron),
+		Timezone:        cmp.Or(sc.Timezone, defaultTimezone),
+		Kind:            sc.Kind,
+		Payload:         sc.Payload,
+		Queue:           cmp.Or(sc.Queue, store.DefaultQueue),
+		Priority:        sc.Priority,
+		MaxAttempts:     cmp.Or(sc.MaxAttempts, store.DefaultMaxAttempts),
+		TimeoutSeconds:  cmp.Or(sc.TimeoutSeconds, store.DefaultTimeoutSeconds),
+		RateKey:         optString(sc.RateKey),
+		Overlap:         sc.Overlap,
+		Catchup:         sc.Catchup,
+		Enabled:         sc.Enabled,
+		LastRunAt:       optTime(sc.LastRunAt),
+		LastExecutionID: optString(sc.LastExecutionID),
+		Running:         sc.Running,
+		CreatedAt:       sc.CreatedAt.UTC(),
+		UpdatedAt:       sc.UpdatedAt.UTC(),
+	}
+	if sc.Every != 0 {
+		every := formatEvery(sc.Every)
+		out.Every = &every
+	}
+	if sc.Enabled && !sc.NextRunAt.IsZero() {
+		next := sc.NextRunAt.UTC()
+		out.NextRunAt = &next
+	}
+	if len(out.Payload) == 0 {
+		out.Payload = json.RawMessage("{}")
+	}
+	return out
+}
+
+// formatEvery writes an interval as a compact Go duration, which
+// schedule.ParseEvery reads back: "15m", "1h30m", "24h", "1s" — never
+// time.Duration's "15m0s" or "1h0m0s".
+func formatEvery(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+// rateLimit is the rate limit JSON of /api/rate-limits/{key}.
+type rateLimit struct {
+	Key        string    `json:"key"`
+	Rate       int       `json:"rate"`
+	PerSeconds int64     `json:"per_seconds"`
+	Burst      int       `json:"burst"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+func toRateLimit(r *store.RateLimit) *rateLimit {
+	return &rateLimit{
+		Key:        r.Key,
+		Rate:       r.Rate,
+		PerSeconds: int64(r.Per / time.Second),
+		Burst:      r.Burst,
+		CreatedAt:  r.CreatedAt.UTC(),
+		UpdatedAt:  r.UpdatedAt.UTC(),
 	}
 }
 

@@ -1,0 +1,357 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/latch-run/latch/schedule"
+	"github.com/latch-run/latch/store"
+)
+
+// Defaults and limits of the schedule endpoints.
+const (
+	defaultTimezone = "UTC"
+	maxTimezoneLen  = 128
+	// maxListedSchedules bounds GET /api/schedules: the first this many,
+	// by tenant then name.
+	maxListedSchedules = 1000
+)
+
+// scheduleOwner completes the problem of an admin that did not name the
+// tenant of a schedule.
+const scheduleOwner = "that owns the schedule"
+
+// scheduleName names one schedule by its path value.
+type scheduleName struct {
+	name string
+}
+
+// bind: a name no schedule can have is answered like a missing schedule.
+func (r *scheduleName) bind(hr *http.Request) error {
+	if _, err := query(hr); err != nil {
+		return err
+	}
+	r.name = hr.PathValue("name")
+	if checkScheduleName("name", r.name) != nil {
+		return problem(CodeNotFound, "schedule %q not found", r.name)
+	}
+	return nil
+}
+
+// putScheduleRequest is the body of PUT /api/schedules/{name}. Every
+// optional field is a pointer: absent and null mean "not given", so its
+// default applies. A GET answer may be sent back as it is: "name" is
+// accepted but must equal the path's, and the read-only fields are
+// accepted (checked for type) and ignored.
+type putScheduleRequest struct {
+	path string // the name in the path
+
+	Name           *string         `json:"name"`
+	Cron           *string         `json:"cron"`
+	Every          *string         `json:"every"`
+	Timezone       *string         `json:"timezone"`
+	Kind           *string         `json:"kind"`
+	Payload        json.RawMessage `json:"payload"`
+	Queue          *string         `json:"queue"`
+	Priority       *int64          `json:"priority"`
+	MaxAttempts    *int64          `json:"max_attempts"`
+	TimeoutSeconds *int64          `json:"timeout_seconds"`
+	RateKey        *string         `json:"rate_key"`
+	Overlap        *string         `json:"overlap"`
+	Catchup        *string         `json:"catchup"`
+	Enabled        *bool           `json:"enabled"`
+	scheduleState
+}
+
+// scheduleState holds the read-only fields of a schedule answer: checked
+// for type, then ignored. tenant is ignored too: the tenant is the
+// caller's (or Latch-Tenant's), never the body's.
+type scheduleState struct {
+	Tenant          *string `json:"tenant"`
+	NextRunAt       *string `json:"next_run_at"`
+	LastRunAt       *string `json:"last_run_at"`
+	LastExecutionID *string `json:"last_execution_id"`
+	Running         *bool   `json:"running"`
+	CreatedAt       *string `json:"created_at"`
+	UpdatedAt       *string `json:"updated_at"`
+}
+
+func (r *putScheduleRequest) bind(hr *http.Request) error {
+	if _, err := query(hr); err != nil {
+		return err
+	}
+	r.path = hr.PathValue("name")
+	return nil
+}
+
+func (r *putScheduleRequest) validate() error {
+	if err := checkScheduleName("name", r.path); err != nil {
+		return err
+	}
+	if r.Name != nil && *r.Name != r.path {
+		return invalid("name", "must equal the name in the path; a schedule cannot be renamed")
+	}
+	return nil
+}
+
+// schedule checks the settings and turns them into the tenant's
+// store.Schedule, its NextRunAt the first tick after now.
+func (r *putScheduleRequest) schedule(tenant string, now time.Time, maxPayload int) (store.Schedule, error) {
+	sc := store.Schedule{
+		Tenant:   tenant,
+		Name:     r.path,
+		Timezone: defaultTimezone,
+		Overlap:  store.OverlapSkip,
+		Catchup:  store.CatchupOne,
+		Enabled:  true,
+	}
+	if r.Kind == nil {
+		return sc, invalid("kind", "required")
+	}
+	if err := checkText("kind", *r.Kind, maxKindLen); err != nil {
+		return sc, err
+	}
+	sc.Kind = *r.Kind
+
+	payload, err := canonicalPayload("payload", r.Payload, maxPayload)
+	if err != nil {
+		return sc, err
+	}
+	sc.Payload = payload
+
+	spec, err := r.timing(&sc)
+	if err != nil {
+		return sc, err
+	}
+
+	if r.Queue != nil {
+		if err := checkQueue("queue", *r.Queue); err != nil {
+			return sc, err
+		}
+		sc.Queue = *r.Queue
+	}
+	if r.Priority != nil {
+		if err := checkRange("priority", *r.Priority, minPriority, maxPriority); err != nil {
+			return sc, err
+		}
+		sc.Priority = int(*r.Priority)
+	}
+	if r.MaxAttempts != nil {
+		if err := checkRange("max_attempts", *r.MaxAttempts, 1, maxAttempts); err != nil {
+			return sc, err
+		}
+		sc.MaxAttempts = int(*r.MaxAttempts)
+	}
+	if r.TimeoutSeconds != nil {
+		if err := checkRange("timeout_seconds", *r.TimeoutSeconds, 1, maxTimeout); err != nil {
+			return sc, err
+		}
+		sc.TimeoutSeconds = int(*r.TimeoutSeconds)
+	}
+	if r.RateKey != nil {
+		if err := checkText("rate_key", *r.RateKey, maxKeyFieldLen); err != nil {
+			return sc, err
+		}
+		sc.RateKey = *r.RateKey
+	}
+	if r.Overlap != nil {
+		sc.Overlap = store.Overlap(*r.Overlap)
+		if !sc.Overlap.Valid() {
+			return sc, invalid("overlap", "must be one of skip, queue, allow")
+		}
+	}
+	if r.Catchup != nil {
+		sc.Catchup = store.Catchup(*r.Catchup)
+		if !sc.Catchup.Valid() {
+			return sc, invalid("catchup", "must be one of none, one")
+		}
+	}
+	if r.Enabled != nil {
+		sc.Enabled = *r.Enabled
+	}
+	// The store needs a next tick even while disabled; it is answered as
+	// null then, and computed afresh when the schedule is enabled again.
+	sc.NextRunAt = spec.Next(now)
+	return sc, nil
+}
+
+// timing checks cron or every (exactly one) and the timezone, and sets them
+// on sc. A refusal names the field and carries the parser's sentence.
+func (r *putScheduleRequest) timing(sc *store.Schedule) (*schedule.Spec, error) {
+	switch {
+	case r.Cron != nil && r.Every != nil:
+		return nil, invalid("cron", "give cron or every, not both")
+	case r.Cron == nil && r.Every == nil:
+		return nil, invalid("cron", `required unless every is given: a cron expression such as "0 * * * *", or an interval in every such as "15m"`)
+	}
+	if r.Timezone != nil && *r.Timezone != "" {
+		if err := checkText("timezone", *r.Timezone, maxTimezoneLen); err != nil {
+			return nil, err
+		}
+		// An interval in range isolates the zone: an error is the zone's.
+		if _, err := schedule.Parse("", schedule.MinEvery, *r.Timezone); err != nil {
+			return nil, timingProblem("timezone", err)
+		}
+		sc.Timezone = *r.Timezone
+	}
+	if r.Every != nil {
+		d, err := schedule.ParseEvery(*r.Every)
+		if err != nil {
+			return nil, timingProblem("every", err)
+		}
+		spec, err := schedule.Parse("", d, sc.Timezone)
+		if err != nil {
+			return nil, timingProblem("every", err)
+		}
+		sc.Every = d
+		return spec, nil
+	}
+	if err := checkText("cron", *r.Cron, schedule.MaxCronLength); err != nil {
+		return nil, err
+	}
+	spec, err := schedule.Parse(*r.Cron, 0, sc.Timezone)
+	if err != nil {
+		return nil, timingProblem("cron", err)
+	}
+	sc.Cron = *r.Cron
+	return spec, nil
+}
+
+// timingProblem is the 400 of a timing the schedule package refused. Its
+// sentences quote what they refuse; any invalid UTF-8 is replaced so the
+// detail stays valid.
+func timingProblem(field string, err error) *Problem {
+	return invalid(field, "%s", strings.ToValidUTF8(err.Error(), "\uFFFD"))
+}
+
+// putScheduleResponse is a PUT's answer: 201 created, 200 replaced.
+type putScheduleResponse struct {
+	*scheduleView
+	status int
+}
+
+func (r *putScheduleResponse) statusCode() int { return r.status }
+
+// putSchedule is PUT /api/schedules/{name}: create or replace, atomically.
+// A replace that keeps the timing of an enabled schedule keeps its next
+// tick (the store decides, against the row it replaces).
+func (s *Server) putSchedule(ctx context.Context, req *putScheduleRequest) (*putScheduleResponse, error) {
+	owner, err := principalFrom(ctx).ownerOf(scheduleOwner)
+	if err != nil {
+		return nil, err
+	}
+	now := s.cfg.Now()
+	sc, err := req.schedule(owner, now, s.cfg.MaxPayloadBytes)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.cfg.Store.PutSchedule(ctx, &store.PutScheduleParams{Schedule: sc, Now: now})
+	if err != nil {
+		return nil, tenantErr(err, owner)
+	}
+	s.scheduleChanged()
+	status := http.StatusOK
+	if res.Created {
+		status = http.StatusCreated
+	}
+	return &putScheduleResponse{toSchedule(res.Schedule), status}, nil
+}
+
+type scheduleList struct {
+	Items []*scheduleView `json:"items"`
+}
+
+// listSchedules is GET /api/schedules: the caller's tenant's schedules, or
+// for the admin without Latch-Tenant every tenant's, by tenant then name.
+func (s *Server) listSchedules(ctx context.Context, _ *struct{}) (*scheduleList, error) {
+	list, err := s.cfg.Store.ListSchedules(ctx, &store.ListSchedulesParams{
+		Tenant: principalFrom(ctx).scope(), Limit: maxListedSchedules,
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &scheduleList{Items: make([]*scheduleView, 0, len(list))}
+	for _, sc := range list {
+		out.Items = append(out.Items, toSchedule(sc))
+	}
+	return out, nil
+}
+
+// getSchedule is GET /api/schedules/{name}.
+func (s *Server) getSchedule(ctx context.Context, req *scheduleName) (*scheduleView, error) {
+	owner, err := principalFrom(ctx).ownerOf(scheduleOwner)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := s.cfg.Store.GetSchedule(ctx, &store.GetScheduleParams{Tenant: owner, Name: req.name})
+	if err != nil {
+		return nil, scheduleErr(err, req.name)
+	}
+	return toSchedule(sc), nil
+}
+
+// triggerSchedule is POST /api/schedules/{name}/trigger: an off-cycle tick
+// at now, to the second, enabled or not, leaving the next tick as it is.
+// The tick is fired like any other: under its dedup key
+// schedule:{name}:{unix}, the overlap policy and the tenant's quota. A
+// tick whose key already maps to an execution (a second trigger within the
+// same second, or a regular tick at that second) answers that execution,
+// 200 with deduplicated true, as a submit does.
+func (s *Server) triggerSchedule(ctx context.Context, req *scheduleName) (*submitResponse, error) {
+	owner, err := principalFrom(ctx).ownerOf(scheduleOwner)
+	if err != nil {
+		return nil, err
+	}
+	now := s.cfg.Now()
+	res, err := s.cfg.Store.FireSchedule(ctx, &store.FireScheduleParams{
+		Tenant:  owner,
+		Name:    req.name,
+		Tick:    now.UTC().Truncate(time.Second),
+		Trigger: true,
+		Now:     now,
+	})
+	if err != nil {
+		return nil, scheduleErr(err, req.name)
+	}
+	if res.Execution == nil {
+		return nil, errors.New("api: store.FireSchedule answered a trigger without an execution")
+	}
+	if res.Deduplicated {
+		return &submitResponse{submitted(res.Execution, true), http.StatusOK}, nil
+	}
+	return &submitResponse{submitted(res.Execution, false), http.StatusCreated}, nil
+}
+
+// deleteSchedule is DELETE /api/schedules/{name}. The executions it fired
+// stay.
+func (s *Server) deleteSchedule(ctx context.Context, req *scheduleName) (*noContent, error) {
+	owner, err := principalFrom(ctx).ownerOf(scheduleOwner)
+	if err != nil {
+		return nil, err
+	}
+	err = s.cfg.Store.DeleteSchedule(ctx, &store.DeleteScheduleParams{Tenant: owner, Name: req.name})
+	if err != nil {
+		return nil, scheduleErr(err, req.name)
+	}
+	s.scheduleChanged()
+	return &noContent{}, nil
+}
+
+// scheduleChanged tells Config.OnScheduleChange.
+func (s *Server) scheduleChanged() {
+	if s.cfg.OnScheduleChange != nil {
+		s.cfg.OnScheduleChange()
+	}
+}
+
+// scheduleErr gives a missing schedule a detail that names it.
+func scheduleErr(err error, name string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return problem(CodeNotFound, "schedule %q not found", name)
+	}
+	return err
+}

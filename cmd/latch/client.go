@@ -25,7 +25,8 @@ type apiClient struct {
 func clientFlags(fs *flag.FlagSet) *apiClient {
 	c := &apiClient{http: &http.Client{Timeout: 90 * time.Second}}
 	fs.StringVar(&c.url, "url", envOr("LATCH_URL", "http://127.0.0.1:8080"), "server URL (LATCH_URL)")
-	fs.StringVar(&c.key, "key", os.Getenv("LATCH_KEY"), "API key (LATCH_KEY)")
+	// The key's default is read when used, not shown: -h must not print it.
+	fs.StringVar(&c.key, "key", "", "API key (default: LATCH_KEY)")
 	fs.StringVar(&c.tenant, "tenant", os.Getenv("LATCH_TENANT"), "tenant to act for, with the admin key (LATCH_TENANT)")
 	return c
 }
@@ -76,8 +77,12 @@ func (c *apiClient) do(ctx context.Context, method, path string, body any, hdr h
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if c.key != "" {
-		req.Header.Set("Authorization", "Bearer "+c.key)
+	key := c.key
+	if key == "" {
+		key = os.Getenv("LATCH_KEY")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
 	}
 	if c.tenant != "" {
 		req.Header.Set("Latch-Tenant", c.tenant)

@@ -22,15 +22,16 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"serve":  {"run the API, console, scheduler and workers", runServe},
-	"submit": {"submit an execution", runSubmit},
-	"get":    {"show one execution", runGet},
-	"ls":     {"list executions", runList},
-	"wait":   {"wait until an execution is terminal", runWait},
-	"cancel": {"cancel an execution", runCancel},
-	"rm":     {"delete an execution (--force for one in flight)", runDelete},
-	"tenant": {"manage tenants: create, get, update, key", runTenant},
-	"bench":  {"measure submit and drain throughput against a store", runBench},
+	"serve":    {"run the API, console, scheduler and workers", runServe},
+	"submit":   {"submit an execution", runSubmit},
+	"get":      {"show one execution", runGet},
+	"ls":       {"list executions", runList},
+	"wait":     {"wait until an execution is terminal", runWait},
+	"cancel":   {"cancel an execution", runCancel},
+	"rm":       {"delete an execution (--force for one in flight)", runDelete},
+	"tenant":   {"manage tenants: create, get, update, key", runTenant},
+	"schedule": {"manage schedules and rate limits: ls, get, apply -f FILE, trigger, rm", runSchedule},
+	"bench":    {"measure submit and drain throughput against a store", runBench},
 
 	"migrate": {"apply, revert or show a store's schema migrations: up, down, status", runMigrate},
 }

@@ -117,11 +117,15 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 	if err != nil {
 		return err
 	}
-	srv := api.New(api.Config{Store: st, AdminKeyHash: adminHash, Logger: log})
+	// Every server runs the scheduler: FireSchedule makes each tick one
+	// execution however many fire it, so there is no leader to elect.
+	sched := engine.NewScheduler(engine.SchedulerConfig{Store: st, Logger: log})
+	srv := api.New(api.Config{Store: st, AdminKeyHash: adminHash, Logger: log, OnScheduleChange: sched.Kick})
 
 	services := []engine.Service{
 		engine.NewRescuer(engine.RescuerConfig{Store: st, Interval: cfg.rescueEvery, Logger: log}),
 		engine.NewPruner(engine.PrunerConfig{Store: st, Interval: cfg.pruneEvery, Logger: log}),
+		sched,
 	}
 	if cfg.workers > 0 {
 		w := engine.NewWorker(engine.WorkerConfig{

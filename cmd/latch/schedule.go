@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+
+	"sigs.k8s.io/yaml"
+)
+
+// scheduleFile is what `latch schedule apply -f` reads: YAML or JSON, the
+// schedules and the rate limits they use, each in the body shape of its
+// PUT endpoint plus its name or key.
+type scheduleFile struct {
+	RateLimits []map[string]any `json:"rate_limits"`
+	Schedules  []map[string]any `json:"schedules"`
+}
+
+func runSchedule(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: latch schedule ls|get|apply|trigger|rm [flags] [NAME]", errUsage)
+	}
+	sub, rest := args[0], args[1:]
+	nargs := 1
+	usageArgs := "NAME"
+	switch sub {
+	case "ls":
+		nargs, usageArgs = 0, ""
+	case "apply":
+		nargs, usageArgs = 0, "-f FILE"
+	}
+	fs := newFlags("schedule "+sub, usageArgs)
+	c := clientFlags(fs)
+	file := ""
+	if sub == "apply" {
+		fs.StringVar(&file, "f", "", "YAML or JSON file of schedules and rate limits (- reads stdin)")
+	}
+	if err := parse(fs, rest, nargs); err != nil {
+		return err
+	}
+	path := "/api/schedules/" + url.PathEscape(fs.Arg(0))
+	var res json.RawMessage
+	var err error
+	switch sub {
+	case "ls":
+		_, err = c.do(ctx, "GET", "/api/schedules", nil, nil, &res)
+	case "get":
+		_, err = c.do(ctx, "GET", path, nil, nil, &res)
+	case "trigger":
+		_, err = c.do(ctx, "POST", path+"/trigger", nil, nil, &res)
+	case "rm":
+		if _, err = c.do(ctx, "DELETE", path, nil, nil, nil); err == nil {
+			_, err = fmt.Fprintf(out, "schedule %s deleted\n", fs.Arg(0))
+		}
+		return err
+	case "apply":
+		if file == "" {
+			return fmt.Errorf("%w: apply needs -f FILE", errUsage)
+		}
+		return applySchedules(ctx, c, file, out)
+	default:
+		return fmt.Errorf("%w: unknown schedule command %q (ls, get, apply, trigger, rm)", errUsage, sub)
+	}
+	if err != nil {
+		return err
+	}
+	return printJSON(out, res)
+}
+
+// applySchedules PUTs every rate limit, then every schedule, of the file.
+// PUT is create-or-replace and keeps an unchanged schedule's next tick, so
+// applying the same file again (every deploy) changes nothing. It stops at
+// the first refusal, naming the entry.
+func applySchedules(ctx context.Context, c *apiClient, file string, out io.Writer) error {
+	var data []byte
+	var err error
+	if file == "-" {
+		data, err = io.ReadAll(os.Stdin)
+	} else {
+		data, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return err
+	}
+	var f scheduleFile
+	if err := yaml.UnmarshalStrict(data, &f); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	if len(f.Schedules)+len(f.RateLimits) == 0 {
+		return fmt.Errorf("%s: no schedules and no rate_limits", file)
+	}
+	put := func(what, field string, body map[string]any, base string) error {
+		name, _ := body[field].(string)
+		if name == "" {
+			return fmt.Errorf("%s: a %s without a %q", file, what, field)
+		}
+		var res map[string]any
+		code, err := c.do(ctx, "PUT", base+url.PathEscape(name), body, nil, &res)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", what, name, err)
+		}
+		verb := "updated"
+		switch {
+		case code == 201:
+			verb = "created"
+		case what == "rate limit": // PUT answers 200 whether it created or replaced
+			verb = "set"
+		}
+		line := fmt.Sprintf("%s %s %s", what, name, verb)
+		if next, ok := res["next_run_at"].(string); ok {
+			line += ", next run " + next
+		}
+		_, err = fmt.Fprintln(out, line)
+		return err
+	}
+	for _, rl := range f.RateLimits {
+		if err := put("rate limit", "key", rl, "/api/rate-limits/"); err != nil {
+			return err
+		}
+	}
+	for _, s := range f.Schedules {
+		if err := put("schedule", "name", s, "/api/schedules/"); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/latch-run/latch/api"
+	"github.com/latch-run/latch/store"
+	"github.com/latch-run/latch/store/sqlite"
+)
+
+// TestScheduleCommands drives `latch schedule` against a real server: apply
+// creates, applying again changes nothing, ls and get show it, trigger
+// fires it, rm removes it, and a bad entry is named.
+func TestScheduleCommands(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "latch.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme", KeyHash: api.HashKey("acme-key")}); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.New(api.Config{Store: st, AdminKeyHash: api.HashKey("admin")}).Handler())
+	defer srv.Close()
+	t.Setenv("LATCH_URL", srv.URL)
+	t.Setenv("LATCH_KEY", "acme-key")
+
+	file := filepath.Join(t.TempDir(), "sweeps.yaml")
+	if err := os.WriteFile(file, []byte(`
+rate_limits:
+  - {key: example-com, rate: 2, per_seconds: 1}
+schedules:
+  - name: sweep-oslo
+    every: 15m
+    kind: echo
+    overlap: skip
+    rate_key: example-com
+    payload: {city: oslo}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := cli(t, "schedule", "apply", "-f", file)
+	if code != 0 || !strings.Contains(out, "rate limit example-com set") || !strings.Contains(out, "schedule sweep-oslo created, next run ") {
+		t.Fatalf("first apply: %d %q %q", code, out, errOut)
+	}
+	code, out, errOut = cli(t, "schedule", "apply", "-f", file)
+	if code != 0 || !strings.Contains(out, "schedule sweep-oslo updated") {
+		t.Fatalf("second apply: %d %q %q", code, out, errOut)
+	}
+
+	code, out, _ = cli(t, "schedule", "ls")
+	var list struct {
+		Items []struct {
+			Name    string `json:"name"`
+			Every   string `json:"every"`
+			RateKey string `json:"rate_key"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || len(list.Items) != 1 ||
+		list.Items[0].Name != "sweep-oslo" || list.Items[0].Every != "15m" || list.Items[0].RateKey != "example-com" {
+		t.Fatalf("ls: %d %q", code, out)
+	}
+	if code, out, _ = cli(t, "schedule", "get", "sweep-oslo"); code != 0 || !strings.Contains(out, `"overlap": "skip"`) {
+		t.Fatalf("get: %d %q", code, out)
+	}
+	code, out, _ = cli(t, "schedule", "trigger", "sweep-oslo")
+	var x struct {
+		Schedule string `json:"schedule"`
+		DedupKey string `json:"dedup_key"`
+	}
+	if err := json.Unmarshal([]byte(out), &x); code != 0 || err != nil || x.Schedule != "sweep-oslo" ||
+		!strings.HasPrefix(x.DedupKey, "schedule:sweep-oslo:") {
+		t.Fatalf("trigger: %d %q", code, out)
+	}
+	if code, out, _ = cli(t, "schedule", "rm", "sweep-oslo"); code != 0 || !strings.Contains(out, "deleted") {
+		t.Fatalf("rm: %d %q", code, out)
+	}
+	if code, _, errOut = cli(t, "schedule", "get", "sweep-oslo"); code != 1 || !strings.Contains(errOut, "404 not_found") {
+		t.Fatalf("get after rm: %d %q", code, errOut)
+	}
+
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("schedules:\n  - {name: broken, cron: '61 * * * *', kind: echo}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut = cli(t, "schedule", "apply", "-f", bad); code != 1 ||
+		!strings.Contains(errOut, "schedule broken: 400 invalid_request") || !strings.Contains(errOut, "61") {
+		t.Fatalf("apply of a bad cron: %d %q", code, errOut)
+	}
+	if code, _, errOut = cli(t, "schedule", "apply"); code != 2 {
+		t.Fatalf("apply without -f: %d %q", code, errOut)
+	}
+	typo := filepath.Join(t.TempDir(), "typo.yaml")
+	if err := os.WriteFile(typo, []byte("schedule:\n  - {name: x}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut = cli(t, "schedule", "apply", "-f", typo); code != 1 || !strings.Contains(errOut, "schedule") {
+		t.Fatalf("apply of a misspelt file: %d %q", code, errOut)
+	}
+}
+
+// TestHelpDoesNotShowTheKey: -h lists the flags, never LATCH_KEY's value.
+func TestHelpDoesNotShowTheKey(t *testing.T) {
+	t.Setenv("LATCH_KEY", "lk_secret-value")
+	_, out, errOut := cli(t, "schedule", "ls", "-h")
+	if strings.Contains(out+errOut, "lk_secret-value") {
+		t.Fatalf("-h printed the key:\n%s%s", out, errOut)
+	}
+}

@@ -114,6 +114,24 @@ func startServer(t *testing.T, o serverOpts) *server {
 	}
 }
 
+// startCluster starts three `latch serve` processes with 4 worker slots
+// each on one store, creates tenant on them, and returns the servers and a
+// client of the tenant for each.
+func startCluster(t *testing.T, store, tenant string) ([3]*server, []*client) {
+	t.Helper()
+	var servers [3]*server
+	for i := range servers {
+		servers[i] = startServer(t, serverOpts{store: store, workers: 4})
+	}
+	key := createTenant(t, servers[0].url, tenant)
+	clients := make([]*client, len(servers))
+	for i, s := range servers {
+		clients[i] = newClient(s.url, key)
+		clients[i].hc.Timeout = 15 * time.Second
+	}
+	return servers, clients
+}
+
 // kill ends the process with SIGKILL and waits for it.
 func (s *server) kill() {
 	if s.cmd.Process != nil {

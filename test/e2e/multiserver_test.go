@@ -16,16 +16,7 @@ import (
 // rescues the dead server's leases and leaves inflight at 0.
 func testThreeServers(t *testing.T, store string) {
 	w := newWitness(t)
-	var servers [3]*server
-	for i := range servers {
-		servers[i] = startServer(t, serverOpts{store: store, workers: 4})
-	}
-	key := createTenant(t, servers[0].url, "multi")
-	clients := make([]*client, len(servers))
-	for i, s := range servers {
-		clients[i] = newClient(s.url, key)
-		clients[i].hc.Timeout = 10 * time.Second
-	}
+	servers, clients := startCluster(t, store, "multi")
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 
@@ -117,7 +108,7 @@ func testThreeServers(t *testing.T, store string) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		servers[0] = startServer(t, serverOpts{store: store, workers: 4})
-		clients[0] = newClient(servers[0].url, key)
+		clients[0] = newClient(servers[0].url, clients[1].key)
 		time.Sleep(500 * time.Millisecond)
 		close(stop)
 		wg.Wait()

@@ -22,7 +22,7 @@ type metrics struct {
 	leases   prometheus.Counter
 }
 
-func newMetrics() *metrics {
+func newMetrics(extra ...prometheus.Collector) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -50,6 +50,7 @@ func newMetrics() *metrics {
 	m.reg.MustRegister(m.requests, m.duration, m.inflight, m.submits, m.leases,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(extra...)
 	return m
 }
 

@@ -61,6 +61,10 @@ type Config struct {
 	// always measured in real time.
 	Now func() time.Time
 
+	// Collectors are further Prometheus collectors served on /metrics with
+	// the server's own (the scheduler's tick counter, say).
+	Collectors []prometheus.Collector
+
 	// Console serves every path outside /api/, /healthz, /readyz and
 	// /metrics. nil = those paths answer 404 not_found.
 	Console http.Handler
@@ -134,7 +138,7 @@ func New(cfg Config) *Server {
 		log:      cfg.Logger,
 		mux:      http.NewServeMux(),
 		patterns: map[string]bool{},
-		metrics:  newMetrics(),
+		metrics:  newMetrics(cfg.Collectors...),
 		done:     make(chan struct{}),
 	}
 	s.notifier, _ = cfg.Store.(store.Notifier)

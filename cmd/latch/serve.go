@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/latch-run/latch"
 	"github.com/latch-run/latch/api"
 	"github.com/latch-run/latch/engine"
@@ -119,8 +121,14 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 	}
 	// Every server runs the scheduler: FireSchedule makes each tick one
 	// execution however many fire it, so there is no leader to elect.
-	sched := engine.NewScheduler(engine.SchedulerConfig{Store: st, Logger: log})
-	srv := api.New(api.Config{Store: st, AdminKeyHash: adminHash, Logger: log, OnScheduleChange: sched.Kick})
+	ticks := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "latch_schedule_ticks_total",
+		Help: "Schedule ticks this server fired or dropped, by outcome: admitted, skipped, deduplicated, dropped, quota_exceeded.",
+	}, []string{"outcome"})
+	sched := engine.NewScheduler(engine.SchedulerConfig{Store: st, Logger: log,
+		OnFire: func(outcome string) { ticks.WithLabelValues(outcome).Inc() }})
+	srv := api.New(api.Config{Store: st, AdminKeyHash: adminHash, Logger: log,
+		OnScheduleChange: sched.Kick, Collectors: []prometheus.Collector{ticks}})
 
 	services := []engine.Service{
 		engine.NewRescuer(engine.RescuerConfig{Store: st, Interval: cfg.rescueEvery, Logger: log}),

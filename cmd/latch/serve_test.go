@@ -297,3 +297,58 @@ func TestServeErrorsSayLatchOnce(t *testing.T) {
 		t.Errorf("bad store URL: exit %d, %q", code, errOut)
 	}
 }
+
+// TestServeRunsTheScheduler: a schedule put over the API fires on the
+// server's own scheduler (woken by the PUT), and /metrics counts the tick.
+func TestServeRunsTheScheduler(t *testing.T) {
+	t.Setenv("LATCH_ADMIN_KEY", "admin")
+	cfg, err := serveFlags([]string{"--addr", "127.0.0.1:0", "--store", "sqlite:" + filepath.Join(t.TempDir(), "latch.db"),
+		"--workers", "2", "--shutdown-grace", "3s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, io.Discard, io.Discard, func(a net.Addr) { addr <- a }) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	var base string
+	select {
+	case a := <-addr:
+		base = "http://" + a.String()
+	case err := <-done:
+		t.Fatalf("serve: %v", err)
+	}
+	key := newTenant(t, base, "admin")
+	call(t, base, "PUT", "/api/schedules/tick", key, `{"every":"1s","kind":"echo"}`, http.StatusCreated, nil)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var page struct {
+			Items []struct {
+				Status string `json:"status"`
+			} `json:"items"`
+		}
+		call(t, base, "GET", "/api/executions?schedule=tick&status=succeeded", key, "", http.StatusOK, &page)
+		if len(page.Items) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no tick of an every-1s schedule succeeded within 15s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	res, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	if !regexp.MustCompile(`(?m)^latch_schedule_ticks_total\{outcome="admitted"\} [1-9]`).Match(data) {
+		t.Errorf("/metrics does not count the admitted tick:\n%s", regexp.MustCompile(`(?m)^latch_schedule.*$`).FindAll(data, -1))
+	}
+}

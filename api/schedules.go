@@ -299,8 +299,9 @@ func (s *Server) getSchedule(ctx context.Context, req *scheduleName) (*scheduleV
 // The tick is fired like any other: under its dedup key
 // schedule:{name}:{unix}, the overlap policy and the tenant's quota. A
 // tick whose key already maps to an execution (a second trigger within the
-// same second, or a regular tick at that second) answers that execution,
-// 200 with deduplicated true, as a submit does.
+// same second, or a regular tick at that second) answers that execution
+// with deduplicated true. API.md fixes the answer at 201 either way: the
+// off-cycle tick exists; deduplicated says whether this call made it.
 func (s *Server) triggerSchedule(ctx context.Context, req *scheduleName) (*submitResponse, error) {
 	owner, err := principalFrom(ctx).ownerOf(scheduleOwner)
 	if err != nil {
@@ -320,10 +321,7 @@ func (s *Server) triggerSchedule(ctx context.Context, req *scheduleName) (*submi
 	if res.Execution == nil {
 		return nil, errors.New("api: store.FireSchedule answered a trigger without an execution")
 	}
-	if res.Deduplicated {
-		return &submitResponse{submitted(res.Execution, true), http.StatusOK}, nil
-	}
-	return &submitResponse{submitted(res.Execution, false), http.StatusCreated}, nil
+	return &submitResponse{submitted(res.Execution, res.Deduplicated), http.StatusCreated}, nil
 }
 
 // deleteSchedule is DELETE /api/schedules/{name}. The executions it fired

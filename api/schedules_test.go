@@ -473,9 +473,9 @@ func TestScheduleTrigger(t *testing.T) {
 		t.Fatalf("after trigger: %+v", sc)
 	}
 
-	// Again within the same second: the same tick, answered as a submit
-	// answers a dedup hit.
-	d := e.do("POST", "/api/schedules/nightly/trigger", key, nil).want(http.StatusOK).exec()
+	// Again within the same second: the same tick, deduplicated (still
+	// 201, as API.md fixes for a trigger).
+	d := e.do("POST", "/api/schedules/nightly/trigger", key, nil).want(http.StatusCreated).exec()
 	if d.ExecutionID != x.ExecutionID || !*d.Deduplicated {
 		t.Fatalf("same-second trigger: %+v", d)
 	}

@@ -182,7 +182,19 @@ type ListSchedulesParams struct {
 	// DueBy, when set, lists only enabled schedules whose NextRunAt is not
 	// after it (the scheduler's query), earliest NextRunAt first.
 	DueBy time.Time
-	Limit int // 0 = 1000
+	Limit int // 0 or less = DefaultScheduleListLimit
+}
+
+// DefaultScheduleListLimit is how many schedules ListSchedules returns when
+// its Limit is 0.
+const DefaultScheduleListLimit = 1000
+
+// ListLimit is the most schedules ListSchedules returns for p.
+func (p *ListSchedulesParams) ListLimit() int {
+	if p.Limit <= 0 {
+		return DefaultScheduleListLimit
+	}
+	return p.Limit
 }
 
 // DeleteScheduleParams are the arguments of Store.DeleteSchedule.

@@ -81,10 +81,6 @@ WHERE tenant = $1 AND schedule = $2 AND status IN ('scheduled', 'queued', 'runni
 LIMIT 1 FOR SHARE`
 )
 
-// DefaultScheduleListLimit is how many schedules ListSchedules returns
-// when its Limit is 0.
-const DefaultScheduleListLimit = 1000
-
 // PutSchedule implements store.Store: one statement (sqlPutSchedule).
 func (s *Store) PutSchedule(ctx context.Context, p *store.PutScheduleParams) (*store.PutScheduleResult, error) {
 	sc := p.Schedule
@@ -116,10 +112,7 @@ func (s *Store) GetSchedule(ctx context.Context, p *store.GetScheduleParams) (*s
 // ListSchedules implements store.Store. The due ones come from the index
 // latch_schedules_due.
 func (s *Store) ListSchedules(ctx context.Context, p *store.ListSchedulesParams) ([]*store.Schedule, error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = DefaultScheduleListLimit
-	}
+	limit := p.ListLimit()
 	query := `SELECT ` + scheduleColumns + ` FROM latch_schedules s WHERE true`
 	args := []any{limit}
 	if p.Tenant != "" {

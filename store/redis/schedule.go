@@ -26,9 +26,6 @@ import (
 // which FireSchedule reads for overlap skip and the reads for Running
 // (lua/lib.lua, sched_busy).
 
-// defaultScheduleLimit is ListSchedules' limit when none is given.
-const defaultScheduleLimit = 1000
-
 // PutSchedule implements store.Store (put_schedule.lua). Every is kept to
 // the microsecond.
 func (s *Store) PutSchedule(ctx context.Context, p *store.PutScheduleParams) (*store.PutScheduleResult, error) {
@@ -86,10 +83,7 @@ func (s *Store) GetSchedule(ctx context.Context, p *store.GetScheduleParams) (*s
 // schedule changed meanwhile is read as it is then, one deleted is left
 // out.
 func (s *Store) ListSchedules(ctx context.Context, p *store.ListSchedulesParams) ([]*store.Schedule, error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = defaultScheduleLimit
-	}
+	limit := p.ListLimit()
 	var scopes []string
 	var err error
 	if p.DueBy.IsZero() {

@@ -136,10 +136,7 @@ func (s *Store) ListSchedules(ctx context.Context, p *store.ListSchedulesParams)
 // DueBy the due ones earliest first (the primary key, which follows
 // next_run_at in schedules_due, orders ties).
 func listSchedulesQuery(p *store.ListSchedulesParams) (string, []any) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = defaultBatch
-	}
+	limit := p.ListLimit()
 	query := `SELECT ` + scheduleColumns + ` FROM schedules WHERE `
 	var args []any
 	if p.Tenant != "" {

@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -117,7 +120,7 @@ func endpoint[Req, Resp any](s *Server, sp spec, fn func(context.Context, *Req) 
 // told.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemFor(err)
-	if p.Code == CodeInternal && s.storeDown(r.Context()) {
+	if p.Code == CodeInternal && (connectionLost(err) || s.storeDown(r.Context())) {
 		p = problem(CodeUnavailable, "the store does not answer; retry later (with the same dedup key, for a submit)")
 		p.retryAfter = storeDownRetryAfter
 		p.cause = err
@@ -131,6 +134,17 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 			"method", r.Method, "path", r.URL.Path, "status", p.Status, "err", err)
 	}
 	writeProblem(w, p)
+}
+
+// connectionLost reports whether err is the store's connection failing
+// under the call (reset, refused, closed, timed out). Such a call may or may
+// not have committed; the pool reconnects at once, so the ping that follows
+// usually succeeds — but the request is still the network's fault, to be
+// retried, not this server's.
+func connectionLost(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE)
 }
 
 // storeDownRetryAfter is the Retry-After, in seconds, of an answer given

@@ -3,10 +3,13 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -221,4 +224,26 @@ func TestCloseEndsWaits(t *testing.T) {
 	}
 	// Requests are still served.
 	e.do("GET", "/api/executions/"+x.ExecutionID, key, nil).want(http.StatusOK)
+}
+
+// A store call that fails because its connection was reset is an outage to
+// retry even when the store answers the ping that follows (the pool has
+// reconnected by then): 503, not 500.
+func TestLostStoreConnectionIsUnavailable(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *Config) { c.Store = connReset{c.Store} })
+	key := e.tenant("acme")
+	r := e.do("GET", "/api/executions/x", key, nil)
+	r.problem(http.StatusServiceUnavailable, CodeUnavailable)
+	if r.header.Get("Retry-After") == "" {
+		t.Fatalf("no Retry-After: %v", r.header)
+	}
+}
+
+// connReset is a store whose Get fails as a reset connection does, wrapped
+// as the drivers wrap it; its Ping succeeds.
+type connReset struct{ store.Store }
+
+func (connReset) Get(context.Context, *store.GetParams) (*store.Execution, error) {
+	return nil, fmt.Errorf("postgres: get: %w", &net.OpError{Op: "write", Net: "tcp", Err: syscall.ECONNRESET})
 }

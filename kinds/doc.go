@@ -6,7 +6,9 @@
 //	       cancelled or times out. Result {"slept_seconds": n}.
 //	http   payload {"url", "method"?, "headers"?, "body"?, "timeout_seconds"?}:
 //	       one HTTP request; succeeds on a 2xx answer with result
-//	       {"status_code", "body"}, the body cut to 64 KiB.
+//	       {"status_code", "body"}, the body cut to 64 KiB. The request
+//	       carries Latch-Execution-Id and Latch-Attempt (HeaderExecutionID,
+//	       HeaderAttempt), so the target can make its effect idempotent.
 //
 // A payload a kind cannot use fails permanently (no retry). The http kind
 // retries connection errors, timeouts, 5xx and 429 answers (honouring a 429's

@@ -20,6 +20,16 @@ import (
 // MaxHTTPBody is how much of an answer's body the http kind keeps.
 const MaxHTTPBody = 64 << 10
 
+// The headers the http kind adds to every request it makes (replacing any
+// of the same name in the payload's headers), so that the target can make
+// its effect idempotent: the execution's id, and the attempt number (1 for
+// the first attempt; a new attempt after a failure or an expired lease has
+// a higher number).
+const (
+	HeaderExecutionID = "Latch-Execution-Id"
+	HeaderAttempt     = "Latch-Attempt"
+)
+
 // errNotAllowed is the cause of a request to a host the allow list refuses.
 var errNotAllowed = errors.New("host not allowed by " + AllowEnv)
 
@@ -92,6 +102,11 @@ func (h *httpKind) handle(ctx context.Context, job *engine.Job) (json.RawMessage
 	if err != nil {
 		return nil, engine.Permanent(err)
 	}
+	// Set after the payload's headers, so that they always tell the truth:
+	// the target can recognise a repeated call (same execution and attempt)
+	// and a new attempt of work it has already done.
+	req.Header.Set(HeaderExecutionID, job.ID)
+	req.Header.Set(HeaderAttempt, strconv.Itoa(job.Attempt))
 	resp, err := h.client.Do(req)
 	if err != nil {
 		if errors.Is(err, errNotAllowed) {

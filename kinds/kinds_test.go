@@ -112,6 +112,31 @@ func TestHTTPSuccessSendsMethodHeadersAndBody(t *testing.T) {
 	}
 }
 
+func TestHTTPSendsExecutionIDAndAttempt(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%q %q", r.Header.Values("Latch-Execution-Id"), r.Header.Values("Latch-Attempt"))
+	}))
+	t.Cleanup(srv.Close)
+	h, err := NewHTTPHandler(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The payload's own headers of these names are replaced: the target
+	// can trust them.
+	j := job(HTTP, payload(t, map[string]any{"url": srv.URL, "method": "POST",
+		"headers": map[string]string{"latch-attempt": "9", "Latch-Execution-Id": "forged"}}))
+	j.ID, j.Attempt = "0193a6e4-7c1e-7b3a-9f1e-2d9c3e8a4b10", 2
+	raw, err := h(t.Context(), j)
+	var res httpResult
+	if err == nil {
+		err = json.Unmarshal(raw, &res)
+	}
+	if want := `["0193a6e4-7c1e-7b3a-9f1e-2d9c3e8a4b10"] ["2"]`; err != nil || res.Body != want {
+		t.Errorf("headers seen by the target: %q, %v; want %s", res.Body, err, want)
+	}
+}
+
 func TestHTTPBodyIsCut(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

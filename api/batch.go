@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/latch-run/latch/internal/fault"
 	"github.com/latch-run/latch/store"
 )
 
@@ -82,6 +83,7 @@ func (s *Server) submitBatch(ctx context.Context, req *batchRequest) (*batchResp
 		if err != nil {
 			return nil, err
 		}
+		fault.Point(fault.APIBatchCommitted)
 		for j, it := range items {
 			resp, p := s.outcome(it)
 			if p != nil {

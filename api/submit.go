@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/latch-run/latch/internal/fault"
 	"github.com/latch-run/latch/store"
 )
 
@@ -186,6 +187,7 @@ func (s *Server) submit(ctx context.Context, req *submitRequest) (*submitRespons
 	if err != nil {
 		return nil, err
 	}
+	fault.Point(fault.APISubmitCommitted)
 	resp, p := s.outcome(items[0])
 	if p != nil {
 		return nil, p

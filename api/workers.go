@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/latch-run/latch/internal/backoff"
+	"github.com/latch-run/latch/internal/fault"
 	"github.com/latch-run/latch/store"
 )
 
@@ -184,6 +185,7 @@ func (s *Server) complete(ctx context.Context, req *completeRequest) (*execution
 	if err != nil {
 		return nil, executionErr(err, req.id)
 	}
+	fault.Point(fault.APICompleteCommitted)
 	return toExecution(e), nil
 }
 

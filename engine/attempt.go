@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/latch-run/latch/internal/fault"
 	"github.com/latch-run/latch/store"
 )
 
@@ -76,6 +77,7 @@ func (a *attempt) run() {
 		}
 		a.log.Debug("attempt started")
 		go func() { done <- a.call(runCtx, h, job) }()
+		fault.Point(fault.WorkerHandlerStarted)
 	}
 
 	heartbeat := time.NewTicker(w.cfg.HeartbeatInterval)
@@ -106,6 +108,7 @@ func (a *attempt) run() {
 			}
 
 		case out := <-done:
+			fault.Point(fault.WorkerHandlerReturned)
 			if lost {
 				a.log.Info("attempt ended after its lease was lost; nothing written", "err", out.err)
 				return
@@ -176,6 +179,7 @@ func (a *attempt) heartbeat(ctx context.Context) (cancelRequested bool, err erro
 		LeaseDuration: a.w.cfg.LeaseDuration,
 		Now:           a.w.cfg.Now(),
 	})
+	fault.Point(fault.WorkerHeartbeatCommitted)
 	if err != nil {
 		return false, err
 	}

@@ -23,7 +23,9 @@ import (
 
 const adminKey = "lk_e2e-admin-key-for-tests-only"
 
-var binary string
+// binary is the latch binary the tests run; faultsBinary is the same built
+// with -tags faults, whose crash points (internal/fault) LATCH_FAULTS arms.
+var binary, faultsBinary string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "latch-e2e-")
@@ -31,20 +33,37 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "latch")
-	args := []string{"build", "-o", binary}
-	if raceEnabled {
-		args = append(args, "-race")
+	binary, err = buildLatch(dir, "latch")
+	if err == nil {
+		faultsBinary, err = buildLatch(dir, "latch-faults", "faults")
 	}
-	cmd := exec.Command("go", append(args, "github.com/latch-run/latch/cmd/latch")...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build latch:", err)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
 		os.Exit(1)
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// buildLatch builds cmd/latch as dir/name, with the race detector when the
+// tests run with it, and with the given build tags.
+func buildLatch(dir, name string, tags ...string) (string, error) {
+	bin := filepath.Join(dir, name)
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	cmd := exec.Command("go", append(args, "github.com/latch-run/latch/cmd/latch")...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("build %s (tags %q): %w", name, tags, err)
+	}
+	return bin, nil
 }
 
 // server is one `latch serve` process.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/latch-run/latch/store/storebench"
 )
@@ -17,6 +18,9 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	clients := fs.Int("clients", 16, "concurrent submitting clients")
 	batch := fs.Int("batch", 100, "items per batch submit")
 	slots := fs.Int("slots", 16, "concurrent claimers when draining")
+	workerSlots := fs.Int("worker-slots", 100, "slots of the engine worker (worker drain, submit-to-start)")
+	rate := fs.Int("rate", 500, "submits per second of submit-to-start")
+	duration := fs.Duration("duration", 10*time.Second, "how long submit-to-start submits")
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -25,7 +29,16 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer s.Close()
-	tenant, err := storebench.Setup(ctx, s, *n*4+64*10)
+	// Submit-to-start runs twice: with the worker on the submitting Store,
+	// as `latch serve` runs its in-process workers, and on a Store of its
+	// own, as a worker in another process would be: its wake-ups then come
+	// through the backend (none on SQLite: it polls).
+	work, err := openStore(ctx, *storeURL)
+	if err != nil {
+		return err
+	}
+	defer work.Close()
+	tenant, err := storebench.Setup(ctx, s, *n*5+64*10+int(duration.Seconds()*float64(*rate)))
 	if err != nil {
 		return err
 	}
@@ -36,6 +49,13 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 		func() (*storebench.Result, error) { return storebench.SubmitBatch(ctx, s, tenant, *n, *batch) },
 		func() (*storebench.Result, error) { return storebench.Drain(ctx, s, *slots, 10) },
 		func() (*storebench.Result, error) { return storebench.Contended(ctx, s, tenant, 20, 64) },
+		func() (*storebench.Result, error) { return storebench.WorkerDrain(ctx, s, tenant, *n, *workerSlots) },
+		func() (*storebench.Result, error) {
+			return storebench.SubmitToStart(ctx, s, s, tenant, *rate, *duration, *workerSlots)
+		},
+		func() (*storebench.Result, error) {
+			return storebench.SubmitToStart(ctx, s, work, tenant, *rate, *duration, *workerSlots)
+		},
 	}
 	for _, step := range steps {
 		r, err := step()

@@ -44,7 +44,7 @@ func (r *Result) Percentile(q float64) time.Duration {
 }
 
 func (r *Result) String() string {
-	s := fmt.Sprintf("%-28s %8d ops in %8.3fs  %10.0f ops/s", r.Name, r.Ops, r.Elapsed.Seconds(), r.PerSecond())
+	s := fmt.Sprintf("%-34s %8d ops in %8.3fs  %10.0f ops/s", r.Name, r.Ops, r.Elapsed.Seconds(), r.PerSecond())
 	if len(r.Latencies) > 0 {
 		s += fmt.Sprintf("  p50 %-9v p99 %v", r.Percentile(0.5).Round(time.Microsecond), r.Percentile(0.99).Round(time.Microsecond))
 	}

@@ -132,6 +132,7 @@ func TestQueryPlans(t *testing.T) {
 		return query{q, args}
 	}
 	due := time.Unix(1, 0)
+	claimSQL, claimArgs, _ := claimQuery(&store.ClaimParams{Max: 1}, due, 1)
 	for what, c := range map[string]struct {
 		query
 		want string
@@ -139,6 +140,10 @@ func TestQueryPlans(t *testing.T) {
 		"overlap check": {query{sqlScheduleInFlight, []any{"acme", "s"}}, "executions_schedule"},
 		"running": {query{`SELECT ` + scheduleColumns + ` FROM schedules WHERE tenant = ? AND name = ?`,
 			[]any{"acme", "s"}}, "executions_schedule"},
+		// Without INDEXED BY the planner, lacking statistics, counted a
+		// key's running executions through executions_tenant: every
+		// claim read the tenant's whole history (found by the soak).
+		"claim's running count per concurrency key": {query{claimSQL, claimArgs}, "executions_concurrency"},
 		"due":             {list(store.ListSchedulesParams{DueBy: due}), "schedules_due"},
 		"all":             {list(store.ListSchedulesParams{}), "SCAN schedules"},
 		"all of a tenant": {list(store.ListSchedulesParams{Tenant: "acme"}), "PRIMARY KEY (tenant=?)"},

@@ -1,6 +1,7 @@
 // Command latch is the latch job-execution service and its command-line
 // client: `latch serve` runs the server; the other commands talk to a running
-// server over its HTTP API, except migrate and bench, which open the store.
+// server over its HTTP API, except migrate, bench and prove, which open the
+// store.
 package main
 
 import (
@@ -32,6 +33,7 @@ var commands = map[string]command{
 	"tenant":   {"manage tenants: create, get, update, key", runTenant},
 	"schedule": {"manage schedules and rate limits: ls, get, apply -f FILE, trigger, rm", runSchedule},
 	"bench":    {"measure submit and drain throughput against a store", runBench},
+	"prove":    {"soak a store with steady mixed load, then check the invariants and for leaks", runProve},
 
 	"migrate": {"apply, revert or show a store's schema migrations: up, down, status", runMigrate},
 }

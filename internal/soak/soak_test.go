@@ -1,0 +1,205 @@
+package soak
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/latch-run/latch"
+	"github.com/latch-run/latch/store"
+	"github.com/latch-run/latch/store/postgres"
+)
+
+// The short soak of CI: a few seconds at a modest rate on every backend,
+// one after the other (the goroutine check counts the whole process's
+// goroutines), with no breach allowed. LATCH_SOAK_DURATION and
+// LATCH_SOAK_RATE make it longer or heavier:
+//
+//	LATCH_SOAK_DURATION=2m LATCH_SOAK_RATE=300 go test -run TestSoak/sqlite -v ./internal/soak
+func TestSoak(t *testing.T) {
+	// Under the race detector the SQLite driver (pure Go) is many times
+	// slower: a rate it keeps up with there.
+	sqliteRate := 100
+	if raceEnabled {
+		sqliteRate = 25
+	}
+	// The package's tests stay within 40s under -race on a busy machine:
+	// 8s on SQLite, 7s on the others.
+	for _, b := range []struct {
+		name string
+		open func(t *testing.T) store.Store
+		rate int
+		d    time.Duration
+	}{
+		{"sqlite", sqliteStore, sqliteRate, 8 * time.Second},
+		{"postgres", postgresStore, 100, 7 * time.Second},
+		{"redis", redisStore, 100, 7 * time.Second},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			st := b.open(t)
+			runSoak(t, st, b.rate, b.d)
+		})
+	}
+}
+
+func runSoak(t *testing.T, st store.Store, rate int, d time.Duration) {
+	t.Helper()
+	if v := os.Getenv("LATCH_SOAK_DURATION"); v != "" {
+		var err error
+		if d, err = time.ParseDuration(v); err != nil {
+			t.Fatalf("LATCH_SOAK_DURATION: %v", err)
+		}
+	}
+	if v := os.Getenv("LATCH_SOAK_RATE"); v != "" {
+		var err error
+		if rate, err = strconv.Atoi(v); err != nil {
+			t.Fatalf("LATCH_SOAK_RATE: %v", err)
+		}
+	}
+	var out strings.Builder
+	res, err := Run(t.Context(), Config{
+		Store: st, Duration: d, Rate: rate, ReportEvery: 2 * time.Second,
+		DrainTimeout: 20 * time.Second, Out: &out, TempDir: t.TempDir(),
+	})
+	t.Log("\n" + out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(res.Verdict())
+	if !res.OK() {
+		t.Errorf("the soak found breaches: %s", res.Verdict())
+	}
+}
+
+func sqliteStore(t *testing.T) store.Store {
+	c, err := latch.Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "soak.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c.Store()
+}
+
+// backendURL returns the environment variable's URL, or skips t, saying
+// so (fails instead when LATCH_REQUIRE_BACKENDS is set, as CI sets it).
+func backendURL(t *testing.T, env string) string {
+	t.Helper()
+	u := os.Getenv(env)
+	if u == "" && os.Getenv("LATCH_REQUIRE_BACKENDS") != "" {
+		t.Fatalf("LATCH_REQUIRE_BACKENDS is set but %s is not: the soak must run on this backend here", env)
+	}
+	if u == "" {
+		t.Skipf("SKIP: soak not run on this backend: set %s", env)
+	}
+	return u
+}
+
+func randomName(prefix string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// postgresStore opens a schema of its own, migrated as an operator would
+// (`latch migrate up`) and opened as `latch prove` does (latch.Open), and
+// drops it when t ends.
+func postgresStore(t *testing.T) store.Store {
+	base := backendURL(t, "LATCH_TEST_POSTGRES_URL")
+	ctx := context.Background()
+	schema := randomName("latch_soak_")
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("connect to LATCH_TEST_POSTGRES_URL: %v", err)
+	}
+	_, err = conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize())
+	conn.Close(ctx)
+	if err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	q.Set("pool_max_conns", "10")
+	u.RawQuery = q.Encode()
+	if _, err := postgres.Migrate(ctx, u.String(), "up"); err != nil {
+		t.Fatalf("migrate up: %v", err)
+	}
+	c, err := latch.Open(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c.Store()
+}
+
+// redisStore opens the Redis store under a key prefix of its own and
+// removes the prefix's keys (SCAN + UNLINK, never a flush: the database
+// is shared) when t ends.
+func redisStore(t *testing.T) store.Store {
+	base := backendURL(t, "LATCH_TEST_REDIS_URL")
+	prefix := randomName("latch_soak_")
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("prefix", prefix)
+	u.RawQuery = q.Encode()
+	c, err := latch.Open(context.Background(), u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		opt, err := goredis.ParseURL(base)
+		if err != nil {
+			t.Errorf("cleanup: %v", err)
+			return
+		}
+		rdb := goredis.NewClient(opt)
+		defer rdb.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		iter := rdb.Scan(ctx, 0, "*"+prefix+"*", 1000).Iterator()
+		var keys []string
+		for iter.Next(ctx) {
+			keys = append(keys, iter.Val())
+		}
+		if err := iter.Err(); err != nil {
+			t.Errorf("cleanup of prefix %s: %v", prefix, err)
+		}
+		for len(keys) > 0 {
+			n := min(len(keys), 500)
+			if err := rdb.Unlink(ctx, keys[:n]...).Err(); err != nil {
+				t.Errorf("cleanup of prefix %s: %v", prefix, err)
+				return
+			}
+			keys = keys[n:]
+		}
+	})
+	return c.Store()
+}

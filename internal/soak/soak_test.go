@@ -2,8 +2,6 @@ package soak
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -12,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/latch-run/latch"
+	"github.com/latch-run/latch/internal/testdb"
 	"github.com/latch-run/latch/store"
 	"github.com/latch-run/latch/store/postgres"
 )
@@ -90,65 +88,16 @@ func sqliteStore(t *testing.T) store.Store {
 	return c.Store()
 }
 
-// backendURL returns the environment variable's URL, or skips t, saying
-// so (fails instead when LATCH_REQUIRE_BACKENDS is set, as CI sets it).
-func backendURL(t *testing.T, env string) string {
-	t.Helper()
-	u := os.Getenv(env)
-	if u == "" && os.Getenv("LATCH_REQUIRE_BACKENDS") != "" {
-		t.Fatalf("LATCH_REQUIRE_BACKENDS is set but %s is not: the soak must run on this backend here", env)
-	}
-	if u == "" {
-		t.Skipf("SKIP: soak not run on this backend: set %s", env)
-	}
-	return u
-}
-
-func randomName(prefix string) string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
-}
-
 // postgresStore opens a schema of its own, migrated as an operator would
 // (`latch migrate up`) and opened as `latch prove` does (latch.Open), and
 // drops it when t ends.
 func postgresStore(t *testing.T) store.Store {
-	base := backendURL(t, "LATCH_TEST_POSTGRES_URL")
 	ctx := context.Background()
-	schema := randomName("latch_soak_")
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("connect to LATCH_TEST_POSTGRES_URL: %v", err)
-	}
-	_, err = conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize())
-	conn.Close(ctx)
-	if err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	q.Set("pool_max_conns", "10")
-	u.RawQuery = q.Encode()
-	if _, err := postgres.Migrate(ctx, u.String(), "up"); err != nil {
+	storeURL := testdb.PostgresSchema(t, "latch_soak_", "the soak")
+	if _, err := postgres.Migrate(ctx, storeURL, "up"); err != nil {
 		t.Fatalf("migrate up: %v", err)
 	}
-	c, err := latch.Open(ctx, u.String())
+	c, err := latch.Open(ctx, storeURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,8 +109,8 @@ func postgresStore(t *testing.T) store.Store {
 // removes the prefix's keys (SCAN + UNLINK, never a flush: the database
 // is shared) when t ends.
 func redisStore(t *testing.T) store.Store {
-	base := backendURL(t, "LATCH_TEST_REDIS_URL")
-	prefix := randomName("latch_soak_")
+	base := testdb.URL(t, testdb.RedisEnv, "the soak")
+	prefix := testdb.Name("latch_soak_")
 	u, err := url.Parse(base)
 	if err != nil {
 		t.Fatal(err)

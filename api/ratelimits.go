@@ -121,17 +121,24 @@ func (s *Server) getRateLimit(ctx context.Context, req *rateLimitKey) (*rateLimi
 }
 
 // deleteRateLimit is DELETE /api/rate-limits/{key}: executions with the
-// key then start freely.
-func (s *Server) deleteRateLimit(ctx context.Context, req *rateLimitKey) (*noContent, error) {
+// key then start freely. API.md answers the rate-limit paths "likewise":
+// 200, with the limit as it was just before the delete (read first; a PUT
+// racing the delete may make that answer one version old, never wrong
+// about the delete itself).
+func (s *Server) deleteRateLimit(ctx context.Context, req *rateLimitKey) (*rateLimit, error) {
 	owner, err := principalFrom(ctx).ownerOf(rateLimitOwner)
 	if err != nil {
 		return nil, err
+	}
+	r, err := s.cfg.Store.GetRateLimit(ctx, &store.GetRateLimitParams{Tenant: owner, Key: req.key})
+	if err != nil {
+		return nil, rateLimitErr(err, req.key)
 	}
 	err = s.cfg.Store.DeleteRateLimit(ctx, &store.DeleteRateLimitParams{Tenant: owner, Key: req.key})
 	if err != nil {
 		return nil, rateLimitErr(err, req.key)
 	}
-	return &noContent{}, nil
+	return toRateLimit(r), nil
 }
 
 // rateLimitErr gives a missing rate limit a detail that names it.

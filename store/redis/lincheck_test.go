@@ -3,16 +3,36 @@ package redis_test
 import (
 	"testing"
 
+	"github.com/latch-run/latch/store"
+	"github.com/latch-run/latch/store/redis"
 	"github.com/latch-run/latch/test/lincheck"
 )
 
+// newServers opens n stores on one fresh key prefix, each with its own
+// client, as n servers on one Redis would; the prefix's keys are checked
+// for consistency, then deleted, when t ends.
+func newServers(t *testing.T, n int) []store.Store {
+	t.Helper()
+	url := redisURL(t)
+	prefix := newPrefix(t, url)
+	servers := make([]store.Store, n)
+	for i := range servers {
+		s := open(t, url, prefix)
+		t.Cleanup(func() { s.Close() })
+		servers[i] = s
+	}
+	t.Cleanup(func() { redis.CheckConsistency(t, servers[0].(*redis.Store)) })
+	return servers
+}
+
 // TestLinearizable checks concurrent histories of the Redis store with
-// porcupine against the sequential model: TestLinearizable/redis/Tenants
-// and .../Contention, each on a key prefix of its own.
+// porcupine against the sequential model, the clients spread over three
+// stores on one key prefix: TestLinearizable/redis/Tenants and
+// .../Contention, each on a key prefix of its own.
 func TestLinearizable(t *testing.T) {
 	t.Run("redis", func(t *testing.T) {
 		redisURL(t)
-		lincheck.Check(t, newStore)
+		lincheck.Check(t, newServers)
 	})
 }
 

@@ -42,7 +42,9 @@
 // Check records histories of 12 concurrent clients (admit with and without
 // dedup keys, batches, get, cancel, delete, force delete, claim, complete,
 // fail with and without retry, the tenant's quota counter) against a real
-// store, with porcupine's timestamps from a monotonic clock fenced by atomic
+// database opened by three stores at once — as three latch servers would
+// open it, each with its own connections, grouping of concurrent operations
+// and wake-ups, the clients spread over them — with porcupine's timestamps from a monotonic clock fenced by atomic
 // operations, and checks each with github.com/anishathalye/porcupine. Two
 // workloads keep the search small through partitioning:
 //
@@ -76,12 +78,13 @@
 // its conformance suite, as it runs storetest.Run; this package, like
 // storetest, imports no backend (its own tests run SQLite):
 //
-//	func TestLinearizable(t *testing.T) { lincheck.Check(t, newStore) }
+//	func TestLinearizable(t *testing.T) { lincheck.Check(t, newServers) }
 //	func TestProperty(t *testing.T)     { lincheck.Property(t, newStore) }
 //
-// newStore must return a fresh store per call (Check uses one store per
-// workload and fresh tenants per history; Property uses one store and fresh
-// tenants per case, and force-deletes each case's executions so that the
+// newServers must return n stores on one fresh database per call (Check
+// uses one database per workload and fresh tenants per history); newStore
+// one fresh store per call (Property uses one store and fresh tenants per
+// case, and force-deletes each case's executions so that the
 // global Rescue, Promote and Prune of the next case see only their own).
 // Where each backend runs them, and on what:
 //
@@ -89,7 +92,8 @@
 //	                                 a database file in the test's temporary directory
 //	store/postgres/lincheck_test.go  TestLinearizable/postgres, TestProperty/postgres:
 //	                                 a schema of its own, dropped when the test ends,
-//	                                 and a pool of 12 connections, one per client
+//	                                 and 12 connections over the three stores' pools,
+//	                                 one per client
 //	store/redis/lincheck_test.go     TestLinearizable/redis, TestProperty/redis:
 //	                                 a key prefix of its own, its keys deleted when the
 //	                                 test ends (after CheckConsistency)
@@ -112,7 +116,8 @@
 //
 // Environment: LATCH_LINCHECK_OPS (operations per workload, default 900),
 // LATCH_LINCHECK_HISTORY_OPS (per history, default 300), LATCH_LINCHECK_CLIENTS
-// (default 12), LATCH_LINCHECK_TIMEOUT_SECONDS (porcupine's budget per
+// (default 12), LATCH_LINCHECK_SERVERS (stores on the database, default 3),
+// LATCH_LINCHECK_TIMEOUT_SECONDS (porcupine's budget per
 // history, default 60), LATCH_LINCHECK_SEED (the clients' choices; the
 // interleaving stays the scheduler's), LATCH_LINCHECK_OUT (keep
 // visualizations there). rapid reads -rapid.checks, -rapid.steps,

@@ -263,10 +263,11 @@ func learn(p *pool, out Output) {
 	}
 }
 
-// record runs clients goroutines against s until ops operations have been
-// invoked and returns the history. Tenants must exist already. A client
-// picks a random scope for every operation.
-func record(ctx context.Context, s store.Store, w *workload, clients, ops int, seed uint64) []porcupine.Operation {
+// record runs clients goroutines against servers (client c through
+// servers[c%len(servers)]) until ops operations have been invoked and
+// returns the history. Tenants must exist already. A client picks a random
+// scope for every operation.
+func record(ctx context.Context, servers []store.Store, w *workload, clients, ops int, seed uint64) []porcupine.Operation {
 	clk := newClock()
 	pools := make([]pool, len(w.scopes))
 	var issued atomic.Int64
@@ -276,6 +277,7 @@ func record(ctx context.Context, s store.Store, w *workload, clients, ops int, s
 	for c := range clients {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(seed, uint64(c)))
+			s := servers[c%len(servers)]
 			<-gate
 			for issued.Add(1) <= int64(ops) && ctx.Err() == nil {
 				i := r.IntN(len(w.scopes))

@@ -18,12 +18,21 @@ import (
 // storetest.NewStore.
 type NewStore = func(t *testing.T) store.Store
 
+// NewServers returns n stores opened on one fresh, empty database that no
+// other test uses — what n latch servers pointed at the same database would
+// each open — and arranges (with t.Cleanup) for them to be closed. Each is a
+// separate handle with its own connections and its own in-process state
+// (grouping of concurrent operations, wake-ups), so their operations meet
+// only in the database.
+type NewServers = func(t *testing.T, n int) []store.Store
+
 // Options size a linearizability run. The zero value of a field takes its
 // default, which environment variables override (see doc.go).
 type Options struct {
 	Ops        int           // operations per workload, all histories together
 	HistoryOps int           // operations per history
 	Clients    int           // concurrent clients per history
+	Servers    int           // stores on one database; client c goes through server c mod Servers
 	Timeout    time.Duration // porcupine's budget per history
 	OutDir     string        // where illegal histories are visualized
 	Seed       uint64        // seeds the clients' choices (the interleaving is the scheduler's)
@@ -46,6 +55,9 @@ func (o Options) withDefaults(t *testing.T) Options {
 	if o.Clients == 0 {
 		o.Clients = envInt("LATCH_LINCHECK_CLIENTS", 12)
 	}
+	if o.Servers == 0 {
+		o.Servers = envInt("LATCH_LINCHECK_SERVERS", 3)
+	}
 	if o.Timeout == 0 {
 		o.Timeout = time.Duration(envInt("LATCH_LINCHECK_TIMEOUT_SECONDS", 60)) * time.Second
 	}
@@ -66,7 +78,8 @@ func (o Options) withDefaults(t *testing.T) Options {
 }
 
 // Check records concurrent histories of the store's core operations against
-// fresh stores from newStore and checks each with porcupine against the
+// fresh databases from newServers — each opened by Options.Servers stores,
+// the clients spread over them — and checks each with porcupine against the
 // sequential model of the contract (State). It runs two workloads:
 //
 //	Tenants     admit (keyed, plain, batches), get, cancel, delete, force
@@ -79,12 +92,12 @@ func (o Options) withDefaults(t *testing.T) Options {
 //
 // An illegal history fails the test and is written out as porcupine's HTML
 // visualization; the log names the file and what the model refused.
-func Check(t *testing.T, newStore NewStore) {
-	CheckWith(t, newStore, Options{})
+func Check(t *testing.T, newServers NewServers) {
+	CheckWith(t, newServers, Options{})
 }
 
 // CheckWith is Check with explicit options.
-func CheckWith(t *testing.T, newStore NewStore, opts Options) {
+func CheckWith(t *testing.T, newServers NewServers, opts Options) {
 	t.Helper()
 	for _, wl := range []struct {
 		name string
@@ -92,12 +105,12 @@ func CheckWith(t *testing.T, newStore NewStore, opts Options) {
 	}{{"Tenants", tenantWorkload}, {"Contention", contentionWorkload}} {
 		t.Run(wl.name, func(t *testing.T) {
 			o := opts.withDefaults(t)
-			s := newStore(t)
+			servers := newServers(t, o.Servers)
 			histories := max(1, (o.Ops+o.HistoryOps-1)/o.HistoryOps)
-			t.Logf("%d histories of %d operations, %d clients, seed %d (LATCH_LINCHECK_SEED to repeat the clients' choices)",
-				histories, o.HistoryOps, o.Clients, o.Seed)
+			t.Logf("%d histories of %d operations, %d clients through %d servers, seed %d (LATCH_LINCHECK_SEED to repeat the clients' choices)",
+				histories, o.HistoryOps, o.Clients, len(servers), o.Seed)
 			for h := range histories {
-				v, err := runHistory(t.Context(), s, wl.mk(h), o, o.Seed+uint64(h), fmt.Sprintf("%s-%s-h%d", t.Name(), wl.name, h))
+				v, err := runHistory(t.Context(), servers, wl.mk(h), o, o.Seed+uint64(h), fmt.Sprintf("%s-%s-h%d", t.Name(), wl.name, h))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -107,16 +120,17 @@ func CheckWith(t *testing.T, newStore NewStore, opts Options) {
 	}
 }
 
-// runHistory creates the workload's tenants in s, records one history and
+// runHistory creates the workload's tenants through the first of servers,
+// records one history (client c going through servers[c%len(servers)]) and
 // checks it.
-func runHistory(ctx context.Context, s store.Store, w workload, o Options, seed uint64, name string) (verdict, error) {
+func runHistory(ctx context.Context, servers []store.Store, w workload, o Options, seed uint64, name string) (verdict, error) {
 	for _, p := range w.tenants {
 		p.Now = base
-		if _, err := s.CreateTenant(ctx, &p); err != nil {
+		if _, err := servers[0].CreateTenant(ctx, &p); err != nil {
 			return verdict{}, fmt.Errorf("CreateTenant %s: %w", p.Name, err)
 		}
 	}
-	hist := record(ctx, s, &w, o.Clients, o.HistoryOps, seed)
+	hist := record(ctx, servers, &w, o.Clients, o.HistoryOps, seed)
 	for _, op := range hist {
 		if out := op.Output.(Output); out.Err.unexpected() {
 			return verdict{}, fmt.Errorf("client %d: %s: %s", op.ClientId, op.Input.(Input).Op, out.Err)

@@ -27,21 +27,31 @@ func TestMain(m *testing.M) {
 }
 
 // newSQLite opens a fresh SQLite store in the test's temporary directory.
-func newSQLite(t *testing.T) store.Store {
+func newSQLite(t *testing.T) store.Store { return newSQLiteServers(t, 1)[0] }
+
+// newSQLiteServers opens n stores on one fresh database file, as n servers
+// sharing the file would: each its own connections and write lock handling.
+func newSQLiteServers(t *testing.T, n int) []store.Store {
 	t.Helper()
-	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "latch.db"))
-	if err != nil {
-		t.Fatal(err)
+	path := filepath.Join(t.TempDir(), "latch.db")
+	servers := make([]store.Store, n)
+	for i := range servers {
+		s, err := sqlite.Open(t.Context(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		servers[i] = s
 	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return servers
 }
 
 // TestLinearizable checks concurrent histories of the SQLite store with
-// porcupine: TestLinearizable/sqlite/Tenants, .../Contention. PostgreSQL and
+// porcupine, its clients spread over three stores on one database file:
+// TestLinearizable/sqlite/Tenants, .../Contention. PostgreSQL and
 // Redis run Check and Property from their own packages (see doc.go).
 func TestLinearizable(t *testing.T) {
-	t.Run("sqlite", func(t *testing.T) { lincheck.Check(t, newSQLite) })
+	t.Run("sqlite", func(t *testing.T) { lincheck.Check(t, newSQLiteServers) })
 }
 
 // TestProperty runs the seeded model-based property test on SQLite.

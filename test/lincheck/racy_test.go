@@ -172,7 +172,7 @@ func TestCheckerCatchesCheckThenActDedup(t *testing.T) {
 			o := Options{Clients: 12, HistoryOps: 200}.withDefaults(t)
 			s := newRacy(openSQLite(t), 300*time.Microsecond)
 			for try := range maxTries {
-				v, err := runHistory(t.Context(), s, wl.mk(try), o, o.Seed+uint64(try), fmt.Sprintf("%s-try%d", t.Name(), try))
+				v, err := runHistory(t.Context(), []store.Store{s}, wl.mk(try), o, o.Seed+uint64(try), fmt.Sprintf("%s-try%d", t.Name(), try))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -191,7 +191,7 @@ func TestCheckerCatchesCheckThenActDedup(t *testing.T) {
 		t.Run("RacyAloneAccepted/"+wl.name, func(t *testing.T) {
 			o := Options{Clients: 1, HistoryOps: 120}.withDefaults(t)
 			s := newRacy(openSQLite(t), 0)
-			v, err := runHistory(t.Context(), s, wl.mk(0), o, o.Seed, t.Name())
+			v, err := runHistory(t.Context(), []store.Store{s}, wl.mk(0), o, o.Seed, t.Name())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -205,7 +205,7 @@ func TestCheckerCatchesCheckThenActDedup(t *testing.T) {
 	for _, wl := range workloads {
 		t.Run("RealAccepted/"+wl.name, func(t *testing.T) {
 			o := Options{Clients: 12, HistoryOps: 200}.withDefaults(t)
-			v, err := runHistory(t.Context(), openSQLite(t), wl.mk(0), o, o.Seed, t.Name())
+			v, err := runHistory(t.Context(), []store.Store{openSQLite(t)}, wl.mk(0), o, o.Seed, t.Name())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,6 +17,9 @@ import (
 const DefaultLease = 30 * time.Second
 
 // Claim statements. $1 is now; {filters} is replaced by claimFilters.
+// sqlReady and sqlRoom have a copy in latch_claim_candidates (migration 3),
+// which sqlClaimMany takes its candidates from: a change to either is a
+// change to both, the function's by a new migration.
 const (
 	// sqlReady: execution e is ready at $1 (queued, whatever its run_at, or
 	// scheduled and due).

@@ -56,7 +56,8 @@
 // # Claims (I2) and concurrency keys (I4)
 //
 // A claim selects ready executions in claim order with FOR UPDATE SKIP
-// LOCKED and leases them in the same statement (sqlClaimMany): two claimers
+// LOCKED and leases them in the same statement (sqlClaimMany, its
+// candidates from latch_claim_candidates: see Statements): two claimers
 // never lease one attempt and never wait for each other, and a row changed
 // since the statement's snapshot is re-checked on its newest version. An
 // execution row is its own queue entry: a claim updates it in place. A
@@ -239,4 +240,20 @@
 // otherwise: the store's statements are fixed and indexed, and planning a
 // custom plan for every execution of the large set-based statements cost
 // more than running them.
+//
+// The one plan that statistics could turn against the queue is the claim's
+// choice of candidates: walking latch_executions_ready in claim order and
+// stopping after Max rows, or a bitmap scan of every ready execution and a
+// sort. The planner picks the second whenever it expects few ready rows,
+// which is what it expects of a table without statistics (a new one, or
+// autovacuum off) or analyzed while the queue was empty; with tens of
+// thousands queued each claim then reads and sorts them all. So the
+// candidates come from the function latch_claim_candidates (migration 3),
+// whose only reason to be a function is its settings: no bitmap scans (the
+// ordered index walk is then the cheapest plan, whatever the statistics,
+// and stays so when the plan is made again after an ANALYZE) and no JIT
+// (an estimate inflated by statistics would compile expressions on every
+// claim). The claim then finds the rows it leases by id, = ANY(array) on
+// the primary key, not by a join the planner could make a scan of the
+// whole table.
 package postgres

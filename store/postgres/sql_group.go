@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -473,34 +472,38 @@ func strPtr(s string) *string {
 }
 
 // sqlClaimMany leases ready executions for several claims with the same
-// filters (the {filters} of claimFilters, numbered from $5) in one statement:
-// the first sum(max) candidates in claim order, locked with FOR UPDATE SKIP
-// LOCKED (two claimers never lease one attempt and never wait for each
-// other; a candidate changed since the snapshot is re-checked on its newest
-// version and skipped if no longer ready), dealt out in claim order: the
-// first claim's max to it, and so on. A candidate counts as ready if it is
-// at the earliest now of the claims (one claim alone: its own now). If any
-// candidate has a limit — a concurrency key, or a rate key its tenant has a
-// rate limit for — nothing is leased and limited > 0 (one row of NULLs):
-// the limit must be decided under its lock, in claimTx.
+// filters in one statement: the first sum(max) candidates in claim order,
+// locked with FOR UPDATE SKIP LOCKED (two claimers never lease one attempt
+// and never wait for each other; a candidate changed since the snapshot is
+// re-checked on its newest version and skipped if no longer ready), dealt
+// out in claim order: the first claim's max to it, and so on. A candidate
+// counts as ready if it is at the earliest now of the claims (one claim
+// alone: its own now). If any candidate has a limit — a concurrency key, or
+// a rate key its tenant has a rate limit for — nothing is leased and
+// limited > 0 (one row of NULLs): the limit must be decided under its lock,
+// in claimTx.
 //
-//	$1 max, $2 worker, $3 now, $4 lease expiry, one element per claim
+// The candidates come from latch_claim_candidates (migration 3), whose plan
+// walks the queue's index in claim order whatever the table's statistics
+// say. Its query takes its own snapshot, later than this statement's: a
+// candidate this statement's snapshot does not show yet (committed in
+// between) is locked but not leased, and stays ready, as if another claimer
+// had held it; one it shows older is leased in its newest version, which
+// the candidate's lock keeps as the function read it. The executions are
+// then found by their ids (= ANY, the primary key), never by a join the
+// planner could turn into a scan of the whole table.
+//
+//	$1 max, $2 worker, $3 now, $4 lease expiry, one element per claim;
+//	$5 tenant ('' = any), $6 queues, $7 kinds (NULL or empty = any)
 const sqlClaimMany = `
 WITH r AS (
     SELECT r.*, sum(r.max) OVER (ORDER BY r.n) - r.max AS after, sum(r.max) OVER (ORDER BY r.n) AS upto
     FROM unnest($1::int[], $2::text[], $3::timestamptz[], $4::timestamptz[])
     WITH ORDINALITY AS r(max, worker, now, expires, n)
-), c AS (
-    SELECT e.id, e.priority, e.run_at, e.concurrency_key IS NOT NULL OR (e.rate_key IS NOT NULL AND EXISTS (
-        SELECT 1 FROM latch_rate_limits l WHERE l.tenant = e.tenant AND l.rate_key = e.rate_key)) AS limited
-    FROM latch_executions e
-    WHERE e.status IN ('queued', 'scheduled') AND (e.status = 'queued' OR e.run_at <= (SELECT min(now) FROM r))
-      AND ` + sqlRoom + `
-      {filters}
-    ORDER BY e.priority DESC, e.run_at, e.id
-    LIMIT (SELECT sum(max) FROM r)
-    FOR UPDATE OF e SKIP LOCKED
-), a AS (
+), c AS MATERIALIZED (
+    SELECT * FROM latch_claim_candidates((SELECT min(now) FROM r), (SELECT sum(max) FROM r)::bigint,
+        $5::text, $6::text[], $7::text[])
+), a AS MATERIALIZED (
     SELECT o.id, r.n, r.worker, r.now, r.expires
     FROM (SELECT c.id, row_number() OVER (ORDER BY c.priority DESC, c.run_at, c.id) AS k FROM c
           WHERE NOT EXISTS (SELECT 1 FROM c WHERE c.limited)) o
@@ -509,7 +512,7 @@ WITH r AS (
     UPDATE latch_executions x SET status = 'running', attempt = x.attempt + 1,
         lease_token = gen_random_uuid(), worker_id = a.worker, lease_expires_at = a.expires,
         started_at = a.now
-    FROM a WHERE x.id = a.id
+    FROM a WHERE x.id = ANY(ARRAY(SELECT id FROM a)) AND x.id = a.id
     RETURNING a.n, ` + sqlClaimReturning + `
 )
 SELECT k.limited, u.* FROM (SELECT count(*) FILTER (WHERE limited) AS limited FROM c) k LEFT JOIN u ON true`
@@ -542,10 +545,10 @@ func buildClaim(ops []groupOp) statement {
 		o.leases, o.limited = nil, false
 		maxes[i], workers[i], nows[i], expires[i] = o.max, o.p.WorkerID, o.now, o.expires
 	}
-	filters, fargs := claimFilters(ops[0].(*claimOp).p, 5)
+	p := ops[0].(*claimOp).p
 	return statement{
-		sql:  strings.Replace(sqlClaimMany, "{filters}", filters, 1),
-		args: append([]any{maxes, workers, nows, expires}, fargs...),
+		sql:  sqlClaimMany,
+		args: []any{maxes, workers, nows, expires, p.Tenant, p.Queues, p.Kinds},
 		read: func(rows pgx.Rows) error {
 			defer rows.Close()
 			for rows.Next() {

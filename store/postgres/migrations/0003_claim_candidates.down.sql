@@ -1,0 +1,1 @@
+DROP FUNCTION latch_claim_candidates(timestamptz, bigint, text, text[], text[]);

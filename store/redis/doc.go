@@ -10,10 +10,16 @@
 //
 // # Atomicity
 //
-// Every Store operation that changes state is exactly one Lua script,
-// each in its own file under lua/ with a header listing its KEYS, ARGV and
-// reply, run with EVALSHA (go-redis's Script, which falls back to EVAL
-// when the server has lost its script cache). Redis runs a script to the
+// Every Store operation that changes state is exactly one Lua script, each
+// in its own file under lua/ with a header listing its KEYS, ARGV and
+// reply. Open loads them all as one Redis function library, latch_<hash of
+// the sources> (FUNCTION LOAD REPLACE), and each operation is one FCALL of
+// its function, <library>_<file>; a server that has lost the library (a
+// restart without persistence, FUNCTION FLUSH) answers that the function is
+// missing without running anything, and the Store loads the library again
+// and calls once more. On a server without functions the scripts run with
+// EVALSHA instead (go-redis's Script, which falls back to EVAL when the
+// server has lost its script cache). Redis runs a function or script to the
 // end before any other command, so every check and the act that depends on
 // it are one indivisible step. In particular admission — the dedup mapping
 // lookup and compare, the quota check and increment, the execution hash,
@@ -26,8 +32,14 @@
 //
 // The scripts validate before they write and never fail midway on valid
 // data, because Redis does not roll a script back. lua/lib.lua holds the
-// helpers they share; it is prepended to each script's file, so each is
-// still one script.
+// helpers they share. In the library it runs once, when the library is
+// loaded, rather than on every call as when it is prepended to each
+// script's file for EVALSHA (defining its sixty-odd helpers cost every call
+// about 10 µs of server time). The library's name changes with any change
+// to the sources, so Stores of different versions sharing a server each
+// call their own functions; a replaced version's library stays loaded (some
+// 100 KB) until FUNCTION DELETE. In Redis Cluster every primary needs the
+// library: a ClusterClient would load it on each.
 //
 // Group commit: Admit and Complete, the hot operations, take a group of
 // concurrent calls in one script run, each call decided in arrival order

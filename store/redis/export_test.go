@@ -5,6 +5,13 @@ import (
 	"testing"
 )
 
+// WithScripts makes a Store run its scripts with EVALSHA, as on a server
+// without Redis functions.
+func WithScripts() Option { return func(c *config) { c.scripts = true } }
+
+// Library returns the name of the function library this build loads.
+func Library() string { return libName }
+
 // CheckConsistency fails t with every disagreement between the namespace's
 // indexes, counters and dedup mappings and its execution hashes.
 func CheckConsistency(t testing.TB, s *Store) {

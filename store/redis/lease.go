@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/latch-run/latch/store"
 )
 
@@ -60,7 +58,7 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Exe
 }
 
 // afterLease runs a fenced script that answers {'OK', version, HGETALL}.
-func (s *Store) afterLease(ctx context.Context, op string, sc *goredis.Script, id string, args ...any) (*store.Execution, error) {
+func (s *Store) afterLease(ctx context.Context, op string, sc *luaScript, id string, args ...any) (*store.Execution, error) {
 	arr, err := s.run(ctx, op, sc, []string{s.k.exec(id)}, args...)
 	if err != nil {
 		return nil, err

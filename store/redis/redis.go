@@ -19,6 +19,10 @@ type Store struct {
 	rdb *goredis.Client
 	k   keys
 
+	// functions: the scripts run as the function library (FCALL), not as
+	// scripts (EVALSHA); see scripts.go.
+	functions bool
+
 	note *notifier
 
 	// Group commit (group.go) for the hot operations.
@@ -45,7 +49,8 @@ var (
 type Option func(*config)
 
 type config struct {
-	prefix string
+	prefix  string
+	scripts bool // run the scripts with EVALSHA even if the server has functions (tests)
 }
 
 // WithPrefix sets the key prefix (default "latch", or the URL's prefix
@@ -89,11 +94,12 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		rdb.Close()
 		return nil, fmt.Errorf("redis: connect to %s: %w", ropt.Addr, err)
 	}
-	if err := loadScripts(ctx, rdb); err != nil {
+	functions, err := loadScripts(ctx, rdb, !cfg.scripts)
+	if err != nil {
 		rdb.Close()
 		return nil, err
 	}
-	s := &Store{rdb: rdb, k: k, quit: make(chan struct{})}
+	s := &Store{rdb: rdb, k: k, functions: functions, quit: make(chan struct{})}
 	if s.note, err = startNotifier(ctx, rdb, k.channel()); err != nil {
 		rdb.Close()
 		return nil, err
@@ -130,8 +136,8 @@ func (s *Store) Close() error {
 func (s *Store) Changed() <-chan struct{} { return s.note.changed() }
 
 // run runs a script and returns its reply as an array.
-func (s *Store) run(ctx context.Context, op string, sc *goredis.Script, keys []string, args ...any) ([]any, error) {
-	res, err := sc.Run(ctx, s.rdb, keys, args...).Result()
+func (s *Store) run(ctx context.Context, op string, sc *luaScript, keys []string, args ...any) ([]any, error) {
+	res, err := runScript(ctx, s.rdb, s.functions, sc, keys, args...)
 	if err != nil {
 		return nil, fmt.Errorf("redis: %s: %w", op, err)
 	}

@@ -106,6 +106,96 @@ func TestStore(t *testing.T) {
 	})
 }
 
+// TestStoreScripts runs the conformance suite with the scripts run by
+// EVALSHA, as on a server without Redis functions:
+// TestStoreScripts/redis/<Family>/<Case>.
+func TestStoreScripts(t *testing.T) {
+	t.Run("redis", func(t *testing.T) {
+		url := redisURL(t)
+		storetest.Run(t, func(t *testing.T) store.Store {
+			s, err := redis.Open(context.Background(), url, redis.WithPrefix(newPrefix(t, url)), redis.WithScripts())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			t.Cleanup(func() { redis.CheckConsistency(t, s) })
+			return s
+		})
+	})
+}
+
+// TestFunctionLibraryReloaded: a server that has lost the function library
+// (a restart without persistence, FUNCTION FLUSH) gets it again on the next
+// call, which then runs as if nothing had happened. (A lost script cache,
+// for a Store that runs scripts, is go-redis's EVALSHA-then-EVAL.)
+func TestFunctionLibraryReloaded(t *testing.T) {
+	url := redisURL(t)
+	ctx := context.Background()
+	opt, _ := goredis.ParseURL(url)
+	admin := goredis.NewClient(opt)
+	defer admin.Close()
+	s := open(t, url, newPrefix(t, url))
+	defer s.Close()
+	if _, err := s.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	// Only this build's library: the server is shared, and other Stores
+	// of this build on it load it again too.
+	if err := admin.FunctionDelete(ctx, redis.Library()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Admit(ctx, &store.AdmitParams{Tenant: "acme", Items: []store.Submission{{Kind: "echo", DedupKey: "k"}}})
+	if err != nil || res.Items[0].Err != nil {
+		t.Fatalf("admit after the server lost the library: %v %v", err, res)
+	}
+	if _, err := s.Get(ctx, &store.GetParams{ID: res.Items[0].Execution.ID}); err != nil {
+		t.Error(err)
+	}
+	redis.CheckConsistency(t, s)
+}
+
+// TestClaimMany: one claim leases more executions than one ZADD of the
+// running set takes (claim.lua adds them in chunks), and completing them
+// all keeps the indexes consistent.
+func TestClaimMany(t *testing.T) {
+	url := redisURL(t)
+	ctx := context.Background()
+	s := open(t, url, newPrefix(t, url))
+	defer s.Close()
+	if _, err := s.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme", MaxInflight: 5000}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 1200
+	items := make([]store.Submission, n)
+	for i := range items {
+		items[i] = store.Submission{Kind: "echo"}
+	}
+	if _, err := s.Admit(ctx, &store.AdmitParams{Tenant: "acme", Items: items}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Claim(ctx, &store.ClaimParams{WorkerID: "w", Max: n + 10, LeaseDuration: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Leases) != n {
+		t.Fatalf("claimed %d, want %d", len(res.Leases), n)
+	}
+	redis.CheckConsistency(t, s)
+	for _, l := range res.Leases {
+		if _, err := s.Complete(ctx, &store.CompleteParams{ExecutionID: l.ExecutionID, Token: l.Token}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	redis.CheckConsistency(t, s)
+	ten, err := s.GetTenant(ctx, &store.GetTenantParams{Name: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ten.Inflight != 0 {
+		t.Errorf("inflight %d after every execution completed, want 0", ten.Inflight)
+	}
+}
+
 // TestStoreReopen runs the suite's durability checks (I8): a Store is closed
 // and another opened on the same key prefix.
 func TestStoreReopen(t *testing.T) {

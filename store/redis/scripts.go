@@ -2,8 +2,12 @@ package redis
 
 import (
 	"context"
+	"crypto/sha1"
 	"embed"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -11,63 +15,181 @@ import (
 //go:embed lua/*.lua
 var luaFS embed.FS
 
-// The Lua scripts, one per Store operation that changes state. Each is
-// lua/lib.lua followed by the operation's own file, loaded as one script.
-var (
-	scriptAdmit           = mustScript("admit.lua")
-	scriptClaim           = mustScript("claim.lua")
-	scriptHeartbeat       = mustScript("heartbeat.lua")
-	scriptComplete        = mustScript("complete.lua")
-	scriptFail            = mustScript("fail.lua")
-	scriptRelease         = mustScript("release.lua")
-	scriptCancel          = mustScript("cancel.lua")
-	scriptDelete          = mustScript("delete.lua")
-	scriptRescue          = mustScript("rescue.lua")
-	scriptPromote         = mustScript("promote.lua")
-	scriptPrune           = mustScript("prune.lua")
-	scriptCreateTenant    = mustScript("create_tenant.lua")
-	scriptUpdateTenant    = mustScript("update_tenant.lua")
-	scriptAddAPIKey       = mustScript("add_api_key.lua")
-	scriptEnsureAdminKey  = mustScript("ensure_admin_key.lua")
-	scriptPutSchedule     = mustScript("put_schedule.lua")
-	scriptDeleteSchedule  = mustScript("delete_schedule.lua")
-	scriptFireSchedule    = mustScript("fire_schedule.lua")
-	scriptPutRateLimit    = mustScript("put_rate_limit.lua")
-	scriptDeleteRateLimit = mustScript("delete_rate_limit.lua")
+// luaScript is the script of one Store operation that changes state:
+// lua/lib.lua and the operation's own file. It runs as a function of the
+// latch library (FCALL), or as a script of its own (EVALSHA) on a server
+// without functions.
+//
+// Functions are the fast path: a library's top-level code (lib.lua's
+// helpers, some sixty closures and tables) runs once, when it is loaded,
+// whereas a script that carries lib.lua builds all of it again on every
+// call and leaves it to Lua's garbage collector: EVALSHA of lib.lua and
+// "return 1" measured 9 µs of server time a call against 2 µs for
+// "return 1" alone (Redis 7.0, INFO commandstats).
+type luaScript struct {
+	op   string          // its file under lua/, without .lua
+	fn   string          // its function's name in the library
+	eval *goredis.Script // lib.lua followed by the body, for EVALSHA
+}
 
-	allScripts = []*goredis.Script{
+// The Lua scripts, one per Store operation that changes state.
+var (
+	scriptAdmit           = mustScript("admit")
+	scriptClaim           = mustScript("claim")
+	scriptHeartbeat       = mustScript("heartbeat")
+	scriptComplete        = mustScript("complete")
+	scriptFail            = mustScript("fail")
+	scriptRelease         = mustScript("release")
+	scriptCancel          = mustScript("cancel")
+	scriptDelete          = mustScript("delete")
+	scriptRescue          = mustScript("rescue")
+	scriptPromote         = mustScript("promote")
+	scriptPrune           = mustScript("prune")
+	scriptCreateTenant    = mustScript("create_tenant")
+	scriptUpdateTenant    = mustScript("update_tenant")
+	scriptAddAPIKey       = mustScript("add_api_key")
+	scriptEnsureAdminKey  = mustScript("ensure_admin_key")
+	scriptPutSchedule     = mustScript("put_schedule")
+	scriptDeleteSchedule  = mustScript("delete_schedule")
+	scriptFireSchedule    = mustScript("fire_schedule")
+	scriptPutRateLimit    = mustScript("put_rate_limit")
+	scriptDeleteRateLimit = mustScript("delete_rate_limit")
+
+	allScripts = []*luaScript{
 		scriptAdmit, scriptClaim, scriptHeartbeat, scriptComplete, scriptFail, scriptRelease,
 		scriptCancel, scriptDelete, scriptRescue, scriptPromote, scriptPrune,
 		scriptCreateTenant, scriptUpdateTenant, scriptAddAPIKey, scriptEnsureAdminKey,
 		scriptPutSchedule, scriptDeleteSchedule, scriptFireSchedule, scriptPutRateLimit, scriptDeleteRateLimit,
 	}
+
+	// libName and librarySource are the function library that holds every
+	// script (buildLibrary).
+	libName, librarySource = buildLibrary()
 )
 
-func luaSource(name string) string {
-	lib, err := luaFS.ReadFile("lua/lib.lua")
+// scripter is what running the scripts takes of a client.
+type scripter interface {
+	goredis.Scripter
+	FCall(ctx context.Context, function string, keys []string, args ...any) *goredis.Cmd
+	FunctionLoadReplace(ctx context.Context, code string) *goredis.StringCmd
+}
+
+func luaFile(name string) string {
+	b, err := luaFS.ReadFile("lua/" + name + ".lua")
 	if err != nil {
 		panic(err)
 	}
-	body, err := luaFS.ReadFile("lua/" + name)
-	if err != nil {
-		panic(err)
+	return string(b)
+}
+
+func mustScript(op string) *luaScript {
+	return &luaScript{op: op, eval: goredis.NewScript(luaFile("lib") + "\n" + luaFile(op))}
+}
+
+// buildLibrary makes the function library: lib.lua once, then each
+// script's body as the body of a Lua function registered as
+// <libName>_<op>. The library's name carries a hash of its source, so that
+// Stores of different latch versions on one server each call their own
+// functions (function names are global to the server) and loading one
+// never replaces another's.
+//
+// lib.lua and the bodies read KEYS, ARGV and NS as in a script; here they
+// are locals of the library that each call sets from FCALL's keys and
+// arguments before it runs its body. Redis runs one function at a time, to
+// the end, so no two calls share them.
+func buildLibrary() (string, string) {
+	sum := sha1.New()
+	sum.Write([]byte(luaFile("lib")))
+	for _, sc := range allScripts {
+		sum.Write([]byte("\x00" + sc.op + "\x00" + luaFile(sc.op)))
 	}
-	return string(lib) + "\n" + string(body)
+	name := "latch_" + hex.EncodeToString(sum.Sum(nil))[:16]
+	var b strings.Builder
+	b.WriteString("#!lua name=" + name + "\n")
+	b.WriteString("local KEYS, ARGV = {}, {}\n")
+	b.WriteString(luaFile("lib"))
+	b.WriteString(`
+local function entry(body)
+  return function(keys, args)
+    KEYS, ARGV, NS = keys, args, args[1]
+    run_reset()
+    return body()
+  end
+end
+`)
+	for _, sc := range allScripts {
+		sc.fn = name + "_" + sc.op
+		fmt.Fprintf(&b, "\nredis.register_function('%s', entry(function()\n%s\nend))\n", sc.fn, luaFile(sc.op))
+	}
+	return name, b.String()
 }
 
-func mustScript(name string) *goredis.Script {
-	return goredis.NewScript(luaSource(name))
-}
-
-// loadScripts loads every script into the server's script cache, so that a
-// Lua error shows at Open and the first calls need not send the source.
-// Script.Run still falls back to EVAL if the cache is flushed later
-// (NOSCRIPT), for example by a Redis restart.
-func loadScripts(ctx context.Context, c goredis.Scripter) error {
-	for _, s := range allScripts {
-		if err := s.Load(ctx, c).Err(); err != nil {
-			return fmt.Errorf("redis: load scripts: %w", err)
+// loadScripts makes the scripts ready on the server, so that a Lua error
+// shows at Open: it loads the function library and reports true, or, on a
+// server that has no FUNCTION command or does not let this user load a
+// library (ACL), or when useFunctions is false, loads every script into the
+// script cache (so that the first calls need not send the source) and
+// reports false.
+func loadScripts(ctx context.Context, c scripter, useFunctions bool) (functions bool, err error) {
+	if useFunctions {
+		err = loadLibrary(ctx, c)
+		if err == nil {
+			return true, nil
+		}
+		if !isUnknownCommand(err) && !isNoPerm(err) {
+			return false, err
 		}
 	}
+	for _, s := range allScripts {
+		if err := s.eval.Load(ctx, c).Err(); err != nil {
+			return false, fmt.Errorf("redis: load scripts: %w", err)
+		}
+	}
+	return false, nil
+}
+
+// loadLibrary loads (or loads again: REPLACE) the function library.
+func loadLibrary(ctx context.Context, c scripter) error {
+	if err := c.FunctionLoadReplace(ctx, librarySource).Err(); err != nil {
+		return fmt.Errorf("redis: load function library: %w", err)
+	}
 	return nil
+}
+
+// runScript runs sc with FCALL when functions is set, else with EVALSHA
+// (which go-redis follows with EVAL when the server has lost its script
+// cache). A server that lost the library — a restart without persistence,
+// FUNCTION FLUSH — answers that the function is missing without running
+// anything, so it is loaded again and the call made once more.
+func runScript(ctx context.Context, c scripter, functions bool, sc *luaScript, keys []string, args ...any) (any, error) {
+	if !functions {
+		return sc.eval.Run(ctx, c, keys, args...).Result()
+	}
+	res, err := c.FCall(ctx, sc.fn, keys, args...).Result()
+	if err != nil && isNoFunction(err) {
+		if err := loadLibrary(ctx, c); err != nil {
+			return nil, err
+		}
+		res, err = c.FCall(ctx, sc.fn, keys, args...).Result()
+	}
+	return res, err
+}
+
+func isNoFunction(err error) bool {
+	var re goredis.Error
+	return errors.As(err, &re) && strings.Contains(re.Error(), "Function not found")
+}
+
+func isUnknownCommand(err error) bool {
+	var re goredis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := strings.ToLower(re.Error())
+	return strings.Contains(msg, "unknown command") || strings.Contains(msg, "unknown subcommand")
+}
+
+func isNoPerm(err error) bool {
+	var re goredis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "NOPERM")
 }

@@ -117,6 +117,9 @@ local now_n = tonumber(now)
 local out = {0, ''}
 local retry = nil
 local touched = {}
+-- The running set's entries of this claim's leases, {expires, id, ...},
+-- added with one ZADD at the end: nothing in the claim reads the set.
+local leased = {}
 while #out - 2 < max do
   local best, bc = nil, nil
   for _, c in ipairs(cursors) do
@@ -127,7 +130,7 @@ while #out - 2 < max do
   bc.last = best
   bc.pos = bc.pos + 1
 
-  local e = load(string.sub(best, MEMBER_ID))
+  local e = load(string.sub(best, MEMBER_ID), LEASE_FIELDS)
   if not e or not (e.status == 'queued' or (e.status == 'scheduled' and e.due)) or e.parked then
     redis.call('ZREM', bc.key, best) -- cannot happen; never block on it
   elseif (tenant == '' or e.tenant == tenant) and (nq == 0 or queues[e.queue]) and (nk == 0 or kinds[e.kind])
@@ -179,13 +182,14 @@ while #out - 2 < max do
       local token = token_base .. '-' .. #out
       redis.call('HSET', ek, 'status', 'running', 'attempt', attempt, 'token', token,
         'worker', worker, 'lease_exp', expires, 'started', now)
-      redis.call('ZADD', KEYS[2], expires, e.id)
-      local x = redis.call('HMGET', ek, 'payload', 'timeout')
-      out[#out + 1] = {e.id, e.tenant, e.kind, e.queue, x[1], attempt, tonumber(e.maxatt), tonumber(x[2]), token}
+      leased[#leased + 1] = expires
+      leased[#leased + 1] = e.id
+      out[#out + 1] = {e.id, e.tenant, e.kind, e.queue, e.payload, attempt, tonumber(e.maxatt), tonumber(e.timeout), token}
     end
   end
 end
 
+zadd_pairs(KEYS[2], leased)
 for c in pairs(touched) do ck_settle(c) end
 for _, b in pairs(buckets) do
   if b and b.taken then redis.call('HSET', b.key, 'tat', istr(b.tat)) end

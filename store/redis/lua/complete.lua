@@ -12,13 +12,19 @@
 -- Returns {version, reply_1, ...}; a reply is {'LEASELOST'} (nothing
 -- changed) or {'OK', HGETALL of the execution}.
 
-return each_call(1, function(k, a)
+-- The retention entries and freed quota slots of the group are written
+-- once per tenant at the end (lib.lua, finish): nothing in the run reads
+-- them.
+local ended = {}
+local res = each_call(1, function(k, a)
   local e = fence(ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3])
   if not e then return {'LEASELOST'}, false end
   local status = 'succeeded'
   if e.cancel == '1' then status = 'cancelled' end
   local result = nil
   if ARGV[a + 4] == '1' then result = ARGV[a + 5] end
-  finish(e, status, ARGV[a + 3], result, '')
+  finish(e, status, ARGV[a + 3], result, '', ended)
   return {'OK', redis.call('HGETALL', KEYS[k])}, true
 end)
+ended_flush(ended)
+return res

@@ -1,6 +1,11 @@
 -- lib.lua: helpers shared by every latch script. It is not a script of its
--- own: scripts.go prepends it to each script's body, so every Store
--- operation is still exactly one EVALSHA, atomic as a whole.
+-- own: scripts.go makes one Redis function library of it and every
+-- script's body (each body a function of the library, called with FCALL),
+-- or, on a server without functions, prepends it to each script's body
+-- (EVALSHA). Either way every Store operation is exactly one call, atomic
+-- as a whole. In the library this file runs once, at FUNCTION LOAD, not on
+-- every call: KEYS, ARGV and NS are then set by each call (scripts.go), and
+-- the state a run keeps (quotas, kinds_added) is cleared by run_reset.
 --
 -- ARGV[1] of every script is the namespace NS = "{prefix}". Keys that a
 -- script can name from its arguments alone come in KEYS; the keys that hang
@@ -86,13 +91,22 @@ local function dedup_member(t, key) return string.len(t) .. ':' .. t .. key end
 local FIELDS = {'tenant', 'queue', 'kind', 'status', 'ckey', 'climit', 'qp', 'ra',
   'parked', 'attempt', 'maxatt', 'cancel', 'token', 'dkey', 'lease_exp', 'run_at', 'due', 'rkey'}
 
--- load reads the fields the scripts decide on; nil if there is no such
--- execution. Absent fields are false.
-local function load(id)
-  local v = redis.call('HMGET', k_exec(id), unpack(FIELDS))
+-- LEASE_FIELDS are FIELDS and what a lease carries, so that a claim reads
+-- each candidate with one HMGET. (No unpack or ipairs: in the function
+-- library this runs at FUNCTION LOAD, which has neither.)
+local LEASE_FIELDS = {}
+for i = 1, #FIELDS do LEASE_FIELDS[i] = FIELDS[i] end
+LEASE_FIELDS[#FIELDS + 1] = 'payload'
+LEASE_FIELDS[#FIELDS + 2] = 'timeout'
+
+-- load reads the fields the scripts decide on (fields, FIELDS when nil);
+-- nil if there is no such execution. Absent fields are false.
+local function load(id, fields)
+  fields = fields or FIELDS
+  local v = redis.call('HMGET', k_exec(id), unpack(fields))
   if not v[1] then return nil end
   local e = {id = id}
-  for i, f in ipairs(FIELDS) do e[f] = v[i] end
+  for i, f in ipairs(fields) do e[f] = v[i] end
   return e
 end
 
@@ -101,9 +115,15 @@ local function member(e) return e.qp .. e.ra .. e.id end
 -- The ready indexes: every claimable execution is in its tenant's, its
 -- queue's and its kind's, so a claim can walk the ones its filters make
 -- smallest; a claim without filters merges the kinds' indexes, named in the
--- readykinds set (kinds are few; the set only grows).
+-- readykinds set (kinds are few; the set only grows). A run adds each kind
+-- to readykinds once: a group of admissions is mostly of one kind, and
+-- what one SADD of the run put there stays for the rest of it.
+local kinds_added = {}
 local function idx_add(e, m)
-  redis.call('SADD', k_readykinds(), e.kind)
+  if not kinds_added[e.kind] then
+    redis.call('SADD', k_readykinds(), e.kind)
+    kinds_added[e.kind] = true
+  end
   redis.call('ZADD', k_ready_t(e.tenant), 0, m)
   redis.call('ZADD', k_ready_q(e.queue), 0, m)
   redis.call('ZADD', k_ready_k(e.kind), 0, m)
@@ -192,11 +212,23 @@ local function leave(e)
   end
 end
 
+-- zadd_pairs adds sm = {score, member, ...} to sorted set key with as few
+-- ZADDs as unpack allows (Lua's stack bounds it to some thousands of
+-- values, so a larger batch is split rather than failing midway).
+local function zadd_pairs(key, sm)
+  for i = 1, #sm, 1000 do
+    redis.call('ZADD', key, unpack(sm, i, math.min(i + 999, #sm)))
+  end
+end
+
 -- finish ends an in-flight execution with a terminal status and frees its
 -- tenant's quota slot (I3). result: a JSON string or nil. A success clears
 -- the error an earlier attempt left; other ends keep it unless err ('' =
--- none) replaces it.
-local function finish(e, status, now, result, err)
+-- none) replaces it. With ended (a table from a script that ends many
+-- executions in one run, which nothing in the run reads back), the
+-- retention entry and the freed slot are added there, per tenant, and
+-- ended_flush writes them with one ZADD and one HINCRBY a tenant.
+local function finish(e, status, now, result, err, ended)
   leave(e)
   local ek = k_exec(e.id)
   -- An in-flight execution has no result yet: nothing to clear.
@@ -211,10 +243,28 @@ local function finish(e, status, now, result, err)
     if err and err ~= '' then redis.call('HSET', ek, 'error', err) end
     redis.call('HDEL', ek, 'token', 'worker', 'lease_exp')
   end
-  redis.call('ZADD', k_done(e.tenant), now, e.id)
-  redis.call('HINCRBY', k_tenant(e.tenant), 'inflight', -1)
+  if ended then
+    local t = ended[e.tenant]
+    if not t then
+      t = {n = 0, done = {}}
+      ended[e.tenant] = t
+    end
+    t.n = t.n + 1
+    t.done[#t.done + 1] = now
+    t.done[#t.done + 1] = e.id
+  else
+    redis.call('ZADD', k_done(e.tenant), now, e.id)
+    redis.call('HINCRBY', k_tenant(e.tenant), 'inflight', -1)
+  end
   e.status = status
   if e.ckey then ck_settle(ck_of(e)) end
+end
+
+local function ended_flush(ended)
+  for t, v in pairs(ended) do
+    zadd_pairs(k_done(t), v.done)
+    redis.call('HINCRBY', k_tenant(t), 'inflight', -v.n)
+  end
 end
 
 -- requeue ends a running attempt and makes the execution claimable again at
@@ -355,6 +405,10 @@ local function quota_flush()
     if q.added > 0 then redis.call('HINCRBY', k_tenant(t), 'inflight', q.added) end
   end
 end
+
+-- run_reset forgets what the previous run kept: in the function library
+-- this file's locals outlive a call.
+local function run_reset() quotas, kinds_added = {}, {} end
 
 -- dedup_live returns the id of the execution tenant t's dedup key maps to,
 -- or nil if the key maps to none or its TTL has passed by now. An expired

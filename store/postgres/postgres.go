@@ -68,7 +68,7 @@ func WithConfig(f func(*pgxpool.Config)) Option {
 // pool_max_conns the pool holds up to DefaultMaxConns connections. Unless
 // the URL sets them, connections run with default_transaction_isolation =
 // 'read committed' (the concurrency design relies on it), synchronous_commit
-// = on (I8) and plan_cache_mode = force_generic_plan (doc.go).
+// = on (I8), plan_cache_mode = force_generic_plan and jit = off (doc.go).
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	var o options
 	for _, opt := range opts {
@@ -129,6 +129,7 @@ func poolConfig(rawURL string) (*pgxpool.Config, error) {
 		"default_transaction_isolation": "read committed",     // the concurrency design's level (doc.go)
 		"synchronous_commit":            "on",                 // I8: acknowledged means on disk
 		"plan_cache_mode":               "force_generic_plan", // fixed, indexed statements
+		"jit":                           "off",                // short statements: compiling costs more than it saves
 		"application_name":              "latch",
 	} {
 		if _, ok := cfg.ConnConfig.RuntimeParams[name]; !ok {

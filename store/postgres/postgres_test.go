@@ -357,3 +357,45 @@ func TestNotifyAcrossStores(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenSessionDefaults checks the settings Open gives every connection
+// unless the URL sets them (postgres.go, doc.go), and that a URL's own value
+// wins.
+func TestOpenSessionDefaults(t *testing.T) {
+	t.Parallel()
+	acquireSlot(t)
+	ctx := t.Context()
+	_, u := newSchema(t)
+	show := func(s *postgres.Store, name string) string {
+		t.Helper()
+		var v string
+		if err := postgres.PoolOf(s).QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&v); err != nil {
+			t.Fatalf("current_setting(%s): %v", name, err)
+		}
+		return v
+	}
+	s, err := postgres.Open(ctx, u, postgres.WithMigrate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		"default_transaction_isolation": "read committed",
+		"synchronous_commit":            "on",
+		"plan_cache_mode":               "force_generic_plan",
+		"jit":                           "off",
+	} {
+		if got := show(s, name); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+	s.Close()
+
+	s, err = postgres.Open(ctx, u+"&jit=on")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := show(s, "jit"); got != "on" {
+		t.Errorf("with jit=on in the URL, jit = %q", got)
+	}
+}

@@ -2,7 +2,6 @@ package soak
 
 import (
 	"context"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -111,14 +110,7 @@ func postgresStore(t *testing.T) store.Store {
 func redisStore(t *testing.T) store.Store {
 	base := testdb.URL(t, testdb.RedisEnv, "the soak")
 	prefix := testdb.Name("latch_soak_")
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("prefix", prefix)
-	u.RawQuery = q.Encode()
-	c, err := latch.Open(context.Background(), u.String())
+	c, err := latch.Open(context.Background(), testdb.WithParams(t, base, map[string]string{"prefix": prefix}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,13 +74,21 @@ func PostgresSchema(t testing.TB, prefix, what string) string {
 			t.Errorf("drop schema %s: %v", schema, err)
 		}
 	})
-	u, err := url.Parse(base)
+	return WithParams(t, base, map[string]string{"search_path": schema, "pool_max_conns": "10"})
+}
+
+// WithParams returns rawURL with the query parameters params set (replacing
+// any of the same name).
+func WithParams(t testing.TB, rawURL string, params map[string]string) string {
+	t.Helper()
+	u, err := url.Parse(rawURL)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("parse %q: %v", rawURL, err)
 	}
 	q := u.Query()
-	q.Set("search_path", schema)
-	q.Set("pool_max_conns", "10")
+	for k, v := range params {
+		q.Set(k, v)
+	}
 	u.RawQuery = q.Encode()
 	return u.String()
 }

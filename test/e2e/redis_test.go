@@ -2,14 +2,13 @@ package e2e
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"net/url"
 	"os"
 	"testing"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/latch-run/latch/internal/testdb"
 )
 
 // requireBackends reports whether a backend test must run rather than skip
@@ -22,13 +21,7 @@ func requireBackends() bool { return os.Getenv("LATCH_REQUIRE_BACKENDS") != "" }
 // ends. Without the variable the test is skipped, saying so.
 func redisStore(t *testing.T) string {
 	t.Helper()
-	base := os.Getenv("LATCH_TEST_REDIS_URL")
-	if base == "" && requireBackends() {
-		t.Fatal("LATCH_REQUIRE_BACKENDS is set but LATCH_TEST_REDIS_URL is not")
-	}
-	if base == "" {
-		t.Skip("SKIP: multi-server Redis test not run: set LATCH_TEST_REDIS_URL")
-	}
+	base := testdb.URL(t, testdb.RedisEnv, "multi-server Redis test")
 	opt, err := goredis.ParseURL(base)
 	if err != nil {
 		t.Fatalf("LATCH_TEST_REDIS_URL: %v", err)
@@ -40,11 +33,7 @@ func redisStore(t *testing.T) string {
 		rdb.Close()
 		t.Fatalf("connect to LATCH_TEST_REDIS_URL: %v", err)
 	}
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	prefix := "latch_e2e_" + hex.EncodeToString(b[:])
+	prefix := testdb.Name("latch_e2e_")
 	t.Cleanup(func() {
 		defer rdb.Close()
 		n, err := unlinkMatching(rdb, "*"+prefix+"*")
@@ -56,14 +45,7 @@ func redisStore(t *testing.T) string {
 			t.Errorf("no key under prefix %s: was the store URL's prefix honoured?", prefix)
 		}
 	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("prefix", prefix)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return testdb.WithParams(t, base, map[string]string{"prefix": prefix})
 }
 
 // unlinkMatching removes the keys matching pattern with SCAN and UNLINK and

@@ -27,6 +27,8 @@ type attempt struct {
 	lease   *store.Lease
 	log     *slog.Logger
 	expires time.Time // the lease's current expiry, by the store's clock
+
+	returned bool // the handler returned: its slot is free (handlerReturned)
 }
 
 // outcome is what a handler returned.
@@ -38,7 +40,6 @@ type outcome struct {
 // execute runs one attempt from claim to settlement. It is the only
 // goroutine that talks to the store about this lease.
 func (w *Worker) execute(lease *store.Lease) {
-	defer w.slotFreed()
 	a := &attempt{
 		w:       w,
 		lease:   lease,
@@ -46,7 +47,28 @@ func (w *Worker) execute(lease *store.Lease) {
 		log: w.log.With("execution_id", lease.ExecutionID, "tenant", lease.Tenant,
 			"kind", lease.Kind, "attempt", lease.Attempt),
 	}
+	defer a.settled()
 	a.run()
+}
+
+// handlerReturned moves the attempt from its handler slot to the writes
+// that settle attempts (Worker.settling): its slot is free for the next
+// claim while the outcome is written.
+func (a *attempt) handlerReturned() {
+	a.returned = true
+	a.w.settling.Add(1)
+	a.w.slotFreed()
+}
+
+// settled ends the attempt: whatever it still holds, its slot or its
+// place among the settling writes, is given back.
+func (a *attempt) settled() {
+	if a.returned {
+		a.w.settling.Add(-1)
+		a.w.signalFreed()
+		return
+	}
+	a.w.slotFreed()
 }
 
 func (a *attempt) run() {
@@ -109,6 +131,7 @@ func (a *attempt) run() {
 
 		case out := <-done:
 			fault.Point(fault.WorkerHandlerReturned)
+			a.handlerReturned()
 			if lost {
 				a.log.Info("attempt ended after its lease was lost; nothing written", "err", out.err)
 				return

@@ -56,6 +56,10 @@ type WorkerConfig struct {
 	WorkerID string
 
 	// Slots is how many handlers run at once. Default DefaultSlots (10).
+	// A slot frees when its handler returns: the write that records the
+	// outcome goes on beside the next handlers, and the worker claims only
+	// while at most Slots such writes are in flight, so it holds at most
+	// 2*Slots leases.
 	Slots int
 
 	// Queues limits claims to these queues. Empty: every queue.
@@ -120,11 +124,12 @@ type Worker struct {
 
 	kinds    []string        // what Claim asks for, fixed at Start
 	jobs     context.Context // parent of every handler's context: the hard stop level
-	running  atomic.Int64
-	wg       sync.WaitGroup // one per running attempt
-	freed    chan struct{}  // a slot was freed (buffered 1)
-	abandon  chan struct{}  // closed when a hard stop gives up on handlers
-	abandons atomic.Int64   // handlers abandoned
+	running  atomic.Int64    // handlers running: they hold a slot each
+	settling atomic.Int64    // attempts whose handler returned, their outcome being written
+	wg       sync.WaitGroup  // one per running attempt
+	freed    chan struct{}   // a slot was freed (buffered 1)
+	abandon  chan struct{}   // closed when a hard stop gives up on handlers
+	abandons atomic.Int64    // handlers abandoned
 }
 
 var _ Service = (*Worker)(nil)
@@ -286,7 +291,7 @@ func (w *Worker) claimLoop(ctx context.Context) {
 			// claim's snapshot still wakes us.
 			changed = w.notifier.Changed()
 		}
-		free := w.cfg.Slots - int(w.running.Load())
+		free := w.free()
 		claimed := 0
 		var retryAt time.Time
 		if free > 0 {
@@ -382,9 +387,22 @@ func (w *Worker) releaseUnstarted(ctx context.Context, lease *store.Lease) {
 	}
 }
 
-// slotFreed is called when an attempt is settled.
+// free is how many executions the worker may claim now: its free slots,
+// while the outcomes being written number at most Slots (so a store that
+// is slow to take them slows the claims too).
+func (w *Worker) free() int {
+	running, settling := int(w.running.Load()), int(w.settling.Load())
+	return max(min(w.cfg.Slots-running, 2*w.cfg.Slots-running-settling), 0)
+}
+
+// slotFreed is called when a handler's slot frees.
 func (w *Worker) slotFreed() {
 	w.running.Add(-1)
+	w.signalFreed()
+}
+
+// signalFreed wakes a claim loop waiting for room.
+func (w *Worker) signalFreed() {
 	select {
 	case w.freed <- struct{}{}:
 	default:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/latch-run/latch/internal/backoff"
 	"github.com/latch-run/latch/store"
+	"github.com/latch-run/latch/store/sqlite"
 )
 
 func TestWorkerRunsJobOnceAndSucceeds(t *testing.T) {
@@ -543,6 +544,68 @@ func TestWorkerNeverExceedsSlots(t *testing.T) {
 			t.Errorf("claim sizes %v: each must be 1..3", rec.maxes)
 			break
 		}
+	}
+	e.checkInflight(0)
+}
+
+// slowCompleteStore holds every Complete until gate is closed, counting
+// those waiting.
+type slowCompleteStore struct {
+	*sqlite.Store
+	gate    chan struct{}
+	waiting atomic.Int64
+}
+
+func (s *slowCompleteStore) Complete(ctx context.Context, p *store.CompleteParams) (*store.Execution, error) {
+	s.waiting.Add(1)
+	defer s.waiting.Add(-1)
+	select {
+	case <-s.gate:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return s.Store.Complete(ctx, p)
+}
+
+// A handler's slot is free as soon as it returns: the next execution starts
+// while the outcome of the last one is still being written. The writes in
+// flight are bounded by Slots, so a store slow to take them stops claims.
+func TestWorkerSlotFreesWhileOutcomeIsWritten(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	slow := &slowCompleteStore{Store: e.st, gate: make(chan struct{})}
+	cfg := e.config()
+	cfg.Store = slow
+	cfg.Slots = 2
+	started := make(chan string, 10)
+	w := NewWorker(cfg)
+	w.Handle("work", func(ctx context.Context, job *Job) (json.RawMessage, error) {
+		started <- job.ID
+		return nil, nil
+	})
+	var ids []string
+	for range 6 {
+		ids = append(ids, e.submit("work", `{}`).ID)
+	}
+	e.start(w)
+	open := sync.OnceFunc(func() { close(slow.gate) })
+	t.Cleanup(open) // before the worker's Stop, should the test fail
+	// Two slots, and two writes in flight at most: four handlers run and
+	// return while no Complete has finished.
+	for range 4 {
+		recv(t, started, "four handlers while the first outcomes are still being written")
+	}
+	if n := slow.waiting.Load(); n > 4 {
+		t.Fatalf("%d completes in flight, want at most 4", n)
+	}
+	select {
+	case id := <-started:
+		t.Fatalf("execution %s started with 2 handlers returned and 2 writes pending per slot", id)
+	case <-time.After(200 * time.Millisecond):
+	}
+	open()
+	for _, id := range ids {
+		e.waitStatus(id, store.StatusSucceeded)
 	}
 	e.checkInflight(0)
 }

@@ -22,6 +22,7 @@ type Store struct {
 
 	changes *changes // store.Notifier: local wake-ups, NOTIFY and LISTEN
 	group   *grouper // group commit of the hot single statements
+	claims  *grouper // the same for claims, beside group (group.go)
 
 	closeOnce sync.Once
 }
@@ -113,6 +114,7 @@ func (s *Store) open(ctx context.Context, o options, connConfig *pgx.ConnConfig)
 	s.channel = channelName(s.schema)
 	s.changes = startChanges(s.pool, connConfig, s.channel)
 	s.group = startGrouper(s.pool)
+	s.claims = startGrouper(s.pool)
 	return nil
 }
 
@@ -153,6 +155,7 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		if s.group != nil {
 			s.group.close()
+			s.claims.close()
 		}
 		if s.changes != nil {
 			s.changes.stop()

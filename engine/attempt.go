@@ -61,11 +61,15 @@ func (a *attempt) handlerReturned() {
 }
 
 // settled ends the attempt: whatever it still holds, its slot or its
-// place among the settling writes, is given back.
+// place among the settling writes, is given back. A finished write wakes
+// the claim loop only when the writes in flight were what held claims
+// back (Worker.free); otherwise its slot already did, when the handler
+// returned.
 func (a *attempt) settled() {
 	if a.returned {
-		a.w.settling.Add(-1)
-		a.w.signalFreed()
+		if a.w.settling.Add(-1) >= int64(a.w.cfg.Slots) {
+			a.w.signalFreed()
+		}
 		return
 	}
 	a.w.slotFreed()

@@ -183,6 +183,16 @@ type ListSchedulesParams struct {
 	// after it (the scheduler's query), earliest NextRunAt first.
 	DueBy time.Time
 	Limit int // 0 or less = DefaultScheduleListLimit
+	// After, without DueBy, lists only the schedules after it in tenant
+	// then name order: the next page after a page that ended there. The
+	// zero value starts at the beginning.
+	After ScheduleRef
+}
+
+// ScheduleRef names a schedule: its tenant and its name.
+type ScheduleRef struct {
+	Tenant string
+	Name   string
 }
 
 // DefaultScheduleListLimit is how many schedules ListSchedules returns when

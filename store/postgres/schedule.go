@@ -120,7 +120,8 @@ func (s *Store) ListSchedules(ctx context.Context, p *store.ListSchedulesParams)
 		query += fmt.Sprintf(` AND s.tenant = $%d`, len(args))
 	}
 	if p.DueBy.IsZero() {
-		query += ` ORDER BY s.tenant, s.name`
+		args = append(args, p.After.Tenant, p.After.Name)
+		query += fmt.Sprintf(` AND (s.tenant, s.name) > ($%d, $%d) ORDER BY s.tenant, s.name`, len(args)-1, len(args))
 	} else {
 		args = append(args, micro(p.DueBy))
 		query += fmt.Sprintf(` AND s.enabled AND s.next_run_at <= $%d ORDER BY s.next_run_at, s.tenant, s.name`, len(args))

@@ -87,7 +87,7 @@ func (s *Store) ListSchedules(ctx context.Context, p *store.ListSchedulesParams)
 	var scopes []string
 	var err error
 	if p.DueBy.IsZero() {
-		scopes, err = s.scheduleNames(ctx, p.Tenant, limit)
+		scopes, err = s.scheduleNames(ctx, p.Tenant, p.After, limit)
 	} else {
 		scopes, err = s.dueSchedules(ctx, p.Tenant, us(p.DueBy), limit)
 	}
@@ -98,8 +98,8 @@ func (s *Store) ListSchedules(ctx context.Context, p *store.ListSchedulesParams)
 }
 
 // scheduleNames returns up to limit schedules (scoped names) of tenant (""
-// = every tenant), by tenant then name.
-func (s *Store) scheduleNames(ctx context.Context, tenant string, limit int) ([]string, error) {
+// = every tenant) after after, by tenant then name.
+func (s *Store) scheduleNames(ctx context.Context, tenant string, after store.ScheduleRef, limit int) ([]string, error) {
 	tenants := []string{tenant}
 	if tenant == "" {
 		var err error
@@ -108,6 +108,7 @@ func (s *Store) scheduleNames(ctx context.Context, tenant string, limit int) ([]
 		}
 		slices.Sort(tenants)
 	}
+	tenants = slices.DeleteFunc(tenants, func(t string) bool { return t < after.Tenant })
 	// A pipeline per batch of tenants, each asked for what the limit leaves.
 	const batch = 64
 	var scopes []string
@@ -116,7 +117,15 @@ func (s *Store) scheduleNames(ctx context.Context, tenant string, limit int) ([]
 		cmds := make([]*goredis.StringSliceCmd, len(part))
 		_, err := s.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
 			for i, t := range part {
-				cmds[i] = pipe.ZRange(ctx, s.k.schedules(t), 0, int64(limit-len(scopes)-1))
+				// A tenant's schedules are a sorted set of names, all
+				// scored 0: in name order. The page's tenant starts
+				// after its name.
+				start := "-"
+				if t == after.Tenant && after.Name != "" {
+					start = "(" + after.Name
+				}
+				cmds[i] = pipe.ZRangeArgs(ctx, goredis.ZRangeArgs{Key: s.k.schedules(t), Start: start, Stop: "+",
+					ByLex: true, Count: int64(limit - len(scopes))})
 			}
 			return nil
 		})

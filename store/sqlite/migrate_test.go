@@ -145,7 +145,7 @@ func TestQueryPlans(t *testing.T) {
 		// claim read the tenant's whole history (found by the soak).
 		"claim's running count per concurrency key": {query{claimSQL, claimArgs}, "executions_concurrency"},
 		"due":             {list(store.ListSchedulesParams{DueBy: due}), "schedules_due"},
-		"all":             {list(store.ListSchedulesParams{}), "SCAN schedules"},
+		"all":             {list(store.ListSchedulesParams{}), "PRIMARY KEY ((tenant,name)>(?,?))"},
 		"all of a tenant": {list(store.ListSchedulesParams{Tenant: "acme"}), "PRIMARY KEY (tenant=?)"},
 		"bucket": {query{`SELECT ` + rateLimitColumns + ` FROM rate_limits WHERE tenant = ? AND rate_key = ?`,
 			[]any{"acme", "k"}}, "PRIMARY KEY (tenant=? AND rate_key=?)"},

@@ -144,7 +144,8 @@ func listSchedulesQuery(p *store.ListSchedulesParams) (string, []any) {
 		args = append(args, p.Tenant)
 	}
 	if p.DueBy.IsZero() {
-		query += `1 ORDER BY tenant, name LIMIT ?`
+		query += `(tenant, name) > (?, ?) ORDER BY tenant, name LIMIT ?`
+		args = append(args, p.After.Tenant, p.After.Name)
 	} else {
 		query += `enabled = 1 AND next_run_at <= ? ORDER BY next_run_at, tenant, name LIMIT ?`
 		args = append(args, ns(p.DueBy))

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -261,6 +262,54 @@ func testSchedule(t *testing.T, ns NewStore) {
 		e.must(err, "ListSchedules with Limit")
 		if got := names(lim); got != "b,z" {
 			t.Errorf("due with Limit 2 = %s, want b,z", got)
+		}
+	})
+
+	// Pages by After: each page starts after the last one's end, across
+	// tenants (every tenant's) and within one, with nothing repeated or
+	// skipped.
+	t.Run("ListPages", func(t *testing.T) {
+		e := start(t, ns)
+		e.createTenant(store.CreateTenantParams{Name: globex})
+		for _, name := range []string{"d", "b", "a", "c"} {
+			e.putSchedule(sched(name, store.OverlapSkip), base)
+		}
+		for _, name := range []string{"y", "x"} {
+			g := sched(name, store.OverlapSkip)
+			g.Tenant = globex
+			e.putSchedule(g, base)
+		}
+		var got []string
+		var after store.ScheduleRef
+		for pages := 0; ; pages++ {
+			if pages > 6 {
+				t.Fatalf("paging by 2 did not end after %d pages: %v", pages, got)
+			}
+			page, err := e.s.ListSchedules(e.ctx, &store.ListSchedulesParams{Limit: 2, After: after})
+			e.must(err, "ListSchedules page")
+			for _, sc := range page {
+				got = append(got, sc.Tenant+"/"+sc.Name)
+			}
+			if len(page) < 2 {
+				break
+			}
+			last := page[len(page)-1]
+			after = store.ScheduleRef{Tenant: last.Tenant, Name: last.Name}
+		}
+		if want := "acme/a,acme/b,acme/c,acme/d,globex/x,globex/y"; strings.Join(got, ",") != want {
+			t.Errorf("every tenant's schedules in pages of 2 = %v, want %s", got, want)
+		}
+		page, err := e.s.ListSchedules(e.ctx, &store.ListSchedulesParams{Tenant: acme, Limit: 2,
+			After: store.ScheduleRef{Tenant: acme, Name: "b"}})
+		e.must(err, "ListSchedules of acme after b")
+		if got := names(page); got != "c,d" {
+			t.Errorf("acme's schedules after b, 2 at most = %s, want c,d", got)
+		}
+		page, err = e.s.ListSchedules(e.ctx, &store.ListSchedulesParams{Tenant: acme,
+			After: store.ScheduleRef{Tenant: acme, Name: "d"}})
+		e.must(err, "ListSchedules of acme after its last")
+		if len(page) != 0 {
+			t.Errorf("acme's schedules after d = %s, want none", names(page))
 		}
 	})
 

@@ -164,7 +164,7 @@ func TestOpenAPIStatesBehaviour(t *testing.T) {
 		{[]string{"paths", "/api/schedules/{name}/trigger", "post", "description"}, "dedup_key `schedule:{name}:{tick unix seconds}`"},
 		{[]string{"paths", "/api/schedules/{name}/trigger", "post", "description"}, "status `skipped` (answered 201, no quota taken)"},
 		{[]string{"paths", "/api/schedules/{name}/trigger", "post", "description"}, "200 with deduplicated true"},
-		{[]string{"paths", "/api/schedules", "get", "description"}, fmt.Sprintf("At most the first %d", maxListedSchedules)},
+		{[]string{"paths", "/api/schedules", "get", "description"}, fmt.Sprintf("at most %d, the default", maxListedSchedules)},
 		{[]string{"paths", "/api/rate-limits/{key}", "put", "description"}, "Answers 200 whether it created or replaced"},
 		{[]string{"components", "schemas", "ScheduleRequest", "properties", "running", "description"}, "ignored"},
 	} {

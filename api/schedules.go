@@ -2,9 +2,11 @@ package api
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,9 +18,12 @@ import (
 const (
 	defaultTimezone = "UTC"
 	maxTimezoneLen  = 128
-	// maxListedSchedules bounds GET /api/schedules: the first this many,
-	// by tenant then name.
+	// maxListedSchedules bounds a page of GET /api/schedules, by tenant
+	// then name; it is also the default page size.
 	maxListedSchedules = 1000
+	// maxScheduleCursor bounds a decoded schedules cursor: a tenant and a
+	// name, JSON-encoded.
+	maxScheduleCursor = 1024
 )
 
 // scheduleOwner completes the problem of an admin that did not name the
@@ -262,23 +267,81 @@ func (s *Server) putSchedule(ctx context.Context, req *putScheduleRequest) (*put
 }
 
 type scheduleList struct {
-	Items []*scheduleView `json:"items"`
+	Items      []*scheduleView `json:"items"`
+	NextCursor *string         `json:"next_cursor"`
 }
 
-// listSchedules is GET /api/schedules: the caller's tenant's schedules, or
-// for the admin without Latch-Tenant every tenant's, by tenant then name.
-func (s *Server) listSchedules(ctx context.Context, _ *struct{}) (*scheduleList, error) {
+// scheduleListRequest is GET /api/schedules with its page.
+type scheduleListRequest struct {
+	limit int
+	after store.ScheduleRef
+}
+
+func (r *scheduleListRequest) bind(hr *http.Request) error {
+	q, err := query(hr, "limit", "cursor")
+	if err != nil {
+		return err
+	}
+	r.limit = maxListedSchedules
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxListedSchedules {
+			return invalid("limit", "must be an integer from 1 to %d", maxListedSchedules)
+		}
+		r.limit = n
+	}
+	if v := q.Get("cursor"); v != "" {
+		after, ok := decodeScheduleCursor(v)
+		if !ok {
+			return invalid("cursor", "not a cursor this server issued; use next_cursor of a previous page")
+		}
+		r.after = after
+	}
+	return nil
+}
+
+// listSchedules is GET /api/schedules: a page of the caller's tenant's
+// schedules, or for the admin without Latch-Tenant every tenant's, by
+// tenant then name; next_cursor continues after its last.
+func (s *Server) listSchedules(ctx context.Context, req *scheduleListRequest) (*scheduleList, error) {
 	list, err := s.cfg.Store.ListSchedules(ctx, &store.ListSchedulesParams{
-		Tenant: principalFrom(ctx).scope(), Limit: maxListedSchedules,
+		Tenant: principalFrom(ctx).scope(), Limit: req.limit + 1, After: req.after,
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := &scheduleList{Items: make([]*scheduleView, 0, len(list))}
-	for _, sc := range list {
+	out := &scheduleList{Items: make([]*scheduleView, 0, min(len(list), req.limit))}
+	for _, sc := range list[:min(len(list), req.limit)] {
 		out.Items = append(out.Items, toSchedule(sc))
 	}
+	if len(list) > req.limit {
+		last := list[req.limit-1]
+		c := encodeScheduleCursor(store.ScheduleRef{Tenant: last.Tenant, Name: last.Name})
+		out.NextCursor = &c
+	}
 	return out, nil
+}
+
+// A schedules cursor is the last schedule of a page, its tenant and name
+// as a JSON array in unpadded base64url: opaque to clients.
+func encodeScheduleCursor(ref store.ScheduleRef) string {
+	b, _ := json.Marshal([2]string{ref.Tenant, ref.Name}) // strings always marshal
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeScheduleCursor(c string) (store.ScheduleRef, bool) {
+	if len(c) > base64.RawURLEncoding.EncodedLen(maxScheduleCursor) {
+		return store.ScheduleRef{}, false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return store.ScheduleRef{}, false
+	}
+	var ref []string
+	if err := json.Unmarshal(b, &ref); err != nil || len(ref) != 2 || ref[0] == "" || ref[1] == "" {
+		return store.ScheduleRef{}, false
+	}
+	return store.ScheduleRef{Tenant: ref[0], Name: ref[1]}, true
 }
 
 // getSchedule is GET /api/schedules/{name}.

@@ -2,6 +2,7 @@ package api
 
 import (
 	"cmp"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -359,6 +360,59 @@ func TestScheduleInvalidChangesNothing(t *testing.T) {
 	}
 }
 
+// The list comes a page at a time: limit bounds it, next_cursor continues
+// after its last schedule, across tenants for the admin; a bad page
+// parameter is a 400 naming it.
+func TestScheduleListPages(t *testing.T) {
+	t.Parallel()
+	e, _ := clocked(t)
+	a := e.tenant("acme")
+	b := e.tenant("bolt")
+	for _, name := range []string{"c", "a", "b"} {
+		e.putSchedule(a, name, `{"every":"1h","kind":"k"}`, http.StatusCreated)
+	}
+	e.putSchedule(b, "a", `{"every":"1h","kind":"k"}`, http.StatusCreated)
+
+	pages := func(key, path string) (got []string, cursors int) {
+		t.Helper()
+		for {
+			var list scheduleList
+			e.do("GET", path, key, nil).want(http.StatusOK).decode(&list)
+			for _, sc := range list.Items {
+				got = append(got, sc.Tenant+"/"+sc.Name)
+			}
+			if list.NextCursor == nil {
+				return got, cursors
+			}
+			if cursors++; cursors > 4 {
+				t.Fatalf("%s: still paging after %d pages: %v", path, cursors, got)
+			}
+			path = "/api/schedules?limit=2&cursor=" + *list.NextCursor
+		}
+	}
+	if got, n := pages(a, "/api/schedules?limit=2"); strings.Join(got, ",") != "acme/a,acme/b,acme/c" || n != 1 {
+		t.Fatalf("acme's schedules by 2: %v in %d pages after the first", got, n)
+	}
+	if got, n := pages(e.admin, "/api/schedules?limit=2"); strings.Join(got, ",") != "acme/a,acme/b,acme/c,bolt/a" || n != 1 {
+		t.Fatalf("every tenant's by 2: %v in %d pages after the first", got, n)
+	}
+	// A page that ends exactly at the last schedule has no next_cursor.
+	if got, n := pages(a, "/api/schedules?limit=3"); len(got) != 3 || n != 0 {
+		t.Fatalf("acme's schedules by 3: %v in %d pages after the first", got, n)
+	}
+	for _, tc := range []struct{ query, mention string }{
+		{"limit=0", "limit"},
+		{"limit=1001", "limit"},
+		{"limit=x", "limit"},
+		{"cursor=abc", "cursor"},
+		{"cursor=" + base64.RawURLEncoding.EncodeToString([]byte(`["acme"]`)), "cursor"},
+		{"page=2", "page"},
+	} {
+		p := e.do("GET", "/api/schedules?"+tc.query, a, nil).problem(http.StatusBadRequest, CodeInvalidRequest)
+		detailHas(t, p, tc.mention)
+	}
+}
+
 // Schedules belong to their tenant: another tenant's is answered like a
 // missing one; the admin names the tenant, except to list them all.
 func TestScheduleTenants(t *testing.T) {
@@ -561,7 +615,7 @@ func TestScheduleDelete(t *testing.T) {
 	e.do("GET", "/api/executions/"+x.ExecutionID, key, nil).want(http.StatusOK)
 	var list map[string]json.RawMessage
 	e.do("GET", "/api/schedules", key, nil).want(http.StatusOK).decode(&list)
-	if len(list) != 1 || string(list["items"]) != "[]" {
+	if len(list) != 2 || string(list["items"]) != "[]" || string(list["next_cursor"]) != "null" {
 		t.Fatalf("empty list: %v", list)
 	}
 	// Created again, it starts afresh.

@@ -38,6 +38,11 @@ func runSchedule(ctx context.Context, args []string, out io.Writer) error {
 	if sub == "apply" {
 		fs.StringVar(&file, "f", "", "YAML or JSON file of schedules and rate limits (- reads stdin)")
 	}
+	page := url.Values{}
+	if sub == "ls" {
+		fs.Func("limit", "page size, 1-1000 (default 1000)", func(v string) error { page.Set("limit", v); return nil })
+		fs.Func("cursor", "next_cursor of the previous page", func(v string) error { page.Set("cursor", v); return nil })
+	}
 	if err := parse(fs, rest, nargs); err != nil {
 		return err
 	}
@@ -46,7 +51,11 @@ func runSchedule(ctx context.Context, args []string, out io.Writer) error {
 	var err error
 	switch sub {
 	case "ls":
-		_, err = c.do(ctx, "GET", "/api/schedules", nil, nil, &res)
+		ls := "/api/schedules"
+		if len(page) > 0 {
+			ls += "?" + page.Encode()
+		}
+		_, err = c.do(ctx, "GET", ls, nil, nil, &res)
 	case "get":
 		_, err = c.do(ctx, "GET", path, nil, nil, &res)
 	case "trigger":

@@ -67,6 +67,13 @@ schedules:
 		list.Items[0].Name != "sweep-oslo" || list.Items[0].Every != "15m" || list.Items[0].RateKey != "example-com" {
 		t.Fatalf("ls: %d %q", code, out)
 	}
+	// ls pages with --limit and --cursor, passed to the server as they are.
+	if code, out, _ = cli(t, "schedule", "ls", "--limit", "1"); code != 0 || !strings.Contains(out, `"next_cursor": null`) {
+		t.Fatalf("ls --limit 1: %d %q", code, out)
+	}
+	if code, _, errOut := cli(t, "schedule", "ls", "--limit", "0"); code == 0 || !strings.Contains(errOut, "limit") {
+		t.Fatalf("ls --limit 0: %d %q", code, errOut)
+	}
 	if code, out, _ = cli(t, "schedule", "get", "sweep-oslo"); code != 0 || !strings.Contains(out, `"overlap": "skip"`) {
 		t.Fatalf("get: %d %q", code, out)
 	}

@@ -312,7 +312,11 @@ type ReleaseParams struct {
 	ExecutionID string
 	Tenant      string
 	Token       string
-	Now         time.Time
+	// Unstarted says the attempt's handler never ran (the lease came back
+	// from a claim made as its worker stopped): its start is given back,
+	// so Attempt is what it was before the claim.
+	Unstarted bool
+	Now       time.Time
 }
 
 // CancelParams are the arguments of Store.Cancel.

@@ -79,7 +79,7 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Exe
 	if err != nil {
 		return nil, err
 	}
-	return s.endAttempt(ctx, "release", &finishOp{fence: f, op: kindRelease})
+	return s.endAttempt(ctx, "release", &finishOp{fence: f, op: kindRelease, unstarted: p.Unstarted})
 }
 
 // endAttempt ends a running attempt and returns the execution after it. The

@@ -130,6 +130,7 @@ RETURNING u.n, x.cancel_requested`
 	// still counts as a start.
 	sqlReleaseSet = `
     status = CASE WHEN x.cancel_requested THEN 'cancelled' ELSE 'queued' END,
+    attempt = CASE WHEN u.unstarted THEN x.attempt - 1 ELSE x.attempt END,
     run_at = CASE WHEN x.cancel_requested THEN x.run_at ELSE u.now END,
     finished_at = CASE WHEN x.cancel_requested THEN u.now END,
     lease_token = NULL, worker_id = NULL, lease_expires_at = NULL`
@@ -184,8 +185,8 @@ var (
 	sqlFailMany, sqlFailOne = endAttemptSQL(`, $5::boolean[], $6::timestamptz[], $7::text[]`,
 		`, retry, run_at, error`, sqlFailSet, true),
 		endAttemptSQL(`, $5::boolean[], $6::timestamptz[], $7::text[]`, `, retry, run_at, error`, sqlFailSet, false)
-	sqlReleaseMany, sqlReleaseOne = endAttemptSQL(``, ``, sqlReleaseSet, true),
-		endAttemptSQL(``, ``, sqlReleaseSet, false)
+	sqlReleaseMany, sqlReleaseOne = endAttemptSQL(`, $5::boolean[]`, `, unstarted`, sqlReleaseSet, true),
+		endAttemptSQL(`, $5::boolean[]`, `, unstarted`, sqlReleaseSet, false)
 )
 
 // admitOp is one submission for sqlAdmitMany.
@@ -221,12 +222,13 @@ type heartbeatOp struct {
 // finishOp is one Complete, Fail or Release.
 type finishOp struct {
 	fence
-	op     opKind
-	result *string          // Complete
-	retry  bool             // Fail
-	runAt  time.Time        // Fail
-	errMsg *string          // Fail
-	exec   *store.Execution // out: nil if the fence did not hold
+	op        opKind
+	result    *string          // Complete
+	retry     bool             // Fail
+	runAt     time.Time        // Fail
+	errMsg    *string          // Fail
+	unstarted bool             // Release
+	exec      *store.Execution // out: nil if the fence did not hold
 }
 
 // fence is what a fenced operation names.
@@ -400,6 +402,11 @@ func buildFinish(k opKind, ops []groupOp, giveBack bool) statement {
 		args = append(args, retry, runAt, errMsg)
 		sql = pick(giveBack, sqlFailMany, sqlFailOne)
 	case kindRelease:
+		unstarted := make([]bool, len(ops))
+		for i, g := range ops {
+			unstarted[i] = g.(*finishOp).unstarted
+		}
+		args = append(args, unstarted)
 		sql = pick(giveBack, sqlReleaseMany, sqlReleaseOne)
 	}
 	for _, g := range ops {

@@ -54,7 +54,7 @@ func (s *Store) Fail(ctx context.Context, p *store.FailParams) (*store.Execution
 func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Execution, error) {
 	nowUS := us(now(p.Now))
 	return s.afterLease(ctx, "release", scriptRelease, p.ExecutionID,
-		s.k.ns, p.ExecutionID, p.Tenant, p.Token, itoa(nowUS), timeLex(nowUS))
+		s.k.ns, p.ExecutionID, p.Tenant, p.Token, itoa(nowUS), timeLex(nowUS), flag(p.Unstarted))
 }
 
 // afterLease runs a fenced script that answers {'OK', version, HGETALL}.

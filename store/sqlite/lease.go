@@ -105,6 +105,11 @@ func (s *Store) Fail(ctx context.Context, p *store.FailParams) (*store.Execution
 func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Execution, error) {
 	t := now(p.Now)
 	return s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, func(tx *sql.Tx, l *leased) error {
+		if p.Unstarted {
+			if _, err := tx.ExecContext(ctx, `UPDATE executions SET attempt = attempt - 1 WHERE id = ?`, p.ExecutionID); err != nil {
+				return fmt.Errorf("sqlite: release: %w", err)
+			}
+		}
 		if l.cancelRequested {
 			return finish(ctx, tx, p.ExecutionID, l.tenant, store.StatusCancelled, sql.NullString{}, "", t)
 		}

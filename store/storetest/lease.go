@@ -163,6 +163,39 @@ func testLease(t *testing.T, ns NewStore) {
 		e.wantInflight(acme, 0)
 	})
 
+	// A lease released unstarted (its handler never ran: claimed while the
+	// worker was stopping) gives its start back: the attempt is as before
+	// the claim, queued again or, with a cancel requested, cancelled.
+	t.Run("ReleaseUnstartedGivesTheStartBack", func(t *testing.T) {
+		e := start(t, ns)
+		l := e.run(acme, base, job("echo"))
+		x, err := e.s.Release(e.ctx, &store.ReleaseParams{ExecutionID: l.ExecutionID, Tenant: l.Tenant,
+			Token: l.Token, Unstarted: true, Now: at(time.Second)})
+		e.must(err, "Release unstarted")
+		if x.Status != store.StatusQueued || x.Attempt != 0 {
+			t.Errorf("after an unstarted Release: status %s attempt %d, want queued 0", x.Status, x.Attempt)
+		}
+		sameExecution(t, "Get after an unstarted Release", e.get(l.ExecutionID), x)
+		again := e.claimOne(acme, at(time.Second))
+		if again.Attempt != 1 {
+			t.Errorf("re-claimed attempt %d, want 1", again.Attempt)
+		}
+		// A second attempt released unstarted after a cancel request ends
+		// cancelled, with the one start it had.
+		_, err = e.fail(again, at(2*time.Second), "boom", true, 0)
+		e.must(err, "Fail")
+		third := e.claimOne(acme, at(time.Hour))
+		_, err = e.cancel(acme, l.ExecutionID, at(time.Hour))
+		e.must(err, "Cancel")
+		x, err = e.s.Release(e.ctx, &store.ReleaseParams{ExecutionID: third.ExecutionID, Tenant: third.Tenant,
+			Token: third.Token, Unstarted: true, Now: at(time.Hour)})
+		e.must(err, "Release unstarted after cancel")
+		if x.Status != store.StatusCancelled || x.Attempt != 1 {
+			t.Errorf("after cancel and an unstarted Release: status %s attempt %d, want cancelled 1", x.Status, x.Attempt)
+		}
+		e.wantInflight(acme, 0)
+	})
+
 	t.Run("ReleaseRequeuesAndStillRuns", func(t *testing.T) {
 		e := start(t, ns)
 		sub := job("echo")

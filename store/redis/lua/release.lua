@@ -1,17 +1,20 @@
 -- release.lua: Store.Release — hand a running attempt back (graceful
 -- shutdown): queued again at once, or cancelled if a cancel was requested.
--- The attempt still counts as a start. Fenced by the lease token and its
--- expiry (I5).
+-- The attempt still counts as a start, unless the handler never started
+-- (unstarted): then the claim's start is given back. Fenced by the lease
+-- token and its expiry (I5).
 --
 -- KEYS[1] exec:<id>
 --   derived: running, the ready indexes, tenant:<T>, done:<T>, ck:<c>,
 --   ckpark:<c>
 -- ARGV[1] NS  ARGV[2] id  ARGV[3] tenant ('' = any)  ARGV[4] token
 -- ARGV[5] now_us  ARGV[6] ra (now as a queue member part)
+-- ARGV[7] unstarted ('1' or '0')
 -- Returns {'LEASELOST'} (nothing changed) or {'OK', version, HGETALL}.
 
 local e = fence(ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 if not e then return {'LEASELOST'} end
+if ARGV[7] == '1' then redis.call('HINCRBY', KEYS[1], 'attempt', -1) end
 if e.cancel == '1' then
   finish(e, 'cancelled', ARGV[5], nil, '')
 else

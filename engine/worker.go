@@ -233,7 +233,9 @@ func (w *Worker) Start(ctx context.Context) error {
 // Stop stops claiming and waits for running handlers to return. When ctx is
 // done first, it cancels them with cause ErrShutdown and releases their
 // leases so another worker runs them at once (the start still counts in
-// Attempt, but a released execution always runs again).
+// Attempt, but a released execution always runs again). A lease whose claim
+// answers after Stop is released before its handler starts, and its start
+// is given back (store.ReleaseParams.Unstarted).
 // Stop returns once every attempt is settled; it reports an error only when
 // a handler ignored its cancelled context past CancelGrace.
 func (w *Worker) Stop(ctx context.Context) error {
@@ -379,6 +381,7 @@ func (w *Worker) releaseUnstarted(ctx context.Context, lease *store.Lease) {
 		ExecutionID: lease.ExecutionID,
 		Tenant:      lease.Tenant,
 		Token:       lease.Token,
+		Unstarted:   true,
 		Now:         w.cfg.Now(),
 	})
 	if err != nil {

@@ -610,6 +610,63 @@ func TestWorkerSlotFreesWhileOutcomeIsWritten(t *testing.T) {
 	e.checkInflight(0)
 }
 
+// stopDuringClaimStore has the worker's stop begin while a claim is in
+// flight: the claim leases, and before it answers the soft stop comes (as
+// Stop's first step does).
+type stopDuringClaimStore struct {
+	*sqlite.Store
+	w      *Worker
+	once   sync.Once
+	leased chan struct{} // closed once a claim leased, with the stop begun
+}
+
+func (s *stopDuringClaimStore) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
+	res, err := s.Store.Claim(ctx, p)
+	if err == nil && len(res.Leases) > 0 {
+		s.once.Do(func() {
+			s.w.life.mu.Lock()
+			softStop := s.w.life.softCancel
+			s.w.life.mu.Unlock()
+			softStop(errStopped)
+			close(s.leased)
+		})
+	}
+	return res, err
+}
+
+// A lease that reaches a stopping worker is released without running, and
+// its start is given back: the execution is queued with the attempt count it
+// had, not one start more.
+func TestWorkerStopDuringClaimGivesTheStartBack(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	st := &stopDuringClaimStore{Store: e.st, leased: make(chan struct{})}
+	cfg := e.config()
+	cfg.Store = st
+	w := NewWorker(cfg)
+	st.w = w
+	var ran atomic.Bool
+	w.Handle("work", func(ctx context.Context, job *Job) (json.RawMessage, error) {
+		ran.Store(true)
+		return nil, nil
+	})
+	id := e.submit("work", `{}`).ID
+	e.start(w)
+	recv(t, st.leased, "a claim that leases the execution")
+	ctx, cancel := context.WithTimeout(e.ctx, waitLimit)
+	defer cancel()
+	if err := w.Stop(ctx); err != nil { // waits for the claim loop to end
+		t.Fatalf("stop: %v", err)
+	}
+	if ran.Load() {
+		t.Fatal("the handler ran for a lease claimed as the worker stopped")
+	}
+	if x := e.get(id); x.Status != store.StatusQueued || x.Attempt != 0 {
+		t.Fatalf("after the stop: status %s attempt %d, want queued 0", x.Status, x.Attempt)
+	}
+	e.checkInflight(1)
+}
+
 func TestWorkerWakesOnNotifier(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -205,4 +206,18 @@ func query(r *http.Request, allowed ...string) (url.Values, error) {
 		}
 	}
 	return q, nil
+}
+
+// queryLimit is a list's page size: the limit parameter of q, def when it
+// is absent, refused unless an integer from 1 to max.
+func queryLimit(q url.Values, def, max int) (int, error) {
+	v := q.Get("limit")
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > max {
+		return 0, invalid("limit", "must be an integer from 1 to %d", max)
+	}
+	return n, nil
 }

@@ -109,13 +109,8 @@ func (r *listRequest) bind(hr *http.Request) error {
 		p.Status = store.Status(v)
 	}
 	p.Kind, p.Queue, p.DedupKey, p.Schedule = q.Get("kind"), q.Get("queue"), q.Get("dedup_key"), q.Get("schedule")
-	p.Limit = defaultLimit
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxLimit {
-			return invalid("limit", "must be an integer from 1 to %d", maxLimit)
-		}
-		p.Limit = n
+	if p.Limit, err = queryLimit(q, defaultLimit, maxLimit); err != nil {
+		return err
 	}
 	if v := q.Get("cursor"); v != "" {
 		after, ok := decodeCursor(v)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -282,13 +281,8 @@ func (r *scheduleListRequest) bind(hr *http.Request) error {
 	if err != nil {
 		return err
 	}
-	r.limit = maxListedSchedules
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxListedSchedules {
-			return invalid("limit", "must be an integer from 1 to %d", maxListedSchedules)
-		}
-		r.limit = n
+	if r.limit, err = queryLimit(q, maxListedSchedules, maxListedSchedules); err != nil {
+		return err
 	}
 	if v := q.Get("cursor"); v != "" {
 		after, ok := decodeScheduleCursor(v)

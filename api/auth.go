@@ -67,32 +67,61 @@ func (p *principal) requireAdmin() error {
 	return nil
 }
 
-// authenticate resolves the request's bearer key. The admin key is the one
-// whose hash is Config.AdminKeyHash when that is set (then no stored admin
-// key is accepted), else any key the store resolves as admin.
+// Identity is who an API key acts for: the admin (Tenant "") or one
+// tenant.
+type Identity struct {
+	Admin  bool
+	Tenant string
+}
+
+// ErrUnknownKey is Authenticator.Identify's answer for a key that is not
+// (or no longer) valid.
+var ErrUnknownKey = errors.New("unknown API key")
+
+// Authenticator resolves API keys as the API does, for the console and any
+// other front end that takes the same keys. The admin key is the one whose
+// hash is AdminKeyHash when that is set (then no stored admin key is
+// accepted), else any key the store resolves as admin.
+type Authenticator struct {
+	Store        store.Store
+	AdminKeyHash string
+}
+
+// Identify resolves key, or answers ErrUnknownKey.
+func (a Authenticator) Identify(ctx context.Context, key string) (Identity, error) {
+	hash := HashKey(key)
+	if a.AdminKeyHash != "" && subtle.ConstantTimeCompare([]byte(hash), []byte(a.AdminKeyHash)) == 1 {
+		return Identity{Admin: true}, nil
+	}
+	k, err := a.Store.LookupAPIKey(ctx, &store.LookupAPIKeyParams{KeyHash: hash})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return Identity{}, ErrUnknownKey
+	case err != nil:
+		return Identity{}, err
+	case k.Admin && a.AdminKeyHash != "":
+		// LATCH_ADMIN_KEY pins the admin key: an admin key stored earlier
+		// (generated at a first start) no longer works.
+		return Identity{}, ErrUnknownKey
+	}
+	return Identity{Admin: k.Admin, Tenant: k.Tenant}, nil
+}
+
+// authenticate resolves the request's bearer key (Authenticator) and its
+// Latch-Tenant header.
 func (s *Server) authenticate(r *http.Request) (*principal, error) {
 	key, ok := bearer(r.Header.Get("Authorization"))
 	if !ok {
 		return nil, unauthorized("missing or malformed Authorization header; send Authorization: Bearer <key>")
 	}
-	hash := HashKey(key)
-	var p principal
-	if s.cfg.AdminKeyHash != "" && subtle.ConstantTimeCompare([]byte(hash), []byte(s.cfg.AdminKeyHash)) == 1 {
-		p.admin = true
-	} else {
-		k, err := s.cfg.Store.LookupAPIKey(r.Context(), &store.LookupAPIKeyParams{KeyHash: hash})
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			return nil, unauthorized("unknown API key")
-		case err != nil:
-			return nil, err
-		case k.Admin && s.cfg.AdminKeyHash != "":
-			// LATCH_ADMIN_KEY pins the admin key: an admin key stored
-			// earlier (generated at a first start) no longer works.
-			return nil, unauthorized("unknown API key")
-		}
-		p.admin, p.tenant = k.Admin, k.Tenant
+	id, err := Authenticator{Store: s.cfg.Store, AdminKeyHash: s.cfg.AdminKeyHash}.Identify(r.Context(), key)
+	switch {
+	case errors.Is(err, ErrUnknownKey):
+		return nil, unauthorized("unknown API key")
+	case err != nil:
+		return nil, err
 	}
+	p := principal{admin: id.Admin, tenant: id.Tenant}
 	if name, given := headerValue(r, tenantHeader); given {
 		if err := checkTenantName(tenantHeader, name); err != nil {
 			return nil, err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/latch-run/latch"
 	"github.com/latch-run/latch/api"
+	"github.com/latch-run/latch/console"
 	"github.com/latch-run/latch/engine"
 	"github.com/latch-run/latch/kinds"
 	"github.com/latch-run/latch/store"
@@ -127,7 +128,9 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 	}, []string{"outcome"})
 	sched := engine.NewScheduler(engine.SchedulerConfig{Store: st, Logger: log,
 		OnFire: func(outcome string) { ticks.WithLabelValues(outcome).Inc() }})
-	srv := api.New(api.Config{Store: st, AdminKeyHash: adminHash, Logger: log,
+	auth := api.Authenticator{Store: st, AdminKeyHash: adminHash}
+	cons := console.New(console.Config{Store: st, Identify: auth.Identify, Logger: log})
+	srv := api.New(api.Config{Store: st, AdminKeyHash: adminHash, Logger: log, Console: cons,
 		OnScheduleChange: sched.Kick, Collectors: []prometheus.Collector{ticks}})
 
 	services := []engine.Service{
@@ -161,6 +164,7 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 	// Shutdown ends long polls and event streams at once instead of
 	// waiting out the grace period for them.
 	hs.RegisterOnShutdown(srv.Close)
+	hs.RegisterOnShutdown(cons.Close)
 	if err := group.Start(ctx); err != nil {
 		return err
 	}

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -350,5 +352,66 @@ func TestServeRunsTheScheduler(t *testing.T) {
 	data, _ := io.ReadAll(res.Body)
 	if !regexp.MustCompile(`(?m)^latch_schedule_ticks_total\{outcome="admitted"\} [1-9]`).Match(data) {
 		t.Errorf("/metrics does not count the admitted tick:\n%s", regexp.MustCompile(`(?m)^latch_schedule.*$`).FindAll(data, -1))
+	}
+}
+
+// latch serve serves the console beside the API: a person logs in with a
+// key and sees the executions that key may see.
+func TestServeServesTheConsole(t *testing.T) {
+	t.Setenv("LATCH_ADMIN_KEY", "admin")
+	cfg, err := serveFlags([]string{"--addr", "127.0.0.1:0", "--store", "sqlite:" + filepath.Join(t.TempDir(), "latch.db"),
+		"--workers", "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, io.Discard, io.Discard, func(a net.Addr) { addr <- a }) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	var base string
+	select {
+	case a := <-addr:
+		base = "http://" + a.String()
+	case err := <-done:
+		t.Fatalf("serve: %v", err)
+	}
+	key := newTenant(t, base, "admin")
+	var x struct {
+		ID string `json:"execution_id"`
+	}
+	call(t, base, "POST", "/api/executions", key, `{"kind":"echo"}`, http.StatusCreated, &x)
+
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := browser.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/executions" {
+		t.Fatalf("GET /: %d to %q, want the console's executions page", res.StatusCode, res.Header.Get("Location"))
+	}
+	res, err = browser.PostForm(base+"/login", url.Values{"key": {key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("login with the tenant key: %d", res.StatusCode)
+	}
+	res, err = browser.Get(base + "/executions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(body), `href="/executions/`+x.ID+`"`) {
+		t.Fatalf("the console's executions page: %d, without the submitted execution:\n%s", res.StatusCode, body)
 	}
 }

@@ -1,0 +1,169 @@
+// Package console is latch's web console: server-rendered pages over the
+// store for a person holding an API key. A tenant key sees and cancels its
+// own tenant's executions and lists its schedules; the admin key sees every
+// tenant's, or one tenant's with the tenant filter. Pages refresh
+// themselves while open: the store's change notifications reach the
+// browser as a server-sent event stream (/live), with a slow poll as the
+// fallback.
+//
+// The console is plain HTML forms and links with one small script for the
+// live refresh; it works without the script. Its key is kept in an
+// HttpOnly, SameSite=Strict cookie for the browser session; every request
+// resolves it again, exactly as the API resolves a bearer key, so a deleted
+// key or a changed admin key ends the session at once. Requests that
+// change something (log in, log out, cancel) are refused when a browser
+// marks them cross-origin (http.CrossOriginProtection).
+//
+// It serves every path outside the API (api.Config.Console).
+package console
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/latch-run/latch/api"
+	"github.com/latch-run/latch/store"
+)
+
+// Config configures a Console. Store and Identify are required.
+type Config struct {
+	Store store.Store
+	// Identify resolves an API key as the API does
+	// (api.Authenticator.Identify), answering api.ErrUnknownKey for a key
+	// that is not valid.
+	Identify func(ctx context.Context, key string) (api.Identity, error)
+	Logger   *slog.Logger
+	// Now is the clock passed to the store (Cancel). nil = time.Now.
+	Now func() time.Time
+	// RequestTimeout bounds the store calls of one page. 0 = 10 s.
+	RequestTimeout time.Duration
+	// PollInterval is how often /live tells open pages to refresh when the
+	// store sent no change notification. 0 = 10 s.
+	PollInterval time.Duration
+	// StreamWriteTimeout bounds each write of /live. 0 = 10 s.
+	StreamWriteTimeout time.Duration
+}
+
+// pageSize is how many executions a list page shows.
+const pageSize = 50
+
+// maxListBytes cuts a list page short once the payloads and results read
+// reach it (the list shows neither, but the store reads them).
+const maxListBytes = 8 << 20
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Console is the web console, an http.Handler. Close ends its live streams
+// (register it with http.Server.RegisterOnShutdown).
+type Console struct {
+	cfg      Config
+	log      *slog.Logger
+	notifier store.Notifier // nil when the store sends no notifications
+	pages    map[string]*template.Template
+	handler  http.Handler
+
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// New returns a Console. It panics when Store or Identify is nil.
+func New(cfg Config) *Console {
+	if cfg.Store == nil || cfg.Identify == nil {
+		panic("console: Config.Store and Config.Identify are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 10 * time.Second
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 10 * time.Second
+	}
+	if cfg.StreamWriteTimeout <= 0 {
+		cfg.StreamWriteTimeout = 10 * time.Second
+	}
+	c := &Console{cfg: cfg, log: cfg.Logger, pages: parsePages(), done: make(chan struct{})}
+	c.notifier, _ = cfg.Store.(store.Notifier)
+
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(staticFS, "static")
+	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles(static)))
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/executions", http.StatusSeeOther)
+	})
+	mux.HandleFunc("GET /login", c.loginForm)
+	mux.HandleFunc("POST /login", c.login)
+	mux.HandleFunc("POST /logout", c.logout)
+	mux.Handle("GET /executions", c.session(c.listExecutions))
+	mux.Handle("GET /executions/{id}", c.session(c.showExecution))
+	mux.Handle("POST /executions/{id}/cancel", c.session(c.cancelExecution))
+	mux.Handle("GET /schedules", c.session(c.listSchedules))
+	mux.Handle("GET /live", c.session(c.live))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		c.render(w, r, http.StatusNotFound, "error", errorPage{Title: "Not found",
+			Message: "There is no page at " + r.URL.Path + "."})
+	})
+	c.handler = http.NewCrossOriginProtection().Handler(mux)
+	return c
+}
+
+// ServeHTTP serves the console's pages with its security headers.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; script-src 'self'; "+
+		"connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("X-Frame-Options", "DENY")
+	c.handler.ServeHTTP(w, r)
+}
+
+// Close ends the live streams; pages keep being served. Idempotent.
+func (c *Console) Close() {
+	c.closeOnce.Do(func() { close(c.done) })
+}
+
+// staticFiles serves the embedded assets. They change only with the
+// binary, so browsers may keep them for an hour.
+func staticFiles(fsys fs.FS) http.Handler {
+	files := http.FileServerFS(fsys)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		files.ServeHTTP(w, r)
+	})
+}
+
+// storeCtx bounds the store calls of one request.
+func (c *Console) storeCtx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), c.cfg.RequestTimeout)
+}
+
+// fail answers a page whose store call failed: not found as a 404 page,
+// anything else logged and shown as a 500 page without its details.
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, store.ErrNotFound) {
+		c.render(w, r, http.StatusNotFound, "error", errorPage{Title: "Not found",
+			Message: "It does not exist, or it belongs to another tenant."})
+		return
+	}
+	if r.Context().Err() == nil {
+		c.log.Error("console: store call failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	c.render(w, r, http.StatusInternalServerError, "error", errorPage{Title: "Something went wrong",
+		Message: "The store did not answer. The server's log has the details."})
+}

@@ -1,0 +1,481 @@
+package console_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/latch-run/latch/api"
+	"github.com/latch-run/latch/console"
+	"github.com/latch-run/latch/store"
+	"github.com/latch-run/latch/store/sqlite"
+)
+
+// TestMain fails the run if a test leaves a goroutine behind: /live
+// streams must end with their requests or with Close.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// env is the API with the console, as latch serve runs them, over its own
+// SQLite file, reached over real HTTP.
+type env struct {
+	t       *testing.T
+	store   *sqlite.Store
+	console *console.Console
+	srv     *httptest.Server
+	admin   string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "latch.db"))
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e := &env{t: t, store: st, admin: api.NewKey()}
+	auth := api.Authenticator{Store: st, AdminKeyHash: api.HashKey(e.admin)}
+	e.console = console.New(console.Config{Store: st, Identify: auth.Identify, PollInterval: time.Hour})
+	srv := api.New(api.Config{Store: st, AdminKeyHash: auth.AdminKeyHash, Console: e.console})
+	e.srv = httptest.NewServer(srv)
+	t.Cleanup(e.srv.Close)
+	t.Cleanup(e.console.Close)
+	return e
+}
+
+// call sends an API request with key and fails the test unless it
+// succeeds; it returns the answer's body.
+func (e *env) call(method, path, key, body string) []byte {
+	e.t.Helper()
+	req, _ := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	if res.StatusCode >= 300 {
+		e.t.Fatalf("%s %s: %d %s", method, path, res.StatusCode, raw)
+	}
+	return raw
+}
+
+// tenant creates a tenant through the API and returns its key.
+func (e *env) tenant(name string) string {
+	e.t.Helper()
+	var out struct {
+		APIKey string `json:"api_key"`
+	}
+	if err := json.Unmarshal(e.call("POST", "/api/tenants", e.admin, `{"name":"`+name+`"}`), &out); err != nil {
+		e.t.Fatal(err)
+	}
+	return out.APIKey
+}
+
+// submit admits one execution straight into the store.
+func (e *env) submit(tenant string, sub store.Submission) *store.Execution {
+	e.t.Helper()
+	if sub.Kind == "" {
+		sub.Kind = "echo"
+	}
+	res, err := e.store.Admit(context.Background(), &store.AdmitParams{Tenant: tenant, Items: []store.Submission{sub}})
+	if err != nil || res.Items[0].Err != nil {
+		e.t.Fatalf("admit: %v %v", err, res)
+	}
+	return res.Items[0].Execution
+}
+
+func (e *env) get(id string) *store.Execution {
+	e.t.Helper()
+	x, err := e.store.Get(context.Background(), &store.GetParams{ID: id})
+	if err != nil {
+		e.t.Fatalf("get %s: %v", id, err)
+	}
+	return x
+}
+
+// browser is one person's browser: a cookie jar, redirects not followed,
+// and the headers a browser sends on a same-origin form post.
+type browser struct {
+	e      *env
+	client *http.Client
+}
+
+func (e *env) browser() *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{e: e, client: &http.Client{Jar: jar,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+type page struct {
+	status   int
+	location string
+	header   http.Header
+	body     string
+}
+
+func (b *browser) do(method, path string, form url.Values, headers ...string) *page {
+	b.e.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, b.e.srv.URL+path, body)
+	if err != nil {
+		b.e.t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if method == http.MethodPost {
+		req.Header.Set("Origin", b.e.srv.URL)
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := b.client.Do(req)
+	if err != nil {
+		b.e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	return &page{status: res.StatusCode, location: res.Header.Get("Location"), header: res.Header, body: string(raw)}
+}
+
+func (b *browser) login(key string) {
+	b.e.t.Helper()
+	if p := b.do("POST", "/login", url.Values{"key": {key}}); p.status != http.StatusSeeOther {
+		b.e.t.Fatalf("login: %d %s", p.status, p.body)
+	}
+}
+
+var idLink = regexp.MustCompile(`href="/executions/([0-9a-f-]{36})"`)
+
+// ids are the executions a page links to, in page order.
+func (p *page) ids() []string {
+	var out []string
+	for _, m := range idLink.FindAllStringSubmatch(p.body, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+func TestLoginGuardsEveryPage(t *testing.T) {
+	e := newEnv(t)
+	b := e.browser()
+	for _, path := range []string{"/executions", "/executions/x", "/schedules"} {
+		p := b.do("GET", path, nil)
+		if p.status != http.StatusSeeOther || p.location != "/login?next="+url.QueryEscape(path) {
+			t.Errorf("GET %s without a session: %d to %q, want 303 to the login page", path, p.status, p.location)
+		}
+	}
+	if p := b.do("GET", "/live", nil); p.status != http.StatusUnauthorized {
+		t.Errorf("GET /live without a session: %d, want 401", p.status)
+	}
+
+	p := b.do("POST", "/login", url.Values{"key": {"lk_not-a-key"}, "next": {"/schedules"}})
+	if p.status != http.StatusUnauthorized || !strings.Contains(p.body, "That key is not valid.") {
+		t.Fatalf("a wrong key: %d, want 401 and the reason on the login page", p.status)
+	}
+	if p := b.do("GET", "/executions", nil); p.status != http.StatusSeeOther {
+		t.Fatalf("a refused login left a session: %d", p.status)
+	}
+
+	p = b.do("POST", "/login", url.Values{"key": {e.admin}, "next": {"/schedules?tenant=a"}})
+	if p.status != http.StatusSeeOther || p.location != "/schedules?tenant=a" {
+		t.Fatalf("login: %d to %q, want 303 back to the page asked for", p.status, p.location)
+	}
+	ck := p.header.Get("Set-Cookie")
+	for _, attr := range []string{"HttpOnly", "SameSite=Strict", "Path=/"} {
+		if !strings.Contains(ck, attr) {
+			t.Errorf("session cookie %q lacks %s", ck, attr)
+		}
+	}
+	if ck := e.browser().do("POST", "/login", url.Values{"key": {e.admin}}, "X-Forwarded-Proto", "https").header.Get("Set-Cookie"); !strings.Contains(ck, "Secure") {
+		t.Errorf("behind an HTTPS proxy the session cookie %q is not Secure", ck)
+	}
+	if p := b.do("GET", "/executions", nil); p.status != http.StatusOK || !strings.Contains(p.body, `<span class="who">admin</span>`) {
+		t.Fatalf("after login: %d", p.status)
+	}
+
+	if p := b.do("POST", "/logout", nil); p.status != http.StatusSeeOther || p.location != "/login" {
+		t.Fatalf("logout: %d to %q", p.status, p.location)
+	}
+	if p := b.do("GET", "/executions", nil); p.status != http.StatusSeeOther {
+		t.Fatalf("after logout the pages still open: %d", p.status)
+	}
+}
+
+func TestLoginSendsNowhereElse(t *testing.T) {
+	e := newEnv(t)
+	for _, next := range []string{"//evil.example/x", "https://evil.example/", `/\evil.example`, "javascript:alert(1)",
+		"/api/tenants", ""} {
+		b := e.browser()
+		p := b.do("POST", "/login", url.Values{"key": {e.admin}, "next": {next}})
+		if p.location != "/executions" {
+			t.Errorf("next=%q: redirected to %q, want /executions", next, p.location)
+		}
+	}
+}
+
+func TestTenantSeesOnlyItsOwn(t *testing.T) {
+	e := newEnv(t)
+	keyA := e.tenant("a")
+	e.tenant("b")
+	mine := e.submit("a", store.Submission{})
+	theirs := e.submit("b", store.Submission{})
+
+	b := e.browser()
+	b.login(keyA)
+	for _, path := range []string{"/executions", "/executions?tenant=b"} {
+		p := b.do("GET", path, nil)
+		if ids := p.ids(); p.status != http.StatusOK || len(ids) != 1 || ids[0] != mine.ID {
+			t.Errorf("GET %s as tenant a: %d, executions %v, want only %s", path, p.status, ids, mine.ID)
+		}
+		if strings.Contains(p.body, `name="tenant"`) {
+			t.Errorf("GET %s as tenant a shows the admin's tenant filter", path)
+		}
+	}
+	if p := b.do("GET", "/executions/"+theirs.ID, nil); p.status != http.StatusNotFound {
+		t.Errorf("tenant a reading b's execution: %d, want 404", p.status)
+	}
+	if p := b.do("POST", "/executions/"+theirs.ID+"/cancel", nil); p.status != http.StatusNotFound {
+		t.Errorf("tenant a cancelling b's execution: %d, want 404", p.status)
+	}
+	if got := e.get(theirs.ID).Status; got != store.StatusQueued {
+		t.Errorf("b's execution is %s after a's cancel, want queued", got)
+	}
+
+	admin := e.browser()
+	admin.login(e.admin)
+	if ids := admin.do("GET", "/executions", nil).ids(); len(ids) != 2 {
+		t.Errorf("admin, every tenant: executions %v, want both", ids)
+	}
+	if ids := admin.do("GET", "/executions?tenant=b", nil).ids(); len(ids) != 1 || ids[0] != theirs.ID {
+		t.Errorf("admin filtering tenant b: executions %v, want %s", ids, theirs.ID)
+	}
+	if p := admin.do("GET", "/executions/"+theirs.ID, nil); p.status != http.StatusOK {
+		t.Errorf("admin reading b's execution: %d", p.status)
+	}
+}
+
+func TestCancelFromTheConsole(t *testing.T) {
+	e := newEnv(t)
+	key := e.tenant("a")
+	x := e.submit("a", store.Submission{})
+	b := e.browser()
+	b.login(key)
+
+	p := b.do("POST", "/executions/"+x.ID+"/cancel", nil, "Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site")
+	if p.status != http.StatusForbidden {
+		t.Errorf("a cross-site cancel: %d, want 403", p.status)
+	}
+	if got := e.get(x.ID).Status; got != store.StatusQueued {
+		t.Fatalf("a refused cancel left the execution %s", got)
+	}
+
+	page := b.do("GET", "/executions/"+x.ID, nil)
+	if !strings.Contains(page.body, `action="/executions/`+x.ID+`/cancel"`) {
+		t.Fatal("a queued execution's page has no cancel button")
+	}
+	p = b.do("POST", "/executions/"+x.ID+"/cancel", nil)
+	if p.status != http.StatusSeeOther || p.location != "/executions/"+x.ID {
+		t.Fatalf("cancel: %d to %q", p.status, p.location)
+	}
+	if got := e.get(x.ID).Status; got != store.StatusCancelled {
+		t.Fatalf("after cancel the execution is %s", got)
+	}
+	page = b.do("GET", "/executions/"+x.ID, nil)
+	if strings.Contains(page.body, "/cancel\"") || !strings.Contains(page.body, `class="status cancelled"`) {
+		t.Error("a cancelled execution's page still offers cancel or does not say cancelled")
+	}
+}
+
+func TestPagesEscapeWhatUsersSubmitted(t *testing.T) {
+	e := newEnv(t)
+	key := e.tenant("a")
+	x := e.submit("a", store.Submission{Kind: "<script>alert(1)</script>", DedupKey: `"><img src=x onerror=alert(1)>`,
+		Payload: json.RawMessage(`{"html":"</pre><script>alert(2)</script>"}`)})
+	b := e.browser()
+	b.login(key)
+	for _, path := range []string{"/executions", "/executions/" + x.ID} {
+		p := b.do("GET", path, nil)
+		if p.status != http.StatusOK {
+			t.Fatalf("GET %s: %d", path, p.status)
+		}
+		for _, raw := range []string{"<script>alert", "<img src=x"} {
+			if strings.Contains(p.body, raw) {
+				t.Errorf("GET %s carries %q unescaped", path, raw)
+			}
+		}
+		if csp := p.header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
+			t.Errorf("GET %s: Content-Security-Policy %q", path, csp)
+		}
+	}
+}
+
+func TestExecutionsPageByPage(t *testing.T) {
+	e := newEnv(t)
+	key := e.tenant("a")
+	want := map[string]bool{}
+	for range 120 {
+		want[e.submit("a", store.Submission{}).ID] = true
+	}
+	b := e.browser()
+	b.login(key)
+	seen := map[string]bool{}
+	path, pages := "/executions", 0
+	for path != "" {
+		p := b.do("GET", path, nil)
+		pages++
+		for _, id := range p.ids() {
+			if seen[id] {
+				t.Fatalf("execution %s on two pages", id)
+			}
+			seen[id] = true
+		}
+		m := regexp.MustCompile(`<a href="([^"]+)">Older executions</a>`).FindStringSubmatch(p.body)
+		path = ""
+		if m != nil {
+			path = strings.ReplaceAll(m[1], "&amp;", "&")
+		}
+	}
+	if pages != 3 || len(seen) != len(want) {
+		t.Fatalf("%d pages, %d executions; want 3 pages and all %d", pages, len(seen), len(want))
+	}
+	for id := range want {
+		if !seen[id] {
+			t.Fatalf("execution %s on no page", id)
+		}
+	}
+
+	if p := b.do("GET", "/executions?status=bogus", nil); p.status != http.StatusBadRequest ||
+		!strings.Contains(p.body, "Unknown status bogus.") {
+		t.Errorf("an unknown status filter: %d, want 400 and why", p.status)
+	}
+	if ids := b.do("GET", "/executions?status=succeeded", nil).ids(); len(ids) != 0 {
+		t.Errorf("status=succeeded lists %d executions, want none", len(ids))
+	}
+}
+
+func TestSchedulesPage(t *testing.T) {
+	e := newEnv(t)
+	key := e.tenant("a")
+	keyB := e.tenant("b")
+	e.call("PUT", "/api/schedules/nightly", key, `{"cron":"0 3 * * *","timezone":"Europe/Paris","kind":"echo"}`)
+	e.call("PUT", "/api/schedules/sweep", keyB, `{"every":"1m","kind":"echo"}`)
+	b := e.browser()
+	b.login(key)
+	p := b.do("GET", "/schedules", nil)
+	if p.status != http.StatusOK || !strings.Contains(p.body, "nightly") || !strings.Contains(p.body, "0 3 * * * (Europe/Paris)") ||
+		strings.Contains(p.body, "sweep") {
+		t.Errorf("tenant a's schedules page: %d, want nightly only:\n%s", p.status, p.body)
+	}
+	admin := e.browser()
+	admin.login(e.admin)
+	if p := admin.do("GET", "/schedules", nil); !strings.Contains(p.body, "nightly") || !strings.Contains(p.body, "every 1m0s") {
+		t.Errorf("the admin's schedules page lacks a tenant's schedule:\n%s", p.body)
+	}
+}
+
+func TestLiveSaysWhenTheStoreChanged(t *testing.T) {
+	e := newEnv(t)
+	key := e.tenant("a")
+	b := e.browser()
+	b.login(key)
+
+	req, _ := http.NewRequest("GET", e.srv.URL+"/live", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := b.client.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if ct := res.Header.Get("Content-Type"); res.StatusCode != http.StatusOK || ct != "text/event-stream" {
+		t.Fatalf("/live: %d %q", res.StatusCode, ct)
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	next := func() string {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("the stream ended")
+			}
+			return l
+		case <-ctx.Done():
+			t.Fatal("no line in time")
+		}
+		return ""
+	}
+	if l := next(); l != ": live" {
+		t.Fatalf("first line %q", l)
+	}
+	next() // the blank line after it
+	// PollInterval is an hour: only the store's notification can bring it.
+	e.submit("a", store.Submission{})
+	if l := next(); l != "event: change" {
+		t.Fatalf("after a submit: %q, want a change event", l)
+	}
+
+	e.console.Close()
+	for {
+		select {
+		case _, ok := <-lines:
+			if !ok {
+				return // Close ended the stream
+			}
+		case <-ctx.Done():
+			t.Fatal("the stream outlived Close")
+		}
+	}
+}
+
+func TestAssetsAndUnknownPaths(t *testing.T) {
+	e := newEnv(t)
+	b := e.browser()
+	for path, want := range map[string]string{"/static/style.css": "text/css", "/static/live.js": "javascript"} {
+		p := b.do("GET", path, nil)
+		if p.status != http.StatusOK || !strings.Contains(p.header.Get("Content-Type"), want) {
+			t.Errorf("GET %s: %d %q", path, p.status, p.header.Get("Content-Type"))
+		}
+	}
+	if p := b.do("GET", "/", nil); p.status != http.StatusSeeOther || p.location != "/executions" {
+		t.Errorf("GET /: %d to %q", p.status, p.location)
+	}
+	if p := b.do("GET", "/nope", nil); p.status != http.StatusNotFound || !strings.Contains(p.header.Get("Content-Type"), "text/html") {
+		t.Errorf("GET /nope: %d %q, want the console's 404 page", p.status, p.header.Get("Content-Type"))
+	}
+	// The API keeps its own answers.
+	if p := b.do("GET", "/api/nope", nil); p.status != http.StatusNotFound || p.header.Get("Content-Type") != "application/problem+json" {
+		t.Errorf("GET /api/nope: %d %q, want the API's problem", p.status, p.header.Get("Content-Type"))
+	}
+}

@@ -1,0 +1,120 @@
+package console
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/url"
+
+	"github.com/latch-run/latch/store"
+)
+
+// executionFilter is the filter form of the executions page.
+type executionFilter struct {
+	Tenant   string // the admin's only
+	Status   string
+	Kind     string
+	Queue    string
+	DedupKey string
+	Schedule string
+}
+
+type executionsPage struct {
+	Admin    bool
+	Filter   executionFilter
+	Statuses []store.Status
+	Items    []*store.Execution
+	Next     string // the next page's URL, "" on the last
+	Problem  string // why the filter was not applied
+}
+
+var allStatuses = []store.Status{store.StatusScheduled, store.StatusQueued, store.StatusRunning,
+	store.StatusSucceeded, store.StatusFailed, store.StatusCancelled, store.StatusSkipped}
+
+// scope is the tenant a request reads: a tenant key's own, or the tenant
+// the admin filters on ("" = every tenant).
+func scope(r *http.Request, filter string) string {
+	id := identityFrom(r.Context())
+	if id.Admin {
+		return filter
+	}
+	return id.Tenant
+}
+
+// listExecutions is GET /executions: one page, newest first.
+func (c *Console) listExecutions(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := executionFilter{Tenant: q.Get("tenant"), Status: q.Get("status"), Kind: q.Get("kind"),
+		Queue: q.Get("queue"), DedupKey: q.Get("dedup_key"), Schedule: q.Get("schedule")}
+	page := executionsPage{Admin: identityFrom(r.Context()).Admin, Filter: f, Statuses: allStatuses}
+	if f.Status != "" && !store.Status(f.Status).Valid() {
+		page.Problem = "Unknown status " + f.Status + "."
+		c.render(w, r, http.StatusBadRequest, "executions", page)
+		return
+	}
+	p := store.ListParams{Tenant: scope(r, f.Tenant), Status: store.Status(f.Status), Kind: f.Kind,
+		Queue: f.Queue, DedupKey: f.DedupKey, Schedule: f.Schedule, Limit: pageSize,
+		After: q.Get("after"), MaxBytes: maxListBytes}
+	ctx, cancel := c.storeCtx(r)
+	defer cancel()
+	res, err := c.cfg.Store.List(ctx, &p)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	page.Items = res.Items
+	if res.Next != "" {
+		next := url.Values{}
+		for k, v := range q {
+			next[k] = v
+		}
+		next.Set("after", res.Next)
+		page.Next = "/executions?" + next.Encode()
+	}
+	c.render(w, r, http.StatusOK, "executions", page)
+}
+
+type executionPage struct {
+	E       *store.Execution
+	Payload string // indented JSON
+	Result  string // indented JSON, "" when none
+}
+
+// showExecution is GET /executions/{id}.
+func (c *Console) showExecution(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := c.storeCtx(r)
+	defer cancel()
+	e, err := c.cfg.Store.Get(ctx, &store.GetParams{Tenant: identityFrom(r.Context()).Tenant, ID: r.PathValue("id")})
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "execution", executionPage{E: e, Payload: indent(e.Payload), Result: indent(e.Result)})
+}
+
+// cancelExecution is POST /executions/{id}/cancel: as the API's cancel,
+// then back to the execution's page.
+func (c *Console) cancelExecution(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := c.storeCtx(r)
+	defer cancel()
+	id := r.PathValue("id")
+	_, err := c.cfg.Store.Cancel(ctx, &store.CancelParams{Tenant: identityFrom(r.Context()).Tenant, ID: id,
+		Now: c.cfg.Now()})
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/executions/"+url.PathEscape(id), http.StatusSeeOther)
+}
+
+// indent is raw JSON indented for reading; "" for none.
+func indent(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}

@@ -1,0 +1,85 @@
+package console
+
+import (
+	"net/http"
+	"time"
+)
+
+// Live stream timing: a page refreshes at most once a minRefresh, and an
+// idle stream sends a comment every keepAlive so proxies keep it open.
+const (
+	minRefresh = time.Second
+	keepAlive  = 15 * time.Second
+)
+
+// live is GET /live: a text/event-stream that sends a "change" event when
+// the store reports a change (at most one a minRefresh) or, as the
+// fallback, every PollInterval. An open page (static/live.js) reloads its
+// live part on each. The event carries no data: the page reads what its
+// key may see with its own request.
+func (c *Console) live(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
+	write := func(b string) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(c.cfg.StreamWriteTimeout))
+		if _, err := w.Write([]byte(b)); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if !write(": live\n\n") {
+		return
+	}
+	poll := time.NewTicker(c.cfg.PollInterval)
+	defer poll.Stop()
+	ping := time.NewTicker(keepAlive)
+	defer ping.Stop()
+	var last time.Time
+	changed := c.changed()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-c.done:
+			return
+		case <-ping.C:
+			if !write(": keep-alive\n\n") {
+				return
+			}
+			continue
+		case <-changed:
+		case <-poll.C:
+		}
+		if wait := minRefresh - time.Since(last); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-r.Context().Done():
+				t.Stop()
+				return
+			case <-c.done:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+		// Renewed before the event: a change from now on brings another.
+		changed = c.changed()
+		last = time.Now()
+		if !write("event: change\ndata: \n\n") {
+			return
+		}
+	}
+}
+
+// changed is closed at the store's next change; nil (never ready) when the
+// store sends no notifications.
+func (c *Console) changed() <-chan struct{} {
+	if c.notifier == nil {
+		return nil
+	}
+	return c.notifier.Changed()
+}

@@ -1,0 +1,128 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/latch-run/latch/api"
+)
+
+// cookieName is the session cookie. It holds the API key the person logged
+// in with, for the browser session.
+const cookieName = "latch_console"
+
+// maxKeyLen bounds a key read from the login form or the cookie (as the
+// API bounds a bearer key).
+const maxKeyLen = 512
+
+type identityKey struct{}
+
+// identityFrom is who the request acts for; session puts it there.
+func identityFrom(ctx context.Context) api.Identity {
+	id, _ := ctx.Value(identityKey{}).(api.Identity)
+	return id
+}
+
+// session runs h for a request whose cookie holds a valid key, and sends
+// any other to the login page (back to this page after it). /live, read by
+// a script, gets a plain 401 instead.
+func (c *Console) session(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := ""
+		if ck, err := r.Cookie(cookieName); err == nil && len(ck.Value) <= maxKeyLen {
+			key = ck.Value
+		}
+		var id api.Identity
+		err := api.ErrUnknownKey
+		if key != "" {
+			ctx, cancel := c.storeCtx(r)
+			id, err = c.cfg.Identify(ctx, key)
+			cancel()
+		}
+		switch {
+		case errors.Is(err, api.ErrUnknownKey):
+			if key != "" {
+				clearCookie(w, r)
+			}
+			if r.URL.Path == "/live" || r.Method != http.MethodGet {
+				http.Error(w, "log in again", http.StatusUnauthorized)
+				return
+			}
+			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		case err != nil:
+			c.fail(w, r, err)
+			return
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, id)))
+	})
+}
+
+type loginPage struct {
+	Next  string
+	Error string
+}
+
+func (c *Console) loginForm(w http.ResponseWriter, r *http.Request) {
+	c.render(w, r, http.StatusOK, "login", loginPage{Next: localPath(r.URL.Query().Get("next"))})
+}
+
+// login checks the key of the form and keeps it in the session cookie.
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	next := localPath(r.PostForm.Get("next"))
+	key := strings.TrimSpace(r.PostForm.Get("key"))
+	if key == "" || len(key) > maxKeyLen {
+		c.render(w, r, http.StatusUnprocessableEntity, "login", loginPage{Next: next, Error: "Enter an API key."})
+		return
+	}
+	ctx, cancel := c.storeCtx(r)
+	_, err := c.cfg.Identify(ctx, key)
+	cancel()
+	switch {
+	case errors.Is(err, api.ErrUnknownKey):
+		c.render(w, r, http.StatusUnauthorized, "login", loginPage{Next: next, Error: "That key is not valid."})
+		return
+	case err != nil:
+		c.fail(w, r, err)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: key, Path: "/", HttpOnly: true,
+		Secure: secure(r), SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
+	clearCookie(w, r)
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+func clearCookie(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
+		Secure: secure(r), SameSite: http.SameSiteStrictMode})
+}
+
+// secure reports whether the browser reached the console over HTTPS: TLS
+// here, or a proxy in front that says so. (Trusting the header can only
+// make the cookie stricter.)
+func secure(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+// localPath is next when it is a path of this site, else /executions: a
+// login link must not send anyone elsewhere.
+func localPath(next string) string {
+	u, err := url.Parse(next)
+	if err != nil || next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") ||
+		strings.Contains(next, `\`) || u.Scheme != "" || u.Host != "" || strings.HasPrefix(next, "/api/") {
+		return "/executions"
+	}
+	return next
+}

@@ -89,7 +89,13 @@ type Authenticator struct {
 
 // Identify resolves key, or answers ErrUnknownKey.
 func (a Authenticator) Identify(ctx context.Context, key string) (Identity, error) {
-	hash := HashKey(key)
+	return a.IdentifyHash(ctx, HashKey(key))
+}
+
+// IdentifyHash resolves a key by its hash (HashKey), or answers
+// ErrUnknownKey: for a session that keeps the hash of the key it was
+// opened with rather than the key.
+func (a Authenticator) IdentifyHash(ctx context.Context, hash string) (Identity, error) {
 	if a.AdminKeyHash != "" && subtle.ConstantTimeCompare([]byte(hash), []byte(a.AdminKeyHash)) == 1 {
 		return Identity{Admin: true}, nil
 	}

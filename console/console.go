@@ -7,10 +7,12 @@
 // fallback.
 //
 // The console is plain HTML forms and links with one small script for the
-// live refresh; it works without the script. Its key is kept in an
-// HttpOnly, SameSite=Strict cookie for the browser session; every request
-// resolves it again, exactly as the API resolves a bearer key, so a deleted
-// key or a changed admin key ends the session at once. Requests that
+// live refresh; it works without the script. A session is an HttpOnly,
+// SameSite=Strict cookie holding the hash of the key it was opened with
+// (api.HashKey), never the key: a leaked cookie opens the console but
+// cannot call the API. Every request resolves the hash again, as the API
+// resolves a bearer key, so a deleted key or a changed admin key ends the
+// session at once. Requests that
 // change something (log in, log out, cancel) are refused when a browser
 // marks them cross-origin (http.CrossOriginProtection).
 //
@@ -32,14 +34,20 @@ import (
 	"github.com/latch-run/latch/store"
 )
 
-// Config configures a Console. Store and Identify are required.
+// Authenticator resolves an API key, or the hash of one (api.HashKey), to
+// whom it acts for, answering api.ErrUnknownKey for one that is not valid.
+// api.Authenticator is one.
+type Authenticator interface {
+	Identify(ctx context.Context, key string) (api.Identity, error)
+	IdentifyHash(ctx context.Context, hash string) (api.Identity, error)
+}
+
+// Config configures a Console. Store and Auth are required.
 type Config struct {
 	Store store.Store
-	// Identify resolves an API key as the API does
-	// (api.Authenticator.Identify), answering api.ErrUnknownKey for a key
-	// that is not valid.
-	Identify func(ctx context.Context, key string) (api.Identity, error)
-	Logger   *slog.Logger
+	// Auth resolves API keys as the API does (api.Authenticator).
+	Auth   Authenticator
+	Logger *slog.Logger
 	// Now is the clock passed to the store (Cancel). nil = time.Now.
 	Now func() time.Time
 	// RequestTimeout bounds the store calls of one page. 0 = 10 s.
@@ -49,6 +57,8 @@ type Config struct {
 	PollInterval time.Duration
 	// StreamWriteTimeout bounds each write of /live. 0 = 10 s.
 	StreamWriteTimeout time.Duration
+	// MinRefresh is the least time between two events of /live. 0 = 2 s.
+	MinRefresh time.Duration
 }
 
 // pageSize is how many executions a list page shows.
@@ -77,10 +87,10 @@ type Console struct {
 	closeOnce sync.Once
 }
 
-// New returns a Console. It panics when Store or Identify is nil.
+// New returns a Console. It panics when Store or Auth is nil.
 func New(cfg Config) *Console {
-	if cfg.Store == nil || cfg.Identify == nil {
-		panic("console: Config.Store and Config.Identify are required")
+	if cfg.Store == nil || cfg.Auth == nil {
+		panic("console: Config.Store and Config.Auth are required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -96,6 +106,9 @@ func New(cfg Config) *Console {
 	}
 	if cfg.StreamWriteTimeout <= 0 {
 		cfg.StreamWriteTimeout = 10 * time.Second
+	}
+	if cfg.MinRefresh <= 0 {
+		cfg.MinRefresh = 2 * time.Second
 	}
 	c := &Console{cfg: cfg, log: cfg.Logger, pages: parsePages(), done: make(chan struct{})}
 	c.notifier, _ = cfg.Store.(store.Notifier)
@@ -156,6 +169,11 @@ func (c *Console) storeCtx(r *http.Request) (context.Context, context.CancelFunc
 // fail answers a page whose store call failed: not found as a 404 page,
 // anything else logged and shown as a 500 page without its details.
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, store.ErrInvalid) {
+		c.render(w, r, http.StatusBadRequest, "error", errorPage{Title: "Bad request",
+			Message: "The page's parameters are not valid (a cursor from another list?)."})
+		return
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		c.render(w, r, http.StatusNotFound, "error", errorPage{Title: "Not found",
 			Message: "It does not exist, or it belongs to another tenant."})

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -39,7 +41,7 @@ type env struct {
 	admin   string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, opts ...func(*console.Config)) *env {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "latch.db"))
@@ -49,7 +51,11 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(func() { st.Close() })
 	e := &env{t: t, store: st, admin: api.NewKey()}
 	auth := api.Authenticator{Store: st, AdminKeyHash: api.HashKey(e.admin)}
-	e.console = console.New(console.Config{Store: st, Identify: auth.Identify, PollInterval: time.Hour})
+	cfg := console.Config{Store: st, Auth: auth, PollInterval: time.Hour, MinRefresh: 100 * time.Millisecond}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	e.console = console.New(cfg)
 	srv := api.New(api.Config{Store: st, AdminKeyHash: auth.AdminKeyHash, Console: e.console})
 	e.srv = httptest.NewServer(srv)
 	t.Cleanup(e.srv.Close)
@@ -194,8 +200,16 @@ func TestLoginGuardsEveryPage(t *testing.T) {
 	if p.status != http.StatusUnauthorized || !strings.Contains(p.body, "That key is not valid.") {
 		t.Fatalf("a wrong key: %d, want 401 and the reason on the login page", p.status)
 	}
-	if p := b.do("GET", "/executions", nil); p.status != http.StatusSeeOther {
-		t.Fatalf("a refused login left a session: %d", p.status)
+	if ck := p.header.Get("Set-Cookie"); ck != "" {
+		t.Fatalf("a refused login set a cookie: %q", ck)
+	}
+	if p := b.do("POST", "/login", url.Values{"key": {e.admin}}, "Origin", "https://evil.example",
+		"Sec-Fetch-Site", "cross-site"); p.status != http.StatusForbidden || p.header.Get("Set-Cookie") != "" {
+		t.Fatalf("a cross-site login: %d, cookie %q; want 403 and none", p.status, p.header.Get("Set-Cookie"))
+	}
+	if p := b.do("GET", "/login?next="+url.QueryEscape("//evil.example"), nil); !strings.Contains(p.body,
+		`name="next" value="/executions"`) {
+		t.Errorf("the login form carries a next outside the site:\n%s", p.body)
 	}
 
 	p = b.do("POST", "/login", url.Values{"key": {e.admin}, "next": {"/schedules?tenant=a"}})
@@ -203,12 +217,15 @@ func TestLoginGuardsEveryPage(t *testing.T) {
 		t.Fatalf("login: %d to %q, want 303 back to the page asked for", p.status, p.location)
 	}
 	ck := p.header.Get("Set-Cookie")
+	if strings.Contains(ck, e.admin) || !strings.Contains(ck, "latch_console="+api.HashKey(e.admin)) {
+		t.Errorf("session cookie %q: want the key's hash, never the key", ck)
+	}
 	for _, attr := range []string{"HttpOnly", "SameSite=Strict", "Path=/"} {
 		if !strings.Contains(ck, attr) {
 			t.Errorf("session cookie %q lacks %s", ck, attr)
 		}
 	}
-	if ck := e.browser().do("POST", "/login", url.Values{"key": {e.admin}}, "X-Forwarded-Proto", "https").header.Get("Set-Cookie"); !strings.Contains(ck, "Secure") {
+	if ck := e.browser().do("POST", "/login", url.Values{"key": {e.admin}}, "X-Forwarded-Proto", "https").header.Get("Set-Cookie"); !strings.HasPrefix(ck, "__Host-latch_console=") || !strings.Contains(ck, "Secure") {
 		t.Errorf("behind an HTTPS proxy the session cookie %q is not Secure", ck)
 	}
 	if p := b.do("GET", "/executions", nil); p.status != http.StatusOK || !strings.Contains(p.body, `<span class="who">admin</span>`) {
@@ -329,6 +346,16 @@ func TestPagesEscapeWhatUsersSubmitted(t *testing.T) {
 			t.Errorf("GET %s: Content-Security-Policy %q", path, csp)
 		}
 	}
+	// The filter form echoes what was asked, into attribute values.
+	admin := e.browser()
+	admin.login(e.admin)
+	evil := `"><script>alert(3)</script>`
+	q := url.Values{"tenant": {evil}, "kind": {evil}, "queue": {evil}, "dedup_key": {evil}, "schedule": {evil}}
+	for _, path := range []string{"/executions?" + q.Encode(), "/schedules?" + q.Encode(), "/login?next=/" + url.QueryEscape(evil)} {
+		if p := admin.do("GET", path, nil); strings.Contains(p.body, "<script>alert(3)") {
+			t.Errorf("GET %s carries the filter unescaped", path)
+		}
+	}
 }
 
 func TestExecutionsPageByPage(t *testing.T) {
@@ -375,6 +402,58 @@ func TestExecutionsPageByPage(t *testing.T) {
 	}
 }
 
+func TestSchedulesPageByPage(t *testing.T) {
+	e := newEnv(t)
+	key := e.tenant("a")
+	keyB := e.tenant("b")
+	for i := range 51 {
+		e.call("PUT", fmt.Sprintf("/api/schedules/s%02d", i), key, `{"every":"1h","kind":"echo"}`)
+	}
+	e.call("PUT", "/api/schedules/s99", keyB, `{"every":"1h","kind":"echo"}`)
+	names := regexp.MustCompile(`<td>(s\d\d)</td>`)
+	more := regexp.MustCompile(`<a href="([^"]+)">More schedules</a>`)
+	list := func(b *browser, path string) (got []string, next string) {
+		p := b.do("GET", path, nil)
+		if p.status != http.StatusOK {
+			t.Fatalf("GET %s: %d", path, p.status)
+		}
+		for _, m := range names.FindAllStringSubmatch(p.body, -1) {
+			got = append(got, m[1])
+		}
+		if m := more.FindStringSubmatch(p.body); m != nil {
+			next = strings.ReplaceAll(m[1], "&amp;", "&")
+		}
+		return got, next
+	}
+	b := e.browser()
+	b.login(key)
+	first, next := list(b, "/schedules")
+	if len(first) != 50 || first[0] != "s00" || next == "" {
+		t.Fatalf("first page: %d schedules from %v, next %q", len(first), first[:1], next)
+	}
+	rest, last := list(b, next)
+	if len(rest) != 1 || rest[0] != "s50" || last != "" {
+		t.Fatalf("second page: %v, next %q; want s50 alone and no further page", rest, last)
+	}
+	// A tenant key reads its own schedules whatever the query names.
+	for _, path := range []string{"/schedules?tenant=b", "/schedules?after_tenant=b&after=s00"} {
+		got, _ := list(b, path)
+		for _, n := range got {
+			if n == "s99" {
+				t.Errorf("GET %s as tenant a shows tenant b's schedule", path)
+			}
+		}
+		if path == "/schedules?after_tenant=b&after=s00" && (len(got) != 50 || got[0] != "s01") {
+			t.Errorf("GET %s as tenant a: %d from %v, want a's page after s00", path, len(got), got[:1])
+		}
+	}
+	admin := e.browser()
+	admin.login(e.admin)
+	if got, _ := list(admin, "/schedules?tenant=b"); len(got) != 1 || got[0] != "s99" {
+		t.Errorf("admin filtering tenant b: %v", got)
+	}
+}
+
 func TestSchedulesPage(t *testing.T) {
 	e := newEnv(t)
 	key := e.tenant("a")
@@ -395,66 +474,176 @@ func TestSchedulesPage(t *testing.T) {
 	}
 }
 
-func TestLiveSaysWhenTheStoreChanged(t *testing.T) {
-	e := newEnv(t)
-	key := e.tenant("a")
-	b := e.browser()
-	b.login(key)
+// stream is an open /live: its lines, one at a time.
+type stream struct {
+	t     *testing.T
+	ctx   context.Context
+	lines chan string
+}
 
-	req, _ := http.NewRequest("GET", e.srv.URL+"/live", nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	res, err := b.client.Do(req.WithContext(ctx))
+func (b *browser) live(ctx context.Context, headers ...string) *stream {
+	t := b.e.t
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", b.e.srv.URL+"/live", nil)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := b.client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer res.Body.Close()
 	if ct := res.Header.Get("Content-Type"); res.StatusCode != http.StatusOK || ct != "text/event-stream" {
+		res.Body.Close()
 		t.Fatalf("/live: %d %q", res.StatusCode, ct)
 	}
-	lines := make(chan string)
+	s := &stream{t: t, ctx: ctx, lines: make(chan string)}
 	go func() {
-		defer close(lines)
+		defer close(s.lines)
+		defer res.Body.Close()
 		sc := bufio.NewScanner(res.Body)
 		for sc.Scan() {
 			select {
-			case lines <- sc.Text():
+			case s.lines <- sc.Text():
 			case <-ctx.Done():
 				return
 			}
 		}
 	}()
-	next := func() string {
+	return s
+}
+
+// next is the stream's next line that is not blank; "" when none comes
+// within wait.
+func (s *stream) next(wait time.Duration) string {
+	s.t.Helper()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
 		select {
-		case l, ok := <-lines:
+		case l, ok := <-s.lines:
 			if !ok {
-				t.Fatal("the stream ended")
+				s.t.Fatal("the stream ended")
 			}
-			return l
-		case <-ctx.Done():
-			t.Fatal("no line in time")
+			if l != "" {
+				return l
+			}
+		case <-timer.C:
+			return ""
+		case <-s.ctx.Done():
+			s.t.Fatal("the test's time ran out")
 		}
-		return ""
 	}
-	if l := next(); l != ": live" {
+}
+
+// event is the stream's next event line and its id line.
+func (s *stream) event(wait time.Duration) string {
+	s.t.Helper()
+	l := s.next(wait)
+	if l != "" {
+		s.next(wait) // its id
+		s.next(wait) // its (empty) data
+	}
+	return l
+}
+
+func TestLiveSaysWhenTheStoreChanged(t *testing.T) {
+	e := newEnv(t) // PollInterval an hour: only the store's notifications bring events
+	key := e.tenant("a")
+	b := e.browser()
+	b.login(key)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	s := b.live(ctx)
+	if l := s.next(5 * time.Second); l != ": live" {
 		t.Fatalf("first line %q", l)
 	}
-	next() // the blank line after it
-	// PollInterval is an hour: only the store's notification can bring it.
+	if l := s.event(200 * time.Millisecond); l != "" {
+		t.Fatalf("an event with nothing changed: %q", l)
+	}
 	e.submit("a", store.Submission{})
-	if l := next(); l != "event: change" {
+	if l := s.event(5 * time.Second); l != "event: change" {
 		t.Fatalf("after a submit: %q, want a change event", l)
+	}
+	// One change, one event: the stream waits for the next change.
+	if l := s.event(500 * time.Millisecond); l != "" {
+		t.Fatalf("a second event without a second change: %q", l)
+	}
+	// Events are at least MinRefresh (100 ms here) apart, however fast
+	// the store changes.
+	e.submit("a", store.Submission{})
+	if l := s.event(5 * time.Second); l != "event: change" {
+		t.Fatalf("after another submit: %q, want a change event", l)
+	}
+	last := time.Now()
+	e.submit("a", store.Submission{})
+	if l := s.event(5 * time.Second); l != "event: change" {
+		t.Fatalf("after another submit: %q, want a change event", l)
+	}
+	if gap := time.Since(last); gap < 90*time.Millisecond {
+		t.Fatalf("two events %v apart, want at least MinRefresh", gap)
+	}
+
+	// A browser coming back (Last-Event-ID) learns at once that it may
+	// have missed something.
+	back := b.live(ctx, "Last-Event-ID", "3")
+	if l := back.event(5 * time.Second); l != "event: change" {
+		t.Fatalf("a reconnected stream starts with %q, want a change event", l)
 	}
 
 	e.console.Close()
-	for {
-		select {
-		case _, ok := <-lines:
-			if !ok {
-				return // Close ended the stream
+	for _, st := range []*stream{s, back} {
+		for ended := false; !ended; {
+			select {
+			case _, ok := <-st.lines:
+				ended = !ok
+			case <-ctx.Done():
+				t.Fatal("a stream outlived Close")
 			}
-		case <-ctx.Done():
-			t.Fatal("the stream outlived Close")
+		}
+	}
+}
+
+// HEAD /live answers at once: a stream nobody can read must not hold the
+// connection.
+func TestLiveHead(t *testing.T) {
+	e := newEnv(t)
+	b := e.browser()
+	b.login(e.admin)
+	b.client.Timeout = 10 * time.Second
+	if p := b.do("HEAD", "/live", nil); p.status != http.StatusOK {
+		t.Fatalf("HEAD /live: %d", p.status)
+	}
+	if p := b.do("GET", "/executions", nil); p.status != http.StatusOK {
+		t.Fatalf("the next request on the connection: %d", p.status)
+	}
+}
+
+// failing is a store whose reads fail with err.
+type failing struct {
+	*sqlite.Store
+	err error
+}
+
+func (f failing) List(context.Context, *store.ListParams) (*store.ListResult, error) {
+	return nil, f.err
+}
+
+func TestStoreErrorsArePagesWithoutDetails(t *testing.T) {
+	for _, c := range []struct {
+		err    error
+		status int
+		say    string
+	}{
+		{fmt.Errorf("postgres: after: %w", store.ErrInvalid), http.StatusBadRequest, "parameters are not valid"},
+		{errors.New("redis: dial tcp 10.0.0.7:6379: connection refused"), http.StatusInternalServerError, "did not answer"},
+	} {
+		e := newEnv(t, func(cfg *console.Config) { cfg.Store = failing{Store: cfg.Store.(*sqlite.Store), err: c.err} })
+		b := e.browser()
+		b.login(e.admin)
+		p := b.do("GET", "/executions?after=x", nil)
+		if p.status != c.status || !strings.Contains(p.body, c.say) || strings.Contains(p.body, "10.0.0.7") {
+			t.Errorf("List failing with %q: %d, want %d saying %q and no detail:\n%s", c.err, p.status, c.status, c.say, p.body)
 		}
 	}
 }

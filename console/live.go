@@ -1,23 +1,34 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 )
 
-// Live stream timing: a page refreshes at most once a minRefresh, and an
-// idle stream sends a comment every keepAlive so proxies keep it open.
-const (
-	minRefresh = time.Second
-	keepAlive  = 15 * time.Second
-)
+// keepAlive is how often an idle stream sends a comment, so that proxies
+// keep it open.
+const keepAlive = 15 * time.Second
 
 // live is GET /live: a text/event-stream that sends a "change" event when
-// the store reports a change (at most one a minRefresh) or, as the
+// the store reports a change (at most one a Config.MinRefresh) or, as the
 // fallback, every PollInterval. An open page (static/live.js) reloads its
 // live part on each. The event carries no data: the page reads what its
-// key may see with its own request.
+// key may see with its own request. The store's notifications are not per
+// tenant, so the events tell a tenant no more than that the store changed,
+// at most once a MinRefresh.
+//
+// A browser that reconnects (it sends Last-Event-ID) gets a change at
+// once: what changed while it was away was announced to nobody. The short
+// span between rendering a page and opening its stream is covered by the
+// next change or poll.
 func (c *Console) live(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodHead {
+		// A HEAD's body is discarded, so no write would ever fail and
+		// the stream would never end.
+		w.Header().Set("Content-Type", "text/event-stream")
+		return
+	}
 	rc := http.NewResponseController(w)
 	write := func(b string) bool {
 		_ = rc.SetWriteDeadline(time.Now().Add(c.cfg.StreamWriteTimeout))
@@ -31,7 +42,16 @@ func (c *Console) live(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	if !write(": live\n\n") {
+	seq := 0
+	change := func() bool {
+		seq++
+		return write(fmt.Sprintf("event: change\nid: %d\ndata: \n\n", seq))
+	}
+	if r.Header.Get("Last-Event-ID") != "" {
+		if !change() {
+			return
+		}
+	} else if !write(": live\n\n") {
 		return
 	}
 	poll := time.NewTicker(c.cfg.PollInterval)
@@ -54,7 +74,7 @@ func (c *Console) live(w http.ResponseWriter, r *http.Request) {
 		case <-changed:
 		case <-poll.C:
 		}
-		if wait := minRefresh - time.Since(last); wait > 0 {
+		if wait := c.cfg.MinRefresh - time.Since(last); wait > 0 {
 			t := time.NewTimer(wait)
 			select {
 			case <-r.Context().Done():
@@ -69,7 +89,7 @@ func (c *Console) live(w http.ResponseWriter, r *http.Request) {
 		// Renewed before the event: a change from now on brings another.
 		changed = c.changed()
 		last = time.Now()
-		if !write("event: change\ndata: \n\n") {
+		if !change() {
 			return
 		}
 	}

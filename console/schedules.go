@@ -18,7 +18,7 @@ type schedulesPage struct {
 func (c *Console) listSchedules(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	page := schedulesPage{Admin: identityFrom(r.Context()).Admin, Tenant: q.Get("tenant")}
-	p := store.ListSchedulesParams{Tenant: scope(r, page.Tenant), Limit: pageSize,
+	p := store.ListSchedulesParams{Tenant: scope(r, page.Tenant), Limit: pageSize + 1,
 		After: store.ScheduleRef{Tenant: q.Get("after_tenant"), Name: q.Get("after")}}
 	if p.Tenant != "" && p.After.Name != "" {
 		p.After.Tenant = p.Tenant
@@ -31,8 +31,9 @@ func (c *Console) listSchedules(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page.Items = items
-	if len(items) == pageSize {
-		last := items[len(items)-1]
+	if len(items) > pageSize {
+		page.Items = items[:pageSize]
+		last := page.Items[pageSize-1]
 		next := url.Values{"after": {last.Name}, "after_tenant": {last.Tenant}}
 		if page.Tenant != "" {
 			next.Set("tenant", page.Tenant)

@@ -6,17 +6,47 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/latch-run/latch/api"
 )
 
-// cookieName is the session cookie. It holds the API key the person logged
-// in with, for the browser session.
-const cookieName = "latch_console"
+// The session cookie holds the hash of the key the person logged in with
+// (api.HashKey: 64 hex digits). Over HTTPS it is named with the __Host-
+// prefix, which browsers accept only from a secure origin, for the whole
+// host and no other domain.
+const (
+	cookieName       = "latch_console"
+	secureCookieName = "__Host-latch_console"
+	sessionLength    = 12 * time.Hour
+)
 
-// maxKeyLen bounds a key read from the login form or the cookie (as the
-// API bounds a bearer key).
+// maxKeyLen bounds a key read from the login form (as the API bounds a
+// bearer key).
 const maxKeyLen = 512
+
+// sessionHash is the key hash of the request's session cookie, "" when it
+// has none that could be one.
+func sessionHash(r *http.Request) string {
+	for _, name := range []string{secureCookieName, cookieName} {
+		if ck, err := r.Cookie(name); err == nil && isKeyHash(ck.Value) {
+			return ck.Value
+		}
+	}
+	return ""
+}
+
+func isKeyHash(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 type identityKey struct{}
 
@@ -31,20 +61,17 @@ func identityFrom(ctx context.Context) api.Identity {
 // a script, gets a plain 401 instead.
 func (c *Console) session(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key := ""
-		if ck, err := r.Cookie(cookieName); err == nil && len(ck.Value) <= maxKeyLen {
-			key = ck.Value
-		}
+		hash := sessionHash(r)
 		var id api.Identity
 		err := api.ErrUnknownKey
-		if key != "" {
+		if hash != "" {
 			ctx, cancel := c.storeCtx(r)
-			id, err = c.cfg.Identify(ctx, key)
+			id, err = c.cfg.Auth.IdentifyHash(ctx, hash)
 			cancel()
 		}
 		switch {
 		case errors.Is(err, api.ErrUnknownKey):
-			if key != "" {
+			if hash != "" {
 				clearCookie(w, r)
 			}
 			if r.URL.Path == "/live" || r.Method != http.MethodGet {
@@ -84,7 +111,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx, cancel := c.storeCtx(r)
-	_, err := c.cfg.Identify(ctx, key)
+	_, err := c.cfg.Auth.Identify(ctx, key)
 	cancel()
 	switch {
 	case errors.Is(err, api.ErrUnknownKey):
@@ -94,8 +121,12 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: key, Path: "/", HttpOnly: true,
-		Secure: secure(r), SameSite: http.SameSiteStrictMode})
+	name := cookieName
+	if secure(r) {
+		name = secureCookieName
+	}
+	http.SetCookie(w, &http.Cookie{Name: name, Value: api.HashKey(key), Path: "/", MaxAge: int(sessionLength.Seconds()),
+		HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
@@ -105,8 +136,12 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 }
 
 func clearCookie(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
-		Secure: secure(r), SameSite: http.SameSiteStrictMode})
+	for _, name := range []string{cookieName, secureCookieName} {
+		if _, err := r.Cookie(name); err == nil {
+			http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
+				Secure: name == secureCookieName || secure(r), SameSite: http.SameSiteStrictMode})
+		}
+	}
 }
 
 // secure reports whether the browser reached the console over HTTPS: TLS

@@ -129,7 +129,7 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 	sched := engine.NewScheduler(engine.SchedulerConfig{Store: st, Logger: log,
 		OnFire: func(outcome string) { ticks.WithLabelValues(outcome).Inc() }})
 	auth := api.Authenticator{Store: st, AdminKeyHash: adminHash}
-	cons := console.New(console.Config{Store: st, Identify: auth.Identify, Logger: log})
+	cons := console.New(console.Config{Store: st, Auth: auth, Logger: log})
 	srv := api.New(api.Config{Store: st, AdminKeyHash: adminHash, Logger: log, Console: cons,
 		OnScheduleChange: sched.Kick, Collectors: []prometheus.Collector{ticks}})
 

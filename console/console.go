@@ -13,7 +13,7 @@
 // cannot call the API. Every request resolves the hash again, as the API
 // resolves a bearer key, so a deleted key or a changed admin key ends the
 // session at once. Requests that
-// change something (log in, log out, cancel) are refused when a browser
+// change something (log in, log out, cancel, trigger) are refused when a browser
 // marks them cross-origin (http.CrossOriginProtection).
 //
 // It serves every path outside the API (api.Config.Console).
@@ -126,6 +126,7 @@ func New(cfg Config) *Console {
 	mux.Handle("GET /executions/{id}", c.session(c.showExecution))
 	mux.Handle("POST /executions/{id}/cancel", c.session(c.cancelExecution))
 	mux.Handle("GET /schedules", c.session(c.listSchedules))
+	mux.Handle("POST /schedules/trigger", c.session(c.triggerSchedule))
 	mux.Handle("GET /live", c.session(c.live))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusNotFound, "error", errorPage{Title: "Not found",

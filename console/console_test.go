@@ -454,6 +454,56 @@ func TestSchedulesPageByPage(t *testing.T) {
 	}
 }
 
+func TestRunAScheduleNow(t *testing.T) {
+	e := newEnv(t)
+	key := e.tenant("a")
+	keyB := e.tenant("b")
+	e.call("PUT", "/api/schedules/sweep", key, `{"every":"1h","kind":"echo"}`)
+	e.call("PUT", "/api/schedules/theirs", keyB, `{"every":"1h","kind":"echo"}`)
+	b := e.browser()
+	b.login(key)
+	if p := b.do("GET", "/schedules", nil); !strings.Contains(p.body, `name="name" value="sweep"`) {
+		t.Fatalf("the schedules page has no Run now for sweep:\n%s", p.body)
+	}
+
+	p := b.do("POST", "/schedules/trigger", url.Values{"tenant": {"a"}, "name": {"sweep"}})
+	if p.status != http.StatusSeeOther || !strings.HasPrefix(p.location, "/executions/") {
+		t.Fatalf("Run now: %d to %q, want the new execution's page", p.status, p.location)
+	}
+	x := e.get(strings.TrimPrefix(p.location, "/executions/"))
+	if x.Tenant != "a" || x.Schedule != "sweep" || x.Status.Terminal() {
+		t.Fatalf("Run now made %+v, want an in-flight execution of a's sweep", x)
+	}
+
+	// Not another tenant's schedule, nor across sites.
+	if p := b.do("POST", "/schedules/trigger", url.Values{"tenant": {"b"}, "name": {"theirs"}}); p.status != http.StatusNotFound {
+		t.Errorf("tenant a running b's schedule: %d, want 404", p.status)
+	}
+	if p := b.do("POST", "/schedules/trigger", url.Values{"tenant": {"a"}, "name": {"sweep"}}, "Origin", "https://evil.example",
+		"Sec-Fetch-Site", "cross-site"); p.status != http.StatusForbidden {
+		t.Errorf("a cross-site Run now: %d, want 403", p.status)
+	}
+	res, err := e.store.List(context.Background(), &store.ListParams{Schedule: "theirs"})
+	if err != nil || len(res.Items) != 0 {
+		t.Errorf("b's schedule ran: %v %v", res, err)
+	}
+
+	admin := e.browser()
+	admin.login(e.admin)
+	if p := admin.do("POST", "/schedules/trigger", url.Values{"tenant": {"b"}, "name": {"theirs"}}); p.status != http.StatusSeeOther {
+		t.Errorf("the admin running b's schedule: %d", p.status)
+	}
+
+	// A tenant at its quota (its one slot taken by sweep's run): nothing
+	// starts, and the page says why.
+	e.call("PUT", "/api/schedules/other", key, `{"every":"1h","kind":"echo"}`)
+	e.call("PATCH", "/api/tenants/a", e.admin, `{"max_inflight":1}`)
+	p = b.do("POST", "/schedules/trigger", url.Values{"tenant": {"a"}, "name": {"other"}})
+	if p.status != http.StatusConflict || !strings.Contains(p.body, "Quota exceeded") {
+		t.Errorf("Run now at the quota: %d, want 409 saying so:\n%s", p.status, p.body)
+	}
+}
+
 func TestSchedulesPage(t *testing.T) {
 	e := newEnv(t)
 	key := e.tenant("a")

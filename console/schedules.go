@@ -1,8 +1,10 @@
 package console
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/latch-run/latch/store"
 )
@@ -41,4 +43,45 @@ func (c *Console) listSchedules(w http.ResponseWriter, r *http.Request) {
 		page.Next = "/schedules?" + next.Encode()
 	}
 	c.render(w, r, http.StatusOK, "schedules", page)
+}
+
+// triggerSchedule is POST /schedules/trigger (form fields tenant and
+// name; a path could not carry a schedule named ".."): a tick now,
+// as the API's trigger fires it, then to the execution it made (or found:
+// a second trigger within one second is the same tick). A tenant key
+// triggers only its own tenant's schedules.
+func (c *Console) triggerSchedule(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	id := identityFrom(r.Context())
+	tenant, name := r.PostForm.Get("tenant"), r.PostForm.Get("name")
+	if tenant == "" || name == "" {
+		c.fail(w, r, store.ErrNotFound)
+		return
+	}
+	if !id.Admin && tenant != id.Tenant {
+		c.fail(w, r, store.ErrNotFound)
+		return
+	}
+	ctx, cancel := c.storeCtx(r)
+	defer cancel()
+	now := c.cfg.Now()
+	res, err := c.cfg.Store.FireSchedule(ctx, &store.FireScheduleParams{Tenant: tenant, Name: name,
+		Tick: now.UTC().Truncate(time.Second), Trigger: true, Now: now})
+	switch {
+	case errors.Is(err, store.ErrQuotaExceeded):
+		c.render(w, r, http.StatusConflict, "error", errorPage{Title: "Quota exceeded",
+			Message: "Tenant " + tenant + " has as many executions in flight as its quota allows; nothing was started."})
+		return
+	case err != nil:
+		c.fail(w, r, err)
+		return
+	case res.Execution == nil:
+		c.fail(w, r, errors.New("console: FireSchedule answered a trigger without an execution"))
+		return
+	}
+	http.Redirect(w, r, "/executions/"+url.PathEscape(res.Execution.ID), http.StatusSeeOther)
 }

@@ -3,10 +3,10 @@ package api
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
+	"github.com/latch-run/latch/internal/sse"
 	"github.com/latch-run/latch/store"
 )
 
@@ -45,29 +45,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 
 	// The stream lasts as long as the execution, so it has no overall write
-	// deadline; each write gets its own instead (see write), so a client
-	// that stops reading does not hold this goroutine until a hard close.
-	rc := http.NewResponseController(w)
-	write := func(b []byte) bool {
-		// Best effort: a ResponseWriter without deadlines (a test
-		// recorder) is written to without one.
-		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.StreamWriteTimeout))
-		if _, err := w.Write(b); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
+	// deadline; each write gets its own instead (sse.Stream).
+	stream := sse.Start(w, r, s.cfg.StreamWriteTimeout)
+	if stream == nil {
+		return // HEAD
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-
-	seq := 0
 	send := func(event string, v any) bool {
-		data, _ := marshal(v) // plain data always marshals; ends in a newline
-		seq++
-		return write(fmt.Appendf(nil, "event: %s\nid: %d\ndata: %s\n", event, seq, data))
+		data, _ := marshal(v) // plain data always marshals
+		return stream.Event(event, data)
 	}
 
 	scope := principalFrom(r.Context()).scope()
@@ -87,7 +72,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		case <-s.done:
 			return // shutting down; the client reconnects elsewhere
 		case <-keepAlive.C:
-			if !write([]byte(": keep-alive\n\n")) {
+			if !stream.Comment("keep-alive") {
 				return
 			}
 			continue

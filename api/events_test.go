@@ -134,6 +134,32 @@ func TestEventsDeleted(t *testing.T) {
 	streamEnds(t, ch)
 }
 
+// HEAD on the stream of an execution in flight answers at once: its body
+// is discarded, so a stream behind it could never notice a gone client.
+func TestEventsHead(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	key := e.tenant("acme")
+	x := e.submit(key, `{"kind":"echo"}`, http.StatusCreated)
+	req, _ := http.NewRequest("HEAD", e.srv.URL+"/api/executions/"+x.ExecutionID+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	client := &http.Client{Timeout: 10 * time.Second}
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("HEAD events: %v", err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("HEAD events: %d %q", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	// The connection is free again: the next request on it is answered.
+	res, err = client.Get(e.srv.URL + "/healthz")
+	if err != nil {
+		t.Fatalf("the request after HEAD: %v", err)
+	}
+	res.Body.Close()
+}
+
 func TestEventsRefused(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -1,9 +1,10 @@
 package console
 
 import (
-	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/latch-run/latch/internal/sse"
 )
 
 // keepAlive is how often an idle stream sends a comment, so that proxies
@@ -23,35 +24,16 @@ const keepAlive = 15 * time.Second
 // span between rendering a page and opening its stream is covered by the
 // next change or poll.
 func (c *Console) live(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodHead {
-		// A HEAD's body is discarded, so no write would ever fail and
-		// the stream would never end.
-		w.Header().Set("Content-Type", "text/event-stream")
-		return
+	stream := sse.Start(w, r, c.cfg.StreamWriteTimeout)
+	if stream == nil {
+		return // HEAD
 	}
-	rc := http.NewResponseController(w)
-	write := func(b string) bool {
-		_ = rc.SetWriteDeadline(time.Now().Add(c.cfg.StreamWriteTimeout))
-		if _, err := w.Write([]byte(b)); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	seq := 0
-	change := func() bool {
-		seq++
-		return write(fmt.Sprintf("event: change\nid: %d\ndata: \n\n", seq))
-	}
+	change := func() bool { return stream.Event("change", nil) }
 	if r.Header.Get("Last-Event-ID") != "" {
 		if !change() {
 			return
 		}
-	} else if !write(": live\n\n") {
+	} else if !stream.Comment("live") {
 		return
 	}
 	poll := time.NewTicker(c.cfg.PollInterval)
@@ -67,7 +49,7 @@ func (c *Console) live(w http.ResponseWriter, r *http.Request) {
 		case <-c.done:
 			return
 		case <-ping.C:
-			if !write(": keep-alive\n\n") {
+			if !stream.Comment("keep-alive") {
 				return
 			}
 			continue

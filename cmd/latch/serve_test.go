@@ -54,6 +54,37 @@ func call(t *testing.T, base, method, path, key, body string, status int, out an
 	}
 }
 
+// startServe runs latch serve on a fresh SQLite file and a free port, with
+// the admin key "admin" and args, until the test ends; it returns the
+// server's base URL.
+func startServe(t *testing.T, args ...string) string {
+	t.Helper()
+	t.Setenv("LATCH_ADMIN_KEY", "admin")
+	cfg, err := serveFlags(append([]string{"--addr", "127.0.0.1:0",
+		"--store", "sqlite:" + filepath.Join(t.TempDir(), "latch.db")}, args...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, io.Discard, io.Discard, func(a net.Addr) { addr <- a }) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	select {
+	case a := <-addr:
+		return "http://" + a.String()
+	case err := <-done:
+		done <- err // for the cleanup
+		t.Fatalf("serve: %v", err)
+	}
+	return ""
+}
+
 // newTenant creates the tenant acme and returns its key.
 func newTenant(t *testing.T, base, admin string) string {
 	t.Helper()
@@ -303,29 +334,7 @@ func TestServeErrorsSayLatchOnce(t *testing.T) {
 // TestServeRunsTheScheduler: a schedule put over the API fires on the
 // server's own scheduler (woken by the PUT), and /metrics counts the tick.
 func TestServeRunsTheScheduler(t *testing.T) {
-	t.Setenv("LATCH_ADMIN_KEY", "admin")
-	cfg, err := serveFlags([]string{"--addr", "127.0.0.1:0", "--store", "sqlite:" + filepath.Join(t.TempDir(), "latch.db"),
-		"--workers", "2", "--shutdown-grace", "3s"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, io.Discard, io.Discard, func(a net.Addr) { addr <- a }) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}()
-	var base string
-	select {
-	case a := <-addr:
-		base = "http://" + a.String()
-	case err := <-done:
-		t.Fatalf("serve: %v", err)
-	}
+	base := startServe(t, "--workers", "2", "--shutdown-grace", "3s")
 	key := newTenant(t, base, "admin")
 	call(t, base, "PUT", "/api/schedules/tick", key, `{"every":"1s","kind":"echo"}`, http.StatusCreated, nil)
 	deadline := time.Now().Add(15 * time.Second)
@@ -358,29 +367,7 @@ func TestServeRunsTheScheduler(t *testing.T) {
 // latch serve serves the console beside the API: a person logs in with a
 // key and sees the executions that key may see.
 func TestServeServesTheConsole(t *testing.T) {
-	t.Setenv("LATCH_ADMIN_KEY", "admin")
-	cfg, err := serveFlags([]string{"--addr", "127.0.0.1:0", "--store", "sqlite:" + filepath.Join(t.TempDir(), "latch.db"),
-		"--workers", "0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, io.Discard, io.Discard, func(a net.Addr) { addr <- a }) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}()
-	var base string
-	select {
-	case a := <-addr:
-		base = "http://" + a.String()
-	case err := <-done:
-		t.Fatalf("serve: %v", err)
-	}
+	base := startServe(t, "--workers", "0")
 	key := newTenant(t, base, "admin")
 	var x struct {
 		ID string `json:"execution_id"`

@@ -34,6 +34,7 @@ type serveConfig struct {
 	pruneEvery    time.Duration
 	shutdownGrace time.Duration
 	logLevel      string
+	console       bool
 
 	// Checked from the above and the environment by serveFlags, so that
 	// nothing is done (no store opened, no admin key made) on a
@@ -53,12 +54,13 @@ func serveFlags(args []string) (*serveConfig, error) {
 	fs.DurationVar(&c.pruneEvery, "prune-interval", engine.DefaultPruneInterval, "how often retention is applied (LATCH_PRUNE_INTERVAL)")
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 30*time.Second, "on SIGINT/SIGTERM, how long running work may finish before it is cancelled and released; a second signal stops at once (LATCH_SHUTDOWN_GRACE)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error (LATCH_LOG_LEVEL)")
+	fs.BoolVar(&c.console, "console", true, "serve the web console at /; false leaves only the API (LATCH_CONSOLE)")
 	// Each flag's environment variable sets it first; the command line wins.
 	for flagName, env := range map[string]string{
 		"addr": "LATCH_ADDR", "store": "LATCH_STORE", "workers": "LATCH_WORKERS",
 		"lease-seconds": "LATCH_LEASE_SECONDS", "rescue-interval": "LATCH_RESCUE_INTERVAL",
 		"prune-interval": "LATCH_PRUNE_INTERVAL", "shutdown-grace": "LATCH_SHUTDOWN_GRACE",
-		"log-level": "LATCH_LOG_LEVEL",
+		"log-level": "LATCH_LOG_LEVEL", "console": "LATCH_CONSOLE",
 	} {
 		if v, ok := os.LookupEnv(env); ok && v != "" {
 			if err := fs.Set(flagName, v); err != nil {
@@ -128,10 +130,15 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 	}, []string{"outcome"})
 	sched := engine.NewScheduler(engine.SchedulerConfig{Store: st, Logger: log,
 		OnFire: func(outcome string) { ticks.WithLabelValues(outcome).Inc() }})
-	auth := api.Authenticator{Store: st, AdminKeyHash: adminHash}
-	cons := console.New(console.Config{Store: st, Auth: auth, Logger: log})
-	srv := api.New(api.Config{Store: st, AdminKeyHash: adminHash, Logger: log, Console: cons,
-		OnScheduleChange: sched.Kick, Collectors: []prometheus.Collector{ticks}})
+	apiCfg := api.Config{Store: st, AdminKeyHash: adminHash, Logger: log,
+		OnScheduleChange: sched.Kick, Collectors: []prometheus.Collector{ticks}}
+	var cons *console.Console
+	if cfg.console {
+		auth := api.Authenticator{Store: st, AdminKeyHash: adminHash}
+		cons = console.New(console.Config{Store: st, Auth: auth, Logger: log})
+		apiCfg.Console = cons
+	}
+	srv := api.New(apiCfg)
 
 	services := []engine.Service{
 		engine.NewRescuer(engine.RescuerConfig{Store: st, Interval: cfg.rescueEvery, Logger: log}),
@@ -164,7 +171,9 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 	// Shutdown ends long polls and event streams at once instead of
 	// waiting out the grace period for them.
 	hs.RegisterOnShutdown(srv.Close)
-	hs.RegisterOnShutdown(cons.Close)
+	if cons != nil {
+		hs.RegisterOnShutdown(cons.Close)
+	}
 	if err := group.Start(ctx); err != nil {
 		return err
 	}

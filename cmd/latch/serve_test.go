@@ -402,3 +402,16 @@ func TestServeServesTheConsole(t *testing.T) {
 		t.Fatalf("the console's executions page: %d, without the submitted execution:\n%s", res.StatusCode, body)
 	}
 }
+
+// --console=false leaves the API alone: / is the API's 404.
+func TestServeWithoutTheConsole(t *testing.T) {
+	base := startServe(t, "--workers", "0", "--console=false")
+	res, err := http.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusNotFound || res.Header.Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("GET / without the console: %d %q, want the API's 404", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+}

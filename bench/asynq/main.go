@@ -69,7 +69,7 @@ func main() {
 	flag.DurationVar(&c.duration, "duration", 10*time.Second, "length of the submit-to-start workload")
 	flag.DurationVar(&c.warmup, "warmup", time.Second, "submits at the same rate before it, not recorded")
 	flag.DurationVar(&c.fastPoll, "asynq-fast-poll", 10*time.Millisecond, "Asynq TaskCheckInterval of the second latency run (the first uses its default)")
-	flag.IntVar(&c.rounds, "rounds", 100, "contended rounds")
+	flag.IntVar(&c.rounds, "rounds", 500, "contended rounds, after one that is not recorded")
 	flag.IntVar(&c.contenders, "contenders", 64, "goroutines submitting one key per contended round")
 	flag.DurationVar(&c.uniqueTTL, "unique-ttl", 24*time.Hour, "Asynq Unique() TTL")
 	flag.StringVar(&c.only, "only", "", "run one side only: latch or asynq")

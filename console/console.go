@@ -1,16 +1,16 @@
 // Package console is latch's web console: server-rendered pages over the
 // store for a person holding an API key. A tenant key sees and cancels its
-// own tenant's executions and lists its schedules; the admin key sees every
-// tenant's, or one tenant's with the tenant filter. Pages refresh
+// own tenant's executions and lists and runs its schedules; the admin key
+// sees every tenant's, or one tenant's with the tenant filter. Pages refresh
 // themselves while open: the store's change notifications reach the
 // browser as a server-sent event stream (/live), with a slow poll as the
 // fallback.
 //
 // The console is plain HTML forms and links with one small script for the
 // live refresh; it works without the script. A session is an HttpOnly,
-// SameSite=Strict cookie holding the hash of the key it was opened with
-// (api.HashKey), never the key: a leaked cookie opens the console but
-// cannot call the API. Every request resolves the hash again, as the API
+// SameSite=Strict cookie holding a token the console signed (token.go):
+// the hash of the key it was opened with, never the key, and an expiry.
+// Every request checks the token and resolves the hash again, as the API
 // resolves a bearer key, so a deleted key or a changed admin key ends the
 // session at once. Requests that
 // change something (log in, log out, cancel, trigger) are refused when a browser
@@ -21,6 +21,7 @@ package console
 
 import (
 	"context"
+	"crypto/rand"
 	"embed"
 	"errors"
 	"html/template"
@@ -59,6 +60,11 @@ type Config struct {
 	StreamWriteTimeout time.Duration
 	// MinRefresh is the least time between two events of /live. 0 = 2 s.
 	MinRefresh time.Duration
+	// SessionSecret signs session tokens (token.go). Servers that share a
+	// store behind one address need the same secret, or a session opened
+	// on one is refused by the others. Empty = a random secret of this
+	// process: its sessions end when it stops.
+	SessionSecret []byte
 }
 
 // pageSize is how many executions a list page shows.
@@ -82,6 +88,7 @@ type Console struct {
 	notifier store.Notifier // nil when the store sends no notifications
 	pages    map[string]*template.Template
 	handler  http.Handler
+	secret   []byte // signs session tokens
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -110,7 +117,11 @@ func New(cfg Config) *Console {
 	if cfg.MinRefresh <= 0 {
 		cfg.MinRefresh = 2 * time.Second
 	}
-	c := &Console{cfg: cfg, log: cfg.Logger, pages: parsePages(), done: make(chan struct{})}
+	c := &Console{cfg: cfg, log: cfg.Logger, pages: parsePages(), done: make(chan struct{}), secret: cfg.SessionSecret}
+	if len(c.secret) == 0 {
+		c.secret = make([]byte, 32)
+		rand.Read(c.secret) // never fails (crypto/rand panics rather than return short)
+	}
 	c.notifier, _ = cfg.Store.(store.Notifier)
 
 	mux := http.NewServeMux()
@@ -172,7 +183,7 @@ func (c *Console) storeCtx(r *http.Request) (context.Context, context.CancelFunc
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, store.ErrInvalid) {
 		c.render(w, r, http.StatusBadRequest, "error", errorPage{Title: "Bad request",
-			Message: "The page's parameters are not valid (a cursor from another list?)."})
+			Message: "The request's parameters are not valid."})
 		return
 	}
 	if errors.Is(err, store.ErrNotFound) {

@@ -13,7 +13,9 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -217,8 +219,8 @@ func TestLoginGuardsEveryPage(t *testing.T) {
 		t.Fatalf("login: %d to %q, want 303 back to the page asked for", p.status, p.location)
 	}
 	ck := p.header.Get("Set-Cookie")
-	if strings.Contains(ck, e.admin) || !strings.Contains(ck, "latch_console="+api.HashKey(e.admin)) {
-		t.Errorf("session cookie %q: want the key's hash, never the key", ck)
+	if strings.Contains(ck, e.admin) || !strings.HasPrefix(ck, "latch_console=v1."+api.HashKey(e.admin)+".") {
+		t.Errorf("session cookie %q: want a token of the key's hash, never the key", ck)
 	}
 	for _, attr := range []string{"HttpOnly", "SameSite=Strict", "Path=/"} {
 		if !strings.Contains(ck, attr) {
@@ -237,6 +239,65 @@ func TestLoginGuardsEveryPage(t *testing.T) {
 	}
 	if p := b.do("GET", "/executions", nil); p.status != http.StatusSeeOther {
 		t.Fatalf("after logout the pages still open: %d", p.status)
+	}
+}
+
+// A session is a token the console signed: the key's hash alone (what a
+// backup of the store holds) opens nothing, nor a token signed otherwise
+// or expired; servers given one secret accept each other's sessions.
+func TestSessionTokens(t *testing.T) {
+	var clock atomic.Pointer[time.Time]
+	now := time.Now()
+	clock.Store(&now)
+	secret := []byte("a secret the servers share, 32 b")
+	e := newEnv(t, func(c *console.Config) {
+		c.SessionSecret = secret
+		c.Now = func() time.Time { return *clock.Load() }
+	})
+	key := e.tenant("a")
+	hash := api.HashKey(key)
+	exp := strconv.FormatInt(now.Add(time.Hour).Unix(), 10)
+	for _, forged := range []string{hash, "v1." + hash + "." + exp + ".AAAA", "v1." + hash + "." + exp + "."} {
+		b := e.browser()
+		u, _ := url.Parse(e.srv.URL)
+		b.client.Jar.SetCookies(u, []*http.Cookie{{Name: "latch_console", Value: forged, Path: "/"}})
+		if p := b.do("GET", "/executions", nil); p.status != http.StatusSeeOther {
+			t.Errorf("cookie %q opened a session: %d", forged, p.status)
+		}
+	}
+
+	b := e.browser()
+	b.login(key)
+	if p := b.do("GET", "/executions", nil); p.status != http.StatusOK {
+		t.Fatalf("a fresh session is refused: %d", p.status)
+	}
+	// Another server on the store behind the same address (the cookie goes
+	// to both): with the same secret it takes the session, with another it
+	// does not (and drops the cookie).
+	for _, c := range []struct {
+		secret []byte
+		want   int
+	}{{secret, http.StatusOK}, {[]byte("another secret entirely, 32 byte"), http.StatusSeeOther}} {
+		auth := api.Authenticator{Store: e.store, AdminKeyHash: api.HashKey(e.admin)}
+		other := httptest.NewServer(console.New(console.Config{Store: e.store, Auth: auth, SessionSecret: c.secret}))
+		req, _ := http.NewRequest("GET", other.URL+"/executions", nil)
+		res, err := b.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		other.Close()
+		if res.StatusCode != c.want {
+			t.Errorf("a server with secret %q answered %d, want %d", c.secret, res.StatusCode, c.want)
+		}
+	}
+
+	b = e.browser()
+	b.login(key)
+	later := now.Add(12*time.Hour + time.Second)
+	clock.Store(&later)
+	if p := b.do("GET", "/executions", nil); p.status != http.StatusSeeOther {
+		t.Fatalf("after 12 hours the session still opens pages: %d", p.status)
 	}
 }
 
@@ -607,6 +668,10 @@ func TestLiveSaysWhenTheStoreChanged(t *testing.T) {
 	s := b.live(ctx)
 	if l := s.next(5 * time.Second); l != ": live" {
 		t.Fatalf("first line %q", l)
+	}
+	// The id a browser sends back as Last-Event-ID when it reconnects.
+	if l := s.next(5 * time.Second); l != "id: 0" {
+		t.Fatalf("second line %q, want the stream's first id", l)
 	}
 	if l := s.event(200 * time.Millisecond); l != "" {
 		t.Fatalf("an event with nothing changed: %q", l)

@@ -19,8 +19,9 @@ const keepAlive = 15 * time.Second
 // tenant, so the events tell a tenant no more than that the store changed,
 // at most once a MinRefresh.
 //
-// A browser that reconnects (it sends Last-Event-ID) gets a change at
-// once: what changed while it was away was announced to nobody. The short
+// A browser that reconnects (it sends Last-Event-ID, which the stream sets
+// from its first line) gets a change at once: what changed while it was
+// away was announced to nobody. The short
 // span between rendering a page and opening its stream is covered by the
 // next change or poll.
 func (c *Console) live(w http.ResponseWriter, r *http.Request) {
@@ -33,7 +34,7 @@ func (c *Console) live(w http.ResponseWriter, r *http.Request) {
 		if !change() {
 			return
 		}
-	} else if !stream.Comment("live") {
+	} else if !stream.Checkpoint("live") {
 		return
 	}
 	poll := time.NewTicker(c.cfg.PollInterval)

@@ -11,10 +11,9 @@ import (
 	"github.com/latch-run/latch/api"
 )
 
-// The session cookie holds the hash of the key the person logged in with
-// (api.HashKey: 64 hex digits). Over HTTPS it is named with the __Host-
-// prefix, which browsers accept only from a secure origin, for the whole
-// host and no other domain.
+// The session cookie holds a session token (token.go). Over HTTPS it is
+// named with the __Host- prefix, which browsers accept only from a secure
+// origin, for the whole host and no other domain.
 const (
 	cookieName       = "latch_console"
 	secureCookieName = "__Host-latch_console"
@@ -25,27 +24,17 @@ const (
 // bearer key).
 const maxKeyLen = 512
 
-// sessionHash is the key hash of the request's session cookie, "" when it
-// has none that could be one.
-func sessionHash(r *http.Request) string {
+// sessionHash is the key hash of the request's session token, "" when it
+// has no valid one.
+func (c *Console) sessionHash(r *http.Request) string {
 	for _, name := range []string{secureCookieName, cookieName} {
-		if ck, err := r.Cookie(name); err == nil && isKeyHash(ck.Value) {
-			return ck.Value
+		if ck, err := r.Cookie(name); err == nil {
+			if hash := tokenHash(c.secret, ck.Value, c.cfg.Now()); hash != "" {
+				return hash
+			}
 		}
 	}
 	return ""
-}
-
-func isKeyHash(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 type identityKey struct{}
@@ -61,7 +50,7 @@ func identityFrom(ctx context.Context) api.Identity {
 // a script, gets a plain 401 instead.
 func (c *Console) session(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hash := sessionHash(r)
+		hash := c.sessionHash(r)
 		var id api.Identity
 		err := api.ErrUnknownKey
 		if hash != "" {
@@ -71,9 +60,7 @@ func (c *Console) session(h http.HandlerFunc) http.Handler {
 		}
 		switch {
 		case errors.Is(err, api.ErrUnknownKey):
-			if hash != "" {
-				clearCookie(w, r)
-			}
+			clearCookie(w, r)
 			if r.URL.Path == "/live" || r.Method != http.MethodGet {
 				http.Error(w, "log in again", http.StatusUnauthorized)
 				return
@@ -125,7 +112,8 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	if secure(r) {
 		name = secureCookieName
 	}
-	http.SetCookie(w, &http.Cookie{Name: name, Value: api.HashKey(key), Path: "/", MaxAge: int(sessionLength.Seconds()),
+	token := sessionToken(c.secret, api.HashKey(key), c.cfg.Now().Add(sessionLength))
+	http.SetCookie(w, &http.Cookie{Name: name, Value: token, Path: "/", MaxAge: int(sessionLength.Seconds()),
 		HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,9 +40,17 @@ type serveConfig struct {
 	// Checked from the above and the environment by serveFlags, so that
 	// nothing is done (no store opened, no admin key made) on a
 	// configuration that cannot run.
-	level     slog.Level
-	httpAllow []string // LATCH_HTTP_ALLOW; never nil: empty allows every host
+	level         slog.Level
+	httpAllow     []string // LATCH_HTTP_ALLOW; never nil: empty allows every host
+	consoleSecret []byte   // LATCH_CONSOLE_SECRET; nil = one per process
 }
+
+// consoleSecretEnv signs the console's sessions; every server behind one
+// address must have the same.
+const consoleSecretEnv = "LATCH_CONSOLE_SECRET"
+
+// minConsoleSecret is the shortest secret taken, in bytes.
+const minConsoleSecret = 32
 
 func serveFlags(args []string) (*serveConfig, error) {
 	fs := newFlags("serve", "")
@@ -84,6 +93,13 @@ func serveFlags(args []string) (*serveConfig, error) {
 			return nil, fmt.Errorf("%w: %s: %w", errUsage, kinds.AllowEnv, err)
 		}
 		c.httpAllow = append(c.httpAllow, allow...)
+	}
+	if v := os.Getenv(consoleSecretEnv); v != "" {
+		if len(v) < minConsoleSecret {
+			return nil, fmt.Errorf("%w: %s must be at least %d bytes (say, openssl rand -hex 32)",
+				errUsage, consoleSecretEnv, minConsoleSecret)
+		}
+		c.consoleSecret = []byte(v)
 	}
 	return c, nil
 }
@@ -135,7 +151,12 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 	var cons *console.Console
 	if cfg.console {
 		auth := api.Authenticator{Store: st, AdminKeyHash: adminHash}
-		cons = console.New(console.Config{Store: st, Auth: auth, Logger: log})
+		cons = console.New(console.Config{Store: st, Auth: auth, Logger: log, SessionSecret: cfg.consoleSecret})
+		if cfg.consoleSecret == nil && !strings.HasPrefix(cfg.store, "sqlite:") {
+			log.Warn("console sessions are signed with a secret of this process: behind one address with "+
+				"other servers, a session opened on one is refused by the others, and all end when it stops; "+
+				"set the same "+consoleSecretEnv+" on every server", "env", consoleSecretEnv)
+		}
 		apiCfg.Console = cons
 	}
 	srv := api.New(apiCfg)

@@ -293,17 +293,19 @@ func TestServeChecksConfigurationBeforeTheStore(t *testing.T) {
 	}
 	defer busy.Close()
 	for _, c := range []struct {
-		name, allow string
-		args        []string
-		code        int
-		want        string
+		name, allow, secret string
+		args                []string
+		code                int
+		want                string
 	}{
-		{"allow list", "bad:pattern:", nil, 2, kinds.AllowEnv},
-		{"log level", "", []string{"--log-level", "loud"}, 2, "--log-level"},
-		{"address in use", "", []string{"--addr", busy.Addr().String()}, 1, "address already in use"},
+		{"allow list", "bad:pattern:", "", nil, 2, kinds.AllowEnv},
+		{"log level", "", "", []string{"--log-level", "loud"}, 2, "--log-level"},
+		{"console secret", "", "too short", nil, 2, consoleSecretEnv},
+		{"address in use", "", "", []string{"--addr", busy.Addr().String()}, 1, "address already in use"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv(kinds.AllowEnv, c.allow)
+			t.Setenv(consoleSecretEnv, c.secret)
 			db := filepath.Join(t.TempDir(), "latch.db")
 			args := append([]string{"serve", "--addr", "127.0.0.1:0", "--store", "sqlite:" + db}, c.args...)
 			code, out, errOut := cli(t, args...)

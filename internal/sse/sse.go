@@ -46,6 +46,13 @@ func (s *Stream) Event(name string, data []byte) bool {
 	return s.write(b.Bytes())
 }
 
+// Checkpoint writes a comment that also sets the client's last event id to
+// the current one (0 before any event), so that a browser that reconnects
+// sends Last-Event-ID even when no event had come yet.
+func (s *Stream) Checkpoint(text string) bool {
+	return s.write([]byte(": " + text + "\nid: " + strconv.Itoa(s.seq) + "\n\n"))
+}
+
 // Comment writes a comment (a keep-alive for proxies) and reports whether it
 // reached the client.
 func (s *Stream) Comment(text string) bool {

@@ -45,9 +45,10 @@ func identityFrom(ctx context.Context) api.Identity {
 	return id
 }
 
-// session runs h for a request whose cookie holds a valid key, and sends
-// any other to the login page (back to this page after it). /live, read by
-// a script, gets a plain 401 instead.
+// session runs h for a request whose cookie holds a valid session token
+// of a key that is still valid, and sends any other to the login page
+// (back to this page after it). /live, read by a script, and requests
+// other than GET get a plain 401 instead.
 func (c *Console) session(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hash := c.sessionHash(r)
@@ -84,7 +85,8 @@ func (c *Console) loginForm(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "login", loginPage{Next: localPath(r.URL.Query().Get("next"))})
 }
 
-// login checks the key of the form and keeps it in the session cookie.
+// login checks the key of the form and opens a session: a cookie with a
+// signed token of the key's hash (token.go).
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	if err := r.ParseForm(); err != nil {

@@ -197,6 +197,9 @@ func TestLoginGuardsEveryPage(t *testing.T) {
 	if p := b.do("GET", "/live", nil); p.status != http.StatusUnauthorized {
 		t.Errorf("GET /live without a session: %d, want 401", p.status)
 	}
+	if p := b.do("POST", "/executions/x/cancel", nil); p.status != http.StatusSeeOther || p.location != "/login" {
+		t.Errorf("a cancel without a session: %d to %q, want 303 to the login page", p.status, p.location)
+	}
 
 	p := b.do("POST", "/login", url.Values{"key": {"lk_not-a-key"}, "next": {"/schedules"}})
 	if p.status != http.StatusUnauthorized || !strings.Contains(p.body, "That key is not valid.") {

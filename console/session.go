@@ -47,8 +47,8 @@ func identityFrom(ctx context.Context) api.Identity {
 
 // session runs h for a request whose cookie holds a valid session token
 // of a key that is still valid, and sends any other to the login page
-// (back to this page after it). /live, read by a script, and requests
-// other than GET get a plain 401 instead.
+// (back to this page after it; a form post goes there plainly). /live,
+// read by a script, gets a plain 401 instead.
 func (c *Console) session(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hash := c.sessionHash(r)
@@ -62,11 +62,16 @@ func (c *Console) session(h http.HandlerFunc) http.Handler {
 		switch {
 		case errors.Is(err, api.ErrUnknownKey):
 			clearCookie(w, r)
-			if r.URL.Path == "/live" || r.Method != http.MethodGet {
+			switch {
+			case r.URL.Path == "/live":
 				http.Error(w, "log in again", http.StatusUnauthorized)
-				return
+			case r.Method != http.MethodGet && r.Method != http.MethodHead:
+				// A form sent after the session ended: log in again and
+				// start over (its action is not a page to come back to).
+				http.Redirect(w, r, "/login", http.StatusSeeOther)
+			default:
+				http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			}
-			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		case err != nil:
 			c.fail(w, r, err)

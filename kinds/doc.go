@@ -17,8 +17,14 @@
 // The hosts the http kind may call are limited by Options.HTTPAllow, or by
 // the LATCH_HTTP_ALLOW environment variable when HTTPAllow is nil: a
 // comma-separated list of host patterns, see ParseAllow. With neither, every
-// host is allowed. Every redirect is checked against the same list. While
-// the list does not allow every host, a payload whose headers set Host is
-// refused (permanently): the list checks the URL's host, and a Host header
-// would reach another virtual host behind an allowed address.
+// public host is allowed. Whatever the list, the kind never connects to a
+// loopback, private, link-local, multicast, unspecified or other internal
+// address (the ranges are listed in addr.go) unless the URL's host,
+// name or address, matches a pattern other than "*" (a wildcard counts). The
+// address is checked as the connection is dialled, after DNS, on every
+// redirect hop; no proxy is used. Such a refusal fails the execution at once
+// (no retry), with an error saying why, before any connection is made.
+// Every redirect is also checked against the list. A payload whose headers
+// set Host is refused (permanently) for a host the list names: a Host header
+// would reach another virtual host behind its address.
 package kinds

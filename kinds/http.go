@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -51,9 +52,19 @@ type httpResult struct {
 }
 
 // NewHTTPHandler returns the http kind's handler, allowed to call the hosts
-// matching patterns (see ParseAllow; empty allows every host), making its
-// requests with client (nil: a client on a clone of http.DefaultTransport).
+// matching patterns (see ParseAllow; empty allows every public host), making
+// its requests with client (nil: a client on a clone of
+// http.DefaultTransport). The client's Transport, if set, must be an
+// *http.Transport: the handler uses a clone whose dialling it takes over, so
+// that every connection is checked against the address rule (see
+// refusedRanges), and which uses no proxy.
 func NewHTTPHandler(patterns []string, client *http.Client) (engine.Handler, error) {
+	return newHTTPHandler(patterns, client, nil)
+}
+
+// newHTTPHandler is NewHTTPHandler resolving names with resolver (nil: the
+// default): tests give a name any address with it.
+func newHTTPHandler(patterns []string, client *http.Client, resolver *net.Resolver) (engine.Handler, error) {
 	allow, err := newAllowList(patterns)
 	if err != nil {
 		return nil, fmt.Errorf("kinds: http allow list: %w", err)
@@ -61,10 +72,15 @@ func NewHTTPHandler(patterns []string, client *http.Client) (engine.Handler, err
 	var c http.Client
 	if client != nil {
 		c = *client
-	} else {
-		c.Transport = http.DefaultTransport.(*http.Transport).Clone()
 	}
+	t, err := checkedTransport(c.Transport, &dialer{allow: allow, resolver: resolver})
+	if err != nil {
+		return nil, fmt.Errorf("kinds: http client: %w", err)
+	}
+	c.Transport = t
 	next := c.CheckRedirect
+	// The dialer checks the address of every hop; the allow list is
+	// checked here.
 	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		if !allow.allows(req.URL) {
 			return fmt.Errorf("redirect to %s: %w", req.URL.Redacted(), errNotAllowed)
@@ -112,6 +128,10 @@ func (h *httpKind) handle(ctx context.Context, job *engine.Job) (json.RawMessage
 		if errors.Is(err, errNotAllowed) {
 			return nil, engine.Permanent(fmt.Errorf("http: %w", err))
 		}
+		if refused, ok := errors.AsType[*refusedError](err); ok {
+			// Said on its own: the request's URL may be an earlier hop.
+			return nil, engine.Permanent(fmt.Errorf("http: %w", refused))
+		}
 		if cause := context.Cause(ctx); cause != nil {
 			return nil, fmt.Errorf("http: %s %s: %w", req.Method, req.URL.Redacted(), cause)
 		}
@@ -157,12 +177,12 @@ func parseHTTPPayload(raw json.RawMessage, allow *allowList) (*httpCall, error) 
 	if !allow.allows(u) {
 		return nil, fmt.Errorf("http: %s: %w", u.Host, errNotAllowed)
 	}
-	if !allow.all() {
-		// The allow list checks the URL's host; a Host header would send
-		// the request to another virtual host behind an allowed address.
+	if allow.listsURL(u) {
+		// The allow list names the URL's host; a Host header would send
+		// the request to another virtual host behind its address.
 		for k := range p.Headers {
 			if strings.EqualFold(strings.TrimSpace(k), "Host") {
-				return nil, fmt.Errorf("http: headers: %q: setting the Host header is refused while %s limits hosts; put the host in the url",
+				return nil, fmt.Errorf("http: headers: %q: setting the Host header is refused for a host %s lists; put the host in the url",
 					k, AllowEnv)
 			}
 		}
@@ -200,8 +220,8 @@ func (c *httpCall) request(ctx context.Context) (*http.Request, error) {
 		return nil, fmt.Errorf("http: %w", err)
 	}
 	for k, v := range c.headers {
-		// Only when every host is allowed (parseHTTPPayload refuses it
-		// otherwise) may a header set the request's Host.
+		// Only for a host the allow list does not name (parseHTTPPayload
+		// refuses it otherwise) may a header set the request's Host.
 		if strings.EqualFold(strings.TrimSpace(k), "Host") {
 			req.Host = v
 			continue

@@ -26,18 +26,23 @@ const AllowEnv = "LATCH_HTTP_ALLOW"
 // Options configure the built-in kinds.
 type Options struct {
 	// HTTPAllow lists the host patterns the http kind may call (see
-	// ParseAllow). nil: read LATCH_HTTP_ALLOW, and allow every host when it
-	// is unset or empty. Empty but not nil, or []string{"*"}: every host.
+	// ParseAllow). nil: read LATCH_HTTP_ALLOW, and allow every public host
+	// when it is unset or empty. Empty but not nil, or []string{"*"}: every
+	// public host. Loopback, private, link-local and other internal
+	// addresses are reached only for hosts a pattern other than "*" names.
 	HTTPAllow []string
 
 	// HTTPClient makes the http kind's requests. Default: a client on a
-	// clone of http.DefaultTransport. Its redirect policy is wrapped so that
-	// every redirect target is checked against HTTPAllow.
+	// clone of http.DefaultTransport. Its Transport, if set, must be an
+	// *http.Transport: the kind uses a clone of it with its own dialling
+	// (which checks every address it connects to) and no proxy. Its
+	// redirect policy is wrapped so that every redirect target is checked
+	// against HTTPAllow.
 	HTTPClient *http.Client
 }
 
 // Register registers echo, sleep and http on w. It fails when an allow
-// pattern is malformed.
+// pattern is malformed, or HTTPClient's Transport is not an *http.Transport.
 func Register(w *engine.Worker, opts Options) error {
 	patterns := opts.HTTPAllow
 	if patterns == nil {

@@ -62,6 +62,9 @@ func TestSleepBadPayloadIsPermanent(t *testing.T) {
 	}
 }
 
+// local allows the test servers, which listen on 127.0.0.1.
+var local = []string{"127.0.0.1"}
+
 // call runs the http kind with the given allow patterns.
 func call(t *testing.T, allow []string, payload string) (httpResult, error) {
 	t.Helper()
@@ -69,6 +72,12 @@ func call(t *testing.T, allow []string, payload string) (httpResult, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return run(t, h, payload)
+}
+
+// run runs h, an http kind handler, on payload.
+func run(t *testing.T, h engine.Handler, payload string) (httpResult, error) {
+	t.Helper()
 	raw, err := h(t.Context(), job(HTTP, payload))
 	var res httpResult
 	if err == nil {
@@ -96,17 +105,17 @@ func TestHTTPSuccessSendsMethodHeadersAndBody(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 
-	res, err := call(t, nil, payload(t, map[string]any{"url": srv.URL + "/hook", "method": "post",
+	res, err := call(t, local, payload(t, map[string]any{"url": srv.URL + "/hook", "method": "post",
 		"headers": map[string]string{"X-Token": "s3cret"}, "body": map[string]int{"n": 1}}))
 	if err != nil || res.StatusCode != 200 || res.Body != `POST s3cret application/json {"n":1}` {
 		t.Errorf("json body: %+v, %v", res, err)
 	}
-	res, err = call(t, nil, payload(t, map[string]any{"url": srv.URL, "method": "PUT",
+	res, err = call(t, local, payload(t, map[string]any{"url": srv.URL, "method": "PUT",
 		"headers": map[string]string{"Content-Type": "text/plain"}, "body": "plain text"}))
 	if err != nil || res.Body != `PUT  text/plain plain text` {
 		t.Errorf("string body: %+v, %v", res, err)
 	}
-	res, err = call(t, nil, payload(t, map[string]any{"url": srv.URL}))
+	res, err = call(t, local, payload(t, map[string]any{"url": srv.URL}))
 	if err != nil || res.Body != `GET   ` {
 		t.Errorf("default GET: %+v, %v", res, err)
 	}
@@ -118,7 +127,7 @@ func TestHTTPSendsExecutionIDAndAttempt(t *testing.T) {
 		fmt.Fprintf(w, "%q %q", r.Header.Values("Latch-Execution-Id"), r.Header.Values("Latch-Attempt"))
 	}))
 	t.Cleanup(srv.Close)
-	h, err := NewHTTPHandler(nil, nil)
+	h, err := NewHTTPHandler(local, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +153,7 @@ func TestHTTPBodyIsCut(t *testing.T) {
 		io.WriteString(w, strings.Repeat("x", MaxHTTPBody+1000))
 	}))
 	t.Cleanup(srv.Close)
-	res, err := call(t, nil, payload(t, map[string]any{"url": srv.URL}))
+	res, err := call(t, local, payload(t, map[string]any{"url": srv.URL}))
 	if err != nil || res.StatusCode != 201 || len(res.Body) != MaxHTTPBody {
 		t.Errorf("status %d, body %d bytes, %v; want 201, %d", res.StatusCode, len(res.Body), err, MaxHTTPBody)
 	}
@@ -176,7 +185,7 @@ func TestHTTPStatusErrors(t *testing.T) {
 		{"/304", true, -1},
 	}
 	for _, c := range cases {
-		_, err := call(t, nil, payload(t, map[string]any{"url": srv.URL + c.path}))
+		_, err := call(t, local, payload(t, map[string]any{"url": srv.URL + c.path}))
 		if err == nil {
 			t.Errorf("%s: no error", c.path)
 			continue
@@ -205,14 +214,14 @@ func TestHTTPTimeoutAndNetworkErrorsRetry(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(release) })
-	_, err := call(t, nil, payload(t, map[string]any{"url": srv.URL, "timeout_seconds": 0.05}))
+	_, err := call(t, local, payload(t, map[string]any{"url": srv.URL, "timeout_seconds": 0.05}))
 	if err == nil || engine.IsPermanent(err) {
 		t.Errorf("timeout: %v, want a retryable error", err)
 	}
 
 	closed := httptest.NewServer(http.NotFoundHandler())
 	closed.Close()
-	_, err = call(t, nil, payload(t, map[string]any{"url": closed.URL}))
+	_, err = call(t, local, payload(t, map[string]any{"url": closed.URL}))
 	if err == nil || engine.IsPermanent(err) {
 		t.Errorf("connection refused: %v, want a retryable error", err)
 	}
@@ -224,7 +233,7 @@ func TestHTTPCancelledCarriesCause(t *testing.T) {
 		<-r.Context().Done()
 	}))
 	t.Cleanup(srv.Close)
-	h, _ := NewHTTPHandler(nil, nil)
+	h, _ := NewHTTPHandler(local, nil)
 	ctx, cancel := context.WithCancelCause(t.Context())
 	cancel(engine.ErrShutdown)
 	_, err := h(ctx, job(HTTP, payload(t, map[string]any{"url": srv.URL})))
@@ -254,7 +263,7 @@ func TestHTTPAllowList(t *testing.T) {
 	t.Cleanup(srv.Close)
 	u, _ := url.Parse(srv.URL)
 	p := payload(t, map[string]any{"url": srv.URL})
-	for _, allow := range [][]string{{"127.0.0.1"}, {u.Host}, {"example.com", "127.0.0.1:" + u.Port()}, {"*"}} {
+	for _, allow := range [][]string{{"127.0.0.1"}, {u.Host}, {"example.com", "127.0.0.1:" + u.Port()}, {"*", "127.0.0.1"}} {
 		if _, err := call(t, allow, p); err != nil {
 			t.Errorf("allow %v: %v", allow, err)
 		}
@@ -268,9 +277,9 @@ func TestHTTPAllowList(t *testing.T) {
 }
 
 // A Host header would send the request to another virtual host than the
-// URL's, which is all the allow list checks: refused unless every host is
-// allowed.
-func TestHTTPHostHeaderNeedsEveryHostAllowed(t *testing.T) {
+// URL's, which is all the allow list checks: refused on a request to a
+// listed host (so always, unless the list allows every public host).
+func TestHTTPHostHeaderIsRefusedForListedHosts(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, r.Host)
@@ -278,16 +287,27 @@ func TestHTTPHostHeaderNeedsEveryHostAllowed(t *testing.T) {
 	t.Cleanup(srv.Close)
 	for _, name := range []string{"Host", "host", "HOST"} {
 		p := payload(t, map[string]any{"url": srv.URL, "headers": map[string]string{name: "internal.example"}})
-		for _, allow := range [][]string{{"127.0.0.1"}, {"*.example.com", "127.0.0.1"}} {
+		for _, allow := range [][]string{{"127.0.0.1"}, {"*.example.com", "127.0.0.1"}, {"*", "127.0.0.1"}} {
 			res, err := call(t, allow, p)
 			if !engine.IsPermanent(err) || !strings.Contains(err.Error(), strconv.Quote(name)) {
 				t.Errorf("allow %v, header %s: %+v, %v; want a permanent error naming the header", allow, name, res, err)
 			}
 		}
-		for _, allow := range [][]string{nil, {"*"}} {
-			res, err := call(t, allow, p)
-			if err != nil || res.Body != "internal.example" {
-				t.Errorf("allow %v (every host), header %s: %+v, %v; want the Host sent", allow, name, res, err)
+		// To a host not listed, while every public host is allowed, the
+		// header is sent (no public host is reachable from the test, so
+		// this looks at the request built).
+		for _, allow := range [][]string{nil, {"*"}, {"*", "other.example"}} {
+			a, err := newAllowList(allow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := parseHTTPPayload(json.RawMessage(p), a)
+			if err != nil {
+				t.Errorf("allow %v, header %s: %v; want the header taken", allow, name, err)
+				continue
+			}
+			if req, err := c.request(t.Context()); err != nil || req.Host != "internal.example" {
+				t.Errorf("allow %v, header %s: request %v; want Host internal.example", allow, name, err)
 			}
 		}
 	}
@@ -336,6 +356,9 @@ func TestAllowMatching(t *testing.T) {
 		"http://10.0.0.1/":              true,
 		"http://user@api.example.com/":  true,
 		"http://api.example.com@evil/":  false,
+		"http://[::ffff:10.0.0.1]/":     true,
+		"http://[0:0:0:0:0:0:0:1]:9000": true,
+		"http://10.0.0.2/":              false,
 	}
 	for raw, want := range cases {
 		u, err := url.Parse(raw)
@@ -346,8 +369,10 @@ func TestAllowMatching(t *testing.T) {
 			t.Errorf("%s: allowed %v, want %v", raw, got, want)
 		}
 	}
-	if empty, _ := newAllowList(nil); !empty.allows(&url.URL{Scheme: "http", Host: "anything"}) {
-		t.Error("empty list does not allow everything")
+	for _, l := range [][]string{nil, {"*"}, {"*", "10.0.0.1"}} {
+		if a, _ := newAllowList(l); !a.allows(&url.URL{Scheme: "http", Host: "anything"}) {
+			t.Errorf("%q does not allow every host", l)
+		}
 	}
 }
 

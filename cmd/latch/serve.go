@@ -41,7 +41,7 @@ type serveConfig struct {
 	// nothing is done (no store opened, no admin key made) on a
 	// configuration that cannot run.
 	level         slog.Level
-	httpAllow     []string // LATCH_HTTP_ALLOW; never nil: empty allows every host
+	httpAllow     []string // LATCH_HTTP_ALLOW; never nil: empty allows every public host
 	consoleSecret []byte   // LATCH_CONSOLE_SECRET; nil = one per process
 }
 

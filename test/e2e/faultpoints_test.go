@@ -369,7 +369,8 @@ func (s *fpSupervisor) start(life *fpLife) (addr string, cmd *exec.Cmd, exited c
 				cmd.Env = append(cmd.Env, kv)
 			}
 		}
-		cmd.Env = append(cmd.Env, "LATCH_ADMIN_KEY="+adminKey, fault.Env+"="+life.faults)
+		// LATCH_HTTP_ALLOW: the witness the http kind calls is on 127.0.0.1.
+		cmd.Env = append(cmd.Env, "LATCH_ADMIN_KEY="+adminKey, "LATCH_HTTP_ALLOW=127.0.0.1", fault.Env+"="+life.faults)
 		cmd.Stdout, cmd.Stderr = life.logs, life.logs
 		if err := cmd.Start(); err != nil {
 			return "", nil, nil, false, err

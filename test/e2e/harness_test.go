@@ -98,7 +98,9 @@ func startServer(t *testing.T, o serverOpts) *server {
 	addr := freeAddr(t)
 	cmd := exec.Command(binary, "serve", "--addr", addr, "--store", o.store, "--workers", fmt.Sprint(o.workers),
 		"--lease-seconds", "2", "--rescue-interval", "300ms", "--shutdown-grace", "2s")
-	cmd.Env = append(os.Environ(), "LATCH_ADMIN_KEY="+adminKey)
+	// The http kind calls the tests' own servers on 127.0.0.1, an
+	// internal address it reaches only when listed.
+	cmd.Env = append(os.Environ(), "LATCH_ADMIN_KEY="+adminKey, "LATCH_HTTP_ALLOW=127.0.0.1")
 	cmd.Env = append(cmd.Env, o.env...)
 	s := &server{t: t, url: "http://" + addr, cmd: cmd, logs: &bytes.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout = &lockedWriter{w: s.logs}

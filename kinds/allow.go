@@ -13,23 +13,25 @@ import (
 // ParseAllow parses a comma-separated list of host patterns, as found in
 // LATCH_HTTP_ALLOW. Each pattern is one of:
 //
-//   - every public host (see below)
-//     api.example.com       exactly this host, any port
-//     *.example.com         any subdomain of example.com (not example.com itself)
-//     10.0.0.5, [fd00::5]   this IP address (an IPv4-mapped IPv6 address is
-//     the IPv4 address)
-//     api.example.com:8443, *.example.com:443, [::1]:8080
-//     the same, on this port only (a URL without a port
-//     uses its scheme's: 80 for http, 443 for https)
+//	pattern               matches
+//	*                     every public host (see below)
+//	api.example.com       exactly this host, any port
+//	*.example.com         any subdomain of example.com (not example.com itself)
+//	10.0.0.5, [fd00::5]   this IP address (an IPv4-mapped IPv6 address is the
+//	                      IPv4 address)
+//	api.example.com:8443, *.example.com:443, [::1]:8080
+//	                      the same, on this port only (a URL without a port
+//	                      uses its scheme's: 80 for http, 443 for https)
 //
 // Hosts compare case-insensitively; IP addresses are written as in URLs.
 // Empty items are ignored, so "" gives an empty list, which is the same as
 // "*": every public host.
 //
 // Whatever the list, the http kind never connects to a loopback, private,
-// link-local or other internal address (see refusedRanges) unless the URL's
-// host matches a pattern other than "*": naming a host (or a wildcard of its
-// domain) is what lets the kind reach it inside the network.
+// link-local or other internal address (see the package documentation)
+// unless the URL's host matches a pattern other than "*": naming a host, or
+// a wildcard of its domain, is what lets the kind reach it inside the
+// network.
 func ParseAllow(s string) ([]string, error) {
 	var out []string
 	for item := range strings.SplitSeq(s, ",") {

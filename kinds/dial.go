@@ -62,8 +62,7 @@ func checkedTransport(rt http.RoundTripper, d *dialer) (*http.Transport, error) 
 	// internal addresses for the kind, and so would other dial functions.
 	t.Proxy, t.OnProxyConnectResponse, t.GetProxyConnectHeader = nil, nil, nil
 	t.DialTLSContext = nil
-	t.DialTLS = nil //nolint:staticcheck // deprecated, still used when set
-	t.Dial = nil    //nolint:staticcheck // deprecated, still used when set
-	t.DialContext = d.DialContext
+	t.DialTLS = nil               //nolint:staticcheck // deprecated, but used for https when set
+	t.DialContext = d.DialContext // takes priority over the deprecated Dial
 	return t, nil
 }

@@ -19,8 +19,19 @@
 // comma-separated list of host patterns, see ParseAllow. With neither, every
 // public host is allowed. Whatever the list, the kind never connects to a
 // loopback, private, link-local, multicast, unspecified or other internal
-// address (the ranges are listed in addr.go) unless the URL's host,
-// name or address, matches a pattern other than "*" (a wildcard counts). The
+// address unless the URL's host, name or address, matches a pattern other
+// than "*" (a wildcard counts). The refused ranges (why each, in addr.go):
+//
+//	IPv4  0.0.0.0/8 10.0.0.0/8 100.64.0.0/10 127.0.0.0/8 169.254.0.0/16
+//	      172.16.0.0/12 192.0.0.0/24 192.0.2.0/24 192.88.99.0/24
+//	      192.168.0.0/16 198.18.0.0/15 198.51.100.0/24 203.0.113.0/24
+//	      224.0.0.0/4 240.0.0.0/4
+//	IPv6  ::/128 ::1/128 ::/96 64:ff9b:1::/48 100::/64 2001::/23
+//	      2001:db8::/32 2002::/16 3fff::/20 5f00::/16 fc00::/7 fe80::/10
+//	      fec0::/10 ff00::/8; an IPv4-mapped (::ffff:0:0/96) or NAT64
+//	      (64:ff9b::/96) address is judged by the IPv4 address inside it.
+//
+// The
 // address is checked as the connection is dialled, after DNS, on every
 // redirect hop; no proxy is used. Such a refusal fails the execution at once
 // (no retry), with an error saying why, before any connection is made.

@@ -56,8 +56,8 @@ type httpResult struct {
 // its requests with client (nil: a client on a clone of
 // http.DefaultTransport). The client's Transport, if set, must be an
 // *http.Transport: the handler uses a clone whose dialling it takes over, so
-// that every connection is checked against the address rule (see
-// refusedRanges), and which uses no proxy.
+// that every connection is checked against the address rule (see the
+// package documentation), and which uses no proxy.
 func NewHTTPHandler(patterns []string, client *http.Client) (engine.Handler, error) {
 	return newHTTPHandler(patterns, client, nil)
 }

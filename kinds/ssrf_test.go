@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"os"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -112,15 +114,24 @@ func TestHTTPRefusesInternalAddressLiterals(t *testing.T) {
 	}
 }
 
-// Spellings of the loopback address that are not IP literals (the system
-// resolver may or may not read them as addresses) never reach it either.
-func TestHTTPLoopbackOtherSpellingsNeverConnect(t *testing.T) {
+// Spellings of the loopback address that are not IP literals in Go but
+// that a resolver may read as one (getaddrinfo takes inet_aton's forms):
+// whatever they resolve to is checked, so they are refused like the rest,
+// when Go's resolver does not reject them as names first.
+func TestHTTPLoopbackOtherSpellingsAreRefused(t *testing.T) {
 	t.Parallel()
 	srv := newSecretServer(t)
-	for _, host := range []string{"localhost", "127.1", "2130706433", "0x7f.0.0.1", "0177.0.0.1", "localhost."} {
+	spellings := []string{"localhost", "127.1", "2130706433", "0x7f.0.0.1", "0177.0.0.1", "localhost."}
+	hosts := map[string]netip.Addr{}
+	for _, h := range spellings {
+		hosts[strings.TrimSuffix(h, ".")] = netip.MustParseAddr("127.0.0.1")
+	}
+	r := fakeResolver(t, hosts)
+	for _, host := range spellings {
 		raw := "http://" + host + ":" + srv.port() + "/"
-		if res, err := call(t, nil, payload(t, map[string]any{"url": raw})); err == nil {
-			t.Errorf("%s: %+v, want an error", raw, res)
+		res, err := callVia(t, nil, r, payload(t, map[string]any{"url": raw}))
+		if _, isDNS := errors.AsType[*net.DNSError](err); !isDNS {
+			wantRefused(t, raw, res, err, "resolves to a loopback address")
 		}
 	}
 	if n := srv.hits.Load(); n != 0 {
@@ -303,6 +314,41 @@ func TestRefusedAddressRanges(t *testing.T) {
 	for _, s := range public {
 		if _, why := refusedReason(netip.MustParseAddr(s)); why != "" {
 			t.Errorf("%s: refused (%s), want allowed", s, why)
+		}
+	}
+}
+
+// The package documentation lists the refused ranges: the same as the code
+// (a range named apart inside a listed one, for its reason, aside).
+func TestDocListsRefusedRanges(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var documented []netip.Prefix
+	for _, s := range regexp.MustCompile(`[0-9a-f.:]+/\d+`).FindAllString(string(doc), -1) {
+		documented = append(documented, netip.MustParsePrefix(s))
+	}
+	coded := []netip.Prefix{nat64, netip.MustParsePrefix("::ffff:0:0/96")}
+	for _, r := range refusedRanges {
+		coded = append(coded, r.prefix)
+	}
+	within := func(p netip.Prefix, in []netip.Prefix) (exact, inside bool) {
+		for _, q := range in {
+			exact = exact || q == p
+			inside = inside || q.Bits() <= p.Bits() && q.Contains(p.Addr())
+		}
+		return exact, inside
+	}
+	for _, p := range coded {
+		if _, inside := within(p, documented); !inside {
+			t.Errorf("%s is refused but not in doc.go", p)
+		}
+	}
+	for _, p := range documented {
+		if exact, _ := within(p, coded); !exact {
+			t.Errorf("doc.go lists %s, which the code does not name", p)
 		}
 	}
 }

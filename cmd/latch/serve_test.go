@@ -417,3 +417,47 @@ func TestServeWithoutTheConsole(t *testing.T) {
 		t.Fatalf("GET / without the console: %d %q, want the API's 404", res.StatusCode, res.Header.Get("Content-Type"))
 	}
 }
+
+// The audit's case: a tenant asks the http kind for the server's own
+// /metrics. By default that is a loopback address, refused at once; the
+// operator opens it by listing it in LATCH_HTTP_ALLOW.
+func TestServeHTTPKindReachesInternalHostsOnlyWhenListed(t *testing.T) {
+	for _, c := range []struct {
+		name, allow, status string
+	}{
+		{"unset", "", "failed"},
+		{"every public host", "*", "failed"},
+		{"listed", "*,127.0.0.1", "succeeded"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv(kinds.AllowEnv, c.allow)
+			base := startServe(t, "--workers", "1", "--shutdown-grace", "3s")
+			key := newTenant(t, base, "admin")
+			var x struct {
+				ID          string          `json:"execution_id"`
+				Status      string          `json:"status"`
+				Attempt     int             `json:"attempt"`
+				MaxAttempts int             `json:"max_attempts"`
+				Error       *string         `json:"error"`
+				Result      json.RawMessage `json:"result"`
+			}
+			call(t, base, "POST", "/api/executions", key,
+				`{"kind":"http","max_attempts":3,"payload":{"url":"`+base+`/metrics"}}`, http.StatusCreated, &x)
+			call(t, base, "GET", "/api/executions/"+x.ID+"?wait_seconds=10", key, "", http.StatusOK, &x)
+			if x.Status != c.status {
+				t.Fatalf("status %s (error %v), want %s", x.Status, x.Error, c.status)
+			}
+			if c.status == "succeeded" {
+				if !strings.Contains(string(x.Result), "latch_http_requests_total") {
+					t.Errorf("result %.200s, want the metrics", x.Result)
+				}
+				return
+			}
+			if x.Attempt != 1 || x.Error == nil || string(x.Result) != "null" ||
+				!strings.Contains(*x.Error, "refused to connect to 127.0.0.1: loopback address") {
+				t.Errorf("attempt %d/%d, error %v, result %s; want failed at once, refused as loopback",
+					x.Attempt, x.MaxAttempts, x.Error, x.Result)
+			}
+		})
+	}
+}

@@ -37,7 +37,7 @@ func (s *Store) PutSchedule(ctx context.Context, p *store.PutScheduleParams) (*s
 		sc.Payload = json.RawMessage("{}")
 	}
 	t := now(p.Now)
-	sub := store.TickSubmission(&sc, sc.NextRunAt)
+	sub := store.TickSubmission(&sc, "")
 	x := store.NewExecution("", sc.Tenant, &sub, t)
 	climit := ""
 	if x.ConcurrencyKey != "" {
@@ -276,7 +276,7 @@ func (s *Store) FireSchedule(ctx context.Context, p *store.FireScheduleParams) (
 		[]string{s.k.schedule(sc), s.k.nextRun(), s.k.tenant(p.Tenant), s.k.dedup(p.Tenant), s.k.exec(id),
 			s.k.scheduleLive(sc), s.k.listTenant(p.Tenant), s.k.list(), s.k.dedupExp(), s.k.sched(), s.k.readyKinds()},
 		s.k.ns, p.Tenant, p.Name, itoa(us(p.Tick)), flag(p.Trigger), expected, next, flag(p.Drop),
-		itoa(nowUS), timeLex(nowUS), id, store.ScheduleDedupKey(p.Name, p.Tick))
+		itoa(nowUS), timeLex(nowUS), id, p.DedupKey())
 	if err != nil {
 		return nil, err
 	}

@@ -133,6 +133,13 @@ func problemFor(err error) *Problem {
 		// The store's validation messages name the rule broken; they hold
 		// no internals, so they are safe to echo.
 		return problem(CodeInvalidRequest, "%s", err.Error())
+	case errors.Is(err, store.ErrUnavailable):
+		// A restart or failover of the store, or a lost connection: an
+		// outage to retry, not a fault of this server.
+		p := problem(CodeUnavailable, "the store does not answer; retry later (with the same dedup key, for a submit)")
+		p.retryAfter = storeDownRetryAfter
+		p.cause = err
+		return p
 	case errors.Is(err, context.DeadlineExceeded):
 		p := problem(CodeUnavailable, "the request did not finish in time")
 		p.retryAfter = 1

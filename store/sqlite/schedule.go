@@ -106,7 +106,7 @@ func (s *Store) PutSchedule(ctx context.Context, p *store.PutScheduleParams) (*s
 
 // GetSchedule implements store.Store.
 func (s *Store) GetSchedule(ctx context.Context, p *store.GetScheduleParams) (*store.Schedule, error) {
-	return getSchedule(ctx, s.read, p.Tenant, p.Name)
+	return interpreted(getSchedule(ctx, s.read, p.Tenant, p.Name))
 }
 
 // ListSchedules implements store.Store. With DueBy it walks the
@@ -115,19 +115,19 @@ func (s *Store) ListSchedules(ctx context.Context, p *store.ListSchedulesParams)
 	query, args := listSchedulesQuery(p)
 	rows, err := s.read.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: list schedules: %w", err)
+		return nil, fmt.Errorf("sqlite: list schedules: %w", interpretError(err))
 	}
 	defer rows.Close()
 	var out []*store.Schedule
 	for rows.Next() {
 		sc, err := scanSchedule(rows)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: list schedules: %w", err)
+			return nil, fmt.Errorf("sqlite: list schedules: %w", interpretError(err))
 		}
 		out = append(out, sc)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list schedules: %w", err)
+		return nil, fmt.Errorf("sqlite: list schedules: %w", interpretError(err))
 	}
 	return out, nil
 }

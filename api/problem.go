@@ -16,7 +16,8 @@ import (
 type Code string
 
 // The codes of API.md, plus forbidden (a tenant key calling an admin
-// endpoint) and unavailable (the store did not answer in time, /readyz).
+// endpoint), unavailable (the store did not answer in time, /readyz) and
+// headers_too_large (MaxHeaderBytes).
 const (
 	CodeUnauthorized         Code = "unauthorized"
 	CodeForbidden            Code = "forbidden"
@@ -32,6 +33,7 @@ const (
 	CodeMethodNotAllowed     Code = "method_not_allowed"
 	CodeInternal             Code = "internal"
 	CodeUnavailable          Code = "unavailable"
+	CodeHeadersTooLarge      Code = "headers_too_large"
 )
 
 // codeInfo is the fixed status and title of each code.
@@ -53,6 +55,7 @@ var codeInfo = map[Code]struct {
 	CodeMethodNotAllowed:     {http.StatusMethodNotAllowed, "Method not allowed"},
 	CodeInternal:             {http.StatusInternalServerError, "Internal error"},
 	CodeUnavailable:          {http.StatusServiceUnavailable, "Service unavailable"},
+	CodeHeadersTooLarge:      {http.StatusRequestHeaderFieldsTooLarge, "Request header fields too large"},
 }
 
 // problemTypeBase prefixes every problem type URI.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/latch-run/latch/store"
@@ -33,6 +34,10 @@ func TestProblemGolden(t *testing.T) {
 	down := newEnv(t, func(c *Config) { c.Store = pingFails{c.Store} })
 	broken := newEnv(t, func(c *Config) { c.Store = getFails{c.Store} })
 	bkey := broken.tenant("acme")
+	var outageOn atomic.Bool
+	out := newEnv(t, func(c *Config) { c.Store = outage{c.Store, &outageOn} })
+	okey := out.tenant("acme")
+	outageOn.Store(true)
 
 	for _, c := range []struct {
 		name string
@@ -74,6 +79,10 @@ func TestProblemGolden(t *testing.T) {
 		{"method_not_allowed", func() *resp { return e.do("PUT", "/api/executions", key, nil) }},
 		{"internal", func() *resp { return broken.do("GET", "/api/executions/x", bkey, nil) }},
 		{"unavailable", func() *resp { return down.do("GET", "/readyz", "", nil) }},
+		{"unavailable_store", func() *resp { return out.do("GET", "/api/executions/x", okey, nil) }},
+		{"headers_too_large", func() *resp {
+			return e.do("GET", "/api/executions", key, nil, "X-Filler", strings.Repeat("f", MaxHeaderBytes))
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := c.send()

@@ -119,3 +119,37 @@ func escapeU(r rune) string {
 	const hex = "0123456789abcdef"
 	return `\u` + string([]byte{hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf]})
 }
+
+// TestBadTextOffset: the raw-bytes scan finds exactly the text a JSON
+// decoder would replace with U+FFFD, and names where it sits.
+func TestBadTextOffset(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		body  string
+		off   int
+		field string
+	}{
+		{`{"a":"ok é 😀"}`, -1, ""},
+		{`{"a":"\ud83d\ude00"}`, -1, ""},
+		{`{"a":"\\udc00"}`, -1, ""},      // an escaped backslash, then text
+		{`{"a":"\"\udc00"}`, 8, "a"},     // an escaped quote does not end the string
+		{`{"a":"x\ud800"}`, 7, "a"},      // a high surrogate at the end of the string
+		{`{"a":"\ud800\ud800"}`, 6, "a"}, // two highs
+		{`{"a":"\udc00\ud800"}`, 6, "a"}, // a low first
+		{`{"a":"\ud8"}`, -1, ""},         // malformed: left to the syntax check
+		{"{\"a\":[{\"b\":\"\xc3\"}]}", 12, "a[0].b"},
+		{"{\"a\":{\"\xff\":1}}", 7, "a"},
+		{"{\"\xff\":1}", 2, "body"},
+	} {
+		off := badTextOffset([]byte(c.body))
+		if off != c.off {
+			t.Errorf("%q: offset %d, want %d", c.body, off, c.off)
+			continue
+		}
+		if off >= 0 {
+			if f := fieldAt([]byte(c.body), off); f != c.field {
+				t.Errorf("%q: field %q, want %q", c.body, f, c.field)
+			}
+		}
+	}
+}

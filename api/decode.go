@@ -54,11 +54,15 @@ func checkContentType(ct string, patch bool) error {
 }
 
 // decodeJSON decodes data, which must be exactly one JSON object, into the
-// struct v. It is strict: a key that is not one of v's JSON field names
-// exactly (case included), a key given twice, a value of the wrong type,
-// malformed JSON or data after the object is a 400 invalid_request whose
-// detail names the field. prefix ("items[3].") is put before field names.
+// struct v. It is strict: text that is not valid UTF-8 (checkBodyText), a
+// key that is not one of v's JSON field names exactly (case included), a
+// key given twice, a value of the wrong type, malformed JSON or data after
+// the object is a 400 invalid_request whose detail names the field. prefix
+// ("items[3].") is put before field names.
 func decodeJSON(data []byte, v any, prefix string) error {
+	if err := checkBodyText(data, prefix); err != nil {
+		return err
+	}
 	if err := scanKeys(data, fieldNames(reflect.TypeOf(v)), prefix); err != nil {
 		return err
 	}

@@ -32,7 +32,8 @@
 //   - Submits go to the store as one Store.Admit call, a batch included, so
 //     dedup, quota and the queue entry are decided atomically by the store.
 //     Payloads are stored as store.CanonicalJSON. A schedule's trigger is
-//     one Store.FireSchedule call, under the tick's dedup key. Schedule
+//     one Store.FireSchedule call: a tick of its own, deduplicated only by
+//     its Idempotency-Key. Schedule
 //     timings are checked and their ticks computed by package schedule.
 //   - Long polls (GET ?wait_seconds, claim wait_seconds) and event streams
 //     wake on store.Notifier when the store implements it, and poll every

@@ -118,7 +118,10 @@ func endpoint[Req, Resp any](s *Server, sp spec, fn func(context.Context, *Req) 
 }
 
 // fail answers with the problem for err, logging what the client is not
-// told.
+// told. The stores map their outages to store.ErrUnavailable (problemFor);
+// an internal error seen while the connection fails or the store fails a
+// ping is taken for an outage too, as a backstop for a driver error no
+// store has mapped yet.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemFor(err)
 	if p.Code == CodeInternal && (connectionLost(err) || s.storeDown(r.Context())) {

@@ -16,7 +16,8 @@ import (
 type Code string
 
 // The codes of API.md, plus forbidden (a tenant key calling an admin
-// endpoint) and unavailable (the store did not answer in time, /readyz).
+// endpoint), unavailable (the store did not answer in time, /readyz) and
+// headers_too_large (MaxHeaderBytes).
 const (
 	CodeUnauthorized         Code = "unauthorized"
 	CodeForbidden            Code = "forbidden"
@@ -32,6 +33,7 @@ const (
 	CodeMethodNotAllowed     Code = "method_not_allowed"
 	CodeInternal             Code = "internal"
 	CodeUnavailable          Code = "unavailable"
+	CodeHeadersTooLarge      Code = "headers_too_large"
 )
 
 // codeInfo is the fixed status and title of each code.
@@ -53,6 +55,7 @@ var codeInfo = map[Code]struct {
 	CodeMethodNotAllowed:     {http.StatusMethodNotAllowed, "Method not allowed"},
 	CodeInternal:             {http.StatusInternalServerError, "Internal error"},
 	CodeUnavailable:          {http.StatusServiceUnavailable, "Service unavailable"},
+	CodeHeadersTooLarge:      {http.StatusRequestHeaderFieldsTooLarge, "Request header fields too large"},
 }
 
 // problemTypeBase prefixes every problem type URI.
@@ -133,6 +136,13 @@ func problemFor(err error) *Problem {
 		// The store's validation messages name the rule broken; they hold
 		// no internals, so they are safe to echo.
 		return problem(CodeInvalidRequest, "%s", err.Error())
+	case errors.Is(err, store.ErrUnavailable):
+		// A restart or failover of the store, or a lost connection: an
+		// outage to retry, not a fault of this server.
+		p := problem(CodeUnavailable, "the store does not answer; retry later (with the same dedup key, for a submit)")
+		p.retryAfter = storeDownRetryAfter
+		p.cause = err
+		return p
 	case errors.Is(err, context.DeadlineExceeded):
 		p := problem(CodeUnavailable, "the request did not finish in time")
 		p.retryAfter = 1

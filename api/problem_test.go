@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/latch-run/latch/store"
@@ -32,6 +34,10 @@ func TestProblemGolden(t *testing.T) {
 	down := newEnv(t, func(c *Config) { c.Store = pingFails{c.Store} })
 	broken := newEnv(t, func(c *Config) { c.Store = getFails{c.Store} })
 	bkey := broken.tenant("acme")
+	var outageOn atomic.Bool
+	out := newEnv(t, func(c *Config) { c.Store = outage{c.Store, &outageOn} })
+	okey := out.tenant("acme")
+	outageOn.Store(true)
 
 	for _, c := range []struct {
 		name string
@@ -73,6 +79,10 @@ func TestProblemGolden(t *testing.T) {
 		{"method_not_allowed", func() *resp { return e.do("PUT", "/api/executions", key, nil) }},
 		{"internal", func() *resp { return broken.do("GET", "/api/executions/x", bkey, nil) }},
 		{"unavailable", func() *resp { return down.do("GET", "/readyz", "", nil) }},
+		{"unavailable_store", func() *resp { return out.do("GET", "/api/executions/x", okey, nil) }},
+		{"headers_too_large", func() *resp {
+			return e.do("GET", "/api/executions", key, nil, "X-Filler", strings.Repeat("f", MaxHeaderBytes))
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := c.send()
@@ -113,15 +123,17 @@ func golden(t *testing.T, path, got string) {
 func TestProblemFor(t *testing.T) {
 	t.Parallel()
 	for err, code := range map[error]Code{
-		fmt.Errorf("x: %w", store.ErrNotFound):       CodeNotFound,
-		fmt.Errorf("x: %w", store.ErrTenantExists):   CodeTenantExists,
-		fmt.Errorf("x: %w", store.ErrQuotaExceeded):  CodeQuotaExceeded,
-		fmt.Errorf("x: %w", store.ErrDedupKeyReused): CodeDedupKeyReused,
-		fmt.Errorf("x: %w", store.ErrLeaseLost):      CodeLeaseLost,
-		fmt.Errorf("x: %w", store.ErrNotTerminal):    CodeNotTerminal,
-		fmt.Errorf("x: %w", store.ErrInvalid):        CodeInvalidRequest,
-		&http.MaxBytesError{Limit: 5}:                CodePayloadTooLarge,
-		errors.New("boom"):                           CodeInternal,
+		fmt.Errorf("x: %w", store.ErrNotFound):        CodeNotFound,
+		fmt.Errorf("x: %w", store.ErrTenantExists):    CodeTenantExists,
+		fmt.Errorf("x: %w", store.ErrQuotaExceeded):   CodeQuotaExceeded,
+		fmt.Errorf("x: %w", store.ErrDedupKeyReused):  CodeDedupKeyReused,
+		fmt.Errorf("x: %w", store.ErrLeaseLost):       CodeLeaseLost,
+		fmt.Errorf("x: %w", store.ErrNotTerminal):     CodeNotTerminal,
+		fmt.Errorf("x: %w", store.ErrInvalid):         CodeInvalidRequest,
+		&http.MaxBytesError{Limit: 5}:                 CodePayloadTooLarge,
+		fmt.Errorf("x: %w", store.ErrUnavailable):     CodeUnavailable,
+		fmt.Errorf("x: %w", context.DeadlineExceeded): CodeUnavailable,
+		errors.New("boom"):                            CodeInternal,
 	} {
 		p := problemFor(err)
 		if p.Code != code || p.Status != codeInfo[code].status || p.Type != problemTypeBase+string(code) {

@@ -351,26 +351,48 @@ func (s *Server) getSchedule(ctx context.Context, req *scheduleName) (*scheduleV
 	return toSchedule(sc), nil
 }
 
+// triggerRequest is POST /api/schedules/{name}/trigger: the schedule, and
+// the Idempotency-Key header when sent.
+type triggerRequest struct {
+	scheduleName
+	idempotencyKey string
+}
+
+func (r *triggerRequest) bind(hr *http.Request) error {
+	if err := r.scheduleName.bind(hr); err != nil {
+		return err
+	}
+	if k, ok := headerValue(hr, idempotencyHeader); ok {
+		if err := checkText(idempotencyHeader, k, maxKeyFieldLen); err != nil {
+			return err
+		}
+		r.idempotencyKey = k
+	}
+	return nil
+}
+
 // triggerSchedule is POST /api/schedules/{name}/trigger: an off-cycle tick
-// at now, to the second, enabled or not, leaving the next tick as it is.
-// The tick is fired like any other: under its dedup key
-// schedule:{name}:{unix}, the overlap policy and the tenant's quota. A
-// tick whose key already maps to an execution (a second trigger within the
-// same second, or a regular tick at that second) answers that execution
-// with deduplicated true. API.md fixes the answer at 201 either way: the
-// off-cycle tick exists; deduplicated says whether this call made it.
-func (s *Server) triggerSchedule(ctx context.Context, req *scheduleName) (*submitResponse, error) {
+// at now, to the second, enabled or not, leaving the next tick as it is,
+// fired under the overlap policy and the tenant's quota. Each request is a
+// tick of its own (201): a second "run now" while the first runs is not
+// merged into it, and under overlap skip is recorded as skipped. With
+// Idempotency-Key the tick takes the dedup key
+// store.ScheduleTriggerDedupKey(name, key), so a repeat of the request
+// while that key lives answers 200 with the first one's execution, as a
+// repeated submit does.
+func (s *Server) triggerSchedule(ctx context.Context, req *triggerRequest) (*submitResponse, error) {
 	owner, err := principalFrom(ctx).ownerOf(scheduleOwner)
 	if err != nil {
 		return nil, err
 	}
 	now := s.cfg.Now()
 	res, err := s.cfg.Store.FireSchedule(ctx, &store.FireScheduleParams{
-		Tenant:  owner,
-		Name:    req.name,
-		Tick:    now.UTC().Truncate(time.Second),
-		Trigger: true,
-		Now:     now,
+		Tenant:         owner,
+		Name:           req.name,
+		Tick:           now.UTC().Truncate(time.Second),
+		Trigger:        true,
+		IdempotencyKey: req.idempotencyKey,
+		Now:            now,
 	})
 	if err != nil {
 		return nil, scheduleErr(err, req.name)
@@ -378,7 +400,11 @@ func (s *Server) triggerSchedule(ctx context.Context, req *scheduleName) (*submi
 	if res.Execution == nil {
 		return nil, errors.New("api: store.FireSchedule answered a trigger without an execution")
 	}
-	return &submitResponse{submitted(res.Execution, res.Deduplicated), http.StatusCreated}, nil
+	status := http.StatusCreated
+	if res.Deduplicated {
+		status = http.StatusOK
+	}
+	return &submitResponse{submitted(res.Execution, res.Deduplicated), status}, nil
 }
 
 // deleteSchedule is DELETE /api/schedules/{name}. The executions it fired

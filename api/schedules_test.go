@@ -499,8 +499,8 @@ func TestScheduleTrigger(t *testing.T) {
 	tick := scheduleEpoch.Truncate(time.Second)
 	r := e.do("POST", "/api/schedules/nightly/trigger", key, nil).want(http.StatusCreated)
 	x := r.exec()
-	wantKey := "schedule:nightly:" + strconv.FormatInt(tick.Unix(), 10)
-	if x.Schedule == nil || *x.Schedule != "nightly" || x.DedupKey == nil || *x.DedupKey != wantKey ||
+	// A trigger without Idempotency-Key is a tick of its own: no dedup key.
+	if x.Schedule == nil || *x.Schedule != "nightly" || x.DedupKey != nil ||
 		x.Tenant != "acme" || x.Kind != "echo" || string(x.Payload) != `{"n":1}` || x.Queue != "q" ||
 		x.Priority != 4 || x.MaxAttempts != 2 || x.TimeoutSeconds != 30 || *x.RateKey != "r" ||
 		x.Status != store.StatusQueued || x.Deduplicated == nil || *x.Deduplicated {
@@ -527,19 +527,12 @@ func TestScheduleTrigger(t *testing.T) {
 		t.Fatalf("after trigger: %+v", sc)
 	}
 
-	// Again within the same second: the same tick, deduplicated (still
-	// 201, as API.md fixes for a trigger).
-	d := e.do("POST", "/api/schedules/nightly/trigger", key, nil).want(http.StatusCreated).exec()
-	if d.ExecutionID != x.ExecutionID || !*d.Deduplicated {
-		t.Fatalf("same-second trigger: %+v", d)
-	}
-	// A second later, with the first still queued, overlap skip records
-	// the tick as skipped.
-	clock.add(time.Second)
+	// Again within the same second, with the first still queued: a tick of
+	// its own, which overlap skip records as skipped.
 	s := e.do("POST", "/api/schedules/nightly/trigger", key, nil).want(http.StatusCreated).exec()
 	if s.Status != store.StatusSkipped || s.ExecutionID == x.ExecutionID || *s.Deduplicated || s.FinishedAt == nil ||
-		*s.DedupKey != "schedule:nightly:"+strconv.FormatInt(tick.Unix()+1, 10) || *s.Schedule != "nightly" {
-		t.Fatalf("skipped trigger: %+v", s)
+		s.DedupKey != nil || *s.Schedule != "nightly" {
+		t.Fatalf("second trigger of the same second: %+v", s)
 	}
 	if n := e.inflight("acme"); n != 1 {
 		t.Fatalf("inflight %d: a skipped tick took quota", n)
@@ -566,8 +559,48 @@ func TestScheduleTrigger(t *testing.T) {
 	}
 
 	e.do("POST", "/api/schedules/ghost/trigger", key, nil).problem(http.StatusNotFound, CodeNotFound)
+	e.do("POST", "/api/schedules/ghost/trigger", key, nil, "Idempotency-Key", "k").problem(http.StatusNotFound, CodeNotFound)
 	// A trigger takes no body and no query.
 	e.do("POST", "/api/schedules/nightly/trigger?at=1", key, nil).problem(http.StatusBadRequest, CodeInvalidRequest)
+}
+
+// With Idempotency-Key, a repeated trigger answers 200 with the first
+// one's execution, whatever became of it; the key is the schedule's own.
+func TestScheduleTriggerIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	e, clock := clocked(t)
+	key := e.tenant("acme")
+	e.putSchedule(key, "nightly", `{"every":"1h","kind":"echo"}`, http.StatusCreated)
+	e.putSchedule(key, "other", `{"every":"1h","kind":"echo","overlap":"allow"}`, http.StatusCreated)
+
+	x := e.do("POST", "/api/schedules/nightly/trigger", key, nil, "Idempotency-Key", "deploy-42").
+		want(http.StatusCreated).exec()
+	if x.Status != store.StatusQueued || *x.Deduplicated || x.DedupKey == nil ||
+		*x.DedupKey != store.ScheduleTriggerDedupKey("nightly", "deploy-42") {
+		t.Fatalf("keyed trigger: %+v", x)
+	}
+	clock.add(time.Minute)
+	for range 2 {
+		d := e.do("POST", "/api/schedules/nightly/trigger", key, nil, "Idempotency-Key", "deploy-42").
+			want(http.StatusOK).exec()
+		if d.ExecutionID != x.ExecutionID || !*d.Deduplicated {
+			t.Fatalf("repeated keyed trigger: %+v", d)
+		}
+	}
+	// Another key is another tick (skipped: the first is still queued);
+	// the same key on another schedule is that schedule's own.
+	s := e.do("POST", "/api/schedules/nightly/trigger", key, nil, "Idempotency-Key", "deploy-43").
+		want(http.StatusCreated).exec()
+	o := e.do("POST", "/api/schedules/other/trigger", key, nil, "Idempotency-Key", "deploy-42").
+		want(http.StatusCreated).exec()
+	if s.ExecutionID == x.ExecutionID || s.Status != store.StatusSkipped || o.ExecutionID == x.ExecutionID {
+		t.Fatalf("other key %+v, other schedule %+v", s, o)
+	}
+	// The key is checked like a dedup key.
+	for _, bad := range []string{strings.Repeat("k", 257), "tab\there"} {
+		e.do("POST", "/api/schedules/nightly/trigger", key, nil, "Idempotency-Key", bad).
+			problem(http.StatusBadRequest, CodeInvalidRequest)
+	}
 }
 
 // A trigger is admitted under the tenant's quota, like a submit.
@@ -631,10 +664,11 @@ func TestScheduleTriggerRealClock(t *testing.T) {
 	key := e.tenant("acme")
 	e.putSchedule(key, "s", `{"cron":"0 0 1 1 *","kind":"echo"}`, http.StatusCreated)
 	before := time.Now().Truncate(time.Second)
-	x := e.do("POST", "/api/schedules/s/trigger", key, nil).want(http.StatusCreated).exec()
+	e.do("POST", "/api/schedules/s/trigger", key, nil).want(http.StatusCreated)
 	after := time.Now()
-	unix, err := strconv.ParseInt(strings.TrimPrefix(*x.DedupKey, "schedule:s:"), 10, 64)
-	if err != nil || unix < before.Unix() || unix > after.Unix() {
-		t.Fatalf("dedup key %q for a trigger between %s and %s", *x.DedupKey, before, after)
+	sc := e.getSchedule(key, "s")
+	if sc.LastRunAt == nil || sc.LastRunAt.Before(before) || sc.LastRunAt.After(after) ||
+		!sc.LastRunAt.Equal(sc.LastRunAt.Truncate(time.Second)) {
+		t.Fatalf("last_run_at %v for a trigger between %s and %s", sc.LastRunAt, before, after)
 	}
 }

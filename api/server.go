@@ -176,7 +176,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // dispatch serves r and returns the route label for metrics: the route's
-// pattern, "console", "redirect" or "unmatched" (so labels stay few).
+// pattern, "console", "redirect", "unmatched" or "headers_too_large" (so
+// labels stay few).
 func (s *Server) dispatch(w *recorder, r *http.Request) (route string) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -190,6 +191,11 @@ func (s *Server) dispatch(w *recorder, r *http.Request) (route string) {
 			}
 		}
 	}()
+	securityHeaders(w.Header())
+	if n := headerBytes(r); n > MaxHeaderBytes {
+		writeProblem(w, problem(CodeHeadersTooLarge, "the request's headers are %d bytes; at most %d are accepted", n, MaxHeaderBytes))
+		return "headers_too_large"
+	}
 	h, pattern := s.mux.Handler(r)
 	switch {
 	case s.patterns[pattern]:

@@ -58,8 +58,12 @@ func checkIdent(field, s string, max int) error {
 	return nil
 }
 
-// checkText: 1–max characters (Unicode code points) of valid UTF-8 with no
-// control characters.
+// checkText is the rule of every free-text identifier: kind, dedup_key,
+// concurrency_key, rate_key (in a body or a path), the Idempotency-Key
+// header, worker_id, time zones and cron specs. 1–max characters (Unicode
+// code points) of valid UTF-8, none of them invisible (see invisible).
+// Payloads, results and error messages are data, not identifiers, and are
+// not held to it.
 func checkText(field, s string, max int) error {
 	n := utf8.RuneCountInString(s)
 	if n == 0 || n > max {
@@ -69,11 +73,21 @@ func checkText(field, s string, max int) error {
 		return invalid(field, "must be valid UTF-8")
 	}
 	for _, r := range s {
-		if unicode.IsControl(r) {
-			return invalid(field, "must not contain control characters")
+		if invisible(r) {
+			return invalid(field, "must not contain control, format (bidi, zero-width) or line-separator characters; found %U", r)
 		}
 	}
 	return nil
+}
+
+// invisible reports a character that would let one identifier pass for
+// another where the console and logs show it: controls (C0, C1), format
+// characters (Unicode category Cf: bidi overrides and isolates U+202A–202E
+// and U+2066–2069, marks U+200E, U+200F and U+061C, zero-width U+200B–200D,
+// U+2060 and U+FEFF, soft hyphen, tag characters) and the line and
+// paragraph separators U+2028 and U+2029.
+func invisible(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029'
 }
 
 // checkRange: min <= v <= max.

@@ -47,9 +47,10 @@ func (c *Console) listSchedules(w http.ResponseWriter, r *http.Request) {
 
 // triggerSchedule is POST /schedules/trigger (form fields tenant and
 // name; a path could not carry a schedule named ".."): a tick now,
-// as the API's trigger fires it, then to the execution it made (or found:
-// a second trigger within one second is the same tick). A tenant key
-// triggers only its own tenant's schedules.
+// as the API's trigger fires it, then to the execution it made. Each press
+// is a tick of its own (under overlap skip, a press while one runs is
+// recorded as skipped). A tenant key triggers only its own tenant's
+// schedules.
 func (c *Console) triggerSchedule(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	if err := r.ParseForm(); err != nil {

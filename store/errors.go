@@ -34,4 +34,14 @@ var (
 	// kind, a negative limit). Callers validate first; this is a backstop.
 	// Retry: no.
 	ErrInvalid = errors.New("invalid parameters")
+
+	// ErrUnavailable: the store cannot be reached or is going away — a
+	// refused, reset or closed connection, a server shutting down or
+	// starting up, a closed store, a database locked past its busy timeout.
+	// Each backend maps its driver's errors of that kind onto it in one
+	// function (interpretError), keeping the driver's error in the chain.
+	// A call whose connection was lost midway may or may not have taken
+	// effect. Retry: yes, later; a submit with the same dedup key, so that
+	// a call that did take effect is not made twice.
+	ErrUnavailable = errors.New("store unavailable")
 )

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -91,6 +93,17 @@ func ScheduleDedupKey(name string, tick time.Time) string {
 	return "schedule:" + name + ":" + strconv.FormatInt(tick.Unix(), 10)
 }
 
+// ScheduleTriggerDedupKey is the dedup key of a trigger (an off-cycle tick)
+// sent with an idempotency key: scoped to the schedule, and kept like any
+// dedup key (the tenant's dedup TTL), so a repeat of the request answers the
+// first one's execution. The key is hashed: the result is bounded in length
+// whatever the client sent, and cannot end like another schedule's key
+// (names may hold ':') or a regular tick's (digits).
+func ScheduleTriggerDedupKey(name, idempotencyKey string) string {
+	sum := sha256.Sum256([]byte(idempotencyKey))
+	return "schedule:" + name + ":trigger:" + hex.EncodeToString(sum[:])
+}
+
 // ScheduleConcurrencyKey is the concurrency key (limit 1) of the executions
 // of a schedule with overlap skip or queue: never two of them run at once
 // (I6), enforced by Claim like any concurrency key (I4).
@@ -98,16 +111,16 @@ func ScheduleConcurrencyKey(name string) string {
 	return "schedule:" + name
 }
 
-// TickSubmission is the submission s fires for tick: the dedup key of the
-// tick, the schedule's name, and for overlap skip and queue the schedule's
-// concurrency key with limit 1.
-func TickSubmission(s *Schedule, tick time.Time) Submission {
+// TickSubmission is the submission s fires for a tick under dedupKey
+// (FireScheduleParams.DedupKey): the schedule's settings and name, and for
+// overlap skip and queue the schedule's concurrency key with limit 1.
+func TickSubmission(s *Schedule, dedupKey string) Submission {
 	sub := Submission{
 		Kind:           s.Kind,
 		Queue:          s.Queue,
 		Priority:       s.Priority,
 		Payload:        s.Payload,
-		DedupKey:       ScheduleDedupKey(s.Name, tick),
+		DedupKey:       dedupKey,
 		MaxAttempts:    s.MaxAttempts,
 		TimeoutSeconds: s.TimeoutSeconds,
 		RateKey:        s.RateKey,
@@ -217,11 +230,20 @@ type DeleteScheduleParams struct {
 type FireScheduleParams struct {
 	Tenant string
 	Name   string
-	// Tick is the tick fired; its Unix seconds name the tick's dedup key.
+	// Tick is the tick fired; for a regular fire its Unix seconds name the
+	// tick's dedup key (ScheduleDedupKey).
 	Tick time.Time
 	// Trigger fires an off-cycle tick: whether or not the schedule is
 	// enabled, leaving NextRunAt as it is (Expected and Next are ignored).
+	// Each trigger is a tick of its own, admitted without a dedup key: two
+	// triggers of one second are two executions, and neither is merged
+	// with the regular tick of that second.
 	Trigger bool
+	// IdempotencyKey, for a Trigger only, names the trigger request: its
+	// execution is admitted under ScheduleTriggerDedupKey(Name,
+	// IdempotencyKey), so a repeat while that key lives answers the first
+	// trigger's execution (Deduplicated) and fires nothing.
+	IdempotencyKey string
 	// Expected is the NextRunAt the caller read. A regular (not Trigger)
 	// fire happens only while the schedule is enabled and its NextRunAt
 	// still equals Expected; NextRunAt then becomes Next. Otherwise another
@@ -245,6 +267,19 @@ type FireScheduleResult struct {
 	Advanced     bool
 }
 
+// DedupKey is the dedup key the fired tick is admitted under: the regular
+// tick's (ScheduleDedupKey), a keyed trigger's (ScheduleTriggerDedupKey), or
+// none for a trigger without an idempotency key.
+func (p *FireScheduleParams) DedupKey() string {
+	switch {
+	case !p.Trigger:
+		return ScheduleDedupKey(p.Name, p.Tick)
+	case p.IdempotencyKey != "":
+		return ScheduleTriggerDedupKey(p.Name, p.IdempotencyKey)
+	}
+	return ""
+}
+
 // Validate checks the parameters.
 func (p *FireScheduleParams) Validate() error {
 	switch {
@@ -252,6 +287,8 @@ func (p *FireScheduleParams) Validate() error {
 		return fmt.Errorf("%w: fire needs a tenant and a schedule name", ErrInvalid)
 	case p.Tick.IsZero():
 		return fmt.Errorf("%w: fire needs a tick", ErrInvalid)
+	case !p.Trigger && p.IdempotencyKey != "":
+		return fmt.Errorf("%w: only a trigger takes an idempotency key", ErrInvalid)
 	case !p.Trigger && (p.Expected.IsZero() || !p.Next.After(p.Expected)):
 		return fmt.Errorf("%w: fire needs the expected tick and a later next tick", ErrInvalid)
 	}

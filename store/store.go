@@ -137,14 +137,16 @@ type Store interface {
 	//     and its NextRunAt equals Expected; if not, it returns an empty
 	//     result and changes nothing. With Drop it then only sets NextRunAt
 	//     to Next.
-	//  2. If the tick's dedup key (ScheduleDedupKey) maps to an execution,
-	//     that execution is the tick's (Deduplicated), whatever its content.
+	//  2. If the tick's dedup key (FireScheduleParams.DedupKey: the regular
+	//     tick's, a keyed trigger's, none for a trigger without a key) maps
+	//     to an execution, that execution is the tick's (Deduplicated),
+	//     whatever its content.
 	//  3. Else, with overlap skip, if an execution of this schedule (of this
 	//     tenant) is not terminal, the tick is recorded as a skipped
 	//     execution (NewSkippedExecution) under the tick's dedup key.
 	//  4. Else the tick is admitted as Admit would admit TickSubmission(s,
-	//     Tick): under the tenant's quota and dedup TTL. ErrQuotaExceeded
-	//     leaves everything unchanged (the tick stays due).
+	//     p.DedupKey()): under the tenant's quota and dedup TTL.
+	//     ErrQuotaExceeded leaves everything unchanged (the tick stays due).
 	//  5. LastRunAt and LastExecutionID become the tick's, unless Tick is
 	//     before the stored LastRunAt (a late fire never moves them back);
 	//     a regular fire sets NextRunAt to Next (Advanced).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 
@@ -38,6 +39,11 @@ func runSchedule(ctx context.Context, args []string, out io.Writer) error {
 	if sub == "apply" {
 		fs.StringVar(&file, "f", "", "YAML or JSON file of schedules and rate limits (- reads stdin)")
 	}
+	idemKey := ""
+	if sub == "trigger" {
+		fs.StringVar(&idemKey, "idempotency-key", "",
+			"sent as Idempotency-Key: a repeat with the same key answers the first trigger's execution instead of firing again")
+	}
 	page := url.Values{}
 	if sub == "ls" {
 		fs.Func("limit", "page size, 1-1000 (default 1000)", func(v string) error { page.Set("limit", v); return nil })
@@ -59,7 +65,11 @@ func runSchedule(ctx context.Context, args []string, out io.Writer) error {
 	case "get":
 		_, err = c.do(ctx, "GET", path, nil, nil, &res)
 	case "trigger":
-		_, err = c.do(ctx, "POST", path+"/trigger", nil, nil, &res)
+		var hdr http.Header
+		if idemKey != "" {
+			hdr = http.Header{"Idempotency-Key": {idemKey}}
+		}
+		_, err = c.do(ctx, "POST", path+"/trigger", nil, hdr, &res)
 	case "rm":
 		if _, err = c.do(ctx, "DELETE", path, nil, nil, nil); err == nil {
 			_, err = fmt.Fprintf(out, "schedule %s deleted\n", fs.Arg(0))

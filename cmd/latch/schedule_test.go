@@ -77,14 +77,30 @@ schedules:
 	if code, out, _ = cli(t, "schedule", "get", "sweep-oslo"); code != 0 || !strings.Contains(out, `"overlap": "skip"`) {
 		t.Fatalf("get: %d %q", code, out)
 	}
-	code, out, _ = cli(t, "schedule", "trigger", "sweep-oslo")
-	var x struct {
-		Schedule string `json:"schedule"`
-		DedupKey string `json:"dedup_key"`
+	// Each trigger is a tick of its own; with --idempotency-key a repeat
+	// answers the first one's execution.
+	type triggered struct {
+		ExecutionID  string  `json:"execution_id"`
+		Schedule     string  `json:"schedule"`
+		DedupKey     *string `json:"dedup_key"`
+		Deduplicated bool    `json:"deduplicated"`
 	}
-	if err := json.Unmarshal([]byte(out), &x); code != 0 || err != nil || x.Schedule != "sweep-oslo" ||
-		!strings.HasPrefix(x.DedupKey, "schedule:sweep-oslo:") {
-		t.Fatalf("trigger: %d %q", code, out)
+	trigger := func(args ...string) triggered {
+		t.Helper()
+		code, out, errOut := cli(t, append([]string{"schedule", "trigger"}, args...)...)
+		var x triggered
+		if err := json.Unmarshal([]byte(out), &x); code != 0 || err != nil || x.Schedule != "sweep-oslo" {
+			t.Fatalf("trigger %v: %d %q %q", args, code, out, errOut)
+		}
+		return x
+	}
+	if x := trigger("sweep-oslo"); x.DedupKey != nil || x.Deduplicated {
+		t.Fatalf("trigger without a key: %+v", x)
+	}
+	k1 := trigger("--idempotency-key", "deploy-7", "sweep-oslo")
+	k2 := trigger("--idempotency-key", "deploy-7", "sweep-oslo")
+	if k1.Deduplicated || !k2.Deduplicated || k1.ExecutionID != k2.ExecutionID {
+		t.Fatalf("repeated keyed trigger: %+v then %+v", k1, k2)
 	}
 	if code, out, _ = cli(t, "schedule", "rm", "sweep-oslo"); code != 0 || !strings.Contains(out, "deleted") {
 		t.Fatalf("rm: %d %q", code, out)

@@ -184,9 +184,12 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		// Long polls and event streams push their own write deadline out.
-		WriteTimeout:   60 * time.Second,
-		IdleTimeout:    120 * time.Second,
-		MaxHeaderBytes: 64 << 10,
+		WriteTimeout: 60 * time.Second,
+		IdleTimeout:  120 * time.Second,
+		// The API answers headers over api.MaxHeaderBytes with a problem
+		// document; net/http's own limit, which answers in plain text
+		// before any handler, is only the hard backstop above it.
+		MaxHeaderBytes: api.HeaderBytesBackstop,
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	// Shutdown ends long polls and event streams at once instead of

@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/puddle/v2"
 
 	"github.com/latch-run/latch/store"
 )
@@ -24,6 +29,13 @@ const (
 	codeDeadlockDetected     = "40P01"
 	codeUndefinedTable       = "42P01"
 	codeAbort                = "LA001" // latch_abort(): run the operation as a transaction
+
+	// The server is going away or not there yet (a restart, a failover).
+	codeAdminShutdown      = "57P01"
+	codeCrashShutdown      = "57P02"
+	codeCannotConnectNow   = "57P03" // starting up, or in recovery
+	codeTooManyConnections = "53300"
+	classConnection        = "08" // connection exception: 08000, 08003, 08006, ...
 )
 
 // pgCode returns err's SQLSTATE, or "".
@@ -55,6 +67,8 @@ func aborted(err error) bool { return pgCode(err) == codeAbort }
 //	malformed or unencodable value                    parameters broke a rule
 //	                                                  the schema enforces
 //	context cancelled or deadline passed              the context's error
+//	the server unreachable or going away (see         store.ErrUnavailable
+//	unavailable)
 //	anything else                                     wrapped as it is
 //
 // Errors that already wrap a store sentinel pass through unchanged, so that
@@ -69,6 +83,9 @@ func interpretError(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
+	if unavailable(err) {
+		return fmt.Errorf("postgres: %w: %w", store.ErrUnavailable, err)
+	}
 	switch pgCode(err) {
 	case codeUniqueViolation, codeForeignKeyViolation, codeCheckViolation, codeNotNullViolation,
 		codeInvalidText, codeUntranslatable, codeBadEncoding, codeNumericOutOfRange:
@@ -79,9 +96,32 @@ func interpretError(err error) error {
 	return fmt.Errorf("postgres: %w", err)
 }
 
+// unavailable reports an error of the server's absence rather than of the
+// operation: the server refused the connection or could not be dialled,
+// closed or reset it, sent admin_shutdown (57P01, a restart),
+// crash_shutdown (57P02), cannot_connect_now (57P03, starting or in
+// recovery), too_many_connections or a connection exception (class 08);
+// the pool was closed (this process is stopping); or pgx failed before
+// sending anything (conn busy or closed: SafeToRetry).
+func unavailable(err error) bool {
+	switch code := pgCode(err); {
+	case code == codeAdminShutdown, code == codeCrashShutdown, code == codeCannotConnectNow,
+		code == codeTooManyConnections, strings.HasPrefix(code, classConnection):
+		return true
+	case code != "":
+		return false // any other answer of a server that is there
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.Is(err, puddle.ErrClosedPool) || errors.Is(err, pgconn.ErrConnClosed) ||
+		pgconn.SafeToRetry(err) || errors.As(err, &ne) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE)
+}
+
 func isSentinel(err error) bool {
 	for _, s := range []error{store.ErrNotFound, store.ErrTenantExists, store.ErrQuotaExceeded,
-		store.ErrDedupKeyReused, store.ErrLeaseLost, store.ErrNotTerminal, store.ErrInvalid} {
+		store.ErrDedupKeyReused, store.ErrLeaseLost, store.ErrNotTerminal, store.ErrInvalid, store.ErrUnavailable} {
 		if errors.Is(err, s) {
 			return true
 		}

@@ -191,7 +191,7 @@ func (s *Store) FireSchedule(ctx context.Context, p *store.FireScheduleParams) (
 				return false, err
 			}
 		}
-		x, dedup, changed, err := fireTick(ctx, tx, sc, p.Tick, t)
+		x, dedup, changed, err := fireTick(ctx, tx, sc, p.DedupKey(), t)
 		if err != nil {
 			return false, err
 		}
@@ -218,17 +218,18 @@ func (s *Store) FireSchedule(ctx context.Context, p *store.FireScheduleParams) (
 // commits (lockSchedules): an execution of the schedule inserted by a
 // transaction that has not committed yet cannot exist while this one
 // checks. With the row lock, this makes the overlap check exact.
-func fireTick(ctx context.Context, tx pgx.Tx, sc *store.Schedule, tick, t time.Time) (x *store.Execution, dedup, changed bool, err error) {
+func fireTick(ctx context.Context, tx pgx.Tx, sc *store.Schedule, dedupKey string, t time.Time) (x *store.Execution, dedup, changed bool, err error) {
 	if err := lockSchedules(ctx, tx, sc.Tenant, []string{sc.Name}, false); err != nil {
 		return nil, false, false, err
 	}
-	sub := store.TickSubmission(sc, tick)
+	sub := store.TickSubmission(sc, dedupKey)
 	items := []item{prepare(sc.Tenant, &sub, t)}
 	if err := items[0].err; err != nil {
 		return nil, false, false, err
 	}
 	// 2. The tick's dedup key, bound as Admit binds it: a key that maps to
 	// a live execution makes that execution the tick's, whatever it holds.
+	// A trigger without a key binds none: it is a tick of its own.
 	a, err := bindAdmission(ctx, tx, sc.Tenant, items, t)
 	if err != nil {
 		return nil, false, false, err

@@ -62,7 +62,7 @@ func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitRe
 
 	d, err := s.admitG.do(ctx, len(items), keys, args...)
 	if err != nil {
-		return nil, err
+		return nil, interpretError(err)
 	}
 	arr := d.reply
 	if err := status(arr, "tenant "+strconv.Quote(p.Tenant)); err != nil {

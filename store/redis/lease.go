@@ -33,7 +33,7 @@ func (s *Store) Complete(ctx context.Context, p *store.CompleteParams) (*store.E
 	d, err := s.completeG.do(ctx, 1, []string{s.k.exec(p.ExecutionID)},
 		p.ExecutionID, p.Tenant, p.Token, itoa(us(now(p.Now))), flag(p.Result != nil), string(p.Result))
 	if err != nil {
-		return nil, err
+		return nil, interpretError(err)
 	}
 	if err := status(d.reply, "execution "+p.ExecutionID); err != nil {
 		return nil, err

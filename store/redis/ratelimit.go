@@ -39,7 +39,7 @@ func (s *Store) PutRateLimit(ctx context.Context, p *store.PutRateLimitParams) (
 func (s *Store) GetRateLimit(ctx context.Context, p *store.GetRateLimitParams) (*store.RateLimit, error) {
 	m, err := s.rdb.HGetAll(ctx, s.k.rateLimit(scoped(p.Tenant, p.Key))).Result()
 	if err != nil {
-		return nil, fmt.Errorf("redis: get rate limit: %w", err)
+		return nil, fmt.Errorf("redis: get rate limit: %w", interpretError(err))
 	}
 	if len(m) == 0 {
 		return nil, fmt.Errorf("rate limit %q: %w", p.Key, store.ErrNotFound)

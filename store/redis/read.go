@@ -66,7 +66,7 @@ func parseExecution(m map[string]string) *store.Execution {
 func (s *Store) Get(ctx context.Context, p *store.GetParams) (*store.Execution, error) {
 	m, err := s.rdb.HGetAll(ctx, s.k.exec(p.ID)).Result()
 	if err != nil {
-		return nil, fmt.Errorf("redis: get execution: %w", err)
+		return nil, fmt.Errorf("redis: get execution: %w", interpretError(err))
 	}
 	if len(m) == 0 || (p.Tenant != "" && m["tenant"] != p.Tenant) {
 		return nil, fmt.Errorf("execution %s: %w", p.ID, store.ErrNotFound)
@@ -106,7 +106,7 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 			Key: index, Start: hi, Stop: "-", ByLex: true, Rev: true, Count: int64(chunk),
 		}).Result()
 		if err != nil {
-			return nil, fmt.Errorf("redis: list: %w", err)
+			return nil, fmt.Errorf("redis: list: %w", interpretError(err))
 		}
 		if len(ids) == 0 {
 			break
@@ -119,7 +119,7 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("redis: list: %w", err)
+			return nil, fmt.Errorf("redis: list: %w", interpretError(err))
 		}
 		for _, c := range cmds {
 			m := c.Val()

@@ -139,7 +139,7 @@ func (s *Store) Changed() <-chan struct{} { return s.note.changed() }
 func (s *Store) run(ctx context.Context, op string, sc *luaScript, keys []string, args ...any) ([]any, error) {
 	res, err := runScript(ctx, s.rdb, s.functions, sc, keys, args...)
 	if err != nil {
-		return nil, fmt.Errorf("redis: %s: %w", op, err)
+		return nil, fmt.Errorf("redis: %s: %w", op, interpretError(err))
 	}
 	arr, ok := res.([]any)
 	if !ok {

@@ -37,7 +37,7 @@ func (s *Store) PutSchedule(ctx context.Context, p *store.PutScheduleParams) (*s
 		sc.Payload = json.RawMessage("{}")
 	}
 	t := now(p.Now)
-	sub := store.TickSubmission(&sc, sc.NextRunAt)
+	sub := store.TickSubmission(&sc, "")
 	x := store.NewExecution("", sc.Tenant, &sub, t)
 	climit := ""
 	if x.ConcurrencyKey != "" {
@@ -104,7 +104,7 @@ func (s *Store) scheduleNames(ctx context.Context, tenant string, after store.Sc
 	if tenant == "" {
 		var err error
 		if tenants, err = s.rdb.SMembers(ctx, s.k.tenants()).Result(); err != nil {
-			return nil, fmt.Errorf("redis: list schedules: %w", err)
+			return nil, fmt.Errorf("redis: list schedules: %w", interpretError(err))
 		}
 		slices.Sort(tenants)
 	}
@@ -130,7 +130,7 @@ func (s *Store) scheduleNames(ctx context.Context, tenant string, after store.Sc
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("redis: list schedules: %w", err)
+			return nil, fmt.Errorf("redis: list schedules: %w", interpretError(err))
 		}
 		for i, c := range cmds {
 			for _, n := range c.Val() {
@@ -161,7 +161,7 @@ func (s *Store) dueSchedules(ctx context.Context, tenant string, dueBy int64, li
 			Key: s.k.nextRun(), Start: "-inf", Stop: itoa(dueBy), ByScore: true, Offset: offset, Count: int64(chunk),
 		}).Result()
 		if err != nil {
-			return nil, fmt.Errorf("redis: list due schedules: %w", err)
+			return nil, fmt.Errorf("redis: list due schedules: %w", interpretError(err))
 		}
 		for _, m := range ms {
 			if strings.HasPrefix(m, prefix) && len(scopes) < limit {
@@ -189,7 +189,7 @@ func (s *Store) readSchedules(ctx context.Context, scopes []string) ([]*store.Sc
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("redis: read schedules: %w", err)
+		return nil, fmt.Errorf("redis: read schedules: %w", interpretError(err))
 	}
 	out := make([]*store.Schedule, 0, len(scopes))
 	for _, c := range cmds {
@@ -215,7 +215,7 @@ func (s *Store) setRunning(ctx context.Context, scs ...*store.Schedule) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("redis: read schedules: %w", err)
+		return fmt.Errorf("redis: read schedules: %w", interpretError(err))
 	}
 	statuses := make([][]*goredis.StringCmd, len(scs))
 	_, err = s.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
@@ -227,14 +227,14 @@ func (s *Store) setRunning(ctx context.Context, scs ...*store.Schedule) error {
 		return nil
 	})
 	if err != nil && !errors.Is(err, goredis.Nil) {
-		return fmt.Errorf("redis: read schedules: %w", err)
+		return fmt.Errorf("redis: read schedules: %w", interpretError(err))
 	}
 	for i, sc := range scs {
 		for _, c := range statuses[i] {
 			switch err := c.Err(); {
 			case errors.Is(err, goredis.Nil): // deleted or pruned since it ended
 			case err != nil:
-				return fmt.Errorf("redis: read schedules: %w", err)
+				return fmt.Errorf("redis: read schedules: %w", interpretError(err))
 			case c.Val() == string(store.StatusRunning):
 				sc.Running = true
 			}
@@ -276,7 +276,7 @@ func (s *Store) FireSchedule(ctx context.Context, p *store.FireScheduleParams) (
 		[]string{s.k.schedule(sc), s.k.nextRun(), s.k.tenant(p.Tenant), s.k.dedup(p.Tenant), s.k.exec(id),
 			s.k.scheduleLive(sc), s.k.listTenant(p.Tenant), s.k.list(), s.k.dedupExp(), s.k.sched(), s.k.readyKinds()},
 		s.k.ns, p.Tenant, p.Name, itoa(us(p.Tick)), flag(p.Trigger), expected, next, flag(p.Drop),
-		itoa(nowUS), timeLex(nowUS), id, store.ScheduleDedupKey(p.Name, p.Tick))
+		itoa(nowUS), timeLex(nowUS), id, p.DedupKey())
 	if err != nil {
 		return nil, err
 	}

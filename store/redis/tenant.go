@@ -61,7 +61,7 @@ func parseTenant(m map[string]string) *store.Tenant {
 func (s *Store) GetTenant(ctx context.Context, p *store.GetTenantParams) (*store.Tenant, error) {
 	m, err := s.rdb.HGetAll(ctx, s.k.tenant(p.Name)).Result()
 	if err != nil {
-		return nil, fmt.Errorf("redis: get tenant: %w", err)
+		return nil, fmt.Errorf("redis: get tenant: %w", interpretError(err))
 	}
 	if len(m) == 0 {
 		return nil, fmt.Errorf("tenant %q: %w", p.Name, store.ErrNotFound)
@@ -108,7 +108,7 @@ func (s *Store) AddAPIKey(ctx context.Context, p *store.AddAPIKeyParams) error {
 func (s *Store) LookupAPIKey(ctx context.Context, p *store.LookupAPIKeyParams) (*store.APIKey, error) {
 	m, err := s.rdb.HGetAll(ctx, s.k.apiKey(p.KeyHash)).Result()
 	if err != nil {
-		return nil, fmt.Errorf("redis: lookup api key: %w", err)
+		return nil, fmt.Errorf("redis: lookup api key: %w", interpretError(err))
 	}
 	if len(m) == 0 {
 		return nil, fmt.Errorf("api key: %w", store.ErrNotFound)

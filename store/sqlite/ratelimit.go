@@ -64,7 +64,7 @@ func (s *Store) PutRateLimit(ctx context.Context, p *store.PutRateLimitParams) (
 
 // GetRateLimit implements store.Store.
 func (s *Store) GetRateLimit(ctx context.Context, p *store.GetRateLimitParams) (*store.RateLimit, error) {
-	return getRateLimit(ctx, s.read, p.Tenant, p.Key)
+	return interpreted(getRateLimit(ctx, s.read, p.Tenant, p.Key))
 }
 
 // DeleteRateLimit implements store.Store.

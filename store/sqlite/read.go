@@ -79,7 +79,7 @@ func getOne[T any](ctx context.Context, q querier, scan func(scanner) (*T, error
 
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, p *store.GetParams) (*store.Execution, error) {
-	return getExecution(ctx, s.read, p.Tenant, p.ID)
+	return interpreted(getExecution(ctx, s.read, p.Tenant, p.ID))
 }
 
 // List implements store.Store.
@@ -123,7 +123,7 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 	args = append(args, limit+1)
 	rows, err := s.read.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: list: %w", err)
+		return nil, fmt.Errorf("sqlite: list: %w", interpretError(err))
 	}
 	defer rows.Close()
 	res := &store.ListResult{}
@@ -131,7 +131,7 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 	for rows.Next() {
 		e, err := scanExecution(rows)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: list: %w", err)
+			return nil, fmt.Errorf("sqlite: list: %w", interpretError(err))
 		}
 		res.Items = append(res.Items, e)
 		size += len(e.Payload) + len(e.Result)
@@ -141,7 +141,7 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list: %w", err)
+		return nil, fmt.Errorf("sqlite: list: %w", interpretError(err))
 	}
 	if len(res.Items) > limit {
 		res.Items = res.Items[:limit]

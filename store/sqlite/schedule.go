@@ -106,7 +106,7 @@ func (s *Store) PutSchedule(ctx context.Context, p *store.PutScheduleParams) (*s
 
 // GetSchedule implements store.Store.
 func (s *Store) GetSchedule(ctx context.Context, p *store.GetScheduleParams) (*store.Schedule, error) {
-	return getSchedule(ctx, s.read, p.Tenant, p.Name)
+	return interpreted(getSchedule(ctx, s.read, p.Tenant, p.Name))
 }
 
 // ListSchedules implements store.Store. With DueBy it walks the
@@ -115,19 +115,19 @@ func (s *Store) ListSchedules(ctx context.Context, p *store.ListSchedulesParams)
 	query, args := listSchedulesQuery(p)
 	rows, err := s.read.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: list schedules: %w", err)
+		return nil, fmt.Errorf("sqlite: list schedules: %w", interpretError(err))
 	}
 	defer rows.Close()
 	var out []*store.Schedule
 	for rows.Next() {
 		sc, err := scanSchedule(rows)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: list schedules: %w", err)
+			return nil, fmt.Errorf("sqlite: list schedules: %w", interpretError(err))
 		}
 		out = append(out, sc)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list schedules: %w", err)
+		return nil, fmt.Errorf("sqlite: list schedules: %w", interpretError(err))
 	}
 	return out, nil
 }
@@ -195,7 +195,7 @@ func (s *Store) FireSchedule(ctx context.Context, p *store.FireScheduleParams) (
 				return false, advanceSchedule(ctx, tx, sc, p.Next)
 			}
 		}
-		res.Execution, res.Deduplicated, err = fireTick(ctx, tx, sc, p.Tick, t)
+		res.Execution, res.Deduplicated, err = fireTick(ctx, tx, sc, p, t)
 		if err != nil {
 			return false, err
 		}
@@ -221,11 +221,13 @@ func (s *Store) FireSchedule(ctx context.Context, p *store.FireScheduleParams) (
 // (overlap skip), else a new admission under the tenant's quota. A full
 // quota is returned as an error wrapping ErrQuotaExceeded, and the step
 // then rolls back whole.
-func fireTick(ctx context.Context, tx *sql.Tx, sc *store.Schedule, tick, t time.Time) (*store.Execution, bool, error) {
-	sub := store.TickSubmission(sc, tick)
-	e, err := liveDedup(ctx, tx, sc.Tenant, sub.DedupKey, t)
-	if e != nil || err != nil {
-		return e, e != nil, err
+func fireTick(ctx context.Context, tx *sql.Tx, sc *store.Schedule, p *store.FireScheduleParams, t time.Time) (*store.Execution, bool, error) {
+	sub := store.TickSubmission(sc, p.DedupKey())
+	if sub.DedupKey != "" { // a trigger without a key is a tick of its own
+		e, err := liveDedup(ctx, tx, sc.Tenant, sub.DedupKey, t)
+		if e != nil || err != nil {
+			return e, e != nil, err
+		}
 	}
 	q, err := loadQuota(ctx, tx, sc.Tenant)
 	if err != nil {
@@ -246,7 +248,7 @@ func fireTick(ctx context.Context, tx *sql.Tx, sc *store.Schedule, tick, t time.
 		return nil, false, err
 	}
 	if a.Err != nil {
-		return nil, false, fmt.Errorf("schedule %q tick %s: %w", sc.Name, tick.UTC().Format(time.RFC3339), a.Err)
+		return nil, false, fmt.Errorf("schedule %q tick %s: %w", sc.Name, p.Tick.UTC().Format(time.RFC3339), a.Err)
 	}
 	return a.Execution, false, addInflight(ctx, tx, sc.Tenant, 1)
 }

@@ -148,9 +148,9 @@ func (s *Store) inTx(ctx context.Context, fn func(ctx context.Context, tx *sql.T
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-s.quit:
-		return errClosed
+		return interpretError(errClosed)
 	}
-	return <-op.done
+	return interpretError(<-op.done)
 }
 
 // errClosed is returned by operations on a closed Store.

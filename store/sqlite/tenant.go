@@ -60,7 +60,7 @@ func (s *Store) CreateTenant(ctx context.Context, p *store.CreateTenantParams) (
 
 // GetTenant implements store.Store.
 func (s *Store) GetTenant(ctx context.Context, p *store.GetTenantParams) (*store.Tenant, error) {
-	return getTenant(ctx, s.read, p.Name)
+	return interpreted(getTenant(ctx, s.read, p.Name))
 }
 
 func getTenant(ctx context.Context, q querier, name string) (*store.Tenant, error) {
@@ -135,7 +135,7 @@ func (s *Store) LookupAPIKey(ctx context.Context, p *store.LookupAPIKeyParams) (
 		return nil, fmt.Errorf("api key: %w", store.ErrNotFound)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: lookup api key: %w", err)
+		return nil, fmt.Errorf("sqlite: lookup api key: %w", interpretError(err))
 	}
 	return &store.APIKey{Admin: admin != 0, Tenant: tenant.String}, nil
 }

@@ -410,8 +410,8 @@ func testSchedule(t *testing.T, ns NewStore) {
 		if res.Advanced {
 			t.Error("a trigger moved NextRunAt")
 		}
-		if x.DedupKey != fmt.Sprintf("schedule:s:%d", at(30*time.Second).Unix()) {
-			t.Errorf("trigger dedup key %q", x.DedupKey)
+		if x.DedupKey != "" || x.Schedule != "s" {
+			t.Errorf("trigger without an idempotency key: dedup key %q, schedule %q; want none and s", x.DedupKey, x.Schedule)
 		}
 		got := e.getSchedule(acme, "s")
 		wantTime(t, "NextRunAt after trigger", got.NextRunAt, at(minute))
@@ -421,18 +421,69 @@ func testSchedule(t *testing.T, ns NewStore) {
 		}
 	})
 
-	t.Run("TickOfATriggeredSecondIsDeduplicated", func(t *testing.T) {
+	// A trigger is a tick of its own: neither a second trigger of the same
+	// second nor the regular tick of that second is merged into it.
+	t.Run("TriggersOfOneSecondAreTicksOfTheirOwn", func(t *testing.T) {
 		e := start(t, ns)
 		e.putSchedule(sched("s", store.OverlapAllow), base)
-		x := fired(t, "trigger", e.trigger(acme, "s", at(minute)), store.StatusQueued)
-		res := e.fire(acme, "s", at(minute), at(minute))
-		if res.Execution == nil || !res.Deduplicated || res.Execution.ID != x.ID || !res.Advanced {
-			t.Fatalf("I6: the regular tick of a triggered second = %+v, want deduplicated onto %s and advanced", res, x.ID)
+		a := fired(t, "trigger 1", e.trigger(acme, "s", at(minute)), store.StatusQueued)
+		b := fired(t, "trigger 2 of the same second", e.trigger(acme, "s", at(minute)), store.StatusQueued)
+		c := fired(t, "regular tick of that second", e.fire(acme, "s", at(minute), at(minute)), store.StatusQueued)
+		if a.ID == b.ID || b.ID == c.ID || a.ID == c.ID {
+			t.Fatalf("two triggers and a tick of one second: executions %s, %s, %s; want three", a.ID, b.ID, c.ID)
 		}
-		if n := len(e.list(store.ListParams{Tenant: acme, Schedule: "s"})); n != 1 {
-			t.Errorf("I6: %d executions for one tick", n)
+		if c.DedupKey != store.ScheduleDedupKey("s", at(minute)) {
+			t.Errorf("regular tick dedup key %q, want %q", c.DedupKey, store.ScheduleDedupKey("s", at(minute)))
+		}
+		e.wantInflight(acme, 3)
+	})
+
+	t.Run("SecondTriggerWhileTheFirstRunsIsSkipped", func(t *testing.T) {
+		e := start(t, ns)
+		e.putSchedule(sched("s", store.OverlapSkip), base)
+		first := fired(t, "trigger 1", e.trigger(acme, "s", at(minute)), store.StatusQueued)
+		e.claimOne(acme, at(minute))
+		sk := fired(t, "trigger 2 of the same second", e.trigger(acme, "s", at(minute)), store.StatusSkipped)
+		if sk.ID == first.ID {
+			t.Fatal("the second trigger answered the first's execution")
+		}
+		if got := e.getSchedule(acme, "s"); got.LastExecutionID != sk.ID {
+			t.Errorf("LastExecutionID = %q, want the skipped trigger's %q", got.LastExecutionID, sk.ID)
 		}
 		e.wantInflight(acme, 1)
+	})
+
+	t.Run("TriggerIdempotencyKey", func(t *testing.T) {
+		e := start(t, ns)
+		e.putSchedule(sched("s", store.OverlapAllow), base)
+		e.putSchedule(sched("other", store.OverlapAllow), base)
+		keyed := func(name, key string, tick time.Time) *store.FireScheduleResult {
+			t.Helper()
+			res, err := e.s.FireSchedule(e.ctx, &store.FireScheduleParams{Tenant: acme, Name: name,
+				Tick: tick, Trigger: true, IdempotencyKey: key, Now: tick})
+			e.must(err, "trigger "+name+" with key "+key)
+			return res
+		}
+		x := fired(t, "keyed trigger", keyed("s", "run-1", at(minute)), store.StatusQueued)
+		if want := store.ScheduleTriggerDedupKey("s", "run-1"); x.DedupKey != want {
+			t.Errorf("keyed trigger dedup key %q, want %q", x.DedupKey, want)
+		}
+		for _, tick := range []time.Time{at(minute), at(2 * minute)} {
+			res := keyed("s", "run-1", tick)
+			if res.Execution == nil || !res.Deduplicated || res.Execution.ID != x.ID {
+				t.Fatalf("repeat of a keyed trigger at %s = %+v, want deduplicated onto %s", tick.Sub(base), res, x.ID)
+			}
+		}
+		y := fired(t, "trigger with another key", keyed("s", "run-2", at(minute)), store.StatusQueued)
+		z := fired(t, "same key on another schedule", keyed("other", "run-1", at(minute)), store.StatusQueued)
+		if y.ID == x.ID || z.ID == x.ID {
+			t.Errorf("another key or another schedule answered the first trigger's execution")
+		}
+		e.wantInflight(acme, 3)
+
+		_, err := e.s.FireSchedule(e.ctx, &store.FireScheduleParams{Tenant: acme, Name: "s", Tick: at(3 * minute),
+			Expected: at(minute), Next: at(2 * minute), IdempotencyKey: "run-3", Now: at(3 * minute)})
+		wantErr(t, "a regular fire with an idempotency key", err, store.ErrInvalid)
 	})
 
 	t.Run("LateFireDoesNotMoveLastRunBack", func(t *testing.T) {
@@ -635,8 +686,9 @@ func testScheduleConcurrency(t *testing.T, ns NewStore) {
 			together(servers, func(n int) {
 				p := &store.FireScheduleParams{Tenant: acme, Name: "s", Tick: tick,
 					Expected: tick, Next: tick.Add(minute), Now: tick.Add(time.Duration(n) * time.Millisecond)}
-				if n%4 == 3 { // some servers trigger the same second by hand
-					p = &store.FireScheduleParams{Tenant: acme, Name: "s", Tick: tick, Trigger: true, Now: tick}
+				if n%4 == 3 { // some servers repeat one trigger of the same second
+					p = &store.FireScheduleParams{Tenant: acme, Name: "s", Tick: tick, Trigger: true,
+						IdempotencyKey: fmt.Sprint("run-", i), Now: tick}
 				}
 				res, err := e.s.FireSchedule(e.ctx, p)
 				mu.Lock()
@@ -655,15 +707,16 @@ func testScheduleConcurrency(t *testing.T, ns NewStore) {
 			for _, err := range errs {
 				t.Errorf("tick %d: FireSchedule: %v", i, err)
 			}
-			if len(ids) != 1 || advanced != 1 {
-				t.Fatalf("I6: tick %d fired by %d servers: %d distinct executions, advanced %d times; want 1 and 1",
+			// One for the tick, one for the repeated trigger.
+			if len(ids) != 2 || advanced != 1 {
+				t.Fatalf("I6: tick %d fired by %d servers, one trigger repeated by others: %d distinct executions, advanced %d times; want 2 and 1",
 					i, servers, len(ids), advanced)
 			}
 		}
-		if n := len(e.list(store.ListParams{Tenant: acme, Schedule: "s"})); n != 5 {
-			t.Errorf("I6: %d executions for 5 ticks", n)
+		if n := len(e.list(store.ListParams{Tenant: acme, Schedule: "s"})); n != 10 {
+			t.Errorf("I6: %d executions for 5 ticks and 5 triggers", n)
 		}
-		e.wantInflight(acme, 5)
+		e.wantInflight(acme, 10)
 	})
 
 	t.Run("SkipAdmitsOneOfManyTicks", func(t *testing.T) {

@@ -31,6 +31,7 @@
 -- ARGV[5] trigger (0/1)  ARGV[6] expected_us  ARGV[7] next_us
 -- ARGV[8] drop (0/1)  ARGV[9] now_us  ARGV[10] ra (now as a queue member
 -- part)  ARGV[11] the new execution's id  ARGV[12] the tick's dedup key
+-- ('' for a trigger without an idempotency key: a tick of its own)
 -- Returns {'NOTFOUND'}, {'QUOTA', inflight} (nothing written) or
 -- {'OK', version, code, HGETALL, advanced (0/1)} where code is
 --   'N' admitted, 'S' skipped, 'D' deduplicated, '' nothing fired (and the

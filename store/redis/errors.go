@@ -1,0 +1,61 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/latch-run/latch/store"
+)
+
+// interpretError maps a driver error onto the store's sentinels, keeping
+// the original in the chain: a server that cannot be reached or is not
+// ready (see unavailable) is store.ErrUnavailable; the context's own
+// errors and errors that already wrap a sentinel pass through; anything
+// else is returned as it is.
+func interpretError(err error) error {
+	switch {
+	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.Is(err, store.ErrUnavailable):
+		return err
+	case unavailable(err):
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	}
+	return err
+}
+
+// unavailableReplies are the prefixes of the error replies of a server that
+// is there but cannot serve yet: loading its data set after a restart
+// (LOADING), a replica without its master (MASTERDOWN), a cluster slot
+// moving or the cluster down (TRYAGAIN, CLUSTERDOWN), a failover that made
+// the node a replica (READONLY), a script running past its time (BUSY).
+var unavailableReplies = []string{"LOADING ", "MASTERDOWN ", "TRYAGAIN ", "CLUSTERDOWN ", "READONLY ", "BUSY "}
+
+// unavailable reports an error of the server's absence rather than of the
+// operation: the connection refused, reset or closed (io.EOF), a dial or
+// network timeout, the client or the Store closed (this process is
+// stopping), the pool exhausted past its timeout, or one of
+// unavailableReplies.
+func unavailable(err error) bool {
+	var re goredis.Error
+	if errors.As(err, &re) { // an error reply
+		msg := re.Error()
+		for _, p := range unavailableReplies {
+			if strings.HasPrefix(msg, p) || msg == strings.TrimSpace(p) {
+				return true
+			}
+		}
+		return false // any other answer of a server that is there
+	}
+	var ne net.Error
+	return errors.Is(err, errClosed) || errors.Is(err, goredis.ErrClosed) || errors.Is(err, goredis.ErrPoolTimeout) ||
+		errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE)
+}

@@ -1,0 +1,48 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/latch-run/latch/store"
+)
+
+// interpretError maps a driver error onto the store's sentinels, keeping
+// the original in the chain: a database that cannot be used now (see
+// unavailable) is store.ErrUnavailable; the context's own errors and
+// errors that already wrap a sentinel pass through; anything else is
+// returned as it is.
+func interpretError(err error) error {
+	switch {
+	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.Is(err, store.ErrUnavailable):
+		return err
+	case unavailable(err):
+		return fmt.Errorf("sqlite: %w: %w", store.ErrUnavailable, err)
+	}
+	return err
+}
+
+// unavailable reports an error of the database's state rather than of the
+// operation: SQLITE_BUSY (any extended code) after the busy timeout, when
+// another process holds the file's write lock for that long, or the Store
+// or its connection closed (this process is stopping).
+func unavailable(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code()&0xff == sqlite3.SQLITE_BUSY
+	}
+	return errors.Is(err, errClosed) || errors.Is(err, sql.ErrConnDone)
+}
+
+// interpreted returns v and err through interpretError: the reads' one
+// exit.
+func interpreted[T any](v T, err error) (T, error) {
+	return v, interpretError(err)
+}

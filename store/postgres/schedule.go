@@ -204,7 +204,7 @@ func (s *Store) FireSchedule(ctx context.Context, p *store.FireScheduleParams) (
 	if err != nil {
 		return nil, err
 	}
-	return res, nil
+	return s.feed.Fired(res, nil)
 }
 
 // fireTick decides the tick of schedule sc, whose row the transaction

@@ -295,7 +295,7 @@ func (s *Store) FireSchedule(ctx context.Context, p *store.FireScheduleParams) (
 	default:
 		return nil, fmt.Errorf("redis: fire schedule: unexpected code %q", code)
 	}
-	return res, nil
+	return s.feed.Fired(res, nil)
 }
 
 // parseSchedule reads a schedule hash (see put_schedule.lua).

@@ -213,7 +213,7 @@ func (s *Store) FireSchedule(ctx context.Context, p *store.FireScheduleParams) (
 	if err != nil {
 		return nil, err
 	}
-	return res, nil
+	return s.feed.Fired(res, nil)
 }
 
 // fireTick finds or makes the tick's execution: the one its dedup key maps

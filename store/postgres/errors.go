@@ -81,7 +81,7 @@ func interpretError(err error) error {
 
 func isSentinel(err error) bool {
 	for _, s := range []error{store.ErrNotFound, store.ErrTenantExists, store.ErrQuotaExceeded,
-		store.ErrDedupKeyReused, store.ErrLeaseLost, store.ErrNotTerminal, store.ErrInvalid} {
+		store.ErrDedupKeyReused, store.ErrLeaseLost, store.ErrNotTerminal, store.ErrInvalid, store.ErrScheduleLimit} {
 		if errors.Is(err, s) {
 			return true
 		}

@@ -178,6 +178,8 @@ func status(arr []any, what string) error {
 		return fmt.Errorf("%s: api key hash already stored", what)
 	case "QUOTA":
 		return fmt.Errorf("%s: tenant has %v in flight: %w", what, at(arr, 1), store.ErrQuotaExceeded)
+	case "LIMIT":
+		return fmt.Errorf("%s has %v schedules: %w", what, at(arr, 1), store.ErrScheduleLimit)
 	case "IDEXISTS":
 		return fmt.Errorf("%s: execution id %v already exists", what, at(arr, 1))
 	}

@@ -7,15 +7,25 @@ import "sync"
 // executions need not re-read all of them for a change of one.
 type ChangeFeed interface {
 	// WatchChanges calls fn after every committed change of an execution's
-	// status or attempt (and every deletion) with the ids of the
-	// executions it changed, or with nil when the backend cannot tell
-	// which: a change made by another process, a step that changes
-	// executions it does not list (rescue, promotion), or notifications
-	// that may have been lost. A change made through this Store is
-	// reported after its commit, before the call that made it returns. fn
-	// runs on the changing goroutine: it must return quickly and must not
-	// call the Store. stop ends the calls.
-	WatchChanges(fn func(ids []string)) (stop func())
+	// status or attempt (and every deletion) with what changed. A change
+	// made through this Store is reported after its commit, before the
+	// call that made it returns. fn runs on the changing goroutine: it
+	// must return quickly and must not call the Store. stop ends the
+	// calls.
+	WatchChanges(fn func(Change)) (stop func())
+}
+
+// Change is one report of a ChangeFeed.
+type Change struct {
+	// IDs are the executions the change concerned; nil when the backend
+	// cannot tell which: a change made by another process, a step that
+	// changes executions it does not list (rescue, promotion), or
+	// notifications that may have been lost.
+	IDs []string
+	// Claim says the change was a Claim's: it started executions (IDs)
+	// and made no other work claimable, so waiting claimers need not
+	// look.
+	Claim bool
 }
 
 // Feed is the subscriber list of a ChangeFeed, for backends to embed. Its
@@ -23,16 +33,16 @@ type ChangeFeed interface {
 // what changed, so a method reports by wrapping its return statement.
 type Feed struct {
 	mu   sync.Mutex
-	subs map[int]func([]string)
+	subs map[int]func(Change)
 	next int
 }
 
 // WatchChanges implements ChangeFeed.
-func (f *Feed) WatchChanges(fn func(ids []string)) (stop func()) {
+func (f *Feed) WatchChanges(fn func(Change)) (stop func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.subs == nil {
-		f.subs = map[int]func([]string){}
+		f.subs = map[int]func(Change){}
 	}
 	id := f.next
 	f.next++
@@ -47,22 +57,22 @@ func (f *Feed) WatchChanges(fn func(ids []string)) (stop func()) {
 // Publish reports a change of the executions ids; none is no change.
 func (f *Feed) Publish(ids ...string) {
 	if len(ids) > 0 {
-		f.send(ids)
+		f.send(Change{IDs: ids})
 	}
 }
 
 // PublishAll reports a change the Store cannot attribute.
-func (f *Feed) PublishAll() { f.send(nil) }
+func (f *Feed) PublishAll() { f.send(Change{}) }
 
-func (f *Feed) send(ids []string) {
+func (f *Feed) send(c Change) {
 	f.mu.Lock()
-	fns := make([]func([]string), 0, len(f.subs))
+	fns := make([]func(Change), 0, len(f.subs))
 	for _, fn := range f.subs {
 		fns = append(fns, fn)
 	}
 	f.mu.Unlock()
 	for _, fn := range fns {
-		fn(ids)
+		fn(c)
 	}
 }
 
@@ -106,7 +116,9 @@ func (f *Feed) Claimed(r *ClaimResult, err error) (*ClaimResult, error) {
 		for _, l := range r.Leases {
 			ids = append(ids, l.ExecutionID)
 		}
-		f.Publish(ids...)
+		if len(ids) > 0 {
+			f.send(Change{IDs: ids, Claim: true})
+		}
 		if !r.RetryAt.IsZero() {
 			f.PublishAll()
 		}

@@ -8,7 +8,8 @@ import "container/list"
 // crowded out the changes. A change of n executions wakes the n claims
 // that have waited longest (an admit of n can feed at most n claims; a
 // finish of one may free one concurrency slot); a change the store cannot
-// attribute wakes one. A woken claim that got work calls ClaimGot, which
+// attribute wakes one; a claim's own change (store.Change.Claim) wakes
+// none. A woken claim that got work calls ClaimGot, which
 // wakes one more: while work is left the claims keep waking each other,
 // and when it runs out the chain stops. A claim whose filters do not match
 // the work it was woken for goes back to waiting; the claim that matches

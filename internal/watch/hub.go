@@ -180,21 +180,22 @@ func (h *Hub) publish(e *entry, snap Snapshot) {
 	}
 }
 
-// changes is the feed's callback: the ids a change concerned, nil for
-// unknown.
-func (h *Hub) changes(ids []string) {
+// changes is the feed's callback.
+func (h *Hub) changes(c store.Change) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if ids == nil {
+	if c.IDs == nil {
 		h.all = true
 		h.claims.wake(1)
 	} else {
-		for _, id := range ids {
+		for _, id := range c.IDs {
 			if h.entries[id] != nil {
 				h.dirty[id] = true
 			}
 		}
-		h.claims.wake(len(ids))
+		if !c.Claim { // a claim made no work claimable (ClaimGot passes it on)
+			h.claims.wake(len(c.IDs))
+		}
 	}
 	h.kickLocked()
 }
@@ -251,7 +252,7 @@ func (h *Hub) loop(changed <-chan struct{}) {
 		case <-h.kick:
 		case <-changed:
 			changed = h.notifier.Changed() // before the round it causes: no change is missed
-			h.changes(nil)
+			h.changes(store.Change{})
 		case <-poll.C:
 			h.mu.Lock()
 			h.all = true

@@ -263,4 +263,10 @@ func TestClaimsWokenFew(t *testing.T) {
 	if n := count(); n != 5 {
 		t.Fatalf("a claim that got work woke %d in all, want 5", n)
 	}
+	if _, err := st.Claim(t.Context(), &store.ClaimParams{WorkerID: "w", Tenant: "acme", Max: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 5 {
+		t.Fatalf("a claim's own change woke claims: %d in all, want 5", n)
+	}
 }

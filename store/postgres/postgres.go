@@ -179,7 +179,7 @@ func (s *Store) Changed() <-chan struct{} {
 // Store is reported with its ids; one announced by another process (the
 // NOTIFY carries no ids), or a listener reconnect, is reported as
 // unattributed.
-func (s *Store) WatchChanges(fn func(ids []string)) (stop func()) { return s.feed.WatchChanges(fn) }
+func (s *Store) WatchChanges(fn func(store.Change)) (stop func()) { return s.feed.WatchChanges(fn) }
 
 // maxAttempts bounds how often an operation is run again after a deadlock
 // or a serialization failure (both are rare by design; see doc.go).

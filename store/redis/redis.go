@@ -141,7 +141,7 @@ func (s *Store) Changed() <-chan struct{} { return s.note.changed() }
 // Store is reported with its ids; a change announced by another process
 // (the message carries a version, not ids), or a resubscription, is
 // reported as unattributed.
-func (s *Store) WatchChanges(fn func(ids []string)) (stop func()) { return s.feed.WatchChanges(fn) }
+func (s *Store) WatchChanges(fn func(store.Change)) (stop func()) { return s.feed.WatchChanges(fn) }
 
 // run runs a script and returns its reply as an array.
 func (s *Store) run(ctx context.Context, op string, sc *luaScript, keys []string, args ...any) ([]any, error) {

@@ -127,7 +127,7 @@ func (s *Store) Changed() <-chan struct{} {
 // WatchChanges implements store.ChangeFeed. The feed covers the changes
 // made through this Store; like Changed, it knows nothing of other
 // processes on the same file.
-func (s *Store) WatchChanges(fn func(ids []string)) (stop func()) { return s.feed.WatchChanges(fn) }
+func (s *Store) WatchChanges(fn func(store.Change)) (stop func()) { return s.feed.WatchChanges(fn) }
 
 func (s *Store) notify() {
 	s.mu.Lock()

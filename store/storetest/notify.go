@@ -68,13 +68,13 @@ func testNotifier(t *testing.T, ns NewStore) {
 		}
 		var mu sync.Mutex
 		var got []string
-		stop := f.WatchChanges(func(ids []string) {
+		stop := f.WatchChanges(func(c store.Change) {
 			mu.Lock()
 			defer mu.Unlock()
-			if ids == nil {
+			if c.IDs == nil {
 				got = append(got, "*")
 			}
-			got = append(got, ids...)
+			got = append(got, c.IDs...)
 		})
 		defer stop()
 		reported := func(what, id string) {

@@ -294,3 +294,71 @@ func TestScheduleCap(t *testing.T) {
 	e.do("DELETE", "/api/schedules/b", key, nil).want(http.StatusNoContent)
 	e.do("PUT", "/api/schedules/c", key, body).want(http.StatusCreated)
 }
+
+// claimCounter counts the store's claims.
+type claimCounter struct {
+	*sqlite.Store
+	mu     sync.Mutex
+	claims int
+}
+
+func (c *claimCounter) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
+	c.mu.Lock()
+	c.claims++
+	c.mu.Unlock()
+	return c.Store.Claim(ctx, p)
+}
+
+func (c *claimCounter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.claims
+}
+
+func (c *claimCounter) take() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.claims
+	c.claims = 0
+	return n
+}
+
+// A submit wakes one of many waiting claims, not all of them. (Before,
+// every change had every waiting claim run a claim.)
+func TestSubmitWakesFewClaims(t *testing.T) {
+	var counter *claimCounter
+	e := newEnv(t, func(c *Config) {
+		counter = &claimCounter{Store: c.Store.(*sqlite.Store)}
+		c.Store = counter
+		c.PollInterval = time.Hour // every claim below is a wake-up's
+	})
+	key := e.tenant("acme")
+	const waiting = 50
+	var wg sync.WaitGroup
+	got := make(chan int, waiting)
+	for range waiting {
+		wg.Go(func() {
+			var out claimResponse
+			e.do("POST", "/api/workers/claim", key, `{"worker_id":"w","wait_seconds":30}`).want(http.StatusOK).decode(&out)
+			got <- len(out.Leases)
+		})
+	}
+	eventually(t, "every claim waiting", func() bool { return e.api.polls.held("acme") == waiting })
+	eventually(t, "every claim's first try", func() bool { return counter.count() >= waiting }) // one each, as it came
+	counter.take()
+
+	e.submit(key, map[string]any{"kind": "echo"}, http.StatusCreated)
+	select {
+	case n := <-got:
+		if n != 1 {
+			t.Fatalf("the woken claim got %d leases", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no claim got the submitted execution within 10s")
+	}
+	if n := counter.take(); n > 2 {
+		t.Fatalf("one submit had %d waiting claims run a claim; want the one woken (and the one it passes on to)", n)
+	}
+	e.api.Close() // the others answer now, empty
+	wg.Wait()
+}

@@ -36,9 +36,16 @@
 //     its Idempotency-Key. Schedule
 //     timings are checked and their ticks computed by package schedule.
 //   - Long polls (GET ?wait_seconds, claim wait_seconds) and event streams
-//     wake on store.Notifier when the store implements it, and poll every
-//     Config.PollInterval in any case. Server.Close ends them early for a
-//     graceful shutdown.
+//     wait through one watch.Hub (wait.go): a change wakes only the waiters
+//     of the executions it changed, who share one read of each (all
+//     watched executions are read again once when the store cannot say
+//     which changed), and a few waiting claims rather than all; everything
+//     is read again every Config.PollInterval in any case. Server.Close
+//     ends them early for a graceful shutdown.
+//   - Bounds: per tenant, open event streams and long polls are capped
+//     (429 too_many_requests, slots.go) and schedules too (409
+//     schedule_limit, counted by the store); server-wide, large bodies are
+//     read within a budget of bytes (503 unavailable, budget.go).
 //   - Metrics live on a registry the Server owns (Registry), never the
 //     global one.
 //   - The OpenAPI 3.1 document (openapi.json, embedded) lists exactly the

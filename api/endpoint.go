@@ -79,6 +79,11 @@ func endpoint[Req, Resp any](s *Server, sp spec, fn func(context.Context, *Req) 
 				if limit == 0 {
 					limit = s.bodyLimit()
 				}
+				release, err := s.bodies.acquire(ctx, r, limit)
+				if err != nil {
+					return nil, err
+				}
+				defer release() // when answered: the decoded body lives until then
 				data, err := readBody(w, r, limit)
 				if err != nil {
 					return nil, err

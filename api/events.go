@@ -2,11 +2,11 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
 	"github.com/latch-run/latch/internal/sse"
+	"github.com/latch-run/latch/internal/watch"
 	"github.com/latch-run/latch/store"
 )
 
@@ -22,9 +22,13 @@ const keepAliveInterval = 15 * time.Second
 // sees each state the server observed, in order, as the OpenAPI document
 // says. If the execution is deleted while streamed, an "error" event carrying
 // a not_found problem ends the stream. Each write has its own deadline
-// (Config.StreamWriteTimeout); a failed write ends the stream.
+// (Config.StreamWriteTimeout); a failed write ends the stream. A tenant has
+// at most Config.MaxStreamsPerTenant streams open on this server; one more
+// is refused with 429 too_many_requests.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	var req idRequest
+	var watcher *watch.Watch
+	var release func()
 	first, err := func() (*store.Execution, error) {
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 		defer cancel()
@@ -36,13 +40,23 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		r = r.WithContext(withPrincipal(r.Context(), p))
-		e, err := s.cfg.Store.Get(ctx, &store.GetParams{Tenant: p.scope(), ID: req.id})
-		return e, executionErr(err, req.id)
+		if release, err = s.streams.acquire(p, "event streams"); err != nil {
+			return nil, err
+		}
+		wt, e, err := s.watchExecution(ctx, p.scope(), req.id)
+		if err != nil {
+			release()
+			return nil, executionErr(err, req.id)
+		}
+		watcher = wt
+		return e, nil
 	}()
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	defer release()
+	defer watcher.Close()
 
 	// The stream lasts as long as the execution, so it has no overall write
 	// deadline; each write gets its own instead (sse.Stream).
@@ -56,42 +70,19 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 
 	scope := principalFrom(r.Context()).scope()
-	changed := s.changed()
 	last := first
 	if !send("status", toExecution(last)) {
 		return
 	}
-	poll := time.NewTicker(s.cfg.PollInterval)
-	defer poll.Stop()
 	keepAlive := time.NewTicker(keepAliveInterval)
 	defer keepAlive.Stop()
-	for !last.Status.Terminal() {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-s.done:
-			return // shutting down; the client reconnects elsewhere
-		case <-keepAlive.C:
-			if !stream.Comment("keep-alive") {
-				return
-			}
-			continue
-		case <-changed:
-		case <-poll.C:
-		}
-		changed = s.changed()
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
-		e, err := s.cfg.Store.Get(ctx, &store.GetParams{Tenant: scope, ID: req.id})
-		cancel()
-		switch {
-		case errors.Is(err, store.ErrNotFound):
+	for {
+		// The snapshot and the channel of its next change come together:
+		// a change published between two calls would otherwise be lost.
+		snap, changed := watcher.Current()
+		e, err := scoped(snap, scope)
+		if err != nil { // the hub publishes no other error than not found
 			send("error", problem(CodeNotFound, "execution %q was deleted", req.id))
-			return
-		case err != nil:
-			if r.Context().Err() == nil {
-				s.log.Error("event stream read failed", "execution_id", req.id, "err", err)
-				send("error", problem(CodeInternal, "internal error"))
-			}
 			return
 		}
 		if e.Status != last.Status || e.Attempt != last.Attempt {
@@ -100,5 +91,20 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		last = e
+		if last.Status.Terminal() {
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.done:
+			return // shutting down; the client reconnects elsewhere
+		case <-keepAlive.C:
+			// Then look again: the same snapshot sends nothing.
+			if !stream.Comment("keep-alive") {
+				return
+			}
+		case <-changed:
+		}
 	}
 }

@@ -64,31 +64,22 @@ func (r *getRequest) bind(hr *http.Request) error {
 }
 
 // getExecution answers the execution, after waiting up to wait_seconds for
-// it to become terminal.
+// it to become terminal. A wait is a long poll: at most
+// Config.MaxLongPollsPerTenant of a tenant at once.
 func (s *Server) getExecution(ctx context.Context, req *getRequest) (*execution, error) {
-	e, err := s.awaitTerminal(ctx, principalFrom(ctx).scope(), req.id, req.wait)
+	p := principalFrom(ctx)
+	if req.wait > 0 {
+		release, err := s.polls.acquire(p, "long polls")
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
+	e, err := s.awaitTerminal(ctx, p.scope(), req.id, req.wait)
 	if err != nil {
 		return nil, executionErr(err, req.id)
 	}
 	return toExecution(e), nil
-}
-
-// awaitTerminal reads an execution, waiting up to wait for it to be
-// terminal. It returns the last state read.
-func (s *Server) awaitTerminal(ctx context.Context, tenant, id string, wait time.Duration) (*store.Execution, error) {
-	var e *store.Execution
-	err := s.waitUntil(ctx, wait, func(ctx context.Context) (bool, error) {
-		got, err := s.cfg.Store.Get(ctx, &store.GetParams{Tenant: tenant, ID: id})
-		if err != nil {
-			return false, err
-		}
-		e = got
-		return e.Status.Terminal(), nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return e, nil
 }
 
 // listRequest is GET /api/executions with its filters.

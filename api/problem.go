@@ -16,8 +16,10 @@ import (
 type Code string
 
 // The codes of API.md, plus forbidden (a tenant key calling an admin
-// endpoint), unavailable (the store did not answer in time, /readyz) and
-// headers_too_large (MaxHeaderBytes).
+// endpoint), unavailable (the store did not answer in time, /readyz, or
+// the server's body budget is spent), too_many_requests (a tenant's event
+// streams or long polls at their bound), schedule_limit (a tenant's
+// schedules at their bound) and headers_too_large (MaxHeaderBytes).
 const (
 	CodeUnauthorized         Code = "unauthorized"
 	CodeForbidden            Code = "forbidden"
@@ -26,6 +28,8 @@ const (
 	CodePayloadTooLarge      Code = "payload_too_large"
 	CodeUnsupportedMediaType Code = "unsupported_media_type"
 	CodeQuotaExceeded        Code = "quota_exceeded"
+	CodeTooManyRequests      Code = "too_many_requests"
+	CodeScheduleLimit        Code = "schedule_limit"
 	CodeDedupKeyReused       Code = "dedup_key_reused"
 	CodeTenantExists         Code = "tenant_exists"
 	CodeNotTerminal          Code = "not_terminal"
@@ -48,6 +52,8 @@ var codeInfo = map[Code]struct {
 	CodePayloadTooLarge:      {http.StatusRequestEntityTooLarge, "Payload too large"},
 	CodeUnsupportedMediaType: {http.StatusUnsupportedMediaType, "Unsupported media type"},
 	CodeQuotaExceeded:        {http.StatusTooManyRequests, "Quota exceeded"},
+	CodeTooManyRequests:      {http.StatusTooManyRequests, "Too many requests"},
+	CodeScheduleLimit:        {http.StatusConflict, "Schedule limit reached"},
 	CodeDedupKeyReused:       {http.StatusUnprocessableEntity, "Dedup key reused"},
 	CodeTenantExists:         {http.StatusConflict, "Tenant exists"},
 	CodeNotTerminal:          {http.StatusConflict, "Execution not terminal"},
@@ -128,6 +134,8 @@ func problemFor(err error) *Problem {
 		return problem(CodeDedupKeyReused, "the dedup_key maps to an execution submitted with a different kind or payload")
 	case errors.Is(err, store.ErrTenantExists):
 		return problem(CodeTenantExists, "a tenant with this name exists")
+	case errors.Is(err, store.ErrScheduleLimit):
+		return problem(CodeScheduleLimit, "the tenant has as many schedules as it may; delete one first, or replace one")
 	case errors.Is(err, store.ErrNotTerminal):
 		return problem(CodeNotTerminal, "the execution is not terminal; cancel it first or delete with force=true")
 	case errors.Is(err, store.ErrLeaseLost):

@@ -23,7 +23,7 @@ var update = flag.Bool("update", false, "rewrite golden files in testdata/")
 // accept a change.
 func TestProblemGolden(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(c *Config) { c.MaxPayloadBytes = 100 })
+	e := newEnv(t, func(c *Config) { c.MaxPayloadBytes, c.MaxSchedulesPerTenant, c.MaxStreamsPerTenant = 100, 1, 1 })
 	key := e.tenant("acme", `,"max_inflight":2`)
 	e.submit(key, `{"kind":"echo","dedup_key":"k"}`, http.StatusCreated)
 	e.submit(key, `{"kind":"echo","dedup_key":"q"}`, http.StatusCreated)
@@ -31,6 +31,8 @@ func TestProblemGolden(t *testing.T) {
 	e.do("POST", "/api/executions/"+l.ExecutionID+"/complete", key, `{"lease_token":"`+l.LeaseToken+`"}`).want(http.StatusOK)
 	running := e.submit(e.admin, `{"kind":"echo"}`, http.StatusCreated, "Latch-Tenant", "acme")
 	e.do("PUT", "/api/schedules/nightly", key, `{"every":"1h","kind":"echo","overlap":"allow"}`).want(http.StatusCreated)
+	_, stream := e.openStream("/api/executions/"+running.ExecutionID+"/events", key)
+	nextEvent(t, stream) // holds acme's one stream
 	down := newEnv(t, func(c *Config) { c.Store = pingFails{c.Store} })
 	broken := newEnv(t, func(c *Config) { c.Store = getFails{c.Store} })
 	bkey := broken.tenant("acme")
@@ -70,6 +72,8 @@ func TestProblemGolden(t *testing.T) {
 		}},
 		{"quota_exceeded", func() *resp { return e.do("POST", "/api/executions", key, `{"kind":"echo"}`) }},
 		{"quota_exceeded_trigger", func() *resp { return e.do("POST", "/api/schedules/nightly/trigger", key, nil) }},
+		{"too_many_requests", func() *resp { return e.do("GET", "/api/executions/"+running.ExecutionID+"/events", key, nil) }},
+		{"schedule_limit", func() *resp { return e.do("PUT", "/api/schedules/another", key, `{"every":"1h","kind":"echo"}`) }},
 		{"dedup_key_reused", func() *resp { return e.do("POST", "/api/executions", key, `{"kind":"other","dedup_key":"k"}`) }},
 		{"tenant_exists", func() *resp { return e.do("POST", "/api/tenants", e.admin, `{"name":"acme"}`) }},
 		{"not_terminal", func() *resp { return e.do("DELETE", "/api/executions/"+running.ExecutionID, key, nil) }},

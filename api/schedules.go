@@ -241,6 +241,8 @@ type putScheduleResponse struct {
 func (r *putScheduleResponse) statusCode() int { return r.status }
 
 // putSchedule is PUT /api/schedules/{name}: create or replace, atomically.
+// Creating one more than Config.MaxSchedulesPerTenant is refused with 409
+// schedule_limit (the store counts and inserts in one step).
 // A replace that keeps the timing of an enabled schedule keeps its next
 // tick (the store decides, against the row it replaces).
 func (s *Server) putSchedule(ctx context.Context, req *putScheduleRequest) (*putScheduleResponse, error) {
@@ -253,8 +255,13 @@ func (s *Server) putSchedule(ctx context.Context, req *putScheduleRequest) (*put
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.cfg.Store.PutSchedule(ctx, &store.PutScheduleParams{Schedule: sc, Now: now})
-	if err != nil {
+	res, err := s.cfg.Store.PutSchedule(ctx, &store.PutScheduleParams{Schedule: sc,
+		MaxSchedules: max(s.cfg.MaxSchedulesPerTenant, 0), Now: now})
+	switch {
+	case errors.Is(err, store.ErrScheduleLimit):
+		return nil, problem(CodeScheduleLimit, "tenant %q is at its bound of %d schedules; delete one first (replacing one is allowed)",
+			owner, s.cfg.MaxSchedulesPerTenant)
+	case err != nil:
 		return nil, tenantErr(err, owner)
 	}
 	s.scheduleChanged()

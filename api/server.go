@@ -11,13 +11,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/latch-run/latch/internal/watch"
 	"github.com/latch-run/latch/store"
 )
 
 // Config configures a Server. Only Store is required.
 type Config struct {
 	// Store holds all state. Required. If it implements store.Notifier,
-	// long polls and event streams wake at once on changes.
+	// long polls and event streams wake at once on changes; if it is also
+	// a store.ChangeFeed, a change wakes only the waiters it concerns.
 	Store store.Store
 
 	// AdminKeyHash is HashKey(LATCH_ADMIN_KEY) when the admin key is set
@@ -52,6 +54,29 @@ type Config struct {
 	// set. 0 = 8 MiB.
 	MaxListBytes int
 
+	// MaxStreamsPerTenant bounds the event streams one tenant (or the
+	// admin) may hold open on this server at once; one more is refused
+	// with 429 too_many_requests. 0 = 100; < 0 = no bound.
+	MaxStreamsPerTenant int
+
+	// MaxLongPollsPerTenant bounds the long polls (GET
+	// /api/executions/{id} and claims with wait_seconds > 0) one tenant (or
+	// the admin) may hold open on this server at once; one more is refused
+	// with 429 too_many_requests. 0 = 100; < 0 = no bound.
+	MaxLongPollsPerTenant int
+
+	// MaxBodyBytesInFlight is the server-wide budget of request body bytes
+	// being read and handled at once (bodies over 64 KiB count, by their
+	// Content-Length, or by their limit when they declare none). A request
+	// that cannot get its share within a second is refused with 503
+	// unavailable. 0 = 64 MiB.
+	MaxBodyBytesInFlight int64
+
+	// MaxSchedulesPerTenant bounds how many schedules a tenant may have;
+	// creating one more is refused with 409 schedule_limit (replacing one
+	// is always allowed). 0 = 1000; < 0 = no bound.
+	MaxSchedulesPerTenant int
+
 	// StreamWriteTimeout bounds each write of an event stream (an event or
 	// a keep-alive): a client that stops reading for longer loses the
 	// stream. 0 = 30s.
@@ -85,6 +110,10 @@ const (
 	DefaultPollInterval       = 500 * time.Millisecond
 	DefaultMaxListBytes       = 8 << 20
 	DefaultStreamWriteTimeout = 30 * time.Second
+	DefaultMaxStreams         = 100
+	DefaultMaxLongPolls       = 100
+	DefaultMaxBodyInFlight    = 64 << 20
+	DefaultMaxSchedules       = 1000
 )
 
 // bodySlack is what a single-execution body may hold beyond its payload.
@@ -95,10 +124,13 @@ const bodySlack = 64 << 10
 type Server struct {
 	cfg      Config
 	log      *slog.Logger
-	notifier store.Notifier // nil: poll only
 	mux      *http.ServeMux
 	patterns map[string]bool
 	metrics  *metrics
+	hub      *watch.Hub  // what waiting requests wait on
+	streams  *slots      // event streams per tenant
+	polls    *slots      // long polls per tenant
+	bodies   *bodyBudget // body bytes being read at once
 
 	closeOnce sync.Once
 	done      chan struct{} // closed by Close
@@ -133,6 +165,18 @@ func New(cfg Config) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.MaxStreamsPerTenant == 0 {
+		cfg.MaxStreamsPerTenant = DefaultMaxStreams
+	}
+	if cfg.MaxLongPollsPerTenant == 0 {
+		cfg.MaxLongPollsPerTenant = DefaultMaxLongPolls
+	}
+	if cfg.MaxBodyBytesInFlight <= 0 {
+		cfg.MaxBodyBytesInFlight = DefaultMaxBodyInFlight
+	}
+	if cfg.MaxSchedulesPerTenant == 0 {
+		cfg.MaxSchedulesPerTenant = DefaultMaxSchedules
+	}
 	s := &Server{
 		cfg:      cfg,
 		log:      cfg.Logger,
@@ -140,8 +184,12 @@ func New(cfg Config) *Server {
 		patterns: map[string]bool{},
 		metrics:  newMetrics(cfg.Collectors...),
 		done:     make(chan struct{}),
+		hub: watch.New(watch.Config{Store: cfg.Store, PollInterval: cfg.PollInterval,
+			ReadTimeout: cfg.RequestTimeout}),
+		streams: newSlots(cfg.MaxStreamsPerTenant),
+		polls:   newSlots(cfg.MaxLongPollsPerTenant),
+		bodies:  newBodyBudget(cfg.MaxBodyBytesInFlight),
 	}
-	s.notifier, _ = cfg.Store.(store.Notifier)
 	for _, rt := range s.routes() {
 		s.mux.Handle(rt.pattern, rt.handler)
 		s.patterns[rt.pattern] = true
@@ -238,15 +286,6 @@ func apiPath(path string) bool {
 // bodyLimit is the body limit of a request that carries one payload or
 // result.
 func (s *Server) bodyLimit() int64 { return int64(s.cfg.MaxPayloadBytes) + bodySlack }
-
-// changed returns a channel closed at the store's next change, or nil
-// (never ready) when the store cannot tell.
-func (s *Server) changed() <-chan struct{} {
-	if s.notifier == nil {
-		return nil
-	}
-	return s.notifier.Changed()
-}
 
 // recorder remembers the status a handler wrote.
 type recorder struct {

@@ -74,7 +74,8 @@ type claimResponse struct {
 // claim is POST /api/workers/claim. A tenant key claims its tenant's work;
 // the admin claims every tenant's, or the one named by Latch-Tenant. With
 // wait_seconds it holds the request until something is claimed or the
-// wait is over; an empty "leases" then means nothing was ready.
+// wait is over; an empty "leases" then means nothing was ready. A wait is a
+// long poll: at most Config.MaxLongPollsPerTenant of a tenant at once.
 func (s *Server) claim(ctx context.Context, req *claimRequest) (*claimResponse, error) {
 	p := store.ClaimParams{
 		WorkerID:      *req.WorkerID,
@@ -85,8 +86,15 @@ func (s *Server) claim(ctx context.Context, req *claimRequest) (*claimResponse, 
 		LeaseDuration: time.Duration(orDefault(req.LeaseSeconds, defaultLeaseSeconds)) * time.Second,
 	}
 	wait := time.Duration(orDefault(req.WaitSeconds, 0)) * time.Second
+	if wait > 0 {
+		release, err := s.polls.acquire(principalFrom(ctx), "long polls")
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
 	var leases []store.Lease
-	err := s.waitUntil(ctx, wait, func(ctx context.Context) (bool, error) {
+	err := s.claimWait(ctx, wait, func(ctx context.Context) (bool, error) {
 		if err := ctx.Err(); err != nil {
 			return false, err // do not claim for a client that has gone
 		}

@@ -30,6 +30,11 @@ var (
 	// scheduled, queued or running. Retry: yes, after it finishes.
 	ErrNotTerminal = errors.New("execution is not terminal")
 
+	// ErrScheduleLimit: PutSchedule would create a schedule for a tenant
+	// that has MaxSchedules already. Nothing was written. Retry: yes, after
+	// one is deleted.
+	ErrScheduleLimit = errors.New("schedule limit reached")
+
 	// ErrInvalid: the parameters break a rule the store enforces (an empty
 	// kind, a negative limit). Callers validate first; this is a backstop.
 	// Retry: no.

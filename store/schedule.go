@@ -151,7 +151,12 @@ func NewSkippedExecution(id, tenant string, sub *Submission, now time.Time) *Exe
 // LastExecutionID, Running, CreatedAt and UpdatedAt are ignored.
 type PutScheduleParams struct {
 	Schedule Schedule
-	Now      time.Time
+	// MaxSchedules, when > 0, bounds the tenant's schedules: a Put that
+	// would create one more than that fails with ErrScheduleLimit, the
+	// count and the insert being one atomic step. A replace is never
+	// refused. 0 = no bound.
+	MaxSchedules int
+	Now          time.Time
 }
 
 // PutScheduleResult is the schedule as stored, and whether Put created it.

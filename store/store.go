@@ -120,7 +120,8 @@ type Store interface {
 	// deploy re-applying unchanged schedules never moves or loses a tick;
 	// otherwise NextRunAt becomes the one given. LastRunAt, LastExecutionID
 	// and CreatedAt survive a replace. ErrNotFound for an unknown tenant;
-	// ErrInvalid when ValidateSchedule refuses it.
+	// ErrInvalid when ValidateSchedule refuses it; ErrScheduleLimit when it
+	// would create one more schedule than MaxSchedules.
 	PutSchedule(ctx context.Context, p *PutScheduleParams) (*PutScheduleResult, error)
 	// GetSchedule reads one schedule; ErrNotFound if the tenant has none of
 	// that name.

@@ -36,6 +36,10 @@ type serveConfig struct {
 	shutdownGrace time.Duration
 	logLevel      string
 	console       bool
+	maxStreams    int // per tenant; 0 = no bound
+	maxLongPolls  int // per tenant; 0 = no bound
+	bodyBudgetMiB int
+	maxSchedules  int // per tenant; 0 = no bound
 
 	// Checked from the above and the environment by serveFlags, so that
 	// nothing is done (no store opened, no admin key made) on a
@@ -64,12 +68,18 @@ func serveFlags(args []string) (*serveConfig, error) {
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 30*time.Second, "on SIGINT/SIGTERM, how long running work may finish before it is cancelled and released; a second signal stops at once (LATCH_SHUTDOWN_GRACE)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error (LATCH_LOG_LEVEL)")
 	fs.BoolVar(&c.console, "console", true, "serve the web console at /; false leaves only the API (LATCH_CONSOLE)")
+	fs.IntVar(&c.maxStreams, "max-streams", api.DefaultMaxStreams, "event streams one tenant may hold open on this server; 0 = no bound (LATCH_MAX_STREAMS)")
+	fs.IntVar(&c.maxLongPolls, "max-long-polls", api.DefaultMaxLongPolls, "long polls (wait_seconds) one tenant may hold open on this server; 0 = no bound (LATCH_MAX_LONG_POLLS)")
+	fs.IntVar(&c.bodyBudgetMiB, "body-budget-mib", api.DefaultMaxBodyInFlight>>20, "MiB of large request bodies this server reads at once; beyond, requests are refused with 503 (LATCH_BODY_BUDGET_MIB)")
+	fs.IntVar(&c.maxSchedules, "max-schedules", api.DefaultMaxSchedules, "schedules one tenant may have; 0 = no bound (LATCH_MAX_SCHEDULES)")
 	// Each flag's environment variable sets it first; the command line wins.
 	for flagName, env := range map[string]string{
 		"addr": "LATCH_ADDR", "store": "LATCH_STORE", "workers": "LATCH_WORKERS",
 		"lease-seconds": "LATCH_LEASE_SECONDS", "rescue-interval": "LATCH_RESCUE_INTERVAL",
 		"prune-interval": "LATCH_PRUNE_INTERVAL", "shutdown-grace": "LATCH_SHUTDOWN_GRACE",
 		"log-level": "LATCH_LOG_LEVEL", "console": "LATCH_CONSOLE",
+		"max-streams": "LATCH_MAX_STREAMS", "max-long-polls": "LATCH_MAX_LONG_POLLS",
+		"body-budget-mib": "LATCH_BODY_BUDGET_MIB", "max-schedules": "LATCH_MAX_SCHEDULES",
 	} {
 		if v, ok := os.LookupEnv(env); ok && v != "" {
 			if err := fs.Set(flagName, v); err != nil {
@@ -82,6 +92,9 @@ func serveFlags(args []string) (*serveConfig, error) {
 	}
 	if c.workers < 0 || c.leaseSeconds < 1 || c.rescueEvery <= 0 || c.pruneEvery <= 0 || c.shutdownGrace < 0 {
 		return nil, fmt.Errorf("%w: --workers must be >= 0, --lease-seconds >= 1, intervals > 0", errUsage)
+	}
+	if c.maxStreams < 0 || c.maxLongPolls < 0 || c.maxSchedules < 0 || c.bodyBudgetMiB < 1 {
+		return nil, fmt.Errorf("%w: --max-streams, --max-long-polls and --max-schedules must be >= 0, --body-budget-mib >= 1", errUsage)
 	}
 	if err := c.level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return nil, fmt.Errorf("%w: --log-level: %w", errUsage, err)
@@ -147,7 +160,9 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 	sched := engine.NewScheduler(engine.SchedulerConfig{Store: st, Logger: log,
 		OnFire: func(outcome string) { ticks.WithLabelValues(outcome).Inc() }})
 	apiCfg := api.Config{Store: st, AdminKeyHash: adminHash, Logger: log,
-		OnScheduleChange: sched.Kick, Collectors: []prometheus.Collector{ticks}}
+		OnScheduleChange: sched.Kick, Collectors: []prometheus.Collector{ticks},
+		MaxStreamsPerTenant: noBound(cfg.maxStreams), MaxLongPollsPerTenant: noBound(cfg.maxLongPolls),
+		MaxBodyBytesInFlight: int64(cfg.bodyBudgetMiB) << 20, MaxSchedulesPerTenant: noBound(cfg.maxSchedules)}
 	var cons *console.Console
 	if cfg.console {
 		auth := api.Authenticator{Store: st, AdminKeyHash: adminHash}
@@ -239,6 +254,15 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 	wg.Wait()
 	log.Info("latch stopped")
 	return errors.Join(httpErr, stopErr)
+}
+
+// noBound maps a flag's 0 (no bound) onto api.Config's (< 0; its 0 is the
+// default).
+func noBound(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // warnDurability logs, for a store whose durability depends on its

@@ -301,6 +301,8 @@ func TestServeChecksConfigurationBeforeTheStore(t *testing.T) {
 		{"allow list", "bad:pattern:", "", nil, 2, kinds.AllowEnv},
 		{"log level", "", "", []string{"--log-level", "loud"}, 2, "--log-level"},
 		{"console secret", "", "too short", nil, 2, consoleSecretEnv},
+		{"negative bound", "", "", []string{"--max-streams", "-1"}, 2, "--max-streams"},
+		{"no body budget", "", "", []string{"--body-budget-mib", "0"}, 2, "--body-budget-mib"},
 		{"address in use", "", "", []string{"--addr", busy.Addr().String()}, 1, "address already in use"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -319,6 +321,24 @@ func TestServeChecksConfigurationBeforeTheStore(t *testing.T) {
 				t.Errorf("the store was opened: %v", err)
 			}
 		})
+	}
+}
+
+// The bounds' settings come from the environment, the command line winning;
+// 0 is no bound.
+func TestServeBoundSettings(t *testing.T) {
+	t.Setenv("LATCH_MAX_STREAMS", "7")
+	t.Setenv("LATCH_MAX_LONG_POLLS", "0")
+	t.Setenv("LATCH_BODY_BUDGET_MIB", "16")
+	cfg, err := serveFlags([]string{"--max-schedules", "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.maxStreams != 7 || cfg.maxLongPolls != 0 || cfg.bodyBudgetMiB != 16 || cfg.maxSchedules != 3 {
+		t.Fatalf("settings %d %d %d %d, want 7 0 16 3", cfg.maxStreams, cfg.maxLongPolls, cfg.bodyBudgetMiB, cfg.maxSchedules)
+	}
+	if noBound(cfg.maxLongPolls) >= 0 || noBound(7) != 7 {
+		t.Fatal("0 is not passed on as no bound")
 	}
 }
 

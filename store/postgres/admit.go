@@ -96,6 +96,10 @@ WHERE EXISTS (SELECT 1 FROM tok)`
 // a submission that names a schedule (rare outside FireSchedule: see
 // lockSchedules).
 func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitResult, error) {
+	return s.feed.Admitted(s.admit(ctx, p))
+}
+
+func (s *Store) admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitResult, error) {
 	t := now(p.Now)
 	items := make([]item, len(p.Items))
 	scheduled := false

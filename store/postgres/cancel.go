@@ -65,7 +65,7 @@ func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Execu
 	if err != nil {
 		return nil, err
 	}
-	return e, nil
+	return s.feed.Execution(e, nil)
 }
 
 // Delete implements store.Store, as one transaction: the row, its dedup key
@@ -91,7 +91,7 @@ func (s *Store) Delete(ctx context.Context, p *store.DeleteParams) error {
 			return fmt.Errorf("execution %s is %s: %w", cur.ID, cur.Status, store.ErrNotTerminal)
 		}
 	}
-	return s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
+	return s.feed.Deleted(p.ID, s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
 		cur, err := lockExecution(ctx, tx, id, p.Tenant, p.ID)
 		if err != nil {
 			return false, err
@@ -106,7 +106,7 @@ func (s *Store) Delete(ctx context.Context, p *store.DeleteParams) error {
 			return true, returnQuota(ctx, tx, cur.Tenant, 1)
 		}
 		return true, nil
-	})
+	}))
 }
 
 func lockExecution(ctx context.Context, tx pgx.Tx, id any, tenant, raw string) (*store.Execution, error) {

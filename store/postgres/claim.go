@@ -118,7 +118,7 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 	if len(got) > 0 {
 		s.changes.announce()
 	}
-	return res, nil
+	return s.feed.Claimed(res, nil)
 }
 
 // claimFilters renders the tenant, queue and kind filters with parameters

@@ -234,6 +234,10 @@
 // reconnects by itself; a reconnect counts as a change, since announcements
 // may have been lost meanwhile. Waiters poll as well.
 //
+// It is also a store.ChangeFeed: a change made through it is reported with
+// the ids of the executions it changed; one heard from another process
+// (the NOTIFY carries no ids), or a reconnect, as unattributed.
+//
 // # Statements
 //
 // Connections use plan_cache_mode = force_generic_plan unless the URL says

@@ -121,7 +121,8 @@ func unavailable(err error) bool {
 
 func isSentinel(err error) bool {
 	for _, s := range []error{store.ErrNotFound, store.ErrTenantExists, store.ErrQuotaExceeded,
-		store.ErrDedupKeyReused, store.ErrLeaseLost, store.ErrNotTerminal, store.ErrInvalid, store.ErrUnavailable} {
+		store.ErrDedupKeyReused, store.ErrLeaseLost, store.ErrNotTerminal, store.ErrInvalid, store.ErrUnavailable,
+		store.ErrScheduleLimit} {
 		if errors.Is(err, s) {
 			return true
 		}

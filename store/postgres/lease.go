@@ -58,7 +58,7 @@ func (s *Store) Complete(ctx context.Context, p *store.CompleteParams) (*store.E
 		r := string(p.Result)
 		op.result = &r
 	}
-	return s.endAttempt(ctx, "complete", op)
+	return s.feed.Execution(s.endAttempt(ctx, "complete", op))
 }
 
 // Fail implements store.Store.
@@ -70,7 +70,7 @@ func (s *Store) Fail(ctx context.Context, p *store.FailParams) (*store.Execution
 	}
 	op := &finishOp{fence: f, op: kindFail, retry: p.Retry, runAt: micro(t.Add(max(p.RetryDelay, 0))),
 		errMsg: strPtr(p.Error)}
-	return s.endAttempt(ctx, "fail", op)
+	return s.feed.Execution(s.endAttempt(ctx, "fail", op))
 }
 
 // Release implements store.Store.
@@ -79,7 +79,7 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Exe
 	if err != nil {
 		return nil, err
 	}
-	return s.endAttempt(ctx, "release", &finishOp{fence: f, op: kindRelease, unstarted: p.Unstarted})
+	return s.feed.Execution(s.endAttempt(ctx, "release", &finishOp{fence: f, op: kindRelease, unstarted: p.Unstarted}))
 }
 
 // endAttempt ends a running attempt and returns the execution after it. The

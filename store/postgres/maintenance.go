@@ -111,7 +111,7 @@ func (s *Store) Rescue(ctx context.Context, p *store.RescueParams) (*store.Rescu
 	if err != nil {
 		return nil, err
 	}
-	return &res, nil
+	return s.feed.Rescued(&res, nil)
 }
 
 // giveBack returns quota units of several tenants, in tenant order (with
@@ -149,7 +149,7 @@ func (s *Store) Promote(ctx context.Context, p *store.PromoteParams) (*store.Pro
 	if tag > 0 {
 		s.changes.announce()
 	}
-	return &store.PromoteResult{Promoted: int(tag)}, nil
+	return s.feed.Promoted(&store.PromoteResult{Promoted: int(tag)}, nil)
 }
 
 // Prune implements store.Store: old terminal executions with their keys,

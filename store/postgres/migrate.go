@@ -101,6 +101,7 @@ const (
 	lockSpaceMigrate     = 0x6c61_0001 // "la" 1: schema migrations, per schema
 	lockSpaceConcurrency = 0x6c61_0002 // "la" 2: claims of one tenant's concurrency key
 	lockSpaceSchedule    = 0x6c61_0003 // "la" 3: the executions of one tenant's schedule
+	lockSpaceScheduleSet = 0x6c61_0004 // "la" 4: the creation of a tenant's schedules, under a bound
 )
 
 func migrate(ctx context.Context, conn *pgx.Conn, op string) (st *MigrationStatus, err error) {

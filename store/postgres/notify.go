@@ -10,6 +10,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/latch-run/latch/store"
 )
 
 // Wake-ups (store.Notifier).
@@ -48,6 +50,7 @@ type changes struct {
 	pool    *pgxpool.Pool
 	channel string
 	self    string // payload of our own NOTIFYs, which we need not hear again
+	feed    *store.Feed
 
 	mu      sync.Mutex
 	changed chan struct{}
@@ -57,12 +60,13 @@ type changes struct {
 	done    sync.WaitGroup
 }
 
-func startChanges(pool *pgxpool.Pool, connConfig *pgx.ConnConfig, channel string) *changes {
+func startChanges(pool *pgxpool.Pool, connConfig *pgx.ConnConfig, channel string, feed *store.Feed) *changes {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &changes{
 		pool:    pool,
 		channel: channel,
 		self:    uuid.NewString(),
+		feed:    feed,
 		changed: make(chan struct{}),
 		pending: make(chan struct{}, 1),
 		cancel:  cancel,
@@ -94,6 +98,13 @@ func (c *changes) wake() {
 	close(c.changed)
 	c.changed = make(chan struct{})
 	c.mu.Unlock()
+}
+
+// remote reports a change of another process, or a possibly lost one:
+// nobody here knows which executions it concerned.
+func (c *changes) remote() {
+	c.wake()
+	c.feed.PublishAll()
 }
 
 // announce reports a committed change: local waiters wake now, other
@@ -165,18 +176,18 @@ func (c *changes) listen(ctx context.Context, cfg *pgx.ConnConfig, again bool, l
 	if again {
 		// Whatever was announced while no one listened is lost: wake
 		// everyone to look.
-		c.wake()
+		c.remote()
 	} else {
 		close(listening)
 	}
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
-			c.wake()
+			c.remote()
 			return true
 		}
 		if n.Payload != c.self {
-			c.wake()
+			c.remote()
 		}
 	}
 }

@@ -20,16 +20,18 @@ type Store struct {
 	schema  string // the schema latch's tables live in (current_schema())
 	channel string // the LISTEN/NOTIFY channel of that schema
 
-	changes *changes // store.Notifier: local wake-ups, NOTIFY and LISTEN
-	group   *grouper // group commit of the hot single statements
-	claims  *grouper // the same for claims, beside group (group.go)
+	changes *changes   // store.Notifier: local wake-ups, NOTIFY and LISTEN
+	feed    store.Feed // store.ChangeFeed: which executions changed
+	group   *grouper   // group commit of the hot single statements
+	claims  *grouper   // the same for claims, beside group (group.go)
 
 	closeOnce sync.Once
 }
 
 var (
-	_ store.Store    = (*Store)(nil)
-	_ store.Notifier = (*Store)(nil)
+	_ store.Store      = (*Store)(nil)
+	_ store.Notifier   = (*Store)(nil)
+	_ store.ChangeFeed = (*Store)(nil)
 )
 
 // DefaultMaxConns is the pool size when the URL sets no pool_max_conns.
@@ -112,7 +114,7 @@ func (s *Store) open(ctx context.Context, o options, connConfig *pgx.ConnConfig)
 		return fmt.Errorf("postgres: current schema: %w", err)
 	}
 	s.channel = channelName(s.schema)
-	s.changes = startChanges(s.pool, connConfig, s.channel)
+	s.changes = startChanges(s.pool, connConfig, s.channel, &s.feed)
 	s.group = startGrouper(s.pool)
 	s.claims = startGrouper(s.pool)
 	return nil
@@ -172,6 +174,12 @@ func (s *Store) Close() error {
 func (s *Store) Changed() <-chan struct{} {
 	return s.changes.current()
 }
+
+// WatchChanges implements store.ChangeFeed. A change made through this
+// Store is reported with its ids; one announced by another process (the
+// NOTIFY carries no ids), or a listener reconnect, is reported as
+// unattributed.
+func (s *Store) WatchChanges(fn func(store.Change)) (stop func()) { return s.feed.WatchChanges(fn) }
 
 // maxAttempts bounds how often an operation is run again after a deadlock
 // or a serialization failure (both are rare by design; see doc.go).

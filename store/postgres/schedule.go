@@ -47,6 +47,11 @@ ON CONFLICT (tenant, name) DO UPDATE SET cron = excluded.cron, every = excluded.
     updated_at = excluded.updated_at
 RETURNING s.xmax = 0, ` + scheduleColumns
 
+	// Whether the schedule exists, and how many the tenant has.
+	sqlCountSchedules = `
+SELECT EXISTS (SELECT 1 FROM latch_schedules WHERE tenant = $1 AND name = $2),
+       (SELECT count(*) FROM latch_schedules WHERE tenant = $1)`
+
 	sqlGetSchedule = `SELECT ` + scheduleColumns + ` FROM latch_schedules s WHERE s.tenant = $1 AND s.name = $2`
 
 	// FireSchedule's first step: the schedule's row, locked until the
@@ -92,16 +97,47 @@ func (s *Store) PutSchedule(ctx context.Context, p *store.PutScheduleParams) (*s
 		payload = "{}"
 	}
 	res := &store.PutScheduleResult{}
-	err := s.putRecord(ctx, "schedule", sc.Tenant, func(row pgx.Row) (err error) {
+	args := []any{sc.Tenant, sc.Name, sc.Cron, int64(sc.Every), sc.Timezone, sc.Kind, payload,
+		sc.Queue, sc.Priority, sc.MaxAttempts, sc.TimeoutSeconds, sc.RateKey, string(sc.Overlap),
+		string(sc.Catchup), sc.Enabled, micro(sc.NextRunAt), now(p.Now)}
+	scan := func(row pgx.Row) (err error) {
 		res.Schedule, err = scanSchedule(prefixed{row, []any{&res.Created}})
 		return err
-	}, sqlPutSchedule, sc.Tenant, sc.Name, sc.Cron, int64(sc.Every), sc.Timezone, sc.Kind, payload,
-		sc.Queue, sc.Priority, sc.MaxAttempts, sc.TimeoutSeconds, sc.RateKey, string(sc.Overlap),
-		string(sc.Catchup), sc.Enabled, micro(sc.NextRunAt), now(p.Now))
-	if err != nil {
+	}
+	if p.MaxSchedules > 0 {
+		return res, s.putScheduleBounded(ctx, sc.Tenant, sc.Name, p.MaxSchedules, scan, args)
+	}
+	if err := s.putRecord(ctx, "schedule", sc.Tenant, scan, sqlPutSchedule, args...); err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// putScheduleBounded is PutSchedule under a bound on the tenant's
+// schedules, in one transaction: the tenant's creations take one advisory
+// lock, so each counts after the commit of the one before (READ COMMITTED
+// reads anew at each statement) and two cannot both see room for one. A
+// delete takes no lock: it only lowers the count, so at worst a create
+// that races it is refused as if it came just before.
+func (s *Store) putScheduleBounded(ctx context.Context, tenant, name string, limit int, scan func(pgx.Row) error, args []any) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
+		if err := lockPairs(ctx, tx, lockSpaceScheduleSet, false, []string{tenant}, []string{""}); err != nil {
+			return false, err
+		}
+		var exists bool
+		var n int
+		if err := tx.QueryRow(ctx, sqlCountSchedules, tenant, name).Scan(&exists, &n); err != nil {
+			return false, err
+		}
+		if !exists && n >= limit {
+			return false, fmt.Errorf("tenant %q has %d schedules: %w", tenant, n, store.ErrScheduleLimit)
+		}
+		return false, scan(tx.QueryRow(ctx, sqlPutSchedule, args...))
+	})
+	if pgCode(err) == codeForeignKeyViolation {
+		return fmt.Errorf("tenant %q: %w", tenant, store.ErrNotFound)
+	}
+	return err
 }
 
 // GetSchedule implements store.Store.
@@ -204,7 +240,7 @@ func (s *Store) FireSchedule(ctx context.Context, p *store.FireScheduleParams) (
 	if err != nil {
 		return nil, err
 	}
-	return res, nil
+	return s.feed.Fired(res, nil)
 }
 
 // fireTick decides the tick of schedule sc, whose row the transaction

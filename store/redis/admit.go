@@ -95,7 +95,7 @@ func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitRe
 			return nil, fmt.Errorf("redis: admit: unexpected item code %q", code)
 		}
 	}
-	return res, nil
+	return s.feed.Admitted(res, nil)
 }
 
 // shownExecution finds, in a whole admit answer, the hash of execution id

@@ -11,7 +11,7 @@ import (
 // every heartbeat, and Complete, Fail, Release or Rescue turn it into the
 // cancelled status.
 func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Execution, error) {
-	return s.afterLease(ctx, "cancel", scriptCancel, p.ID, s.k.ns, p.ID, p.Tenant, itoa(us(now(p.Now))))
+	return s.feed.Execution(s.afterLease(ctx, "cancel", scriptCancel, p.ID, s.k.ns, p.ID, p.Tenant, itoa(us(now(p.Now)))))
 }
 
 // Delete implements store.Store (delete.lua): the hash, its indexes, its
@@ -27,5 +27,5 @@ func (s *Store) Delete(ctx context.Context, p *store.DeleteParams) error {
 		return err
 	}
 	s.note.ack(asInt(at(arr, 1)))
-	return nil
+	return s.feed.Deleted(p.ID, nil)
 }

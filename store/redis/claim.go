@@ -85,7 +85,7 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 			ExpiresAt:      fromUS(expires),
 		})
 	}
-	return res, nil
+	return s.feed.Claimed(res, nil)
 }
 
 // newToken returns 128 random bits in hex: the base of one claim's lease

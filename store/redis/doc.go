@@ -154,6 +154,11 @@
 // resubscribes and every waiter is woken, since changes may have been
 // missed; callers poll as well, as the Notifier contract says.
 //
+// It is also a store.ChangeFeed: a change made through it is reported with
+// the ids of the executions it changed; a version none of its own scripts
+// returned (another process's change), or a resubscription, as
+// unattributed (notify.go).
+//
 // # Durability (I8)
 //
 // An operation that returned nil has been applied by Redis, and Redis

@@ -39,22 +39,22 @@ func (s *Store) Complete(ctx context.Context, p *store.CompleteParams) (*store.E
 		return nil, err
 	}
 	s.note.ack(d.version)
-	return parseExecution(asMap(at(d.reply, 1))), nil
+	return s.feed.Execution(parseExecution(asMap(at(d.reply, 1))), nil)
 }
 
 // Fail implements store.Store (fail.lua).
 func (s *Store) Fail(ctx context.Context, p *store.FailParams) (*store.Execution, error) {
 	t := now(p.Now)
 	runAt := us(t.Add(max(p.RetryDelay, 0)))
-	return s.afterLease(ctx, "fail", scriptFail, p.ExecutionID,
-		s.k.ns, p.ExecutionID, p.Tenant, p.Token, itoa(us(t)), p.Error, flag(p.Retry), itoa(runAt), timeLex(runAt))
+	return s.feed.Execution(s.afterLease(ctx, "fail", scriptFail, p.ExecutionID,
+		s.k.ns, p.ExecutionID, p.Tenant, p.Token, itoa(us(t)), p.Error, flag(p.Retry), itoa(runAt), timeLex(runAt)))
 }
 
 // Release implements store.Store (release.lua).
 func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Execution, error) {
 	nowUS := us(now(p.Now))
-	return s.afterLease(ctx, "release", scriptRelease, p.ExecutionID,
-		s.k.ns, p.ExecutionID, p.Tenant, p.Token, itoa(nowUS), timeLex(nowUS), flag(p.Unstarted))
+	return s.feed.Execution(s.afterLease(ctx, "release", scriptRelease, p.ExecutionID,
+		s.k.ns, p.ExecutionID, p.Tenant, p.Token, itoa(nowUS), timeLex(nowUS), flag(p.Unstarted)))
 }
 
 // afterLease runs a fenced script that answers {'OK', version, HGETALL}.

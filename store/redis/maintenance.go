@@ -24,11 +24,11 @@ func (s *Store) Rescue(ctx context.Context, p *store.RescueParams) (*store.Rescu
 		return nil, err
 	}
 	s.note.ack(asInt(at(arr, 0)))
-	return &store.RescueResult{
+	return s.feed.Rescued(&store.RescueResult{
 		Requeued:  int(asInt(at(arr, 1))),
 		Failed:    int(asInt(at(arr, 2))),
 		Cancelled: int(asInt(at(arr, 3))),
-	}, nil
+	}, nil)
 }
 
 // Promote implements store.Store (promote.lua).
@@ -42,7 +42,7 @@ func (s *Store) Promote(ctx context.Context, p *store.PromoteParams) (*store.Pro
 		return nil, err
 	}
 	s.note.ack(asInt(at(arr, 0)))
-	return &store.PromoteResult{Promoted: int(asInt(at(arr, 1)))}, nil
+	return s.feed.Promoted(&store.PromoteResult{Promoted: int(asInt(at(arr, 1)))}, nil)
 }
 
 // Prune implements store.Store (prune.lua).

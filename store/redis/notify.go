@@ -10,6 +10,8 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/latch-run/latch/store"
 )
 
 // notifier implements store.Notifier over Redis pub/sub.
@@ -28,16 +30,35 @@ import (
 // After the subscription is (re)established, messages may have been lost,
 // so every waiting channel is closed and the marks start again from zero
 // (a Redis restart without persistence also resets the version counter).
+//
+// The change feed (store.ChangeFeed) hears this process's changes from the
+// Store's methods, with their ids. A message carries only a version, so a
+// received version that none of this process's scripts returned is another
+// process's change, reported as unattributed. A script's reply and its
+// message race, so a version received before its reply is held as in
+// doubt for ackGrace: only one still unclaimed then counts as remote.
 type notifier struct {
 	ps   *goredis.PubSub
 	quit chan struct{}
 	done chan struct{}
+	feed *store.Feed
 
 	mu    sync.Mutex
 	acked uint64
 	seen  uint64
 	waits []wait
+	mine  map[uint64]struct{} // versions our scripts returned, not yet received
+	doubt map[uint64]struct{} // versions received, not (yet) known as ours
+	timer *time.Timer         // settles doubt; nil when none is pending
 }
+
+// ackGrace is how long a received version may wait for the reply that
+// makes it this process's own.
+const ackGrace = 50 * time.Millisecond
+
+// maxMine bounds the versions remembered as our own: messages lost in an
+// outage would otherwise leave theirs behind for ever.
+const maxMine = 1 << 16
 
 type wait struct {
 	mark uint64
@@ -46,13 +67,14 @@ type wait struct {
 
 // startNotifier subscribes to channel and returns once the subscription is
 // confirmed, so that no change after Open is missed.
-func startNotifier(ctx context.Context, rdb *goredis.Client, channel string) (*notifier, error) {
+func startNotifier(ctx context.Context, rdb *goredis.Client, channel string, feed *store.Feed) (*notifier, error) {
 	ps := rdb.Subscribe(ctx, channel)
 	if _, err := ps.ReceiveTimeout(ctx, 10*time.Second); err != nil {
 		ps.Close()
 		return nil, fmt.Errorf("redis: subscribe %s: %w", channel, err)
 	}
-	n := &notifier{ps: ps, quit: make(chan struct{}), done: make(chan struct{})}
+	n := &notifier{ps: ps, quit: make(chan struct{}), done: make(chan struct{}), feed: feed,
+		mine: map[uint64]struct{}{}, doubt: map[uint64]struct{}{}}
 	go n.loop()
 	return n, nil
 }
@@ -132,12 +154,40 @@ func (n *notifier) ack(v int64) {
 	}
 	n.mu.Lock()
 	n.acked = max(n.acked, uint64(v))
+	if _, ok := n.doubt[uint64(v)]; ok {
+		delete(n.doubt, uint64(v))
+	} else {
+		if len(n.mine) >= maxMine {
+			clear(n.mine) // a remote change may pass as ours: the poll covers it
+		}
+		n.mine[uint64(v)] = struct{}{}
+	}
 	n.mu.Unlock()
+}
+
+// settle reports the versions still in doubt as another process's change.
+func (n *notifier) settle() {
+	n.mu.Lock()
+	remote := len(n.doubt) > 0
+	clear(n.doubt)
+	n.timer = nil
+	n.mu.Unlock()
+	if remote {
+		n.feed.PublishAll()
+	}
 }
 
 func (n *notifier) receive(v uint64) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if _, ok := n.mine[v]; ok {
+		delete(n.mine, v)
+	} else {
+		n.doubt[v] = struct{}{}
+		if n.timer == nil {
+			n.timer = time.AfterFunc(ackGrace, n.settle)
+		}
+	}
 	n.seen = max(n.seen, v)
 	keep := n.waits[:0]
 	for _, w := range n.waits {
@@ -151,18 +201,21 @@ func (n *notifier) receive(v uint64) {
 	n.waits = keep
 }
 
+// wakeAll wakes every waiter: changes may have been lost.
 func (n *notifier) wakeAll() {
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	for _, w := range n.waits {
 		close(w.ch)
 	}
 	n.waits = nil
+	n.mu.Unlock()
+	n.feed.PublishAll()
 }
 
 func (n *notifier) reset() {
 	n.mu.Lock()
 	n.acked, n.seen = 0, 0
+	clear(n.mine)
 	n.mu.Unlock()
 	n.wakeAll()
 }

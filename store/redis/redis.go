@@ -24,6 +24,7 @@ type Store struct {
 	functions bool
 
 	note *notifier
+	feed store.Feed // store.ChangeFeed: which executions changed
 
 	// Group commit (group.go) for the hot operations.
 	admitG, completeG *grouper
@@ -41,8 +42,9 @@ type Store struct {
 var errClosed = errors.New("redis: store is closed")
 
 var (
-	_ store.Store    = (*Store)(nil)
-	_ store.Notifier = (*Store)(nil)
+	_ store.Store      = (*Store)(nil)
+	_ store.Notifier   = (*Store)(nil)
+	_ store.ChangeFeed = (*Store)(nil)
 )
 
 // Option changes how Open sets up a Store.
@@ -100,7 +102,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{rdb: rdb, k: k, functions: functions, quit: make(chan struct{})}
-	if s.note, err = startNotifier(ctx, rdb, k.channel()); err != nil {
+	if s.note, err = startNotifier(ctx, rdb, k.channel(), &s.feed); err != nil {
 		rdb.Close()
 		return nil, err
 	}
@@ -134,6 +136,12 @@ func (s *Store) Close() error {
 // change to the namespace, by any Store on it in any process, after the
 // call.
 func (s *Store) Changed() <-chan struct{} { return s.note.changed() }
+
+// WatchChanges implements store.ChangeFeed. A change made through this
+// Store is reported with its ids; a change announced by another process
+// (the message carries a version, not ids), or a resubscription, is
+// reported as unattributed.
+func (s *Store) WatchChanges(fn func(store.Change)) (stop func()) { return s.feed.WatchChanges(fn) }
 
 // run runs a script and returns its reply as an array.
 func (s *Store) run(ctx context.Context, op string, sc *luaScript, keys []string, args ...any) ([]any, error) {
@@ -170,6 +178,8 @@ func status(arr []any, what string) error {
 		return fmt.Errorf("%s: api key hash already stored", what)
 	case "QUOTA":
 		return fmt.Errorf("%s: tenant has %v in flight: %w", what, at(arr, 1), store.ErrQuotaExceeded)
+	case "LIMIT":
+		return fmt.Errorf("%s has %v schedules: %w", what, at(arr, 1), store.ErrScheduleLimit)
 	case "IDEXISTS":
 		return fmt.Errorf("%s: execution id %v already exists", what, at(arr, 1))
 	}

@@ -46,7 +46,7 @@ func (s *Store) PutSchedule(ctx context.Context, p *store.PutScheduleParams) (*s
 	arr, err := s.run(ctx, "put schedule", scriptPutSchedule,
 		[]string{s.k.schedule(scoped(sc.Tenant, sc.Name)), s.k.schedules(sc.Tenant), s.k.nextRun(), s.k.tenant(sc.Tenant)},
 		s.k.ns, sc.Tenant, sc.Name, itoa(us(t)), itoa(us(sc.NextRunAt)), flag(sc.Enabled),
-		sc.Cron, itoa(durUS(sc.Every)), sc.Timezone,
+		sc.Cron, itoa(durUS(sc.Every)), sc.Timezone, max(p.MaxSchedules, 0),
 		"kind", sc.Kind, "payload", string(sc.Payload), "queue", sc.Queue, "prio", sc.Priority,
 		"maxatt", sc.MaxAttempts, "timeout", sc.TimeoutSeconds, "rkey", sc.RateKey,
 		"overlap", string(sc.Overlap), "catchup", string(sc.Catchup),
@@ -295,7 +295,7 @@ func (s *Store) FireSchedule(ctx context.Context, p *store.FireScheduleParams) (
 	default:
 		return nil, fmt.Errorf("redis: fire schedule: unexpected code %q", code)
 	}
-	return res, nil
+	return s.feed.Fired(res, nil)
 }
 
 // parseSchedule reads a schedule hash (see put_schedule.lua).

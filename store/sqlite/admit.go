@@ -44,7 +44,7 @@ func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitRe
 	if err != nil {
 		return nil, err
 	}
-	return res, nil
+	return s.feed.Admitted(res, nil)
 }
 
 // quota is what admission needs of a tenant, read inside its transaction.

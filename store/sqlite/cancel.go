@@ -42,14 +42,14 @@ func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Execu
 	if err != nil {
 		return nil, err
 	}
-	return e, nil
+	return s.feed.Execution(e, nil)
 }
 
 // Delete implements store.Store. The row, its dedup key (compare-and-delete:
 // only a key that still names this execution) and, for an execution still in
 // flight, its quota slot all go in one transaction.
 func (s *Store) Delete(ctx context.Context, p *store.DeleteParams) error {
-	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
+	return s.feed.Deleted(p.ID, s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		cur, err := getExecution(ctx, tx, p.Tenant, p.ID)
 		if err != nil {
 			return false, err
@@ -66,7 +66,7 @@ func (s *Store) Delete(ctx context.Context, p *store.DeleteParams) error {
 			}
 		}
 		return true, nil
-	})
+	}))
 }
 
 // deleteExecutions removes executions and the dedup keys that still map to

@@ -44,7 +44,7 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 	if err != nil {
 		return nil, err
 	}
-	return res, nil
+	return s.feed.Claimed(res, nil)
 }
 
 // claim is one Claim's state inside its transaction.

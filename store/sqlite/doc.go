@@ -15,5 +15,6 @@
 // Durability: synchronous=FULL, so a transaction that returned is on disk
 // before the caller answers (I8).
 //
-// Wake-ups: the Store implements store.Notifier for its own process.
+// Wake-ups: the Store implements store.Notifier and store.ChangeFeed (which
+// executions changed) for its own process.
 package sqlite

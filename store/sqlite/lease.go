@@ -76,20 +76,20 @@ func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store
 // Complete implements store.Store.
 func (s *Store) Complete(ctx context.Context, p *store.CompleteParams) (*store.Execution, error) {
 	t := now(p.Now)
-	return s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, func(tx *sql.Tx, l *leased) error {
+	return s.feed.Execution(s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, func(tx *sql.Tx, l *leased) error {
 		result := sql.NullString{String: string(p.Result), Valid: p.Result != nil}
 		status := store.StatusSucceeded
 		if l.cancelRequested {
 			status = store.StatusCancelled
 		}
 		return finish(ctx, tx, p.ExecutionID, l.tenant, status, result, "", t)
-	})
+	}))
 }
 
 // Fail implements store.Store.
 func (s *Store) Fail(ctx context.Context, p *store.FailParams) (*store.Execution, error) {
 	t := now(p.Now)
-	return s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, func(tx *sql.Tx, l *leased) error {
+	return s.feed.Execution(s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, func(tx *sql.Tx, l *leased) error {
 		switch {
 		case l.cancelRequested:
 			return finish(ctx, tx, p.ExecutionID, l.tenant, store.StatusCancelled, sql.NullString{}, p.Error, t)
@@ -98,13 +98,13 @@ func (s *Store) Fail(ctx context.Context, p *store.FailParams) (*store.Execution
 		default:
 			return finish(ctx, tx, p.ExecutionID, l.tenant, store.StatusFailed, sql.NullString{}, p.Error, t)
 		}
-	})
+	}))
 }
 
 // Release implements store.Store.
 func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Execution, error) {
 	t := now(p.Now)
-	return s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, func(tx *sql.Tx, l *leased) error {
+	return s.feed.Execution(s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, func(tx *sql.Tx, l *leased) error {
 		if p.Unstarted {
 			if _, err := tx.ExecContext(ctx, `UPDATE executions SET attempt = attempt - 1 WHERE id = ?`, p.ExecutionID); err != nil {
 				return fmt.Errorf("sqlite: release: %w", err)
@@ -114,7 +114,7 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Exe
 			return finish(ctx, tx, p.ExecutionID, l.tenant, store.StatusCancelled, sql.NullString{}, "", t)
 		}
 		return requeue(ctx, tx, p.ExecutionID, "", t, t)
-	})
+	}))
 }
 
 // afterLease runs a fenced state change and returns the execution after it.

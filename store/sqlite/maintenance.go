@@ -67,7 +67,7 @@ func (s *Store) Rescue(ctx context.Context, p *store.RescueParams) (*store.Rescu
 	if err != nil {
 		return nil, err
 	}
-	return res, nil
+	return s.feed.Rescued(res, nil)
 }
 
 // Promote implements store.Store.
@@ -91,7 +91,7 @@ func (s *Store) Promote(ctx context.Context, p *store.PromoteParams) (*store.Pro
 	if err != nil {
 		return nil, err
 	}
-	return res, nil
+	return s.feed.Promoted(res, nil)
 }
 
 // Prune implements store.Store.

@@ -71,6 +71,18 @@ func (s *Store) PutSchedule(ctx context.Context, p *store.PutScheduleParams) (*s
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			res.Created = true
+			if p.MaxSchedules > 0 {
+				// The single writer runs this transaction alone: the
+				// count holds until the insert.
+				var n int
+				if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schedules WHERE tenant = ?`,
+					in.Tenant).Scan(&n); err != nil {
+					return false, fmt.Errorf("sqlite: put schedule: %w", err)
+				}
+				if n >= p.MaxSchedules {
+					return false, fmt.Errorf("tenant %q has %d schedules: %w", in.Tenant, n, store.ErrScheduleLimit)
+				}
+			}
 		case err != nil:
 			return false, err
 		case old.Enabled && in.Enabled && old.SameTiming(&in):
@@ -213,7 +225,7 @@ func (s *Store) FireSchedule(ctx context.Context, p *store.FireScheduleParams) (
 	if err != nil {
 		return nil, err
 	}
-	return res, nil
+	return s.feed.Fired(res, nil)
 }
 
 // fireTick finds or makes the tick's execution: the one its dedup key maps

@@ -27,11 +27,13 @@ type Store struct {
 
 	mu      sync.Mutex
 	changed chan struct{}
+	feed    store.Feed // store.ChangeFeed: which executions changed
 }
 
 var (
-	_ store.Store    = (*Store)(nil)
-	_ store.Notifier = (*Store)(nil)
+	_ store.Store      = (*Store)(nil)
+	_ store.Notifier   = (*Store)(nil)
+	_ store.ChangeFeed = (*Store)(nil)
 )
 
 // Open opens (creating if needed) the database file at path and migrates its
@@ -121,6 +123,11 @@ func (s *Store) Changed() <-chan struct{} {
 	defer s.mu.Unlock()
 	return s.changed
 }
+
+// WatchChanges implements store.ChangeFeed. The feed covers the changes
+// made through this Store; like Changed, it knows nothing of other
+// processes on the same file.
+func (s *Store) WatchChanges(fn func(store.Change)) (stop func()) { return s.feed.WatchChanges(fn) }
 
 func (s *Store) notify() {
 	s.mu.Lock()

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -648,6 +649,39 @@ func testSchedule(t *testing.T, ns NewStore) {
 		e.gone(sk.ID)
 	})
 
+	t.Run("MaxSchedules", func(t *testing.T) {
+		e := start(t, ns)
+		put := func(name string) (*store.PutScheduleResult, error) {
+			return e.s.PutSchedule(e.ctx, &store.PutScheduleParams{Schedule: sched(name, store.OverlapSkip),
+				MaxSchedules: 2, Now: base})
+		}
+		for _, name := range []string{"a", "b"} {
+			_, err := put(name)
+			e.must(err, "PutSchedule "+name+" under the bound")
+		}
+		_, err := put("c")
+		wantErr(t, "PutSchedule of a third with MaxSchedules 2", err, store.ErrScheduleLimit)
+		_, err = e.s.GetSchedule(e.ctx, &store.GetScheduleParams{Tenant: acme, Name: "c"})
+		wantErr(t, "GetSchedule of the refused one", err, store.ErrNotFound)
+		res, err := put("a")
+		e.must(err, "replacing a schedule at the bound")
+		if res.Created {
+			t.Error("a replace at the bound reported Created")
+		}
+		// The bound is the tenant's: another tenant has its own.
+		e.createTenant(store.CreateTenantParams{Name: globex})
+		o := sched("a", store.OverlapSkip)
+		o.Tenant = globex
+		_, err = e.s.PutSchedule(e.ctx, &store.PutScheduleParams{Schedule: o, MaxSchedules: 2, Now: base})
+		e.must(err, "another tenant's first schedule")
+		// A delete makes room; no bound (0) is no bound.
+		e.must(e.s.DeleteSchedule(e.ctx, &store.DeleteScheduleParams{Tenant: acme, Name: "b"}), "DeleteSchedule")
+		_, err = put("c")
+		e.must(err, "PutSchedule after a delete made room")
+		_, err = e.s.PutSchedule(e.ctx, &store.PutScheduleParams{Schedule: sched("d", store.OverlapSkip), Now: base})
+		e.must(err, "PutSchedule without a bound")
+	})
+
 	t.Run("Concurrency", func(t *testing.T) { testScheduleConcurrency(t, ns) })
 }
 
@@ -717,6 +751,39 @@ func testScheduleConcurrency(t *testing.T, ns NewStore) {
 			t.Errorf("I6: %d executions for 5 ticks and 5 triggers", n)
 		}
 		e.wantInflight(acme, 10)
+	})
+
+	t.Run("MaxSchedulesHoldsUnderRace", func(t *testing.T) {
+		// Many servers create a tenant's schedules at once: the count and
+		// the insert are one step, so the bound is never passed.
+		e := start(t, ns)
+		const limit, creators = 5, 24
+		var mu sync.Mutex
+		created, refused := 0, 0
+		var errs []error
+		together(creators, func(n int) {
+			_, err := e.s.PutSchedule(e.ctx, &store.PutScheduleParams{
+				Schedule: sched(fmt.Sprintf("s%02d", n), store.OverlapSkip), MaxSchedules: limit, Now: base})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				created++
+			case errors.Is(err, store.ErrScheduleLimit):
+				refused++
+			default:
+				errs = append(errs, err)
+			}
+		})
+		for _, err := range errs {
+			t.Errorf("PutSchedule: %v", err)
+		}
+		got, err := e.s.ListSchedules(e.ctx, &store.ListSchedulesParams{Tenant: acme})
+		e.must(err, "ListSchedules")
+		if created != limit || refused != creators-limit || len(got) != limit {
+			t.Fatalf("%d creators with MaxSchedules %d: %d created, %d refused, %d stored; want %d, %d, %d",
+				creators, limit, created, refused, len(got), limit, creators-limit, limit)
+		}
 	})
 
 	t.Run("SkipAdmitsOneOfManyTicks", func(t *testing.T) {

@@ -9,15 +9,22 @@
 -- KEYS[4] tenant:<T>
 -- ARGV[1] NS  ARGV[2] tenant  ARGV[3] name  ARGV[4] now_us
 -- ARGV[5] next_run_at_us  ARGV[6] enabled (0/1)  ARGV[7] cron
--- ARGV[8] every_us  ARGV[9] timezone  ARGV[10 ..] the other settings, as
--- field, value pairs (see schedule.go)
--- Returns {'NOTFOUND'} for an unknown tenant (nothing written) or
--- {'OK', created (0/1), HGETALL}.
+-- ARGV[8] every_us  ARGV[9] timezone  ARGV[10] max schedules of the tenant
+-- (0: no bound)  ARGV[11 ..] the other settings, as field, value pairs (see
+-- schedule.go)
+-- Returns {'NOTFOUND'} for an unknown tenant (nothing written),
+-- {'LIMIT', count} when creating it would pass the bound (nothing written)
+-- or {'OK', created (0/1), HGETALL}.
 
 if redis.call('EXISTS', KEYS[4]) == 0 then return {'NOTFOUND'} end
 local s = scoped(ARGV[2], ARGV[3])
 local old = redis.call('HMGET', KEYS[1], 'created', 'enabled', 'cron', 'every', 'tz', 'next')
 local created = not old[1]
+local maxn = tonumber(ARGV[10])
+if created and maxn > 0 then
+  local n = redis.call('ZCARD', KEYS[2])
+  if n >= maxn then return {'LIMIT', n} end
+end
 local enabled = ARGV[6] == '1'
 local next = ARGV[5]
 if not created and old[2] == '1' and enabled
@@ -27,7 +34,7 @@ end
 local h = {'tenant', ARGV[2], 'name', ARGV[3], 'enabled', ARGV[6], 'cron', ARGV[7], 'every', ARGV[8],
   'tz', ARGV[9], 'next', next, 'updated', ARGV[4]}
 if created then h[#h + 1] = 'created'; h[#h + 1] = ARGV[4] end
-for i = 10, #ARGV do h[#h + 1] = ARGV[i] end
+for i = 11, #ARGV do h[#h + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(h))
 redis.call('ZADD', KEYS[2], 0, ARGV[3])
 if enabled then

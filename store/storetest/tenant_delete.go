@@ -99,6 +99,45 @@ func testTenantDelete(t *testing.T, ns NewStore) {
 		e.wantInflight(globex, 1)
 		e.wantFreshTenant(at(3 * time.Hour))
 	})
+
+	// DeleteRacesWork: submits, claims and completes of the tenant race
+	// its forced delete. Whatever order they land in, nothing of the
+	// tenant is left: no execution admitted after the delete began, no
+	// count (Redis checks its indexes when the test ends).
+	t.Run("DeleteRacesWork", func(t *testing.T) {
+		e := start(t, ns)
+		const workers = 6
+		var deleted error
+		together(workers+1, func(i int) {
+			now := at(time.Second)
+			if i == workers {
+				deleted = e.s.DeleteTenant(e.ctx, &store.DeleteTenantParams{Name: acme, Force: true, Now: now})
+				return
+			}
+			for j := range 20 {
+				sub := job("echo")
+				if j%3 == 0 {
+					sub.DedupKey = "k" + string(rune('a'+i))
+				}
+				sub.ConcurrencyKey, sub.ConcurrencyLimit = "ck", 2
+				if _, err := e.s.Admit(e.ctx, &store.AdmitParams{Tenant: acme, Items: []store.Submission{sub}, Now: now}); err != nil {
+					continue // not found once deleted
+				}
+				res, err := e.s.Claim(e.ctx, &store.ClaimParams{WorkerID: "w", Tenant: acme, Max: 1, LeaseDuration: leaseFor, Now: now})
+				if err == nil && len(res.Leases) == 1 && j%2 == 0 {
+					l := res.Leases[0]
+					_, _ = e.s.Complete(e.ctx, &store.CompleteParams{ExecutionID: l.ExecutionID, Tenant: acme, Token: l.Token, Now: now})
+				}
+			}
+		})
+		e.must(deleted, "DeleteTenant force")
+		_, err := e.s.GetTenant(e.ctx, &store.GetTenantParams{Name: acme})
+		wantErr(t, "GetTenant after the delete", err, store.ErrNotFound)
+		if xs := e.list(store.ListParams{Tenant: acme}); len(xs) != 0 {
+			t.Errorf("%d executions of the deleted tenant survive its delete (admitted during it?)", len(xs))
+		}
+		e.wantFreshTenant(at(time.Hour))
+	})
 }
 
 // wantTenantGone asserts that tenant acme and all it had are gone.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/latch-run/latch/store"
 )
@@ -68,10 +69,11 @@ func (p *principal) requireAdmin() error {
 }
 
 // Identity is who an API key acts for: the admin (Tenant "") or one
-// tenant.
+// tenant. Disabled: the tenant is disabled (see principal.checkEnabled).
 type Identity struct {
-	Admin  bool
-	Tenant string
+	Admin    bool
+	Tenant   string
+	Disabled bool
 }
 
 // ErrUnknownKey is Authenticator.Identify's answer for a key that is not
@@ -82,10 +84,22 @@ var ErrUnknownKey = errors.New("unknown API key")
 // other front end that takes the same keys. The admin key is the one whose
 // hash is AdminKeyHash when that is set (then no stored admin key is
 // accepted), else any key the store resolves as admin.
+//
+// It keeps nothing between calls: every call reads the key from the store,
+// so a key deleted through any server is refused by every server from the
+// next request on. The one write it adds, a key's last_used_at, happens at
+// most once per TouchInterval per key (the store's read of the key says
+// when it was last recorded, and the write is conditional on it).
 type Authenticator struct {
 	Store        store.Store
 	AdminKeyHash string
+	// Now is the clock of last_used_at. nil = time.Now.
+	Now func() time.Time
 }
+
+// TouchInterval is how stale a key's last_used_at may get: a key in use
+// has it recorded again once it is this old, not on every request.
+const TouchInterval = time.Minute
 
 // Identify resolves key, or answers ErrUnknownKey.
 func (a Authenticator) Identify(ctx context.Context, key string) (Identity, error) {
@@ -110,22 +124,34 @@ func (a Authenticator) IdentifyHash(ctx context.Context, hash string) (Identity,
 		// (generated at a first start) no longer works.
 		return Identity{}, ErrUnknownKey
 	}
-	return Identity{Admin: k.Admin, Tenant: k.Tenant}, nil
+	now := time.Now
+	if a.Now != nil {
+		now = a.Now
+	}
+	if t := now(); t.Sub(k.LastUsedAt) >= TouchInterval {
+		// Best effort: a key is no less valid for a failed record of its
+		// use, and a store that fails here fails the request's next call.
+		_ = a.Store.TouchAPIKey(ctx, &store.TouchAPIKeyParams{KeyHash: hash, Every: TouchInterval, Now: t})
+	}
+	return Identity{Admin: k.Admin, Tenant: k.Tenant, Disabled: k.TenantDisabled}, nil
 }
 
 // authenticate resolves the request's bearer key (Authenticator) and its
-// Latch-Tenant header.
-func (s *Server) authenticate(r *http.Request) (*principal, error) {
+// Latch-Tenant header. A disabled tenant's key is refused unless leased
+// (a worker's call on a lease it holds, so running work can finish).
+func (s *Server) authenticate(r *http.Request, leased bool) (*principal, error) {
 	key, ok := bearer(r.Header.Get("Authorization"))
 	if !ok {
 		return nil, unauthorized("missing or malformed Authorization header; send Authorization: Bearer <key>")
 	}
-	id, err := Authenticator{Store: s.cfg.Store, AdminKeyHash: s.cfg.AdminKeyHash}.Identify(r.Context(), key)
+	id, err := Authenticator{Store: s.cfg.Store, AdminKeyHash: s.cfg.AdminKeyHash, Now: s.cfg.Now}.Identify(r.Context(), key)
 	switch {
 	case errors.Is(err, ErrUnknownKey):
 		return nil, unauthorized("unknown API key")
 	case err != nil:
 		return nil, err
+	case id.Disabled && !id.Admin && !leased:
+		return nil, problem(CodeTenantDisabled, "tenant %q is disabled; only the calls of leases its workers hold (heartbeat, complete, fail) are answered", id.Tenant)
 	}
 	p := principal{admin: id.Admin, tenant: id.Tenant}
 	if name, given := headerValue(r, tenantHeader); given {

@@ -29,6 +29,9 @@ type spec struct {
 	hold time.Duration
 	// public: no Authorization needed.
 	public bool
+	// leased: a worker's call on a lease it holds, answered for a disabled
+	// tenant's keys too, so that running work can finish.
+	leased bool
 }
 
 // binder is implemented by requests that read path values, query
@@ -66,7 +69,7 @@ func endpoint[Req, Resp any](s *Server, sp spec, fn func(context.Context, *Req) 
 
 		resp, err := func() (*Resp, error) {
 			if !sp.public {
-				p, err := s.authenticate(r)
+				p, err := s.authenticate(r, sp.leased)
 				if err != nil {
 					return nil, err
 				}

@@ -32,7 +32,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	first, err := func() (*store.Execution, error) {
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 		defer cancel()
-		p, err := s.authenticate(r.WithContext(ctx))
+		p, err := s.authenticate(r.WithContext(ctx), false)
 		if err != nil {
 			return nil, err
 		}

@@ -149,7 +149,7 @@ func TestRouting(t *testing.T) {
 	if allow := r.header.Get("Allow"); !strings.Contains(allow, "GET") || !strings.Contains(allow, "POST") {
 		t.Fatalf("Allow %q", allow)
 	}
-	e.do("DELETE", "/api/tenants/acme", e.admin, nil).problem(http.StatusMethodNotAllowed, CodeMethodNotAllowed)
+	e.do("PUT", "/api/tenants/acme", e.admin, nil).problem(http.StatusMethodNotAllowed, CodeMethodNotAllowed)
 	r = e.do("POST", "/api/schedules/nightly", key, nil)
 	r.problem(http.StatusMethodNotAllowed, CodeMethodNotAllowed)
 	if allow := r.header.Get("Allow"); !strings.Contains(allow, "PUT") || !strings.Contains(allow, "DELETE") {

@@ -23,6 +23,7 @@ type Code string
 const (
 	CodeUnauthorized         Code = "unauthorized"
 	CodeForbidden            Code = "forbidden"
+	CodeTenantDisabled       Code = "tenant_disabled"
 	CodeNotFound             Code = "not_found"
 	CodeInvalidRequest       Code = "invalid_request"
 	CodePayloadTooLarge      Code = "payload_too_large"
@@ -47,6 +48,7 @@ var codeInfo = map[Code]struct {
 }{
 	CodeUnauthorized:         {http.StatusUnauthorized, "Unauthorized"},
 	CodeForbidden:            {http.StatusForbidden, "Forbidden"},
+	CodeTenantDisabled:       {http.StatusForbidden, "Tenant disabled"},
 	CodeNotFound:             {http.StatusNotFound, "Not found"},
 	CodeInvalidRequest:       {http.StatusBadRequest, "Invalid request"},
 	CodePayloadTooLarge:      {http.StatusRequestEntityTooLarge, "Payload too large"},

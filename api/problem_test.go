@@ -33,6 +33,8 @@ func TestProblemGolden(t *testing.T) {
 	e.do("PUT", "/api/schedules/nightly", key, `{"every":"1h","kind":"echo","overlap":"allow"}`).want(http.StatusCreated)
 	_, stream := e.openStream("/api/executions/"+running.ExecutionID+"/events", key)
 	nextEvent(t, stream) // holds acme's one stream
+	off := e.tenant("off")
+	e.do("PATCH", "/api/tenants/off", e.admin, `{"disabled":true}`).want(http.StatusOK)
 	down := newEnv(t, func(c *Config) { c.Store = pingFails{c.Store} })
 	broken := newEnv(t, func(c *Config) { c.Store = getFails{c.Store} })
 	bkey := broken.tenant("acme")
@@ -47,6 +49,7 @@ func TestProblemGolden(t *testing.T) {
 	}{
 		{"unauthorized", func() *resp { return e.do("GET", "/api/executions", "", nil) }},
 		{"forbidden", func() *resp { return e.do("POST", "/api/tenants", key, `{"name":"x"}`) }},
+		{"tenant_disabled", func() *resp { return e.do("GET", "/api/executions", off, nil) }},
 		{"not_found", func() *resp { return e.do("GET", "/api/executions/missing", key, nil) }},
 		{"not_found_route", func() *resp { return e.do("GET", "/api/nothing", key, nil) }},
 		{"not_found_schedule", func() *resp { return e.do("GET", "/api/schedules/ghost", key, nil) }},

@@ -21,6 +21,7 @@ const (
 // routes lists every endpoint.
 func (s *Server) routes() []route {
 	body := spec{body: true}
+	leased := spec{body: true, leased: true}
 	return []route{
 		{"GET /healthz", endpoint(s, spec{public: true}, s.healthz)},
 		{"GET /readyz", endpoint(s, spec{public: true}, s.readyz)},
@@ -30,7 +31,10 @@ func (s *Server) routes() []route {
 		{"POST /api/tenants", endpoint(s, body, s.createTenant)},
 		{"GET /api/tenants/{name}", endpoint(s, spec{}, s.getTenant)},
 		{"PATCH /api/tenants/{name}", endpoint(s, body, s.patchTenant)},
+		{"DELETE /api/tenants/{name}", endpoint(s, spec{}, s.deleteTenant)},
 		{"POST /api/tenants/{name}/keys", endpoint(s, spec{}, s.addKey)},
+		{"GET /api/tenants/{name}/keys", endpoint(s, spec{}, s.listKeys)},
+		{"DELETE /api/tenants/{name}/keys/{key_id}", endpoint(s, spec{}, s.deleteKey)},
 
 		{"POST /api/executions", endpoint(s, body, s.submit)},
 		{"POST /api/executions/batch", endpoint(s, spec{body: true, limit: s.cfg.MaxBatchBytes}, s.submitBatch)},
@@ -41,9 +45,9 @@ func (s *Server) routes() []route {
 		{"DELETE /api/executions/{id}", endpoint(s, spec{}, s.deleteExecution)},
 
 		{"POST /api/workers/claim", endpoint(s, spec{body: true, hold: claimHold}, s.claim)},
-		{"POST /api/executions/{id}/heartbeat", endpoint(s, body, s.heartbeat)},
-		{"POST /api/executions/{id}/complete", endpoint(s, body, s.complete)},
-		{"POST /api/executions/{id}/fail", endpoint(s, body, s.failAttempt)},
+		{"POST /api/executions/{id}/heartbeat", endpoint(s, leased, s.heartbeat)},
+		{"POST /api/executions/{id}/complete", endpoint(s, leased, s.complete)},
+		{"POST /api/executions/{id}/fail", endpoint(s, leased, s.failAttempt)},
 
 		{"PUT /api/schedules/{name}", endpoint(s, body, s.putSchedule)},
 		{"GET /api/schedules", endpoint(s, spec{}, s.listSchedules)},

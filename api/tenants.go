@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/latch-run/latch/store"
@@ -46,6 +47,7 @@ func (r *createTenantRequest) validate() error {
 // tenant's first key is shown.
 type createdTenant struct {
 	Name             string `json:"name"`
+	KeyID            string `json:"key_id"`
 	APIKey           string `json:"api_key"`
 	MaxInflight      int    `json:"max_inflight"`
 	DedupTTLSeconds  int64  `json:"dedup_ttl_seconds"`
@@ -59,13 +61,14 @@ func (s *Server) createTenant(ctx context.Context, req *createTenantRequest) (*c
 	if err := principalFrom(ctx).requireAdmin(); err != nil {
 		return nil, err
 	}
-	key := NewKey()
+	key, keyID := NewKey(), store.NewKeyID()
 	t, err := s.cfg.Store.CreateTenant(ctx, &store.CreateTenantParams{
 		Name:        *req.Name,
 		MaxInflight: int(orDefault(req.MaxInflight, store.DefaultMaxInflight)),
 		DedupTTL:    seconds(req.DedupTTLSeconds, store.DefaultDedupTTL),
 		Retention:   seconds(req.RetentionSeconds, store.DefaultRetention),
 		KeyHash:     HashKey(key),
+		KeyID:       keyID,
 		Now:         s.cfg.Now(),
 	})
 	if errors.Is(err, store.ErrTenantExists) {
@@ -77,6 +80,7 @@ func (s *Server) createTenant(ctx context.Context, req *createTenantRequest) (*c
 	v := toTenant(t)
 	return &createdTenant{
 		Name:             v.Name,
+		KeyID:            keyID,
 		APIKey:           key,
 		MaxInflight:      v.MaxInflight,
 		DedupTTLSeconds:  v.DedupTTLSeconds,
@@ -116,11 +120,13 @@ func (s *Server) getTenant(ctx context.Context, req *tenantName) (*tenant, error
 // patchTenantRequest is the body of PATCH /api/tenants/{name}. A GET answer
 // may be edited and sent back as it is: "name" is accepted but must equal
 // the path's, and "inflight", which is read-only (it counts executions and
-// changes on its own), is accepted as an integer and ignored.
+// changes on its own), is accepted as an integer and ignored. "disabled"
+// disables or enables the tenant.
 type patchTenantRequest struct {
 	tenantName
 	Name *string `json:"name"`
 	tenantSettings
+	Disabled *bool  `json:"disabled"`
 	Inflight *int64 `json:"inflight"` // read-only: checked for type, then ignored
 }
 
@@ -137,7 +143,7 @@ func (s *Server) patchTenant(ctx context.Context, req *patchTenantRequest) (*ten
 	if err := principalFrom(ctx).requireAdmin(); err != nil {
 		return nil, err
 	}
-	p := &store.UpdateTenantParams{Name: req.name}
+	p := &store.UpdateTenantParams{Name: req.name, Disabled: req.Disabled}
 	if req.MaxInflight != nil {
 		n := int(*req.MaxInflight)
 		p.MaxInflight = &n
@@ -157,24 +163,136 @@ func (s *Server) patchTenant(ctx context.Context, req *patchTenantRequest) (*ten
 	return toTenant(t), nil
 }
 
+// deleteTenantRequest is DELETE /api/tenants/{name}?force=true.
+type deleteTenantRequest struct {
+	tenantName
+	force bool
+}
+
+func (r *deleteTenantRequest) bind(hr *http.Request) error {
+	q, err := query(hr, "force")
+	if err != nil {
+		return err
+	}
+	if v := q.Get("force"); v != "" {
+		f, err := strconv.ParseBool(v)
+		if err != nil {
+			return invalid("force", "must be true or false")
+		}
+		r.force = f
+	}
+	r.name = hr.PathValue("name")
+	if checkTenantName("name", r.name) != nil {
+		return problem(CodeNotFound, "tenant %q not found", r.name)
+	}
+	return nil
+}
+
+// deleteTenant is DELETE /api/tenants/{name} (admin): the tenant and all it
+// owns, in one store step. Refused while its executions are in flight
+// unless force (which ends them: their workers' leases are lost).
+func (s *Server) deleteTenant(ctx context.Context, req *deleteTenantRequest) (*noContent, error) {
+	if err := principalFrom(ctx).requireAdmin(); err != nil {
+		return nil, err
+	}
+	err := s.cfg.Store.DeleteTenant(ctx, &store.DeleteTenantParams{Name: req.name, Force: req.force, Now: s.cfg.Now()})
+	if errors.Is(err, store.ErrNotTerminal) {
+		return nil, problem(CodeNotTerminal, "tenant %q has executions in flight (queued, scheduled or running); "+
+			"cancel them and wait, or delete with force=true", req.name)
+	}
+	if err != nil {
+		return nil, tenantErr(err, req.name)
+	}
+	if s.cfg.OnScheduleChange != nil {
+		s.cfg.OnScheduleChange() // its schedules are gone
+	}
+	return &noContent{}, nil
+}
+
 type createdKey struct {
+	KeyID  string `json:"key_id"`
 	APIKey string `json:"api_key"`
 }
 
 func (*createdKey) statusCode() int { return http.StatusCreated }
 
 // addKey is POST /api/tenants/{name}/keys (admin): a further key for the
-// tenant, shown once. Earlier keys keep working.
+// tenant, shown once, and its public id. Earlier keys keep working.
 func (s *Server) addKey(ctx context.Context, req *tenantName) (*createdKey, error) {
 	if err := principalFrom(ctx).requireAdmin(); err != nil {
 		return nil, err
 	}
-	key := NewKey()
-	err := s.cfg.Store.AddAPIKey(ctx, &store.AddAPIKeyParams{Tenant: req.name, KeyHash: HashKey(key), Now: s.cfg.Now()})
+	key, keyID := NewKey(), store.NewKeyID()
+	err := s.cfg.Store.AddAPIKey(ctx, &store.AddAPIKeyParams{Tenant: req.name, KeyHash: HashKey(key), KeyID: keyID,
+		Now: s.cfg.Now()})
 	if err != nil {
 		return nil, tenantErr(err, req.name)
 	}
-	return &createdKey{APIKey: key}, nil
+	return &createdKey{KeyID: keyID, APIKey: key}, nil
+}
+
+// keyView is one key of GET /api/tenants/{name}/keys: never the key or its
+// hash. LastUsedAt is recorded at most once a minute (TouchInterval).
+type keyView struct {
+	KeyID      string     `json:"key_id"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+}
+
+type keyList struct {
+	Items []keyView `json:"items"`
+}
+
+// listKeys is GET /api/tenants/{name}/keys (admin).
+func (s *Server) listKeys(ctx context.Context, req *tenantName) (*keyList, error) {
+	if err := principalFrom(ctx).requireAdmin(); err != nil {
+		return nil, err
+	}
+	ks, err := s.cfg.Store.ListAPIKeys(ctx, &store.ListAPIKeysParams{Tenant: req.name})
+	if err != nil {
+		return nil, tenantErr(err, req.name)
+	}
+	out := &keyList{Items: make([]keyView, 0, len(ks))}
+	for _, k := range ks {
+		v := keyView{KeyID: k.KeyID, CreatedAt: k.CreatedAt.UTC()}
+		if !k.LastUsedAt.IsZero() {
+			t := k.LastUsedAt.UTC()
+			v.LastUsedAt = &t
+		}
+		out.Items = append(out.Items, v)
+	}
+	return out, nil
+}
+
+// keyRequest names one key of a tenant by its id.
+type keyRequest struct {
+	tenantName
+	keyID string
+}
+
+func (r *keyRequest) bind(hr *http.Request) error {
+	if err := r.tenantName.bind(hr); err != nil {
+		return err
+	}
+	r.keyID = hr.PathValue("key_id")
+	return nil
+}
+
+// deleteKey is DELETE /api/tenants/{name}/keys/{key_id} (admin): the key
+// answers 401 on every server from the next request on (the Authenticator
+// reads every key from the store), and console sessions opened with it end.
+func (s *Server) deleteKey(ctx context.Context, req *keyRequest) (*noContent, error) {
+	if err := principalFrom(ctx).requireAdmin(); err != nil {
+		return nil, err
+	}
+	err := s.cfg.Store.DeleteAPIKey(ctx, &store.DeleteAPIKeyParams{Tenant: req.name, KeyID: req.keyID})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, problem(CodeNotFound, "tenant %q has no key %q", req.name, req.keyID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &noContent{}, nil
 }
 
 func tenantErr(err error, name string) error {

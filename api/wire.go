@@ -126,6 +126,7 @@ type tenant struct {
 	Inflight         int    `json:"inflight"`
 	DedupTTLSeconds  int64  `json:"dedup_ttl_seconds"`
 	RetentionSeconds int64  `json:"retention_seconds"`
+	Disabled         bool   `json:"disabled"`
 }
 
 func toTenant(t *store.Tenant) *tenant {
@@ -135,6 +136,7 @@ func toTenant(t *store.Tenant) *tenant {
 		Inflight:         t.Inflight,
 		DedupTTLSeconds:  int64(t.DedupTTL / time.Second),
 		RetentionSeconds: int64(t.Retention / time.Second),
+		Disabled:         t.Disabled,
 	}
 }
 

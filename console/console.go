@@ -7,12 +7,14 @@
 // fallback.
 //
 // The console is plain HTML forms and links with one small script for the
-// live refresh; it works without the script. A session is an HttpOnly,
-// SameSite=Strict cookie holding a token the console signed (token.go):
-// the hash of the key it was opened with, never the key, and an expiry.
-// Every request checks the token and resolves the hash again, as the API
-// resolves a bearer key, so a deleted key or a changed admin key ends the
-// session at once. Requests that
+// live refresh; it works without the script. A session is a record in the
+// store (the hash of its id, the hash of the key it was opened with, its
+// expiry) and an HttpOnly, SameSite=Strict cookie holding a token the
+// console signed of its id (token.go), never the key. Every request checks
+// the token, reads the record and resolves the key again, as the API
+// resolves a bearer key, so a logout (which deletes the record), a deleted
+// key or a changed admin key ends the session at once on every server
+// sharing the store. Requests that
 // change something (log in, log out, cancel, trigger) are refused when a browser
 // marks them cross-origin (http.CrossOriginProtection).
 //

@@ -222,8 +222,8 @@ func TestLoginGuardsEveryPage(t *testing.T) {
 		t.Fatalf("login: %d to %q, want 303 back to the page asked for", p.status, p.location)
 	}
 	ck := p.header.Get("Set-Cookie")
-	if strings.Contains(ck, e.admin) || !strings.HasPrefix(ck, "latch_console=v1."+api.HashKey(e.admin)+".") {
-		t.Errorf("session cookie %q: want a token of the key's hash, never the key", ck)
+	if strings.Contains(ck, e.admin) || strings.Contains(ck, api.HashKey(e.admin)) || !strings.HasPrefix(ck, "latch_console=v2.") {
+		t.Errorf("session cookie %q: want a session token, never the key or its hash", ck)
 	}
 	for _, attr := range []string{"HttpOnly", "SameSite=Strict", "Path=/"} {
 		if !strings.Contains(ck, attr) {
@@ -246,8 +246,9 @@ func TestLoginGuardsEveryPage(t *testing.T) {
 }
 
 // A session is a token the console signed: the key's hash alone (what a
-// backup of the store holds) opens nothing, nor a token signed otherwise
-// or expired; servers given one secret accept each other's sessions.
+// backup of the store holds) opens nothing, nor the old token of a key's
+// hash, nor a token signed otherwise or expired; servers given one secret
+// accept each other's sessions.
 func TestSessionTokens(t *testing.T) {
 	var clock atomic.Pointer[time.Time]
 	now := time.Now()
@@ -260,7 +261,8 @@ func TestSessionTokens(t *testing.T) {
 	key := e.tenant("a")
 	hash := api.HashKey(key)
 	exp := strconv.FormatInt(now.Add(time.Hour).Unix(), 10)
-	for _, forged := range []string{hash, "v1." + hash + "." + exp + ".AAAA", "v1." + hash + "." + exp + "."} {
+	for _, forged := range []string{hash, "v1." + hash + "." + exp + ".AAAA", "v1." + hash + "." + exp + ".",
+		"v2." + hash + "." + exp + ".AAAA"} {
 		b := e.browser()
 		u, _ := url.Parse(e.srv.URL)
 		b.client.Jar.SetCookies(u, []*http.Cookie{{Name: "latch_console", Value: forged, Path: "/"}})

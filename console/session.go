@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/latch-run/latch/api"
+	"github.com/latch-run/latch/store"
 )
 
 // The session cookie holds a session token (token.go). Over HTTPS it is
@@ -24,17 +25,38 @@ const (
 // bearer key).
 const maxKeyLen = 512
 
-// sessionHash is the key hash of the request's session token, "" when it
-// has no valid one.
-func (c *Console) sessionHash(r *http.Request) string {
+// sessionID is the session id of the request's session token, "" when it
+// has no valid one (token.go).
+func (c *Console) sessionID(r *http.Request) string {
 	for _, name := range []string{secureCookieName, cookieName} {
 		if ck, err := r.Cookie(name); err == nil {
-			if hash := tokenHash(c.secret, ck.Value, c.cfg.Now()); hash != "" {
-				return hash
+			if id := tokenSession(c.secret, ck.Value, c.cfg.Now()); id != "" {
+				return id
 			}
 		}
 	}
 	return ""
+}
+
+// identify resolves the request's session: its token, then its record in
+// the store (gone after a logout, on any server), then the key it was
+// opened with, as the API resolves a bearer key (gone once the key is
+// deleted). api.ErrUnknownKey when any of them is not valid.
+func (c *Console) identify(r *http.Request) (api.Identity, error) {
+	id := c.sessionID(r)
+	if id == "" {
+		return api.Identity{}, api.ErrUnknownKey
+	}
+	ctx, cancel := c.storeCtx(r)
+	defer cancel()
+	ses, err := c.cfg.Store.GetSession(ctx, &store.GetSessionParams{IDHash: sessionIDHash(id), Now: c.cfg.Now()})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return api.Identity{}, api.ErrUnknownKey
+	case err != nil:
+		return api.Identity{}, err
+	}
+	return c.cfg.Auth.IdentifyHash(ctx, ses.KeyHash)
 }
 
 type identityKey struct{}
@@ -46,19 +68,13 @@ func identityFrom(ctx context.Context) api.Identity {
 }
 
 // session runs h for a request whose cookie holds a valid session token
-// of a key that is still valid, and sends any other to the login page
-// (back to this page after it; a form post goes there plainly). /live,
-// read by a script, gets a plain 401 instead.
+// of a live session of a key that is still valid, and sends any other to
+// the login page (back to this page after it; a form post goes there
+// plainly). /live, read by a script, gets a plain 401 instead. A disabled
+// tenant's session gets a page that says so.
 func (c *Console) session(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hash := c.sessionHash(r)
-		var id api.Identity
-		err := api.ErrUnknownKey
-		if hash != "" {
-			ctx, cancel := c.storeCtx(r)
-			id, err = c.cfg.Auth.IdentifyHash(ctx, hash)
-			cancel()
-		}
+		id, err := c.identify(r)
 		switch {
 		case errors.Is(err, api.ErrUnknownKey):
 			clearCookie(w, r)
@@ -76,6 +92,10 @@ func (c *Console) session(h http.HandlerFunc) http.Handler {
 		case err != nil:
 			c.fail(w, r, err)
 			return
+		case id.Disabled && !id.Admin:
+			c.render(w, r, http.StatusForbidden, "error", errorPage{Title: "Tenant disabled",
+				Message: "Tenant " + id.Tenant + " is disabled. Ask an administrator to enable it."})
+			return
 		}
 		h(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, id)))
 	})
@@ -90,8 +110,8 @@ func (c *Console) loginForm(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "login", loginPage{Next: localPath(r.URL.Query().Get("next"))})
 }
 
-// login checks the key of the form and opens a session: a cookie with a
-// signed token of the key's hash (token.go).
+// login checks the key of the form and opens a session: a record in the
+// store and a cookie with a signed token of its id (token.go).
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	if err := r.ParseForm(); err != nil {
@@ -105,8 +125,8 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx, cancel := c.storeCtx(r)
-	_, err := c.cfg.Auth.Identify(ctx, key)
-	cancel()
+	defer cancel()
+	who, err := c.cfg.Auth.Identify(ctx, key)
 	switch {
 	case errors.Is(err, api.ErrUnknownKey):
 		c.render(w, r, http.StatusUnauthorized, "login", loginPage{Next: next, Error: "That key is not valid."})
@@ -114,18 +134,40 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		c.fail(w, r, err)
 		return
+	case who.Disabled && !who.Admin:
+		c.render(w, r, http.StatusForbidden, "login", loginPage{Next: next, Error: "That key's tenant is disabled."})
+		return
 	}
 	name := cookieName
 	if secure(r) {
 		name = secureCookieName
 	}
-	token := sessionToken(c.secret, api.HashKey(key), c.cfg.Now().Add(sessionLength))
+	id, exp := newSessionID(), c.cfg.Now().Add(sessionLength)
+	err = c.cfg.Store.CreateSession(ctx, &store.CreateSessionParams{IDHash: sessionIDHash(id), KeyHash: api.HashKey(key),
+		ExpiresAt: exp, Now: c.cfg.Now()})
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	token := sessionToken(c.secret, id, exp)
 	http.SetCookie(w, &http.Cookie{Name: name, Value: token, Path: "/", MaxAge: int(sessionLength.Seconds()),
 		HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
+// logout ends the session on the server, not only in this browser: its
+// record goes, so a copy of the cookie opens nothing on any server.
 func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
+	if id := c.sessionID(r); id != "" {
+		ctx, cancel := c.storeCtx(r)
+		err := c.cfg.Store.DeleteSession(ctx, &store.DeleteSessionParams{IDHash: sessionIDHash(id)})
+		cancel()
+		if err != nil {
+			// The session lives on: say so rather than pretend.
+			c.fail(w, r, err)
+			return
+		}
+	}
 	clearCookie(w, r)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }

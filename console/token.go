@@ -2,8 +2,10 @@ package console
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"strconv"
 	"strings"
 	"time"
@@ -11,25 +13,40 @@ import (
 
 // A session token is what the session cookie holds:
 //
-//	v1.<key hash>.<expiry, Unix seconds>.<MAC>
+//	v2.<session id>.<expiry, Unix seconds>.<MAC>
 //
-// where the key hash is api.HashKey of the key logged in with (64 hex
-// digits) and the MAC is HMAC-SHA256 under the console's session secret of
-// everything before it. The MAC is what makes a token the console's own: a
-// key hash alone, as the store keeps it (and a backup of the store holds
-// it), opens nothing, and a token stops working at its expiry whatever the
-// browser does with the cookie. The key itself is never in it.
-const tokenVersion = "v1"
+// where the session id is 32 random bytes (unpadded base64url) naming the
+// session's record in the store, and the MAC is HMAC-SHA256 under the
+// console's session secret of everything before it. The record (the hash
+// of the id, the hash of the key logged in with, the expiry) is what makes
+// a session live: logging out deletes it, so a copy of the cookie stops
+// working on every server at once. The MAC makes a token the console's own
+// before the store is asked; the store holds only the id's hash, so a
+// backup of it opens nothing. Neither the key nor its hash is in the token.
+const tokenVersion = "v2"
 
-// sessionToken is the token for hash that expires at exp.
-func sessionToken(secret []byte, hash string, exp time.Time) string {
-	body := tokenVersion + "." + hash + "." + strconv.FormatInt(exp.Unix(), 10)
+// newSessionID returns a new random session id.
+func newSessionID() string {
+	var b [32]byte
+	rand.Read(b[:]) // never fails (crypto/rand panics rather than return short)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// sessionIDHash is what the store keeps of a session id.
+func sessionIDHash(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:])
+}
+
+// sessionToken is the token of session id that expires at exp.
+func sessionToken(secret []byte, id string, exp time.Time) string {
+	body := tokenVersion + "." + id + "." + strconv.FormatInt(exp.Unix(), 10)
 	return body + "." + base64.RawURLEncoding.EncodeToString(tokenMAC(secret, body))
 }
 
-// tokenHash is the key hash of token when the MAC is the console's and the
-// token has not expired by now; "" otherwise.
-func tokenHash(secret []byte, token string, now time.Time) string {
+// tokenSession is the session id of token when the MAC is the console's
+// and the token has not expired by now; "" otherwise.
+func tokenSession(secret []byte, token string, now time.Time) string {
 	i := strings.LastIndexByte(token, '.')
 	if i < 0 {
 		return ""
@@ -40,7 +57,7 @@ func tokenHash(secret []byte, token string, now time.Time) string {
 		return ""
 	}
 	parts := strings.Split(body, ".")
-	if len(parts) != 3 || parts[0] != tokenVersion || !isKeyHash(parts[1]) {
+	if len(parts) != 3 || parts[0] != tokenVersion || !isSessionID(parts[1]) {
 		return ""
 	}
 	exp, err := strconv.ParseInt(parts[2], 10, 64)
@@ -56,14 +73,8 @@ func tokenMAC(secret []byte, body string) []byte {
 	return m.Sum(nil)
 }
 
-func isKeyHash(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
+// isSessionID reports whether s is 32 bytes in unpadded base64url.
+func isSessionID(s string) bool {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	return err == nil && len(b) == 32
 }

@@ -108,6 +108,9 @@ type Tenant struct {
 	DedupTTL    time.Duration
 	Retention   time.Duration
 	CreatedAt   time.Time
+	// Disabled: the tenant's keys are refused (but for the calls of leases
+	// they hold), its schedules do not tick and its executions do not start.
+	Disabled bool
 }
 
 // Defaults for tenants created without explicit settings (API.md).

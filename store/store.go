@@ -127,16 +127,19 @@ type Store interface {
 	// that name.
 	GetSchedule(ctx context.Context, p *GetScheduleParams) (*Schedule, error)
 	// ListSchedules reads schedules ordered by tenant then name, or, with
-	// DueBy, the due ones earliest first.
+	// DueBy, the due ones earliest first, leaving out those of disabled
+	// tenants (they do not tick).
 	ListSchedules(ctx context.Context, p *ListSchedulesParams) ([]*Schedule, error)
 	// DeleteSchedule removes a schedule. Executions it fired stay as they
 	// are. ErrNotFound if there is none.
 	DeleteSchedule(ctx context.Context, p *DeleteScheduleParams) error
 	// FireSchedule fires one tick of a schedule in one atomic step (I6):
 	//
-	//  1. A regular fire (not Trigger) checks that the schedule is enabled
-	//     and its NextRunAt equals Expected; if not, it returns an empty
-	//     result and changes nothing. With Drop it then only sets NextRunAt
+	//  1. A regular fire (not Trigger) checks that the schedule is enabled,
+	//     its NextRunAt equals Expected and its tenant is not Disabled; if
+	//     not, it returns an empty result and changes nothing (a disabled
+	//     tenant's tick stays due: its catch-up policy applies once the
+	//     tenant is enabled again). With Drop it then only sets NextRunAt
 	//     to Next.
 	//  2. If the tick's dedup key (FireScheduleParams.DedupKey: the regular
 	//     tick's, a keyed trigger's, none for a trigger without a key) maps
@@ -167,15 +170,47 @@ type Store interface {
 
 	CreateTenant(ctx context.Context, p *CreateTenantParams) (*Tenant, error)
 	GetTenant(ctx context.Context, p *GetTenantParams) (*Tenant, error)
+	// UpdateTenant changes the given settings; ErrNotFound for an unknown
+	// tenant.
 	UpdateTenant(ctx context.Context, p *UpdateTenantParams) (*Tenant, error)
+	// DeleteTenant removes a tenant and everything it owns in one atomic
+	// step: its keys, schedules, rate limits, executions (with their quota
+	// slots, concurrency-key counts and queue entries) and dedup keys.
+	// ErrNotTerminal while an execution of the tenant is in flight
+	// (scheduled, queued or running), unless Force: then those go too, and
+	// a worker holding a lease on one gets ErrLeaseLost from then on.
+	// ErrNotFound for an unknown tenant.
+	DeleteTenant(ctx context.Context, p *DeleteTenantParams) error
 
-	// AddAPIKey stores another key hash for a tenant.
+	// AddAPIKey stores another key hash for a tenant, under KeyID.
 	AddAPIKey(ctx context.Context, p *AddAPIKeyParams) error
-	// LookupAPIKey resolves a key hash; ErrNotFound if unknown.
+	// LookupAPIKey resolves a key hash; ErrNotFound if unknown. Every
+	// request reads it: it is one read, with the tenant's Disabled flag.
 	LookupAPIKey(ctx context.Context, p *LookupAPIKeyParams) (*APIKey, error)
+	// ListAPIKeys lists a tenant's keys, oldest first, without their
+	// hashes. ErrNotFound for an unknown tenant.
+	ListAPIKeys(ctx context.Context, p *ListAPIKeysParams) ([]*APIKeyInfo, error)
+	// DeleteAPIKey removes one of a tenant's keys: from the moment it
+	// returns, LookupAPIKey of its hash answers ErrNotFound in every
+	// process. ErrNotFound if the tenant has no key KeyID.
+	DeleteAPIKey(ctx context.Context, p *DeleteAPIKeyParams) error
+	// TouchAPIKey records that a key was used at Now: its LastUsedAt
+	// becomes Now, but only if it is unset or at least Every older, so a
+	// burst of touches writes once. A key that is gone is no error.
+	TouchAPIKey(ctx context.Context, p *TouchAPIKeyParams) error
 	// EnsureAdminKey stores KeyHash as the admin key if no admin key exists
 	// yet, atomically. Created reports whether this call stored it.
 	EnsureAdminKey(ctx context.Context, p *EnsureAdminKeyParams) (*EnsureAdminKeyResult, error)
+
+	// CreateSession stores a console session: the hash of its secret id,
+	// the hash of the key it was opened with and when it expires.
+	CreateSession(ctx context.Context, p *CreateSessionParams) error
+	// GetSession reads a session; ErrNotFound if there is none or it
+	// expired by Now. Prune removes expired sessions.
+	GetSession(ctx context.Context, p *GetSessionParams) (*Session, error)
+	// DeleteSession ends a session at once in every process; a missing one
+	// is no error.
+	DeleteSession(ctx context.Context, p *DeleteSessionParams) error
 
 	// Ping checks that the backend answers.
 	Ping(ctx context.Context) error
@@ -426,6 +461,7 @@ type CreateTenantParams struct {
 	DedupTTL    time.Duration
 	Retention   time.Duration
 	KeyHash     string // the first API key, hashed; "" creates the tenant without a key
+	KeyID       string // the first key's public id (with KeyHash)
 	Now         time.Time
 }
 
@@ -440,12 +476,21 @@ type UpdateTenantParams struct {
 	MaxInflight *int
 	DedupTTL    *time.Duration
 	Retention   *time.Duration
+	Disabled    *bool
+}
+
+// DeleteTenantParams are the arguments of Store.DeleteTenant.
+type DeleteTenantParams struct {
+	Name  string
+	Force bool
+	Now   time.Time
 }
 
 // AddAPIKeyParams are the arguments of Store.AddAPIKey.
 type AddAPIKeyParams struct {
 	Tenant  string
 	KeyHash string
+	KeyID   string // public, not derived from the key: safe to show
 	Now     time.Time
 }
 
@@ -455,9 +500,65 @@ type LookupAPIKeyParams struct {
 }
 
 // APIKey is what a key hash resolves to: the admin, or one tenant.
+// TenantDisabled is the tenant's Disabled flag, read with the key.
 type APIKey struct {
-	Admin  bool
+	Admin          bool
+	Tenant         string
+	KeyID          string
+	TenantDisabled bool
+	LastUsedAt     time.Time // zero if never recorded
+}
+
+// ListAPIKeysParams are the arguments of Store.ListAPIKeys.
+type ListAPIKeysParams struct {
 	Tenant string
+}
+
+// APIKeyInfo is one key of a tenant as listed: never its hash.
+type APIKeyInfo struct {
+	KeyID      string
+	CreatedAt  time.Time
+	LastUsedAt time.Time // zero if never recorded
+}
+
+// DeleteAPIKeyParams are the arguments of Store.DeleteAPIKey.
+type DeleteAPIKeyParams struct {
+	Tenant string
+	KeyID  string
+}
+
+// TouchAPIKeyParams are the arguments of Store.TouchAPIKey.
+type TouchAPIKeyParams struct {
+	KeyHash string
+	Every   time.Duration
+	Now     time.Time
+}
+
+// CreateSessionParams are the arguments of Store.CreateSession. IDHash is
+// a hash of the session's secret id, so the store (or a backup of it)
+// holds nothing a cookie can be made of.
+type CreateSessionParams struct {
+	IDHash    string
+	KeyHash   string
+	ExpiresAt time.Time
+	Now       time.Time
+}
+
+// GetSessionParams are the arguments of Store.GetSession.
+type GetSessionParams struct {
+	IDHash string
+	Now    time.Time
+}
+
+// Session is a stored console session.
+type Session struct {
+	KeyHash   string
+	ExpiresAt time.Time
+}
+
+// DeleteSessionParams are the arguments of Store.DeleteSession.
+type DeleteSessionParams struct {
+	IDHash string
 }
 
 // EnsureAdminKeyParams are the arguments of Store.EnsureAdminKey.

@@ -30,7 +30,7 @@ var commands = map[string]command{
 	"wait":     {"wait until an execution is terminal", runWait},
 	"cancel":   {"cancel an execution", runCancel},
 	"rm":       {"delete an execution (--force for one in flight)", runDelete},
-	"tenant":   {"manage tenants: create, get, update, key", runTenant},
+	"tenant":   {"manage tenants: create, get, update, disable, enable, rm; keys: key, keys, key rm", runTenant},
 	"schedule": {"manage schedules and rate limits: ls, get, apply -f FILE, trigger, rm", runSchedule},
 	"bench":    {"measure submit and drain throughput against a store", runBench},
 	"prove":    {"soak a store with steady mixed load, then check the invariants and for leaks", runProve},

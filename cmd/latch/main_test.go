@@ -25,6 +25,10 @@ func cli(t *testing.T, args ...string) (int, string, string) {
 }
 
 // TestClientCommands drives every client command against a real server.
+// testAdminKey is the admin key of the tests: as long as latch serve
+// requires (minAdminKey).
+const testAdminKey = "admin-key-of-the-cli-tests-0123456789"
+
 func TestClientCommands(t *testing.T) {
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "latch.db"))
@@ -32,7 +36,7 @@ func TestClientCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	srv := httptest.NewServer(api.New(api.Config{Store: st, AdminKeyHash: api.HashKey("admin")}).Handler())
+	srv := httptest.NewServer(api.New(api.Config{Store: st, AdminKeyHash: api.HashKey(testAdminKey)}).Handler())
 	defer srv.Close()
 	w := engine.NewWorker(engine.WorkerConfig{Store: st, Slots: 2})
 	if err := kinds.Register(w, kinds.Options{HTTPAllow: []string{"*"}}); err != nil {
@@ -44,7 +48,7 @@ func TestClientCommands(t *testing.T) {
 	defer w.Stop(ctx)
 
 	t.Setenv("LATCH_URL", srv.URL)
-	t.Setenv("LATCH_KEY", "admin")
+	t.Setenv("LATCH_KEY", testAdminKey)
 	code, out, errOut := cli(t, "tenant", "create", "--max_inflight", "5", "acme")
 	if code != 0 {
 		t.Fatalf("tenant create: %d %s", code, errOut)

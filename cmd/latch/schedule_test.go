@@ -27,7 +27,7 @@ func TestScheduleCommands(t *testing.T) {
 	if _, err := st.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme", KeyHash: api.HashKey("acme-key")}); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(api.New(api.Config{Store: st, AdminKeyHash: api.HashKey("admin")}).Handler())
+	srv := httptest.NewServer(api.New(api.Config{Store: st, AdminKeyHash: api.HashKey(testAdminKey)}).Handler())
 	defer srv.Close()
 	t.Setenv("LATCH_URL", srv.URL)
 	t.Setenv("LATCH_KEY", "acme-key")

@@ -56,6 +56,14 @@ const consoleSecretEnv = "LATCH_CONSOLE_SECRET"
 // minConsoleSecret is the shortest secret taken, in bytes.
 const minConsoleSecret = 32
 
+// adminKeyEnv pins the admin key; minAdminKey is the shortest taken, in
+// bytes: the key opens every tenant, so it must not be guessable (a
+// generated key has 256 random bits).
+const (
+	adminKeyEnv = "LATCH_ADMIN_KEY"
+	minAdminKey = 32
+)
+
 func serveFlags(args []string) (*serveConfig, error) {
 	fs := newFlags("serve", "")
 	c := &serveConfig{}
@@ -106,6 +114,10 @@ func serveFlags(args []string) (*serveConfig, error) {
 			return nil, fmt.Errorf("%w: %s: %w", errUsage, kinds.AllowEnv, err)
 		}
 		c.httpAllow = append(c.httpAllow, allow...)
+	}
+	if v := os.Getenv(adminKeyEnv); v != "" && len(v) < minAdminKey {
+		return nil, fmt.Errorf("%w: %s must be at least %d bytes (say, openssl rand -hex 32), or unset to have "+
+			"latch generate one and print it once", errUsage, adminKeyEnv, minAdminKey)
 	}
 	if v := os.Getenv(consoleSecretEnv); v != "" {
 		if len(v) < minConsoleSecret {
@@ -287,7 +299,7 @@ func warnDurability(ctx context.Context, st store.Store, log *slog.Logger) error
 // a store generates a key, stores its hash and prints the key once; later
 // starts use the stored hash (the API resolves it through the store).
 func adminKey(ctx context.Context, st store.Store, out io.Writer) (string, error) {
-	if k := os.Getenv("LATCH_ADMIN_KEY"); k != "" {
+	if k := os.Getenv(adminKeyEnv); k != "" {
 		return api.HashKey(k), nil
 	}
 	key := api.NewKey()

@@ -55,11 +55,11 @@ func call(t *testing.T, base, method, path, key, body string, status int, out an
 }
 
 // startServe runs latch serve on a fresh SQLite file and a free port, with
-// the admin key "admin" and args, until the test ends; it returns the
+// the admin key testAdminKey and args, until the test ends; it returns the
 // server's base URL.
 func startServe(t *testing.T, args ...string) string {
 	t.Helper()
-	t.Setenv("LATCH_ADMIN_KEY", "admin")
+	t.Setenv("LATCH_ADMIN_KEY", testAdminKey)
 	cfg, err := serveFlags(append([]string{"--addr", "127.0.0.1:0",
 		"--store", "sqlite:" + filepath.Join(t.TempDir(), "latch.db")}, args...))
 	if err != nil {
@@ -99,7 +99,7 @@ func newTenant(t *testing.T, base, admin string) string {
 // execution that comes due while a slow client holds the HTTP drain open
 // for the whole grace period is not claimed.
 func TestServeShutdownStopsClaimingAtOnce(t *testing.T) {
-	t.Setenv("LATCH_ADMIN_KEY", "admin")
+	t.Setenv("LATCH_ADMIN_KEY", testAdminKey)
 	db := filepath.Join(t.TempDir(), "latch.db")
 	cfg, err := serveFlags([]string{"--addr", "127.0.0.1:0", "--store", "sqlite:" + db, "--workers", "2",
 		"--shutdown-grace", "3s"})
@@ -119,7 +119,7 @@ func TestServeShutdownStopsClaimingAtOnce(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("serve: %v", err)
 	}
-	key := newTenant(t, base, "admin")
+	key := newTenant(t, base, testAdminKey)
 	var x struct {
 		ID string `json:"execution_id"`
 	}
@@ -182,7 +182,7 @@ func TestServeSecondSignalStopsAtOnce(t *testing.T) {
 	}
 	db := filepath.Join(t.TempDir(), "latch.db")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestMainHelperProcess$")
-	cmd.Env = append(os.Environ(), "LATCH_ADMIN_KEY=admin", kinds.AllowEnv+"=",
+	cmd.Env = append(os.Environ(), "LATCH_ADMIN_KEY="+testAdminKey, kinds.AllowEnv+"=",
 		"LATCH_TEST_MAIN_ARGS="+strings.Join([]string{"serve", "--addr", "127.0.0.1:0", "--store", "sqlite:" + db,
 			"--workers", "1", "--shutdown-grace", "5m"}, "\n"))
 	stderr, err := cmd.StderrPipe()
@@ -234,7 +234,7 @@ func TestServeSecondSignalStopsAtOnce(t *testing.T) {
 
 	// Running work that takes far longer than the test: a graceful
 	// shutdown would wait the whole grace period for it.
-	key := newTenant(t, base, "admin")
+	key := newTenant(t, base, testAdminKey)
 	var x struct {
 		ID     string `json:"execution_id"`
 		Status string `json:"status"`
@@ -293,21 +293,23 @@ func TestServeChecksConfigurationBeforeTheStore(t *testing.T) {
 	}
 	defer busy.Close()
 	for _, c := range []struct {
-		name, allow, secret string
-		args                []string
-		code                int
-		want                string
+		name, allow, secret, admin string
+		args                       []string
+		code                       int
+		want                       string
 	}{
-		{"allow list", "bad:pattern:", "", nil, 2, kinds.AllowEnv},
-		{"log level", "", "", []string{"--log-level", "loud"}, 2, "--log-level"},
-		{"console secret", "", "too short", nil, 2, consoleSecretEnv},
-		{"negative bound", "", "", []string{"--max-streams", "-1"}, 2, "--max-streams"},
-		{"no body budget", "", "", []string{"--body-budget-mib", "0"}, 2, "--body-budget-mib"},
-		{"address in use", "", "", []string{"--addr", busy.Addr().String()}, 1, "address already in use"},
+		{"allow list", "bad:pattern:", "", "", nil, 2, kinds.AllowEnv},
+		{"log level", "", "", "", []string{"--log-level", "loud"}, 2, "--log-level"},
+		{"console secret", "", "too short", "", nil, 2, consoleSecretEnv},
+		{"admin key", "", "", "admin-secret", nil, 2, "LATCH_ADMIN_KEY must be at least 32 bytes"},
+		{"negative bound", "", "", "", []string{"--max-streams", "-1"}, 2, "--max-streams"},
+		{"no body budget", "", "", "", []string{"--body-budget-mib", "0"}, 2, "--body-budget-mib"},
+		{"address in use", "", "", "", []string{"--addr", busy.Addr().String()}, 1, "address already in use"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv(kinds.AllowEnv, c.allow)
 			t.Setenv(consoleSecretEnv, c.secret)
+			t.Setenv("LATCH_ADMIN_KEY", c.admin)
 			db := filepath.Join(t.TempDir(), "latch.db")
 			args := append([]string{"serve", "--addr", "127.0.0.1:0", "--store", "sqlite:" + db}, c.args...)
 			code, out, errOut := cli(t, args...)
@@ -345,7 +347,7 @@ func TestServeBoundSettings(t *testing.T) {
 // Errors say "latch" once: the library's "latch: " prefix is not repeated
 // after the command's.
 func TestServeErrorsSayLatchOnce(t *testing.T) {
-	t.Setenv("LATCH_ADMIN_KEY", "admin")
+	t.Setenv("LATCH_ADMIN_KEY", testAdminKey)
 	code, _, errOut := cli(t, "serve", "--addr", "127.0.0.1:0", "--store", "mysql://db/x")
 	if code == 0 || !strings.HasPrefix(errOut, "latch serve: ") || strings.Contains(errOut, "latch:") ||
 		!strings.Contains(errOut, "mysql://db/x") {
@@ -357,7 +359,7 @@ func TestServeErrorsSayLatchOnce(t *testing.T) {
 // server's own scheduler (woken by the PUT), and /metrics counts the tick.
 func TestServeRunsTheScheduler(t *testing.T) {
 	base := startServe(t, "--workers", "2", "--shutdown-grace", "3s")
-	key := newTenant(t, base, "admin")
+	key := newTenant(t, base, testAdminKey)
 	call(t, base, "PUT", "/api/schedules/tick", key, `{"every":"1s","kind":"echo"}`, http.StatusCreated, nil)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -390,7 +392,7 @@ func TestServeRunsTheScheduler(t *testing.T) {
 // key and sees the executions that key may see.
 func TestServeServesTheConsole(t *testing.T) {
 	base := startServe(t, "--workers", "0")
-	key := newTenant(t, base, "admin")
+	key := newTenant(t, base, testAdminKey)
 	var x struct {
 		ID string `json:"execution_id"`
 	}

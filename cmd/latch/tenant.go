@@ -8,11 +8,16 @@ import (
 	"net/url"
 )
 
+const tenantUsage = "latch tenant create|get|update|keys|key|disable|enable|rm NAME [flags]; latch tenant key rm NAME KEY_ID"
+
 func runTenant(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: latch tenant create|get|update|key NAME [flags]", errUsage)
+		return fmt.Errorf("%w: %s", errUsage, tenantUsage)
 	}
 	sub, rest := args[0], args[1:]
+	if sub == "key" && len(rest) > 0 && rest[0] == "rm" {
+		return runTenantKeyRemove(ctx, rest[1:], out)
+	}
 	fs := newFlags("tenant "+sub, "NAME")
 	c := clientFlags(fs)
 	settings := map[string]any{}
@@ -27,6 +32,10 @@ func runTenant(ctx context.Context, args []string, out io.Writer) error {
 				return nil
 			})
 		}
+	}
+	var force *bool
+	if sub == "rm" {
+		force = fs.Bool("force", false, "delete even while executions are in flight: they are removed and their workers' leases lost")
 	}
 	if err := parse(fs, rest, 1); err != nil {
 		return err
@@ -45,11 +54,40 @@ func runTenant(ctx context.Context, args []string, out io.Writer) error {
 		_, err = c.do(ctx, "PATCH", path, settings, nil, &res)
 	case "key":
 		_, err = c.do(ctx, "POST", path+"/keys", nil, nil, &res)
+	case "keys":
+		_, err = c.do(ctx, "GET", path+"/keys", nil, nil, &res)
+	case "disable", "enable":
+		_, err = c.do(ctx, "PATCH", path, map[string]any{"disabled": sub == "disable"}, nil, &res)
+	case "rm":
+		if *force {
+			path += "?force=true"
+		}
+		if _, err := c.do(ctx, "DELETE", path, nil, nil, nil); err != nil {
+			return err
+		}
+		fmt.Fprintln(out, "deleted tenant", name)
+		return nil
 	default:
-		return fmt.Errorf("%w: unknown tenant command %q (create, get, update, key)", errUsage, sub)
+		return fmt.Errorf("%w: unknown tenant command %q (%s)", errUsage, sub, tenantUsage)
 	}
 	if err != nil {
 		return err
 	}
 	return printJSON(out, res)
+}
+
+// runTenantKeyRemove is `latch tenant key rm NAME KEY_ID`: the key is
+// refused on every server from then on.
+func runTenantKeyRemove(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("tenant key rm", "NAME KEY_ID")
+	c := clientFlags(fs)
+	if err := parse(fs, args, 2); err != nil {
+		return err
+	}
+	name, id := fs.Arg(0), fs.Arg(1)
+	if _, err := c.do(ctx, "DELETE", "/api/tenants/"+url.PathEscape(name)+"/keys/"+url.PathEscape(id), nil, nil, nil); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "deleted key", id, "of tenant", name)
+	return nil
 }

@@ -216,7 +216,11 @@
 // for one execution in two groups at once; a cancel racing a group while
 // every quota shard is held). PostgreSQL detects them; the store runs the
 // operation again (deadlock_detected and serialization_failure are retried a
-// few times).
+// few times). DeleteTenant takes its locks in the order the operations it
+// races take theirs — the tenant's schedules (as a fire), the tenant row,
+// its executions in flight (as a worker's complete), then every quota shard
+// (as an admission's exact path) — so while it decides no execution of the
+// tenant is added or ended, and a collision it cannot foresee is retried.
 //
 // # Durability (I8)
 //

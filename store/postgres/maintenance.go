@@ -62,6 +62,8 @@ SELECT count(*) FROM d`
 
 	// Keys whose TTL has passed. A key re-bound meanwhile is a new row with a
 	// later expiry and fails the re-check.
+	sqlPruneSessions = `DELETE FROM latch_console_sessions WHERE expires_at <= $1`
+
 	sqlPruneKeys = `
 DELETE FROM latch_dedup_keys WHERE ctid IN (
     SELECT ctid FROM latch_dedup_keys WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`
@@ -167,6 +169,10 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 		}
 		tag, err := c.Exec(ctx, sqlPruneKeys, t, 10*defaultBatch)
 		res.DedupKeys = int(tag.RowsAffected())
+		if err != nil {
+			return err
+		}
+		_, err = c.Exec(ctx, sqlPruneSessions, t)
 		return err
 	})
 	if err != nil {

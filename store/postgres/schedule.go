@@ -58,6 +58,10 @@ SELECT EXISTS (SELECT 1 FROM latch_schedules WHERE tenant = $1 AND name = $2),
 	// commit. Fires of one schedule run one after the other from here.
 	sqlLockSchedule = sqlGetSchedule + ` FOR UPDATE OF s`
 
+	// The schedule's row names its tenant (a foreign key): the tenant is
+	// there while the schedule is locked.
+	sqlTenantDisabled = `SELECT disabled FROM latch_tenants WHERE name = $1`
+
 	sqlDeleteSchedule = `DELETE FROM latch_schedules WHERE tenant = $1 AND name = $2`
 
 	// A Drop: the next tick, nothing fired.
@@ -160,7 +164,8 @@ func (s *Store) ListSchedules(ctx context.Context, p *store.ListSchedulesParams)
 		query += fmt.Sprintf(` AND (s.tenant, s.name) > ($%d, $%d) ORDER BY s.tenant, s.name`, len(args)-1, len(args))
 	} else {
 		args = append(args, micro(p.DueBy))
-		query += fmt.Sprintf(` AND s.enabled AND s.next_run_at <= $%d ORDER BY s.next_run_at, s.tenant, s.name`, len(args))
+		query += fmt.Sprintf(` AND s.enabled AND s.next_run_at <= $%d AND NOT EXISTS (SELECT 1 FROM latch_tenants t
+			WHERE t.name = s.tenant AND t.disabled) ORDER BY s.next_run_at, s.tenant, s.name`, len(args))
 	}
 	rows, err := s.pool.Query(ctx, query+` LIMIT $1`, args...)
 	if err != nil {
@@ -219,6 +224,10 @@ func (s *Store) FireSchedule(ctx context.Context, p *store.FireScheduleParams) (
 		if !p.Trigger {
 			if !sc.Enabled || !sc.NextRunAt.Equal(micro(p.Expected)) {
 				return false, nil // moved on by another server, or changed, paused or replaced
+			}
+			var disabled bool
+			if err := tx.QueryRow(ctx, sqlTenantDisabled, p.Tenant).Scan(&disabled); err != nil || disabled {
+				return false, err // the tick waits for the tenant to be enabled
 			}
 			n := micro(p.Next)
 			next, res.Advanced = &n, true

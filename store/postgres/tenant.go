@@ -28,8 +28,8 @@ WITH t AS (
     SELECT t.name, s, $2 / $7 + CASE WHEN s < $2 % $7 THEN 1 ELSE 0 END
     FROM t, generate_series(0, $7 - 1) AS s
 ), k AS (
-    INSERT INTO latch_api_keys (hash, tenant, created_at)
-    SELECT $6, t.name, $5 FROM t WHERE $6 <> ''
+    INSERT INTO latch_api_keys (hash, tenant, key_id, created_at)
+    SELECT $6, t.name, $8, $5 FROM t WHERE $6 <> ''
 )
 SELECT EXISTS (SELECT 1 FROM t)`
 
@@ -38,7 +38,7 @@ SELECT EXISTS (SELECT 1 FROM t)`
 	// execution's status. When frozen (free = -1, see the migration) the
 	// tenant owes debt units beyond max_inflight.
 	sqlGetTenant = `
-SELECT t.name, t.max_inflight, t.dedup_ttl, t.retention, t.created_at,
+SELECT t.name, t.max_inflight, t.dedup_ttl, t.retention, t.created_at, t.disabled,
     CASE WHEN bool_or(q.free < 0) THEN t.max_inflight + sum(q.debt)
          ELSE t.max_inflight - coalesce(sum(q.free), 0) END
 FROM latch_tenants t LEFT JOIN latch_quota_shards q ON q.tenant = t.name
@@ -49,16 +49,34 @@ GROUP BY t.name`
 
 	sqlUpdateTenant = `
 UPDATE latch_tenants SET max_inflight = coalesce($2, max_inflight),
-    dedup_ttl = coalesce($3, dedup_ttl), retention = coalesce($4, retention)
+    dedup_ttl = coalesce($3, dedup_ttl), retention = coalesce($4, retention),
+    disabled = coalesce($5, disabled)
 WHERE name = $1`
 
-	sqlAddAPIKey = `INSERT INTO latch_api_keys (hash, tenant, created_at) VALUES ($1, $2, $3)`
+	sqlDeleteTenantLockSchedules = `SELECT 1 FROM latch_schedules WHERE tenant = $1 ORDER BY name FOR UPDATE`
+	sqlDeleteTenantLockInflight  = `SELECT 1 FROM latch_executions
+WHERE tenant = $1 AND status IN ('scheduled', 'queued', 'running') ORDER BY id FOR UPDATE`
 
-	sqlLookupAPIKey = `SELECT coalesce(tenant, ''), admin FROM latch_api_keys WHERE hash = $1`
+	// Everything of the tenant without a foreign key to it, then the tenant
+	// (the foreign keys take the rest).
+	sqlDeleteTenant = `
+WITH ses AS (
+    DELETE FROM latch_console_sessions WHERE key_hash IN (SELECT hash FROM latch_api_keys WHERE tenant = $1)
+), d AS (
+    DELETE FROM latch_dedup_keys WHERE tenant = $1
+), e AS (
+    DELETE FROM latch_executions WHERE tenant = $1
+)
+DELETE FROM latch_tenants WHERE name = $1`
+
+	sqlAddAPIKey = `INSERT INTO latch_api_keys (hash, tenant, key_id, created_at) VALUES ($1, $2, $4, $3)`
+
+	sqlLookupAPIKey = `SELECT coalesce(k.tenant, ''), k.admin, k.key_id, k.last_used_at, coalesce(t.disabled, false)
+FROM latch_api_keys k LEFT JOIN latch_tenants t ON t.name = k.tenant WHERE k.hash = $1`
 
 	// The unique index latch_api_keys_one_admin lets one admin key exist;
 	// whoever inserts second inserts nothing.
-	sqlEnsureAdminKey = `INSERT INTO latch_api_keys (hash, admin, created_at) VALUES ($1, true, $2)
+	sqlEnsureAdminKey = `INSERT INTO latch_api_keys (hash, admin, key_id, created_at) VALUES ($1, true, $3, $2)
 ON CONFLICT DO NOTHING`
 )
 
@@ -87,7 +105,7 @@ func (s *Store) CreateTenant(ctx context.Context, p *store.CreateTenantParams) (
 	var created bool
 	err := s.write(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		return c.QueryRow(ctx, sqlCreateTenant, ten.Name, ten.MaxInflight, int64(ten.DedupTTL),
-			int64(ten.Retention), t, p.KeyHash, quotaShards).Scan(&created)
+			int64(ten.Retention), t, p.KeyHash, quotaShards, store.KeyIDOrNew(p.KeyID)).Scan(&created)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("postgres: create tenant: %w", interpretError(err))
@@ -106,7 +124,7 @@ func (s *Store) GetTenant(ctx context.Context, p *store.GetTenantParams) (*store
 func getTenant(ctx context.Context, q querier, name string) (*store.Tenant, error) {
 	var ten store.Tenant
 	var ttl, ret int64
-	err := q.QueryRow(ctx, sqlGetTenant, name).Scan(&ten.Name, &ten.MaxInflight, &ttl, &ret, &ten.CreatedAt, &ten.Inflight)
+	err := q.QueryRow(ctx, sqlGetTenant, name).Scan(&ten.Name, &ten.MaxInflight, &ttl, &ret, &ten.CreatedAt, &ten.Disabled, &ten.Inflight)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("tenant %q: %w", name, store.ErrNotFound)
 	}
@@ -143,7 +161,7 @@ func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (
 			v := int64(*p.Retention)
 			ret = &v
 		}
-		if _, err := tx.Exec(ctx, sqlUpdateTenant, p.Name, p.MaxInflight, ttl, ret); err != nil {
+		if _, err := tx.Exec(ctx, sqlUpdateTenant, p.Name, p.MaxInflight, ttl, ret, p.Disabled); err != nil {
 			return false, err
 		}
 		if p.MaxInflight != nil && *p.MaxInflight != cur {
@@ -161,11 +179,51 @@ func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (
 	return ten, nil
 }
 
+// DeleteTenant implements store.Store, as one transaction. It locks the
+// tenant, its schedules (a fire of one waits, then finds it gone), its
+// executions in flight (a worker's Complete waits, then loses its lease)
+// and then every quota shard (an admission waits, then finds no quota): so
+// no execution of the tenant is added or ended while it decides, and the
+// locks are taken in the order those operations take them. The foreign
+// keys remove the keys, shards, schedules and rate limits with the tenant
+// row; executions and dedup keys have none (doc.go), so they go here.
+func (s *Store) DeleteTenant(ctx context.Context, p *store.DeleteTenantParams) error {
+	return s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
+		if _, err := tx.Exec(ctx, sqlDeleteTenantLockSchedules, p.Name); err != nil {
+			return false, err
+		}
+		var cur int
+		if err := tx.QueryRow(ctx, sqlLockTenant, p.Name).Scan(&cur); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return false, fmt.Errorf("tenant %q: %w", p.Name, store.ErrNotFound)
+			}
+			return false, err
+		}
+		if _, err := tx.Exec(ctx, sqlDeleteTenantLockInflight, p.Name); err != nil {
+			return false, err
+		}
+		if _, err := lockQuota(ctx, tx, p.Name); err != nil {
+			return false, err
+		}
+		if !p.Force {
+			var n int
+			if err := tx.QueryRow(ctx, sqlCountInflight, p.Name).Scan(&n); err != nil {
+				return false, err
+			}
+			if n > 0 {
+				return false, fmt.Errorf("tenant %q has %d executions in flight: %w", p.Name, n, store.ErrNotTerminal)
+			}
+		}
+		_, err := tx.Exec(ctx, sqlDeleteTenant, p.Name)
+		return true, err
+	})
+}
+
 // AddAPIKey implements store.Store: one statement; the foreign key refuses
 // an unknown tenant.
 func (s *Store) AddAPIKey(ctx context.Context, p *store.AddAPIKeyParams) error {
 	err := s.write(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
-		_, err := c.Exec(ctx, sqlAddAPIKey, p.KeyHash, p.Tenant, now(p.Now))
+		_, err := c.Exec(ctx, sqlAddAPIKey, p.KeyHash, p.Tenant, now(p.Now), store.KeyIDOrNew(p.KeyID))
 		return err
 	})
 	if pgCode(err) == codeForeignKeyViolation {
@@ -180,12 +238,16 @@ func (s *Store) AddAPIKey(ctx context.Context, p *store.AddAPIKeyParams) error {
 // LookupAPIKey implements store.Store.
 func (s *Store) LookupAPIKey(ctx context.Context, p *store.LookupAPIKeyParams) (*store.APIKey, error) {
 	var k store.APIKey
-	err := s.pool.QueryRow(ctx, sqlLookupAPIKey, p.KeyHash).Scan(&k.Tenant, &k.Admin)
+	var used *time.Time
+	err := s.pool.QueryRow(ctx, sqlLookupAPIKey, p.KeyHash).Scan(&k.Tenant, &k.Admin, &k.KeyID, &used, &k.TenantDisabled)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("api key: %w", store.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("postgres: lookup api key: %w", interpretError(err))
+	}
+	if used != nil {
+		k.LastUsedAt = used.UTC()
 	}
 	return &k, nil
 }
@@ -194,7 +256,7 @@ func (s *Store) LookupAPIKey(ctx context.Context, p *store.LookupAPIKeyParams) (
 func (s *Store) EnsureAdminKey(ctx context.Context, p *store.EnsureAdminKeyParams) (*store.EnsureAdminKeyResult, error) {
 	var created bool
 	err := s.write(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
-		tag, err := c.Exec(ctx, sqlEnsureAdminKey, p.KeyHash, now(p.Now))
+		tag, err := c.Exec(ctx, sqlEnsureAdminKey, p.KeyHash, now(p.Now), store.NewKeyID())
 		created = tag.RowsAffected() == 1
 		return err
 	})

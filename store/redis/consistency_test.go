@@ -308,5 +308,88 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 			report("dedupexp: stray member %q", dm)
 		}
 	}
+	// Ownership: whatever names a tenant names one that exists, and a key
+	// is named by its tenant's key ids exactly (a tenant's delete leaves
+	// nothing behind, a key's delete leaves no id).
+	isTenant := map[string]bool{}
+	for _, t := range tenants {
+		isTenant[t] = true
+		if !all[s.k.tenant(t)] {
+			report("tenant %s in the tenant set without a record", t)
+		}
+	}
+	for id, e := range execs {
+		if !isTenant[e["tenant"]] {
+			report("exec %s of tenant %q, which does not exist", id, e["tenant"])
+		}
+	}
+	for _, prefix := range []string{s.k.schedule(""), s.k.rateLimit("")} {
+		recs, err := hashes(prefix)
+		if err != nil {
+			return nil, err
+		}
+		for name, m := range recs {
+			if !isTenant[m["tenant"]] {
+				report("%s%s of tenant %q, which does not exist", prefix, name, m["tenant"])
+			}
+			if prefix == s.k.rateLimit("") {
+				if ok, err := r.SIsMember(ctx, s.k.rateLimits(m["tenant"]), m["key"]).Result(); err != nil || !ok {
+					report("rate limit %s is not in its tenant's index (%v)", name, err)
+				}
+			}
+		}
+	}
+	keys, err := hashes(s.k.apiKey(""))
+	if err != nil {
+		return nil, err
+	}
+	for hash, m := range keys {
+		if m["key_id"] == "" {
+			report("api key %s without a key id", hash)
+		}
+		if m["tenant"] == "" {
+			continue // the admin's
+		}
+		if !isTenant[m["tenant"]] {
+			report("api key %s of tenant %q, which does not exist", hash, m["tenant"])
+		}
+		if h, _ := r.HGet(ctx, s.k.keyIDs(m["tenant"]), m["key_id"]).Result(); h != hash {
+			report("api key %s: its tenant's key ids map %s to %q", hash, m["key_id"], h)
+		}
+	}
+	for _, prefix := range []string{s.k.keyIDs(""), s.k.rateLimits(""), s.k.schedules(""), s.k.dedup(""),
+		s.k.listTenant(""), s.k.done(""), s.k.readyTenant("")} {
+		for key := range all {
+			if t, ok := strings.CutPrefix(key, prefix); ok && !isTenant[t] {
+				report("%s left behind by tenant %q", key, t)
+			}
+		}
+	}
+	for key := range all {
+		t, ok := strings.CutPrefix(key, s.k.rateLimits(""))
+		if !ok {
+			continue
+		}
+		rks, err := r.SMembers(ctx, key).Result()
+		if err != nil {
+			return nil, err
+		}
+		for _, rk := range rks {
+			if !all[s.k.rateLimit(scoped(t, rk))] {
+				report("%s names rate key %q, which has no limit", key, rk)
+			}
+		}
+	}
+	ids, err := hashes(s.k.keyIDs(""))
+	if err != nil {
+		return nil, err
+	}
+	for t, m := range ids {
+		for id, hash := range m {
+			if k := keys[hash]; k == nil || k["tenant"] != t || k["key_id"] != id {
+				report("key id %s of tenant %s names %s, which is not that key", id, t, hash)
+			}
+		}
+	}
 	return bad, nil
 }

@@ -58,8 +58,12 @@
 // scripts; a test checks they agree):
 //
 //	{p}:tenants               set    tenant names
-//	{p}:tenant:<T>            hash   name max_inflight inflight dedup_ttl retention created
-//	{p}:apikey:<hash>         hash   tenant created | admin created
+//	{p}:tenant:<T>            hash   name max_inflight inflight dedup_ttl retention created,
+//	                                 disabled ("1", only while disabled)
+//	{p}:apikey:<hash>         hash   tenant key_id created used | admin key_id created
+//	{p}:keyids:<T>            hash   a tenant's keys: key id -> key hash
+//	{p}:session:<id hash>     hash   a console session: key (hash), exp; expires
+//	                                 by itself (PEXPIREAT)
 //	{p}:admin                 string the admin key's hash (EnsureAdminKey)
 //	{p}:exec:<id>             hash   one execution (fields in lua/lib.lua)
 //	{p}:dedup:<T>             hash   dedup key -> "<expires_us>:<execution id>"
@@ -88,6 +92,8 @@
 //	{p}:ratelimit:<len(T)>:<T><rkey>
 //	                          hash   rate, per, burst, iv (interval) and the
 //	                                 bucket's tat, for tenant T's rate key
+//	{p}:ratelimits:<T>        set    a tenant's rate keys that have a limit
+//	{p}:schema                string the layout version (upgrade.go)
 //	{p}:version               string change counter (Notifier)
 //	{p}:changed               pub/sub channel carrying the counter
 //

@@ -48,16 +48,24 @@ func checkPrefix(p string) error {
 // pattern matches every key of the namespace (for SCAN).
 func (k keys) pattern() string { return k.ns + ":*" }
 
-func (k keys) channel() string            { return k.ns + ":changed" }
-func (k keys) version() string            { return k.ns + ":version" }
-func (k keys) tenants() string            { return k.ns + ":tenants" }
-func (k keys) tenant(name string) string  { return k.ns + ":tenant:" + name }
-func (k keys) apiKey(hash string) string  { return k.ns + ":apikey:" + hash }
-func (k keys) admin() string              { return k.ns + ":admin" }
-func (k keys) exec(id string) string      { return k.ns + ":exec:" + id }
-func (k keys) dedup(tenant string) string { return k.ns + ":dedup:" + tenant }
-func (k keys) dedupExp() string           { return k.ns + ":dedupexp" }
-func (k keys) readyKinds() string         { return k.ns + ":readykinds" }
+func (k keys) channel() string           { return k.ns + ":changed" }
+func (k keys) version() string           { return k.ns + ":version" }
+func (k keys) tenants() string           { return k.ns + ":tenants" }
+func (k keys) tenant(name string) string { return k.ns + ":tenant:" + name }
+func (k keys) apiKey(hash string) string { return k.ns + ":apikey:" + hash }
+func (k keys) admin() string             { return k.ns + ":admin" }
+
+// A tenant's keys by id (key id -> key hash), its rate limits' keys, a
+// console session by the hash of its id, and the namespace's schema
+// version (Open's backfill).
+func (k keys) keyIDs(tenant string) string     { return k.ns + ":keyids:" + tenant }
+func (k keys) rateLimits(tenant string) string { return k.ns + ":ratelimits:" + tenant }
+func (k keys) session(idHash string) string    { return k.ns + ":session:" + idHash }
+func (k keys) schema() string                  { return k.ns + ":schema" }
+func (k keys) exec(id string) string           { return k.ns + ":exec:" + id }
+func (k keys) dedup(tenant string) string      { return k.ns + ":dedup:" + tenant }
+func (k keys) dedupExp() string                { return k.ns + ":dedupexp" }
+func (k keys) readyKinds() string              { return k.ns + ":readykinds" }
 func (k keys) readyTenant(t string) string {
 	return k.ns + ":ready:t:" + t
 }

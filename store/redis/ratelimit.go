@@ -24,7 +24,7 @@ func (s *Store) PutRateLimit(ctx context.Context, p *store.PutRateLimitParams) (
 	}
 	iv := (rl.Interval() + time.Microsecond - 1) / time.Microsecond
 	arr, err := s.run(ctx, "put rate limit", scriptPutRateLimit,
-		[]string{s.k.rateLimit(scoped(rl.Tenant, rl.Key)), s.k.tenant(rl.Tenant)},
+		[]string{s.k.rateLimit(scoped(rl.Tenant, rl.Key)), s.k.tenant(rl.Tenant), s.k.rateLimits(rl.Tenant)},
 		s.k.ns, rl.Tenant, rl.Key, rl.Rate, itoa(durUS(rl.Per)), rl.Burst, itoa(int64(iv)), itoa(us(now(p.Now))))
 	if err != nil {
 		return nil, err
@@ -50,7 +50,7 @@ func (s *Store) GetRateLimit(ctx context.Context, p *store.GetRateLimitParams) (
 // DeleteRateLimit implements store.Store (delete_rate_limit.lua).
 func (s *Store) DeleteRateLimit(ctx context.Context, p *store.DeleteRateLimitParams) error {
 	arr, err := s.run(ctx, "delete rate limit", scriptDeleteRateLimit,
-		[]string{s.k.rateLimit(scoped(p.Tenant, p.Key))}, s.k.ns)
+		[]string{s.k.rateLimit(scoped(p.Tenant, p.Key)), s.k.rateLimits(p.Tenant)}, s.k.ns, p.Key)
 	if err != nil {
 		return err
 	}

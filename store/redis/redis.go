@@ -102,6 +102,10 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{rdb: rdb, k: k, functions: functions, quit: make(chan struct{})}
+	if err := s.upgrade(ctx); err != nil {
+		rdb.Close()
+		return nil, err
+	}
 	if s.note, err = startNotifier(ctx, rdb, k.channel(), &s.feed); err != nil {
 		rdb.Close()
 		return nil, err

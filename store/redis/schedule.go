@@ -156,6 +156,7 @@ func (s *Store) dueSchedules(ctx context.Context, tenant string, dueBy int64, li
 		chunk = max(chunk, 200)
 	}
 	var scopes []string
+	known := map[string]bool{} // tenant -> disabled, read once per call
 	for offset := int64(0); len(scopes) < limit; offset += int64(chunk) {
 		ms, err := s.rdb.ZRangeArgs(ctx, goredis.ZRangeArgs{
 			Key: s.k.nextRun(), Start: "-inf", Stop: itoa(dueBy), ByScore: true, Offset: offset, Count: int64(chunk),
@@ -163,8 +164,12 @@ func (s *Store) dueSchedules(ctx context.Context, tenant string, dueBy int64, li
 		if err != nil {
 			return nil, fmt.Errorf("redis: list due schedules: %w", interpretError(err))
 		}
+		disabled, err := s.disabledTenants(ctx, ms, known)
+		if err != nil {
+			return nil, err
+		}
 		for _, m := range ms {
-			if strings.HasPrefix(m, prefix) && len(scopes) < limit {
+			if strings.HasPrefix(m, prefix) && len(scopes) < limit && !disabled[scopeTenant(m)] {
 				scopes = append(scopes, m)
 			}
 		}
@@ -173,6 +178,48 @@ func (s *Store) dueSchedules(ctx context.Context, tenant string, dueBy int64, li
 		}
 	}
 	return scopes, nil
+}
+
+// disabledTenants reads the disabled flag of the tenants of scopes (scoped
+// names) not in known yet, adds them to it and returns it: a disabled
+// tenant's schedules are not due (they do not tick).
+func (s *Store) disabledTenants(ctx context.Context, scopes []string, known map[string]bool) (map[string]bool, error) {
+	var ask []string
+	for _, m := range scopes {
+		if t := scopeTenant(m); t != "" {
+			if _, ok := known[t]; !ok {
+				known[t] = false
+				ask = append(ask, t)
+			}
+		}
+	}
+	if len(ask) == 0 {
+		return known, nil
+	}
+	cmds := make([]*goredis.StringCmd, len(ask))
+	_, err := s.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
+		for i, t := range ask {
+			cmds[i] = pipe.HGet(ctx, s.k.tenant(t), "disabled")
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, goredis.Nil) {
+		return nil, fmt.Errorf("redis: list due schedules: %w", err)
+	}
+	for i, t := range ask {
+		known[t] = cmds[i].Val() == "1"
+	}
+	return known, nil
+}
+
+// scopeTenant is the tenant of a scoped name (scoped), "" if it is not one.
+func scopeTenant(scope string) string {
+	n, rest, ok := strings.Cut(scope, ":")
+	size, err := strconv.Atoi(n)
+	if !ok || err != nil || size < 0 || size > len(rest) {
+		return ""
+	}
+	return rest[:size]
 }
 
 // readSchedules reads the schedules named by scopes (scoped names), in

@@ -54,12 +54,17 @@ var (
 	scriptFireSchedule    = mustScript("fire_schedule")
 	scriptPutRateLimit    = mustScript("put_rate_limit")
 	scriptDeleteRateLimit = mustScript("delete_rate_limit")
+	scriptDeleteTenant    = mustScript("delete_tenant")
+	scriptDeleteAPIKey    = mustScript("delete_api_key")
+	scriptTouchAPIKey     = mustScript("touch_api_key")
+	scriptBackfill        = mustScript("backfill")
 
 	allScripts = []*luaScript{
 		scriptAdmit, scriptClaim, scriptHeartbeat, scriptComplete, scriptFail, scriptRelease,
 		scriptCancel, scriptDelete, scriptRescue, scriptPromote, scriptPrune,
 		scriptCreateTenant, scriptUpdateTenant, scriptAddAPIKey, scriptEnsureAdminKey,
 		scriptPutSchedule, scriptDeleteSchedule, scriptFireSchedule, scriptPutRateLimit, scriptDeleteRateLimit,
+		scriptDeleteTenant, scriptDeleteAPIKey, scriptTouchAPIKey, scriptBackfill,
 	}
 
 	// libName and librarySource are the function library that holds every

@@ -2,7 +2,10 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/latch-run/latch/store"
 )
@@ -33,10 +36,11 @@ func (s *Store) CreateTenant(ctx context.Context, p *store.CreateTenantParams) (
 	ten.Retention = fromDurUS(durUS(ten.Retention))
 	keys := []string{s.k.tenant(p.Name), s.k.tenants()}
 	if p.KeyHash != "" {
-		keys = append(keys, s.k.apiKey(p.KeyHash))
+		keys = append(keys, s.k.apiKey(p.KeyHash), s.k.keyIDs(p.Name))
 	}
 	arr, err := s.run(ctx, "create tenant", scriptCreateTenant, keys, s.k.ns, p.Name,
-		ten.MaxInflight, itoa(durUS(ten.DedupTTL)), itoa(durUS(ten.Retention)), itoa(us(ten.CreatedAt)), p.KeyHash)
+		ten.MaxInflight, itoa(durUS(ten.DedupTTL)), itoa(durUS(ten.Retention)), itoa(us(ten.CreatedAt)), p.KeyHash,
+		store.KeyIDOrNew(p.KeyID))
 	if err != nil {
 		return nil, err
 	}
@@ -54,6 +58,7 @@ func parseTenant(m map[string]string) *store.Tenant {
 		DedupTTL:    fromDurUS(hashInt(m, "dedup_ttl")),
 		Retention:   fromDurUS(hashInt(m, "retention")),
 		CreatedAt:   fromUS(hashInt(m, "created")),
+		Disabled:    m["disabled"] == "1",
 	}
 }
 
@@ -84,7 +89,7 @@ func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (
 	}
 	arr, err := s.run(ctx, "update tenant", scriptUpdateTenant, []string{s.k.tenant(p.Name)}, s.k.ns,
 		flag(p.MaxInflight != nil), maxInflight, flag(p.DedupTTL != nil), itoa(ttl),
-		flag(p.Retention != nil), itoa(retention))
+		flag(p.Retention != nil), itoa(retention), flag(p.Disabled != nil), flag(p.Disabled != nil && *p.Disabled))
 	if err != nil {
 		return nil, err
 	}
@@ -94,10 +99,24 @@ func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (
 	return parseTenant(asMap(at(arr, 1))), nil
 }
 
+// DeleteTenant implements store.Store (delete_tenant.lua).
+func (s *Store) DeleteTenant(ctx context.Context, p *store.DeleteTenantParams) error {
+	t := p.Name
+	arr, err := s.run(ctx, "delete tenant", scriptDeleteTenant,
+		[]string{s.k.tenant(t), s.k.tenants(), s.k.listTenant(t), s.k.dedup(t), s.k.dedupExp(), s.k.schedules(t),
+			s.k.nextRun(), s.k.rateLimits(t), s.k.keyIDs(t)},
+		s.k.ns, t, flag(p.Force))
+	if err != nil {
+		return err
+	}
+	return status(arr, fmt.Sprintf("tenant %q", t))
+}
+
 // AddAPIKey implements store.Store (add_api_key.lua).
 func (s *Store) AddAPIKey(ctx context.Context, p *store.AddAPIKeyParams) error {
-	arr, err := s.run(ctx, "add api key", scriptAddAPIKey, []string{s.k.tenant(p.Tenant), s.k.apiKey(p.KeyHash)},
-		s.k.ns, p.Tenant, itoa(us(now(p.Now))))
+	arr, err := s.run(ctx, "add api key", scriptAddAPIKey,
+		[]string{s.k.tenant(p.Tenant), s.k.apiKey(p.KeyHash), s.k.keyIDs(p.Tenant)},
+		s.k.ns, p.Tenant, itoa(us(now(p.Now))), store.KeyIDOrNew(p.KeyID), p.KeyHash)
 	if err != nil {
 		return err
 	}
@@ -113,13 +132,26 @@ func (s *Store) LookupAPIKey(ctx context.Context, p *store.LookupAPIKeyParams) (
 	if len(m) == 0 {
 		return nil, fmt.Errorf("api key: %w", store.ErrNotFound)
 	}
-	return &store.APIKey{Admin: m["admin"] == "1", Tenant: m["tenant"]}, nil
+	k := &store.APIKey{Admin: m["admin"] == "1", Tenant: m["tenant"], KeyID: m["key_id"]}
+	if m["used"] != "" {
+		k.LastUsedAt = fromUS(hashInt(m, "used"))
+	}
+	if k.Tenant != "" {
+		// A second read: the tenant's flag may change between the two,
+		// as it may just after a read of both.
+		d, err := s.rdb.HGet(ctx, s.k.tenant(k.Tenant), "disabled").Result()
+		if err != nil && !errors.Is(err, goredis.Nil) {
+			return nil, fmt.Errorf("redis: lookup api key: %w", err)
+		}
+		k.TenantDisabled = d == "1"
+	}
+	return k, nil
 }
 
 // EnsureAdminKey implements store.Store (ensure_admin_key.lua).
 func (s *Store) EnsureAdminKey(ctx context.Context, p *store.EnsureAdminKeyParams) (*store.EnsureAdminKeyResult, error) {
 	arr, err := s.run(ctx, "ensure admin key", scriptEnsureAdminKey, []string{s.k.admin(), s.k.apiKey(p.KeyHash)},
-		s.k.ns, p.KeyHash, itoa(us(now(p.Now))))
+		s.k.ns, p.KeyHash, itoa(us(now(p.Now))), store.NewKeyID())
 	if err != nil {
 		return nil, err
 	}

@@ -132,6 +132,9 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 		}
 		n, _ := r.RowsAffected()
 		res.DedupKeys = int(n)
+		if _, err := tx.ExecContext(ctx, `DELETE FROM console_sessions WHERE expires_at <= ?`, ns(t)); err != nil {
+			return false, fmt.Errorf("sqlite: prune sessions: %w", err)
+		}
 		return len(ids) > 0, nil
 	})
 	if err != nil {

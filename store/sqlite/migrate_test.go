@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -71,7 +70,7 @@ func TestMigrateRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := schemaObjects(t, db)
-	for _, gone := range []string{"table schedules", "table rate_limits", "index executions_schedule", "index schedules_due"} {
+	for _, gone := range []string{"table console_sessions", "index console_sessions_expires", "index api_keys_key_id", "index api_keys_tenant"} {
 		if after[gone] {
 			t.Errorf("%s survives the down migration", gone)
 		}
@@ -88,6 +87,11 @@ func TestMigrateRoundTrip(t *testing.T) {
 	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM executions WHERE id = ?`, fired.Execution.ID).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("the tick's execution after the down migration: %d rows, %v", n, err)
 	}
+	// A key stored before the migration: the up gives it a key id.
+	if _, err := db.ExecContext(ctx, `INSERT INTO api_keys (hash, tenant, created_at) VALUES ('hash-old', 'acme', ?)`,
+		base.UnixNano()); err != nil {
+		t.Fatal(err)
+	}
 	db.Close()
 
 	// Open migrates up again.
@@ -96,21 +100,29 @@ func TestMigrateRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.GetSchedule(ctx, &store.GetScheduleParams{Tenant: "acme", Name: "s"}); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("GetSchedule after down and up = %v, want not found", err)
-	}
-	if _, err := s.PutSchedule(ctx, &store.PutScheduleParams{Schedule: sc, Now: base}); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.GetSchedule(ctx, &store.GetScheduleParams{Tenant: "acme", Name: "s"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Running {
-		t.Error("Running is set while the schedule's only execution is queued")
+	if _, err := s.GetSchedule(ctx, &store.GetScheduleParams{Tenant: "acme", Name: "s"}); err != nil {
+		t.Errorf("GetSchedule after down and up: %v", err)
 	}
 	if _, err := s.Get(ctx, &store.GetParams{ID: fired.Execution.ID}); err != nil {
 		t.Errorf("the tick's execution after down and up: %v", err)
+	}
+	ks, err := s.ListAPIKeys(ctx, &store.ListAPIKeysParams{Tenant: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ks) != 1 || !strings.HasPrefix(ks[0].KeyID, "key_") || !ks[0].CreatedAt.Equal(base) {
+		t.Errorf("keys after the up migration: %+v, want the old key with a key id", ks)
+	}
+	k, err := s.LookupAPIKey(ctx, &store.LookupAPIKeyParams{KeyHash: "hash-old"})
+	if err != nil || k.Tenant != "acme" || len(ks) == 1 && k.KeyID != ks[0].KeyID {
+		t.Errorf("LookupAPIKey of the old key = %+v, %v", k, err)
+	}
+	if err := s.DeleteAPIKey(ctx, &store.DeleteAPIKeyParams{Tenant: "acme", KeyID: k.KeyID}); err != nil {
+		t.Errorf("DeleteAPIKey of the old key by its backfilled id: %v", err)
+	}
+	tn, err := s.GetTenant(ctx, &store.GetTenantParams{Name: "acme"})
+	if err != nil || tn.Disabled {
+		t.Errorf("the tenant after the up migration: %+v, %v; want it enabled", tn, err)
 	}
 }
 

@@ -159,7 +159,8 @@ func listSchedulesQuery(p *store.ListSchedulesParams) (string, []any) {
 		query += `(tenant, name) > (?, ?) ORDER BY tenant, name LIMIT ?`
 		args = append(args, p.After.Tenant, p.After.Name)
 	} else {
-		query += `enabled = 1 AND next_run_at <= ? ORDER BY next_run_at, tenant, name LIMIT ?`
+		query += `enabled = 1 AND next_run_at <= ? AND NOT EXISTS (SELECT 1 FROM tenants t
+			WHERE t.name = schedules.tenant AND t.disabled = 1) ORDER BY next_run_at, tenant, name LIMIT ?`
 		args = append(args, ns(p.DueBy))
 	}
 	return query, append(args, limit)
@@ -201,6 +202,9 @@ func (s *Store) FireSchedule(ctx context.Context, p *store.FireScheduleParams) (
 		if !p.Trigger {
 			if !sc.Enabled || !sc.NextRunAt.Equal(p.Expected) {
 				return false, nil // moved on by another server, or changed
+			}
+			if ten, err := getTenant(ctx, tx, p.Tenant); err != nil || ten.Disabled {
+				return false, err // the tick waits for the tenant to be enabled
 			}
 			if p.Drop {
 				res.Advanced = true

@@ -45,8 +45,8 @@ func (s *Store) CreateTenant(ctx context.Context, p *store.CreateTenantParams) (
 			return false, fmt.Errorf("sqlite: create tenant: %w", err)
 		}
 		if p.KeyHash != "" {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO api_keys (hash, tenant, created_at) VALUES (?, ?, ?)`,
-				p.KeyHash, p.Name, ns(t)); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO api_keys (hash, tenant, key_id, created_at) VALUES (?, ?, ?, ?)`,
+				p.KeyHash, p.Name, store.KeyIDOrNew(p.KeyID), ns(t)); err != nil {
 				return false, fmt.Errorf("sqlite: create tenant key: %w", err)
 			}
 		}
@@ -66,8 +66,8 @@ func (s *Store) GetTenant(ctx context.Context, p *store.GetTenantParams) (*store
 func getTenant(ctx context.Context, q querier, name string) (*store.Tenant, error) {
 	var ten store.Tenant
 	var ttl, ret, created int64
-	err := q.QueryRowContext(ctx, `SELECT name, max_inflight, inflight, dedup_ttl, retention, created_at
-		FROM tenants WHERE name = ?`, name).Scan(&ten.Name, &ten.MaxInflight, &ten.Inflight, &ttl, &ret, &created)
+	err := q.QueryRowContext(ctx, `SELECT name, max_inflight, inflight, dedup_ttl, retention, created_at, disabled
+		FROM tenants WHERE name = ?`, name).Scan(&ten.Name, &ten.MaxInflight, &ten.Inflight, &ttl, &ret, &created, &ten.Disabled)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("tenant %q: %w", name, store.ErrNotFound)
 	}
@@ -93,6 +93,9 @@ func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (
 		if p.Retention != nil {
 			sets, args = append(sets, "retention = ?"), append(args, int64(*p.Retention))
 		}
+		if p.Disabled != nil {
+			sets, args = append(sets, "disabled = ?"), append(args, *p.Disabled)
+		}
 		if len(sets) > 0 {
 			args = append(args, p.Name)
 			if _, err := tx.ExecContext(ctx, `UPDATE tenants SET `+strings.Join(sets, ", ")+` WHERE name = ?`, args...); err != nil {
@@ -109,6 +112,39 @@ func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (
 	return ten, nil
 }
 
+// DeleteTenant implements store.Store, as one transaction. The foreign
+// keys remove its keys, schedules and rate limits with the tenant row;
+// executions and dedup keys have none (admission does not look the tenant
+// up by key), so they are deleted here.
+func (s *Store) DeleteTenant(ctx context.Context, p *store.DeleteTenantParams) error {
+	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
+		if _, err := getTenant(ctx, tx, p.Name); err != nil {
+			return false, err
+		}
+		if !p.Force {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM executions
+				WHERE tenant = ? AND status IN ('scheduled', 'queued', 'running')`, p.Name).Scan(&n); err != nil {
+				return false, fmt.Errorf("sqlite: delete tenant: %w", err)
+			}
+			if n > 0 {
+				return false, fmt.Errorf("tenant %q has %d executions in flight: %w", p.Name, n, store.ErrNotTerminal)
+			}
+		}
+		for _, q := range []string{
+			`DELETE FROM console_sessions WHERE key_hash IN (SELECT hash FROM api_keys WHERE tenant = ?)`,
+			`DELETE FROM dedup_keys WHERE tenant = ?`,
+			`DELETE FROM executions WHERE tenant = ?`,
+			`DELETE FROM tenants WHERE name = ?`,
+		} {
+			if _, err := tx.ExecContext(ctx, q, p.Name); err != nil {
+				return false, fmt.Errorf("sqlite: delete tenant: %w", err)
+			}
+		}
+		return true, nil
+	})
+}
+
 // AddAPIKey implements store.Store.
 func (s *Store) AddAPIKey(ctx context.Context, p *store.AddAPIKeyParams) error {
 	t := now(p.Now)
@@ -116,8 +152,8 @@ func (s *Store) AddAPIKey(ctx context.Context, p *store.AddAPIKeyParams) error {
 		if _, err := getTenant(ctx, tx, p.Tenant); err != nil {
 			return false, err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (hash, tenant, created_at) VALUES (?, ?, ?)`,
-			p.KeyHash, p.Tenant, ns(t))
+		_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (hash, tenant, key_id, created_at) VALUES (?, ?, ?, ?)`,
+			p.KeyHash, p.Tenant, store.KeyIDOrNew(p.KeyID), ns(t))
 		if err != nil {
 			return false, fmt.Errorf("sqlite: add api key: %w", err)
 		}
@@ -127,17 +163,23 @@ func (s *Store) AddAPIKey(ctx context.Context, p *store.AddAPIKeyParams) error {
 
 // LookupAPIKey implements store.Store.
 func (s *Store) LookupAPIKey(ctx context.Context, p *store.LookupAPIKeyParams) (*store.APIKey, error) {
-	var tenant sql.NullString
-	var admin int
-	err := s.read.QueryRowContext(ctx, `SELECT tenant, admin FROM api_keys WHERE hash = ?`, p.KeyHash).
-		Scan(&tenant, &admin)
+	var tenant, id sql.NullString
+	var admin, disabled int
+	var used sql.NullInt64
+	err := s.read.QueryRowContext(ctx, `SELECT k.tenant, k.admin, k.key_id, k.last_used_at, coalesce(t.disabled, 0)
+		FROM api_keys k LEFT JOIN tenants t ON t.name = k.tenant WHERE k.hash = ?`, p.KeyHash).
+		Scan(&tenant, &admin, &id, &used, &disabled)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("api key: %w", store.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: lookup api key: %w", interpretError(err))
 	}
-	return &store.APIKey{Admin: admin != 0, Tenant: tenant.String}, nil
+	k := &store.APIKey{Admin: admin != 0, Tenant: tenant.String, KeyID: id.String, TenantDisabled: disabled != 0}
+	if used.Valid {
+		k.LastUsedAt = fromNS(used.Int64)
+	}
+	return k, nil
 }
 
 // EnsureAdminKey implements store.Store.
@@ -145,8 +187,8 @@ func (s *Store) EnsureAdminKey(ctx context.Context, p *store.EnsureAdminKeyParam
 	t := now(p.Now)
 	res := &store.EnsureAdminKeyResult{}
 	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
-		r, err := tx.ExecContext(ctx, `INSERT INTO api_keys (hash, admin, created_at) VALUES (?, 1, ?)
-			ON CONFLICT DO NOTHING`, p.KeyHash, ns(t))
+		r, err := tx.ExecContext(ctx, `INSERT INTO api_keys (hash, admin, key_id, created_at) VALUES (?, 1, ?, ?)
+			ON CONFLICT DO NOTHING`, p.KeyHash, store.NewKeyID(), ns(t))
 		if err != nil {
 			return false, fmt.Errorf("sqlite: ensure admin key: %w", err)
 		}

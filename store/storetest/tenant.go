@@ -166,6 +166,9 @@ func testTenant(t *testing.T, ns NewStore) {
 		e.wantInflight(globex, 0)
 	})
 
+	testTenantKeys(t, ns)
+	testTenantDelete(t, ns)
+
 	t.Run("Ping", func(t *testing.T) {
 		e := startEmpty(t, ns)
 		e.must(e.s.Ping(e.ctx), "Ping")
@@ -179,7 +182,8 @@ func wantTenant(t testing.TB, what string, got *store.Tenant, want store.Tenant)
 		return
 	}
 	if got.Name != want.Name || got.MaxInflight != want.MaxInflight || got.Inflight != want.Inflight ||
-		got.DedupTTL != want.DedupTTL || got.Retention != want.Retention || !got.CreatedAt.Equal(want.CreatedAt) {
+		got.DedupTTL != want.DedupTTL || got.Retention != want.Retention || !got.CreatedAt.Equal(want.CreatedAt) ||
+		got.Disabled != want.Disabled {
 		t.Errorf("%s: got %+v, want %+v", what, *got, want)
 	}
 }

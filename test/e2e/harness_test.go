@@ -21,7 +21,7 @@ import (
 	"time"
 )
 
-const adminKey = "lk_e2e-admin-key-for-tests-only"
+const adminKey = "lk_e2e-admin-key-for-the-tests-only"
 
 // binary is the latch binary the tests run; faultsBinary is the same built
 // with -tags faults, whose crash points (internal/fault) LATCH_FAULTS arms.

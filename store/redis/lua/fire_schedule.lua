@@ -2,8 +2,9 @@
 -- every step below in this one script:
 --
 --  1. A regular fire (not trigger) goes on only while the schedule is
---     enabled and its next_run_at equals the expected one (compare and
---     set: of any number of servers firing one tick, one gets past here);
+--     enabled, its next_run_at equals the expected one (compare and set:
+--     of any number of servers firing one tick, one gets past here) and
+--     its tenant is not disabled;
 --     with drop it then only moves next_run_at on.
 --  2. If the tick's dedup key maps to an execution, that is the tick's.
 --  3. Else, with overlap skip, if an execution of the schedule is not
@@ -50,6 +51,8 @@ local function advance()
 end
 if regular then
   if f[1] ~= '1' or tonumber(f[2]) ~= tonumber(ARGV[6]) then return {'OK', 0, '', '', 0} end
+  -- A disabled tenant's tick stays due until the tenant is enabled.
+  if redis.call('HGET', KEYS[3], 'disabled') == '1' then return {'OK', 0, '', '', 0} end
   if ARGV[8] == '1' then
     advance()
     return {'OK', 0, '', '', 1}
@@ -57,7 +60,7 @@ if regular then
 end
 
 local q = quota(tenant)
-if not q then return {'NOTFOUND'} end -- cannot happen: tenants are not deleted
+if not q then return {'NOTFOUND'} end -- cannot happen: a tenant's delete takes its schedules
 local code, id
 local xid = dedup_live(tenant, ARGV[12], now)
 if xid and redis.call('EXISTS', k_exec(xid)) == 1 then

@@ -53,6 +53,9 @@ local function k_schedules(t) return NS .. ':schedules:' .. t end
 local function k_nextrun() return NS .. ':nextrun' end
 local function k_schedlive(s) return NS .. ':schedlive:' .. s end
 local function k_ratelimit(c) return NS .. ':ratelimit:' .. c end
+local function k_ratelimits(t) return NS .. ':ratelimits:' .. t end
+local function k_apikey(h) return NS .. ':apikey:' .. h end
+local function k_keyids(t) return NS .. ':keyids:' .. t end
 
 local MEMBER_ID = 33 -- queue members: 16 hex priority, 16 hex run_at, id
 

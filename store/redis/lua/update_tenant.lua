@@ -4,11 +4,19 @@
 -- KEYS[1] tenant:<T>
 -- ARGV[1] NS  ARGV[2..3] has_max_inflight (0/1), max_inflight
 -- ARGV[4..5] has_dedup_ttl, dedup_ttl_us  ARGV[6..7] has_retention,
--- retention_us
+-- retention_us  ARGV[8..9] has_disabled, disabled (0/1)
 -- Returns {'NOTFOUND'} or {'OK', HGETALL}.
 
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'NOTFOUND'} end
 if ARGV[2] == '1' then redis.call('HSET', KEYS[1], 'max_inflight', ARGV[3]) end
 if ARGV[4] == '1' then redis.call('HSET', KEYS[1], 'dedup_ttl', ARGV[5]) end
 if ARGV[6] == '1' then redis.call('HSET', KEYS[1], 'retention', ARGV[7]) end
+if ARGV[8] == '1' then
+  -- Absent means enabled: the field is there only while it is "1".
+  if ARGV[9] == '1' then
+    redis.call('HSET', KEYS[1], 'disabled', '1')
+  else
+    redis.call('HDEL', KEYS[1], 'disabled')
+  end
+end
 return {'OK', redis.call('HGETALL', KEYS[1])}

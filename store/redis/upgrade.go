@@ -1,0 +1,65 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/latch-run/latch/store"
+)
+
+// layoutVersion is the version of the namespace's layout this build
+// writes, kept in the key schema. Version 2 added key ids (the key_id
+// field, keyids:<T>) and the index of a tenant's rate limits
+// (ratelimits:<T>), which DeleteTenant and ListAPIKeys read.
+const layoutVersion = 2
+
+// upgrade brings records written by an older latch to layoutVersion: the
+// Redis counterpart of the SQL stores' migrations. Each record is fixed by
+// one run of backfill.lua, which changes nothing it already finds fixed,
+// so servers starting together may all run it; the version is recorded
+// last, and a namespace at it is not scanned again.
+func (s *Store) upgrade(ctx context.Context) error {
+	v, err := s.rdb.Get(ctx, s.k.schema()).Int()
+	switch {
+	case err == nil && v >= layoutVersion:
+		return nil
+	case err != nil && !errors.Is(err, goredis.Nil):
+		return fmt.Errorf("redis: layout version: %w", err)
+	}
+	keyPrefix := s.k.apiKey("")
+	if err := s.scanEach(ctx, keyPrefix+"*", func(key string) error {
+		_, err := s.run(ctx, "backfill", scriptBackfill, []string{key}, s.k.ns, "key",
+			strings.TrimPrefix(key, keyPrefix), store.NewKeyID())
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := s.scanEach(ctx, s.k.rateLimit("")+"*", func(key string) error {
+		_, err := s.run(ctx, "backfill", scriptBackfill, []string{key}, s.k.ns, "rate")
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := s.rdb.Set(ctx, s.k.schema(), layoutVersion, 0).Err(); err != nil {
+		return fmt.Errorf("redis: layout version: %w", err)
+	}
+	return nil
+}
+
+// scanEach calls fn for every key matching pattern.
+func (s *Store) scanEach(ctx context.Context, pattern string, fn func(key string) error) error {
+	iter := s.rdb.Scan(ctx, 0, pattern, 1000).Iterator()
+	for iter.Next(ctx) {
+		if err := fn(iter.Val()); err != nil {
+			return err
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return fmt.Errorf("redis: upgrade: %w", err)
+	}
+	return nil
+}

@@ -100,6 +100,12 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{rdb: rdb, k: k, functions: functions, quit: make(chan struct{})}
+	// Executions queued by a latch from before claims took turns wait in
+	// ready indexes that turns does not name yet.
+	if _, err := s.run(ctx, "seed turns", scriptSeedTurns, []string{k.tenants(), k.turns()}, k.ns); err != nil {
+		rdb.Close()
+		return nil, err
+	}
 	if s.note, err = startNotifier(ctx, rdb, k.channel()); err != nil {
 		rdb.Close()
 		return nil, err

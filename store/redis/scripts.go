@@ -54,12 +54,14 @@ var (
 	scriptFireSchedule    = mustScript("fire_schedule")
 	scriptPutRateLimit    = mustScript("put_rate_limit")
 	scriptDeleteRateLimit = mustScript("delete_rate_limit")
+	scriptSeedTurns       = mustScript("seed_turns")
 
 	allScripts = []*luaScript{
 		scriptAdmit, scriptClaim, scriptHeartbeat, scriptComplete, scriptFail, scriptRelease,
 		scriptCancel, scriptDelete, scriptRescue, scriptPromote, scriptPrune,
 		scriptCreateTenant, scriptUpdateTenant, scriptAddAPIKey, scriptEnsureAdminKey,
 		scriptPutSchedule, scriptDeleteSchedule, scriptFireSchedule, scriptPutRateLimit, scriptDeleteRateLimit,
+		scriptSeedTurns,
 	}
 
 	// libName and librarySource are the function library that holds every

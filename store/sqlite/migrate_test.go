@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,8 +13,8 @@ import (
 
 // TestMigrateRoundTrip applies the newest migration's down and then its up
 // again on a file holding data: the down removes exactly what the up added
-// and leaves the older schema and its rows intact, and the up applies
-// cleanly on top of it.
+// (and restores what it dropped) and leaves the older schema and its rows
+// intact, and the up applies cleanly on top of it.
 func TestMigrateRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "latch.db")
@@ -71,7 +70,9 @@ func TestMigrateRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := schemaObjects(t, db)
-	for _, gone := range []string{"table schedules", "table rate_limits", "index executions_schedule", "index schedules_due"} {
+	// Version 4 (fair claims) replaces the queue index across tenants by
+	// one per tenant and adds the tenants' turns.
+	for _, gone := range []string{"index executions_ready_tenant", "index tenants_ready", "index tenants_turn"} {
 		if after[gone] {
 			t.Errorf("%s survives the down migration", gone)
 		}
@@ -80,7 +81,7 @@ func TestMigrateRoundTrip(t *testing.T) {
 		}
 	}
 	for obj := range after {
-		if !before[obj] {
+		if !before[obj] && obj != "index executions_ready" {
 			t.Errorf("the down migration created %s", obj)
 		}
 	}
@@ -96,21 +97,12 @@ func TestMigrateRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.GetSchedule(ctx, &store.GetScheduleParams{Tenant: "acme", Name: "s"}); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("GetSchedule after down and up = %v, want not found", err)
+	if _, err := s.GetSchedule(ctx, &store.GetScheduleParams{Tenant: "acme", Name: "s"}); err != nil {
+		t.Errorf("GetSchedule after down and up: %v", err)
 	}
-	if _, err := s.PutSchedule(ctx, &store.PutScheduleParams{Schedule: sc, Now: base}); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.GetSchedule(ctx, &store.GetScheduleParams{Tenant: "acme", Name: "s"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Running {
-		t.Error("Running is set while the schedule's only execution is queued")
-	}
-	if _, err := s.Get(ctx, &store.GetParams{ID: fired.Execution.ID}); err != nil {
-		t.Errorf("the tick's execution after down and up: %v", err)
+	res, err := s.Claim(ctx, &store.ClaimParams{Max: 1, Now: sc.NextRunAt})
+	if err != nil || len(res.Leases) != 1 || res.Leases[0].ExecutionID != fired.Execution.ID {
+		t.Errorf("Claim after down and up = %+v, %v; want the tick's execution", res, err)
 	}
 }
 
@@ -132,7 +124,8 @@ func TestQueryPlans(t *testing.T) {
 		return query{q, args}
 	}
 	due := time.Unix(1, 0)
-	claimSQL, claimArgs, _ := claimQuery(&store.ClaimParams{Max: 1}, due, 1)
+	claimSQL, claimArgs, _ := claimQuery(&store.ClaimParams{Kinds: []string{"x"}}, due, "acme", 1)
+	turnSQL, turnArgs := turnQuery(&store.ClaimParams{Queues: []string{"q"}}, due, turnMark{turn: -1}, 1)
 	for what, c := range map[string]struct {
 		query
 		want string
@@ -144,9 +137,12 @@ func TestQueryPlans(t *testing.T) {
 		// key's running executions through executions_tenant: every
 		// claim read the tenant's whole history (found by the soak).
 		"claim's running count per concurrency key": {query{claimSQL, claimArgs}, "executions_concurrency"},
-		"due":             {list(store.ListSchedulesParams{DueBy: due}), "schedules_due"},
-		"all":             {list(store.ListSchedulesParams{}), "PRIMARY KEY ((tenant,name)>(?,?))"},
-		"all of a tenant": {list(store.ListSchedulesParams{Tenant: "acme"}), "PRIMARY KEY (tenant=?)"},
+		"claim's candidates of a tenant":            {query{claimSQL, claimArgs}, "executions_ready_tenant (tenant=?)"},
+		"claim's tenants in turn order":             {query{turnSQL, turnArgs}, "tenants_ready ((turn,name)>(?,?))"},
+		"claim's probe of a tenant's queue":         {query{turnSQL, turnArgs}, "executions_ready_tenant (tenant=?)"},
+		"due":                                       {list(store.ListSchedulesParams{DueBy: due}), "schedules_due"},
+		"all":                                       {list(store.ListSchedulesParams{}), "PRIMARY KEY ((tenant,name)>(?,?))"},
+		"all of a tenant":                           {list(store.ListSchedulesParams{Tenant: "acme"}), "PRIMARY KEY (tenant=?)"},
 		"bucket": {query{`SELECT ` + rateLimitColumns + ` FROM rate_limits WHERE tenant = ? AND rate_key = ?`,
 			[]any{"acme", "k"}}, "PRIMARY KEY (tenant=? AND rate_key=?)"},
 	} {

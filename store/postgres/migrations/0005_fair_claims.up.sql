@@ -1,0 +1,177 @@
+-- latch schema version 5: claims take turns across tenants (I12).
+--
+-- latch_tenants.turn orders the tenants a claim serves: smallest turn
+-- first, ties by name. A claim gives each tenant it served a turn past
+-- every other's, from latch_turns (claim.go). The column is not indexed,
+-- so that those updates stay HOT; the room on the page is for them.
+ALTER TABLE latch_tenants ADD COLUMN turn bigint NOT NULL DEFAULT 0;
+ALTER TABLE latch_tenants SET (fillfactor = 50);
+CREATE SEQUENCE latch_turns;
+
+-- The queue, per tenant, replaces the queue across tenants of version 1:
+-- queued executions in their tenant's claim order, and scheduled ones by
+-- tenant and run_at, so that a tenant's due ones are a range however many
+-- wait for later.
+CREATE INDEX latch_executions_queued ON latch_executions (tenant, priority DESC, run_at, id)
+    WHERE status = 'queued';
+CREATE INDEX latch_executions_scheduled ON latch_executions (tenant, run_at)
+    WHERE status = 'scheduled';
+DROP INDEX latch_executions_ready;
+
+-- latch_claim_candidates locks (FOR UPDATE SKIP LOCKED) and returns up to
+-- about n ready executions with their place in fair claim order (ord,
+-- ascending): tenants take turns (I12), one execution each a round, the
+-- tenants in turn order; each tenant's in its own claim order (priority
+-- DESC, run_at, id). Those whose concurrency key is at its limit are left
+-- out; limited says the execution has a limit the claim must decide under
+-- its lock (a concurrency key, or a rate key its tenant has a limit for).
+-- tenant '' and NULL or empty queues or kinds filter nothing. The ready
+-- conditions and the room test are those of claim.go (sqlReady, sqlRoom).
+--
+-- How: the tenants with queued executions, or with scheduled ones due by
+-- now, are found by skipping through latch_executions_queued and
+-- latch_executions_scheduled one tenant at a time, and put in turn order.
+-- Then each tenant in turn, in passes, gives up to level candidates
+-- (level = n shared out over the tenants), from after the last it gave;
+-- the first pass stops taking new tenants once n of them gave one, and the
+-- passes end once n candidates are out or no tenant may give more. ord is
+-- (the candidate's rank in its tenant) * (tenants) + (its tenant's place
+-- in turn order), so that the first n by ord are exactly the first n of
+-- the rounds; a few more (at most one per tenant) may come out, locked,
+-- for the caller to leave. Cost: one index probe per tenant with queued or
+-- scheduled work, and per tenant served, a walk of its own queue index up
+-- to the candidates it gives plus a range read of its due scheduled ones.
+--
+-- It is a function for its planner settings too. Each read is an ordered
+-- walk of a tenant's index that stops after level rows; but the planner
+-- multiplies the selectivities of the conditions (status, room, kinds),
+-- which it cannot know without fresh statistics, and when it expects only
+-- a few ready rows it picks a bitmap scan and a sort instead. Without
+-- bitmap scans the ordered index walk is the cheapest plan whatever the
+-- statistics say. JIT is off as well: statistics that promise a large
+-- result raise the plan's estimated cost past jit_above_cost, and compiling
+-- its expressions then costs each claim tens of milliseconds.
+DROP FUNCTION latch_claim_candidates(timestamptz, bigint, text, text[], text[]);
+CREATE FUNCTION latch_claim_candidates(now timestamptz, n bigint, tenant text, queues text[], kinds text[])
+RETURNS TABLE (id uuid, ord bigint, limited boolean)
+LANGUAGE plpgsql VOLATILE
+SET enable_bitmapscan = off
+SET jit = off
+AS $$
+DECLARE
+    names text[];    -- the tenants with ready work, in turn order
+    total int;       -- how many
+    level int;       -- candidates a tenant gives in one pass, at most
+    got bigint := 0; -- candidates given
+    gave int := 0;   -- tenants that gave at least one
+    cnt int[];       -- per tenant: candidates given
+    open boolean[];  -- per tenant: its last read was cut by level
+    lp int[];        -- per tenant: its last candidate's priority,
+    lr timestamptz[];--   run_at
+    li uuid[];       --   and id
+    more boolean;
+    i int;
+    k int;
+    c record;
+BEGIN
+    -- Which tenants may be served at all is decided here, on latch_tenants.
+    IF latch_claim_candidates.tenant <> '' THEN
+        SELECT array_agg(t.name) INTO names FROM latch_tenants t WHERE t.name = latch_claim_candidates.tenant;
+    ELSE
+        WITH RECURSIVE q(name) AS (
+            (SELECT e.tenant FROM latch_executions e WHERE e.status = 'queued' ORDER BY e.tenant LIMIT 1)
+            UNION ALL
+            SELECT (SELECT e.tenant FROM latch_executions e WHERE e.status = 'queued' AND e.tenant > q.name
+                    ORDER BY e.tenant LIMIT 1)
+            FROM q WHERE q.name IS NOT NULL
+        ), s(name) AS (
+            (SELECT e.tenant FROM latch_executions e WHERE e.status = 'scheduled' ORDER BY e.tenant LIMIT 1)
+            UNION ALL
+            SELECT (SELECT e.tenant FROM latch_executions e WHERE e.status = 'scheduled' AND e.tenant > s.name
+                    ORDER BY e.tenant LIMIT 1)
+            FROM s WHERE s.name IS NOT NULL
+        ), r AS (
+            SELECT q.name FROM q WHERE q.name IS NOT NULL
+            UNION
+            SELECT s.name FROM s WHERE s.name IS NOT NULL AND EXISTS (
+                SELECT 1 FROM latch_executions e WHERE e.status = 'scheduled' AND e.tenant = s.name
+                AND e.run_at <= latch_claim_candidates.now)
+        )
+        SELECT array_agg(t.name ORDER BY t.turn, t.name COLLATE "C") INTO names
+        FROM r JOIN latch_tenants t ON t.name = r.name;
+    END IF;
+    total := coalesce(cardinality(names), 0);
+    IF total = 0 OR n < 1 THEN
+        RETURN;
+    END IF;
+    level := ceil(n::numeric / least(n, total))::int;
+    cnt := array_fill(0, ARRAY[total]);
+    open := array_fill(true, ARRAY[total]);
+    lp := array_fill(NULL::int, ARRAY[total]);
+    lr := array_fill(NULL::timestamptz, ARRAY[total]);
+    li := array_fill(NULL::uuid, ARRAY[total]);
+    LOOP
+        more := false;
+        FOR i IN 1 .. total LOOP
+            CONTINUE WHEN NOT open[i];
+            -- Not yet read, and n tenants gave already: nor are the rest.
+            EXIT WHEN cnt[i] = 0 AND gave >= n;
+            k := 0;
+            FOR c IN
+                WITH q AS MATERIALIZED (
+                    SELECT x.id, x.priority, x.run_at, x.tenant, x.concurrency_key, x.rate_key
+                    FROM latch_executions x
+                    WHERE x.tenant = names[i] AND x.status = 'queued'
+                      AND (lp[i] IS NULL OR x.priority < lp[i]
+                           OR (x.priority = lp[i] AND (x.run_at, x.id) > (lr[i], li[i])))
+                      AND (coalesce(cardinality(queues), 0) = 0 OR x.queue = ANY(queues))
+                      AND (coalesce(cardinality(kinds), 0) = 0 OR x.kind = ANY(kinds))
+                      AND (x.concurrency_key IS NULL OR x.concurrency_limit > (SELECT count(*) FROM latch_executions y
+                           WHERE y.status = 'running' AND y.tenant = x.tenant AND y.concurrency_key = x.concurrency_key))
+                    ORDER BY x.priority DESC, x.run_at, x.id
+                    LIMIT level
+                    FOR UPDATE OF x SKIP LOCKED
+                ), d AS MATERIALIZED (
+                    SELECT x.id, x.priority, x.run_at, x.tenant, x.concurrency_key, x.rate_key
+                    FROM latch_executions x
+                    WHERE x.tenant = names[i] AND x.status = 'scheduled' AND x.run_at <= latch_claim_candidates.now
+                      AND (lp[i] IS NULL OR x.priority < lp[i]
+                           OR (x.priority = lp[i] AND (x.run_at, x.id) > (lr[i], li[i])))
+                      AND (coalesce(cardinality(queues), 0) = 0 OR x.queue = ANY(queues))
+                      AND (coalesce(cardinality(kinds), 0) = 0 OR x.kind = ANY(kinds))
+                      AND (x.concurrency_key IS NULL OR x.concurrency_limit > (SELECT count(*) FROM latch_executions y
+                           WHERE y.status = 'running' AND y.tenant = x.tenant AND y.concurrency_key = x.concurrency_key))
+                    ORDER BY x.priority DESC, x.run_at, x.id
+                    LIMIT level
+                    FOR UPDATE OF x SKIP LOCKED
+                ), u AS (
+                    SELECT * FROM q UNION ALL SELECT * FROM d
+                )
+                SELECT u.id, u.priority, u.run_at,
+                    u.concurrency_key IS NOT NULL OR (u.rate_key IS NOT NULL AND EXISTS (
+                        SELECT 1 FROM latch_rate_limits l WHERE l.tenant = u.tenant AND l.rate_key = u.rate_key)) AS lim
+                FROM u
+                ORDER BY u.priority DESC, u.run_at, u.id
+                LIMIT level
+            LOOP
+                id := c.id;
+                ord := (cnt[i] + k)::bigint * total + (i - 1);
+                limited := c.lim;
+                RETURN NEXT;
+                k := k + 1;
+                lp[i] := c.priority;
+                lr[i] := c.run_at;
+                li[i] := c.id;
+            END LOOP;
+            IF cnt[i] = 0 AND k > 0 THEN
+                gave := gave + 1;
+            END IF;
+            cnt[i] := cnt[i] + k;
+            got := got + k;
+            open[i] := k = level;
+            more := more OR open[i];
+        END LOOP;
+        EXIT WHEN got >= n OR NOT more;
+    END LOOP;
+END
+$$;

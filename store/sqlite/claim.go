@@ -82,6 +82,7 @@ type claim struct {
 	walked   *turnMark
 	walkDone bool
 	maxTurn  int64
+	turns    map[string]int64 // the turns of the tenants read
 	served   []string
 }
 
@@ -207,8 +208,10 @@ func (c *claim) markServed(tenant string) {
 }
 
 // nextTenants reads, after the last one read, the next tenants in turn
-// order that have a ready candidate for this claim: as many as the claim
-// may still lease, since each is served at most once a round.
+// order that have a ready execution for this claim: as many as the claim
+// may still lease, since each is served at most once a round. (One whose
+// ready executions its concurrency keys all hold back gives none, and is
+// passed.)
 func (c *claim) nextTenants(ctx context.Context) ([]string, error) {
 	if c.walkDone {
 		return nil, nil
@@ -232,6 +235,10 @@ func (c *claim) nextTenants(ctx context.Context) ([]string, error) {
 		}
 		names = append(names, m.name)
 		c.walked = &m
+		if c.turns == nil {
+			c.turns = map[string]int64{}
+		}
+		c.turns[m.name] = m.turn
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: claim: %w", err)
@@ -242,8 +249,14 @@ func (c *claim) nextTenants(ctx context.Context) ([]string, error) {
 
 // saveTurns gives each tenant the claim served a turn past every other
 // tenant's, in the order the claim last served them, so that the next
-// claim serves first the tenants this one did not reach.
+// claim serves first the tenants this one did not reach. A claim that
+// served one tenant only, whose turn is already past every other's (turns
+// given are never equal, only the first, 0, is shared), changes nothing:
+// the common case of one busy tenant costs no write.
 func (c *claim) saveTurns(ctx context.Context) error {
+	if len(c.served) == 1 && c.maxTurn > 0 && c.turns[c.served[0]] == c.maxTurn {
+		return nil
+	}
 	for i, name := range c.served {
 		if _, err := c.tx.ExecContext(ctx, `UPDATE tenants SET turn = ? WHERE name = ?`,
 			c.maxTurn+1+int64(i), name); err != nil {
@@ -355,12 +368,15 @@ func (c *claim) deferTo(ctx context.Context, id string, runAt time.Time) error {
 // execution the tenant ever had, per candidate with a key, in every claim,
 // so claims slowed down as a tenant's history grew (found by the soak,
 // internal/soak: 100 submits/s fell to 28/s after 10 minutes).
-func readyWhere(p *store.ClaimParams, t time.Time) (string, []any) {
+func readyWhere(p *store.ClaimParams, t time.Time, room bool) (string, []any) {
 	var b strings.Builder
-	b.WriteString(`e.status IN ('queued', 'scheduled') AND (e.status = 'queued' OR e.run_at <= ?)
+	b.WriteString(`e.status IN ('queued', 'scheduled') AND (e.status = 'queued' OR e.run_at <= ?)`)
+	if room {
+		b.WriteString(`
 		AND (e.concurrency_key IS NULL OR (SELECT COUNT(*) FROM executions r INDEXED BY executions_concurrency
 			WHERE r.status = 'running' AND r.tenant = e.tenant
 			AND r.concurrency_key = e.concurrency_key) < e.concurrency_limit)`)
+	}
 	args := []any{ns(t)}
 	in := func(col string, vals []string) {
 		if len(vals) == 0 {
@@ -377,11 +393,13 @@ func readyWhere(p *store.ClaimParams, t time.Time) (string, []any) {
 }
 
 // turnQuery selects, in turn order after from, up to n tenants with a
-// candidate for the claim (one probe of executions_ready_tenant each), with
-// their turns and the largest turn of all. The claim's tenant filter, and
-// any other rule on which tenants may be served at all, belongs here.
+// ready execution of the claim's queues and kinds (one probe of
+// executions_ready_tenant each; whether its concurrency key lets it start
+// is left to claimQuery, which is cheaper than asking it of every probe),
+// with their turns and the largest turn of all. The claim's tenant filter,
+// and any other rule on which tenants may be served at all, belongs here.
 func turnQuery(p *store.ClaimParams, t time.Time, from turnMark, n int) (query string, args []any) {
-	ready, rargs := readyWhere(p, t)
+	ready, rargs := readyWhere(p, t, false)
 	var b strings.Builder
 	b.WriteString(`SELECT t.name, t.turn, (SELECT MAX(turn) FROM tenants)
 		FROM tenants t INDEXED BY tenants_ready
@@ -401,7 +419,7 @@ func turnQuery(p *store.ClaimParams, t time.Time, from turnMark, n int) (query s
 // claimQuery selects tenant's ready candidates in its claim order (highest
 // priority first, then oldest run_at, then id), enough for share starts.
 func claimQuery(p *store.ClaimParams, t time.Time, tenant string, share int) (query string, args []any, limit int) {
-	ready, rargs := readyWhere(p, t)
+	ready, rargs := readyWhere(p, t, true)
 	// A few spare candidates let the in-batch concurrency count skip some.
 	limit = share*2 + 8
 	query = `SELECT id, tenant, kind, queue, payload, attempt, max_attempts, timeout_seconds,

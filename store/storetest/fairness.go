@@ -148,6 +148,25 @@ func testFairness(t *testing.T, ns NewStore) {
 		}
 	})
 
+	t.Run("FiltersFindWorkBehindOtherKinds", func(t *testing.T) {
+		e := startEmpty(t, ns)
+		e.createTenant(store.CreateTenantParams{Name: acme})
+		e.createTenant(store.CreateTenantParams{Name: globex})
+		// Backends may bound how far a claim walks a tenant's work its
+		// filters refuse; the work past the bound is still found.
+		other := make([]store.Submission, 1500)
+		for i := range other {
+			other[i] = prio("other", 9)
+		}
+		e.admit(acme, at(0), other...)
+		e.admit(globex, at(0), other[:500]...)
+		wanted := e.submit(acme, at(time.Second), prio("x", 0))
+		ls := e.claim(store.ClaimParams{Kinds: []string{"x"}, Max: 2, Now: at(time.Minute)})
+		if len(ls) != 1 || ls[0].ExecutionID != wanted.ID {
+			t.Errorf("Claim of kind x behind 2,000 of another kind: got %v, want acme's one", kinds(ls))
+		}
+	})
+
 	t.Run("FiltersKeepTheTurns", func(t *testing.T) {
 		e := startEmpty(t, ns)
 		e.createTenant(store.CreateTenantParams{Name: acme})

@@ -19,13 +19,15 @@
 -- last served them, so that the next claim first serves those this one did
 -- not reach. Cost: O(log T) to read the first tenants of T in turns, and
 -- per tenant served the walk of its own index up to its first candidate.
--- A tenant whose index holds more than SKIP_CAP executions the filters
--- refuse before its first candidate is passed for the rest of the claim
--- (no claim walks a tenant's whole backlog of other kinds or queues); if
--- that left the claim short, it then walks the filters' own indexes as a
--- claim for one tenant does (below), in claim order across tenants, so
--- that such work is still found: fair as far as the bound goes, and never
--- stuck.
+-- A tenant whose index holds more than SKIP_CAP executions in a row that
+-- the filters refuse is passed for the rest of the claim, and the rounds
+-- end once SKIP_BUDGET such executions were passed in all (no claim walks
+-- the tenants' whole backlogs of other kinds or queues); if that left the
+-- claim short, it then walks the filters' own indexes as a claim for one
+-- tenant does (below), in member order across tenants, so that such work
+-- is still found: fair as far as the bounds go, and never stuck. Claims
+-- whose filters take every kind and queue the tenants have work of never
+-- meet the bounds.
 --
 -- A claim for one tenant is that tenant's turn: it walks the ready indexes
 -- its filters allow — the tenant's, the queues' or the kinds', whichever
@@ -85,7 +87,8 @@ for i = 1, nk do
 end
 
 local CHUNK = math.max(2 * max, 16)
-local SKIP_CAP = 256
+local SKIP_CAP, SKIP_BUDGET = 256, 1024
+local skipped = 0 -- members the rounds passed because the filters refuse them
 
 -- A cursor walks one ready index in member order, CHUNK members a read.
 local function cursor(key) return {key = key, buf = {}, pos = 1, last = nil, done = false} end
@@ -120,18 +123,24 @@ end
 
 -- candidate returns the next member of tenant cursor c that the claim may
 -- take, and its execution; nil when c has none left, or (c.capped) after
--- cap members in a row the claim may not take.
-local function candidate(c, cap)
-  for _ = 1, cap do
+-- SKIP_CAP members in a row the claim may not take or once the claim has
+-- passed SKIP_BUDGET of them.
+local function candidate(c)
+  local n = 0
+  while true do
+    if n >= SKIP_CAP or skipped >= SKIP_BUDGET then
+      c.capped = true
+      return nil
+    end
     local m = head(c)
     if not m then return nil end
     c.last = m
     c.pos = c.pos + 1
     local e = examine(c, m)
     if e then return e, m end
+    n = n + 1
+    skipped = skipped + 1
   end
-  c.capped = true
-  return nil
 end
 
 -- Rate-limit buckets met by this claim, by scoped(tenant, rate key):
@@ -288,7 +297,7 @@ else
     end
     return #ts > 0
   end
-  while #out - 2 < max do
+  while #out - 2 < max and skipped < SKIP_BUDGET do
     if #order == 0 and not more() then break end
     local kept = {}
     for i, c in ipairs(order) do
@@ -298,7 +307,7 @@ else
       end
       local got = false
       while true do
-        local e, m = candidate(c, SKIP_CAP)
+        local e, m = candidate(c)
         if not e then break end
         if take(e, m) then
           got = true

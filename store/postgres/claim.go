@@ -434,12 +434,9 @@ func (c *claimRun) lease(ctx context.Context, tx pgx.Tx, chosen []string) ([]cla
 	return out, rows.Err()
 }
 
-// sqlMoveTurns gives the tenants $1 new turns, in that order (sqlTurns),
-// skipping a tenant row another transaction holds (see sqlClaimMany).
-const sqlMoveTurns = sqlTurns + `
-FROM unnest($1::text[]) WITH ORDINALITY AS s(tenant, i)
-WHERE t.name = s.tenant AND t.name IN (SELECT name FROM latch_tenants
-    WHERE name = ANY($1::text[]) FOR NO KEY UPDATE SKIP LOCKED)`
+// sqlMoveTurns gives the tenants $1 new turns, in that order (sqlTurns).
+const sqlMoveTurns = `WITH s AS (SELECT * FROM unnest($1::text[]) WITH ORDINALITY AS s(tenant, i))
+` + sqlTurns
 
 // moveTurns gives the tenants of leases new turns, in the order they were
 // last served.

@@ -490,11 +490,8 @@ func strPtr(s string) *string {
 // its tenant has a rate limit for — nothing is leased and limited > 0 (one
 // row of NULLs): the limit must be decided under its lock, in claimTx.
 //
-// The tenants served get their new turns in the same statement (turns),
-// in the order the statement last served them. The update skips a tenant
-// row another transaction holds (FOR NO KEY UPDATE SKIP LOCKED): that is a
-// concurrent claim serving the same tenant and moving its turn just as
-// far, so no claim ever waits for another on a tenant's row.
+// The tenants served get their new turns in the same statement (turns,
+// sqlTurns), in the order the statement last served them.
 //
 // The candidates come from latch_claim_candidates (migration 5), whose
 // plan walks each tenant's queue index in claim order whatever the table's
@@ -527,19 +524,30 @@ WITH r AS (
         started_at = a.now
     FROM a WHERE x.id = ANY(ARRAY(SELECT id FROM a)) AND x.id = a.id
     RETURNING a.n, a.k, ` + sqlClaimReturning + `
+), s AS (
+    SELECT u.tenant, row_number() OVER (ORDER BY max(u.k)) AS i FROM u GROUP BY u.tenant
 ), turns AS (
     ` + sqlTurns + `
-    FROM (SELECT u.tenant, row_number() OVER (ORDER BY max(u.k)) AS i FROM u GROUP BY u.tenant) s
-    WHERE t.name = s.tenant AND t.name IN (SELECT name FROM latch_tenants
-        WHERE name IN (SELECT tenant FROM u) FOR NO KEY UPDATE SKIP LOCKED)
 )
 SELECT k.limited, u.* FROM (SELECT count(*) FILTER (WHERE limited) AS limited FROM c) k LEFT JOIN u ON true`
 
-// sqlTurns moves the turns of the tenants s names, s.i (from 1) being the
-// order they were last served in: past every turn given before, from the
-// sequence latch_turns, one value per statement, times 2^20 (room for
-// that many tenants served by one statement) plus s.i.
-const sqlTurns = `UPDATE latch_tenants t SET turn = (SELECT nextval('latch_turns')) * 1048576 + s.i`
+// sqlTurns moves the turns of the tenants in s (tenant, i): s.i, from 1,
+// is the order they were last served in. The new turns are past every turn
+// given before: from the sequence latch_turns, one value per statement,
+// times 2^20 (room for that many tenants served by one statement) plus
+// s.i. A tenant row another transaction holds is skipped (FOR NO KEY
+// UPDATE SKIP LOCKED): that is a concurrent claim serving the tenant and
+// moving its turn just as far, so no claim waits for another on a tenant
+// row. A statement that served one tenant only, whose turn is already past
+// every other's (turns given are never equal; only the first, 0, is
+// shared), moves nothing: the common case of one busy tenant costs no
+// write.
+const sqlTurns = `UPDATE latch_tenants t SET turn = (SELECT nextval('latch_turns')) * 1048576 + s.i
+    FROM s WHERE t.name = s.tenant AND t.name IN (
+        SELECT l.name FROM latch_tenants l JOIN s ON s.tenant = l.name
+        WHERE NOT ((SELECT count(*) FROM s) = 1 AND l.turn > 0
+                   AND l.turn = (SELECT max(m.turn) FROM latch_tenants m))
+        FOR NO KEY UPDATE OF l SKIP LOCKED)`
 
 // claimOp is one Claim for sqlClaimMany.
 type claimOp struct {

@@ -30,9 +30,10 @@ DROP INDEX latch_executions_ready;
 --
 -- How: the tenants with queued executions, or with scheduled ones due by
 -- now, are found by skipping through latch_executions_queued and
--- latch_executions_scheduled one tenant at a time, and put in turn order.
+-- latch_executions_scheduled one tenant at a time (greatest name first),
+-- and put in turn order.
 -- Then each tenant in turn, in passes, gives up to level candidates
--- (level = n shared out over the tenants), from after the last it gave;
+-- (level = n shared out over the tenants), besides those it gave;
 -- the first pass stops taking new tenants once n of them gave one, and the
 -- passes end once n candidates are out or no tenant may give more. ord is
 -- (the candidate's rank in its tenant) * (tenants) + (its tenant's place
@@ -59,72 +60,80 @@ SET enable_bitmapscan = off
 SET jit = off
 AS $$
 DECLARE
-    names text[];    -- the tenants with ready work, in turn order
-    total int;       -- how many
-    level int;       -- candidates a tenant gives in one pass, at most
-    got bigint := 0; -- candidates given
-    gave int := 0;   -- tenants that gave at least one
-    cnt int[];       -- per tenant: candidates given
-    open boolean[];  -- per tenant: its last read was cut by level
-    lp int[];        -- per tenant: its last candidate's priority,
-    lr timestamptz[];--   run_at
-    li uuid[];       --   and id
+    names text[];         -- the tenants with ready work, in turn order
+    queued text[];        -- the tenants with queued executions
+    due text[];           -- the tenants with scheduled executions due by now
+    top text;             -- the greatest tenant name with queued work
+    total int;            -- how many tenants
+    level int;            -- candidates a tenant gives in one pass, at most
+    got bigint := 0;      -- candidates given
+    gave int := 0;        -- tenants that gave at least one
+    given uuid[] := '{}'; -- the candidates given
+    cnt int[];            -- per tenant: candidates given
+    open boolean[];       -- per tenant: its last read was cut by level
+    ids uuid[];           -- one read's candidates, in order,
+    lims boolean[];       --   and whether each is limited
     more boolean;
     i int;
     k int;
-    c record;
 BEGIN
     -- Which tenants may be served at all is decided here, on latch_tenants.
     IF latch_claim_candidates.tenant <> '' THEN
         SELECT array_agg(t.name) INTO names FROM latch_tenants t WHERE t.name = latch_claim_candidates.tenant;
+        SELECT array_agg(e.tenant) INTO due FROM (SELECT x.tenant FROM latch_executions x
+            WHERE x.tenant = latch_claim_candidates.tenant AND x.status = 'scheduled'
+              AND x.run_at <= latch_claim_candidates.now LIMIT 1) e;
     ELSE
-        WITH RECURSIVE q(name) AS (
-            (SELECT e.tenant FROM latch_executions e WHERE e.status = 'queued' ORDER BY e.tenant LIMIT 1)
-            UNION ALL
-            SELECT (SELECT e.tenant FROM latch_executions e WHERE e.status = 'queued' AND e.tenant > q.name
-                    ORDER BY e.tenant LIMIT 1)
-            FROM q WHERE q.name IS NOT NULL
-        ), s(name) AS (
-            (SELECT e.tenant FROM latch_executions e WHERE e.status = 'scheduled' ORDER BY e.tenant LIMIT 1)
-            UNION ALL
-            SELECT (SELECT e.tenant FROM latch_executions e WHERE e.status = 'scheduled' AND e.tenant > s.name
-                    ORDER BY e.tenant LIMIT 1)
-            FROM s WHERE s.name IS NOT NULL
-        ), r AS (
-            SELECT q.name FROM q WHERE q.name IS NOT NULL
-            UNION
-            SELECT s.name FROM s WHERE s.name IS NOT NULL AND EXISTS (
+        -- The tenants with queued executions, greatest name first: each
+        -- probe lands at the end of a tenant's part of the index, on its
+        -- newest entries (the front holds those claims took, dead until
+        -- vacuumed). One tenant costs two probes.
+        SELECT max(e.tenant) INTO top FROM latch_executions e WHERE e.status = 'queued';
+        IF top IS NOT NULL THEN
+            WITH RECURSIVE q(name) AS (
+                SELECT max(e.tenant) FROM latch_executions e WHERE e.status = 'queued' AND e.tenant < top
+                UNION ALL
+                SELECT (SELECT max(e.tenant) FROM latch_executions e WHERE e.status = 'queued' AND e.tenant < q.name)
+                FROM q WHERE q.name IS NOT NULL
+            )
+            SELECT top || coalesce(array_agg(q.name), '{}') INTO queued FROM q WHERE q.name IS NOT NULL;
+        END IF;
+        -- The tenants with scheduled executions due by now: one probe per
+        -- tenant with scheduled ones, and one more for the due one.
+        IF EXISTS (SELECT 1 FROM latch_executions e WHERE e.status = 'scheduled') THEN
+            WITH RECURSIVE s(name) AS (
+                SELECT max(e.tenant) FROM latch_executions e WHERE e.status = 'scheduled'
+                UNION ALL
+                SELECT (SELECT max(e.tenant) FROM latch_executions e WHERE e.status = 'scheduled' AND e.tenant < s.name)
+                FROM s WHERE s.name IS NOT NULL
+            )
+            SELECT array_agg(s.name) INTO due FROM s WHERE s.name IS NOT NULL AND EXISTS (
                 SELECT 1 FROM latch_executions e WHERE e.status = 'scheduled' AND e.tenant = s.name
-                AND e.run_at <= latch_claim_candidates.now)
-        )
+                AND e.run_at <= latch_claim_candidates.now);
+        END IF;
         SELECT array_agg(t.name ORDER BY t.turn, t.name COLLATE "C") INTO names
-        FROM r JOIN latch_tenants t ON t.name = r.name;
+        FROM latch_tenants t WHERE t.name = ANY(coalesce(queued, '{}') || coalesce(due, '{}'));
     END IF;
     total := coalesce(cardinality(names), 0);
     IF total = 0 OR n < 1 THEN
         RETURN;
     END IF;
+    due := coalesce(due, '{}');
     level := ceil(n::numeric / least(n, total))::int;
     cnt := array_fill(0, ARRAY[total]);
     open := array_fill(true, ARRAY[total]);
-    lp := array_fill(NULL::int, ARRAY[total]);
-    lr := array_fill(NULL::timestamptz, ARRAY[total]);
-    li := array_fill(NULL::uuid, ARRAY[total]);
     LOOP
         more := false;
         FOR i IN 1 .. total LOOP
             CONTINUE WHEN NOT open[i];
             -- Not yet read, and n tenants gave already: nor are the rest.
             EXIT WHEN cnt[i] = 0 AND gave >= n;
-            k := 0;
-            FOR c IN
+            IF names[i] = ANY(due) THEN
                 WITH q AS MATERIALIZED (
                     SELECT x.id, x.priority, x.run_at, x.tenant, x.concurrency_key, x.rate_key
                     FROM latch_executions x
-                    WHERE x.tenant = names[i] AND x.status = 'queued'
-                      AND (lp[i] IS NULL OR x.priority < lp[i]
-                           OR (x.priority = lp[i] AND (x.run_at, x.id) > (lr[i], li[i])))
-                      AND (coalesce(cardinality(queues), 0) = 0 OR x.queue = ANY(queues))
+                    WHERE x.tenant = names[i] AND x.status = 'queued' AND x.id <> ALL(given)
+                  AND (coalesce(cardinality(queues), 0) = 0 OR x.queue = ANY(queues))
                       AND (coalesce(cardinality(kinds), 0) = 0 OR x.kind = ANY(kinds))
                       AND (x.concurrency_key IS NULL OR x.concurrency_limit > (SELECT count(*) FROM latch_executions y
                            WHERE y.status = 'running' AND y.tenant = x.tenant AND y.concurrency_key = x.concurrency_key))
@@ -135,9 +144,8 @@ BEGIN
                     SELECT x.id, x.priority, x.run_at, x.tenant, x.concurrency_key, x.rate_key
                     FROM latch_executions x
                     WHERE x.tenant = names[i] AND x.status = 'scheduled' AND x.run_at <= latch_claim_candidates.now
-                      AND (lp[i] IS NULL OR x.priority < lp[i]
-                           OR (x.priority = lp[i] AND (x.run_at, x.id) > (lr[i], li[i])))
-                      AND (coalesce(cardinality(queues), 0) = 0 OR x.queue = ANY(queues))
+                      AND x.id <> ALL(given)
+                  AND (coalesce(cardinality(queues), 0) = 0 OR x.queue = ANY(queues))
                       AND (coalesce(cardinality(kinds), 0) = 0 OR x.kind = ANY(kinds))
                       AND (x.concurrency_key IS NULL OR x.concurrency_limit > (SELECT count(*) FROM latch_executions y
                            WHERE y.status = 'running' AND y.tenant = x.tenant AND y.concurrency_key = x.concurrency_key))
@@ -146,25 +154,42 @@ BEGIN
                     FOR UPDATE OF x SKIP LOCKED
                 ), u AS (
                     SELECT * FROM q UNION ALL SELECT * FROM d
+                    ORDER BY priority DESC, run_at, id
+                    LIMIT level
                 )
-                SELECT u.id, u.priority, u.run_at,
-                    u.concurrency_key IS NOT NULL OR (u.rate_key IS NOT NULL AND EXISTS (
-                        SELECT 1 FROM latch_rate_limits l WHERE l.tenant = u.tenant AND l.rate_key = u.rate_key)) AS lim
-                FROM u
-                ORDER BY u.priority DESC, u.run_at, u.id
-                LIMIT level
-            LOOP
-                id := c.id;
-                ord := (cnt[i] + k)::bigint * total + (i - 1);
-                limited := c.lim;
-                RETURN NEXT;
-                k := k + 1;
-                lp[i] := c.priority;
-                lr[i] := c.run_at;
-                li[i] := c.id;
-            END LOOP;
-            IF cnt[i] = 0 AND k > 0 THEN
-                gave := gave + 1;
+                SELECT array_agg(u.id ORDER BY u.priority DESC, u.run_at, u.id),
+                    array_agg(u.concurrency_key IS NOT NULL OR (u.rate_key IS NOT NULL AND EXISTS (
+                    SELECT 1 FROM latch_rate_limits l WHERE l.tenant = u.tenant AND l.rate_key = u.rate_key))
+                        ORDER BY u.priority DESC, u.run_at, u.id)
+                INTO ids, lims
+                FROM u;
+            ELSE
+                SELECT array_agg(u.id ORDER BY u.priority DESC, u.run_at, u.id),
+                    array_agg(u.concurrency_key IS NOT NULL OR (u.rate_key IS NOT NULL AND EXISTS (
+                    SELECT 1 FROM latch_rate_limits l WHERE l.tenant = u.tenant AND l.rate_key = u.rate_key))
+                        ORDER BY u.priority DESC, u.run_at, u.id)
+                INTO ids, lims
+                FROM (
+                    SELECT x.id, x.priority, x.run_at, x.tenant, x.concurrency_key, x.rate_key
+                    FROM latch_executions x
+                    WHERE x.tenant = names[i] AND x.status = 'queued' AND x.id <> ALL(given)
+                  AND (coalesce(cardinality(queues), 0) = 0 OR x.queue = ANY(queues))
+                      AND (coalesce(cardinality(kinds), 0) = 0 OR x.kind = ANY(kinds))
+                      AND (x.concurrency_key IS NULL OR x.concurrency_limit > (SELECT count(*) FROM latch_executions y
+                           WHERE y.status = 'running' AND y.tenant = x.tenant AND y.concurrency_key = x.concurrency_key))
+                    ORDER BY x.priority DESC, x.run_at, x.id
+                    LIMIT level
+                    FOR UPDATE OF x SKIP LOCKED
+                ) u;
+            END IF;
+            k := coalesce(cardinality(ids), 0);
+            IF k > 0 THEN
+                RETURN QUERY SELECT g.id, (cnt[i] + g.o - 1) * total + (i - 1), g.lim
+                    FROM unnest(ids, lims) WITH ORDINALITY AS g(id, lim, o);
+                IF cnt[i] = 0 THEN
+                    gave := gave + 1;
+                END IF;
+                given := given || ids;
             END IF;
             cnt[i] := cnt[i] + k;
             got := got + k;

@@ -490,8 +490,9 @@ func strPtr(s string) *string {
 // its tenant has a rate limit for — nothing is leased and limited > 0 (one
 // row of NULLs): the limit must be decided under its lock, in claimTx.
 //
-// The tenants served get their new turns in the same statement (turns,
-// sqlTurns), in the order the statement last served them.
+// The tenants served get their new turns in the same statement: the
+// function moves them (its move argument), knowing what this statement
+// leases: its first sum(max) candidates by ord, or none if one is limited.
 //
 // The candidates come from latch_claim_candidates (migration 5), whose
 // plan walks each tenant's queue index in claim order whatever the table's
@@ -512,7 +513,7 @@ WITH r AS (
     WITH ORDINALITY AS r(max, worker, now, expires, n)
 ), c AS MATERIALIZED (
     SELECT * FROM latch_claim_candidates((SELECT min(now) FROM r), (SELECT sum(max) FROM r)::bigint,
-        $5::text, $6::text[], $7::text[])
+        $5::text, $6::text[], $7::text[], true)
 ), a AS MATERIALIZED (
     SELECT o.id, o.k, r.n, r.worker, r.now, r.expires
     FROM (SELECT c.id, row_number() OVER (ORDER BY c.ord) AS k FROM c
@@ -524,14 +525,11 @@ WITH r AS (
         started_at = a.now
     FROM a WHERE x.id = ANY(ARRAY(SELECT id FROM a)) AND x.id = a.id
     RETURNING a.n, a.k, ` + sqlClaimReturning + `
-), s AS (
-    SELECT u.tenant, row_number() OVER (ORDER BY max(u.k)) AS i FROM u GROUP BY u.tenant
-), turns AS (
-    ` + sqlTurns + `
 )
 SELECT k.limited, u.* FROM (SELECT count(*) FILTER (WHERE limited) AS limited FROM c) k LEFT JOIN u ON true`
 
-// sqlTurns moves the turns of the tenants in s (tenant, i): s.i, from 1,
+// sqlTurns (claimTx's, as latch_claim_candidates does for sqlClaimMany)
+// moves the turns of the tenants in s (tenant, i): s.i, from 1,
 // is the order they were last served in. The new turns are past every turn
 // given before: from the sequence latch_turns, one value per statement,
 // times 2^20 (room for that many tenants served by one statement) plus

@@ -1,4 +1,4 @@
-DROP FUNCTION latch_claim_candidates(timestamptz, bigint, text, text[], text[]);
+DROP FUNCTION latch_claim_candidates(timestamptz, bigint, text, text[], text[], boolean);
 CREATE FUNCTION latch_claim_candidates(now timestamptz, n bigint, tenant text, queues text[], kinds text[])
 RETURNS TABLE (id uuid, priority integer, run_at timestamptz, limited boolean)
 LANGUAGE plpgsql VOLATILE

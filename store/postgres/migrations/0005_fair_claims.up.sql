@@ -2,8 +2,9 @@
 --
 -- latch_tenants.turn orders the tenants a claim serves: smallest turn
 -- first, ties by name. A claim gives each tenant it served a turn past
--- every other's, from latch_turns (claim.go). The column is not indexed,
--- so that those updates stay HOT; the room on the page is for them.
+-- every other's, from latch_turns (latch_claim_candidates below, and
+-- claim.go's sqlTurns). The column is not indexed, so that those updates
+-- stay HOT; the room on the page is for them.
 ALTER TABLE latch_tenants ADD COLUMN turn bigint NOT NULL DEFAULT 0;
 ALTER TABLE latch_tenants SET (fillfactor = 50);
 CREATE SEQUENCE latch_turns;
@@ -39,7 +40,20 @@ DROP INDEX latch_executions_ready;
 -- (the candidate's rank in its tenant) * (tenants) + (its tenant's place
 -- in turn order), so that the first n by ord are exactly the first n of
 -- the rounds; a few more (at most one per tenant) may come out, locked,
--- for the caller to leave. Cost: one index probe per tenant with queued or
+-- for the caller to leave.
+--
+-- With move, for a caller that leases the first n by ord unless one of
+-- them is limited (sqlClaimMany), it also gives the tenants of those n new
+-- turns, in the order they were last served: past every turn given before,
+-- from the sequence latch_turns, one value per call, times 2^20 (room for
+-- that many tenants) plus the order. A tenant row another transaction holds
+-- is skipped (FOR NO KEY UPDATE SKIP LOCKED): that is a concurrent claim
+-- serving the tenant and moving its turn just as far, so no claim waits for
+-- another on a tenant row. A claim that serves one tenant only, whose turn
+-- is already past every other's (turns given are never equal; only the
+-- first, 0, is shared), moves nothing: one busy tenant costs no write.
+--
+-- Cost: one index probe per tenant with queued or
 -- scheduled work, and per tenant served, a walk of its own queue index up
 -- to the candidates it gives plus a range read of its due scheduled ones.
 --
@@ -53,17 +67,22 @@ DROP INDEX latch_executions_ready;
 -- result raise the plan's estimated cost past jit_above_cost, and compiling
 -- its expressions then costs each claim tens of milliseconds.
 DROP FUNCTION latch_claim_candidates(timestamptz, bigint, text, text[], text[]);
-CREATE FUNCTION latch_claim_candidates(now timestamptz, n bigint, tenant text, queues text[], kinds text[])
+CREATE FUNCTION latch_claim_candidates(now timestamptz, n bigint, tenant text, queues text[], kinds text[],
+    move boolean DEFAULT false)
 RETURNS TABLE (id uuid, ord bigint, limited boolean)
 LANGUAGE plpgsql VOLATILE
 SET enable_bitmapscan = off
 SET jit = off
 AS $$
 DECLARE
-    names text[];         -- the tenants with ready work, in turn order
-    queued text[];        -- the tenants with queued executions
+    names text[];         -- the tenants with ready work, in turn order,
+    turns bigint[];       --   their turns
+    top bigint;           -- the greatest turn of any tenant
+    served text[];        -- the tenants served, in the order last served
+    ords bigint[] := '{}';  -- every candidate given: its ord,
+    idxs int[] := '{}';     --   its tenant's place in names,
+    limall boolean[] := '{}'; -- and whether it is limited (with move only)
     due text[];           -- the tenants with scheduled executions due by now
-    top text;             -- the greatest tenant name with queued work
     total int;            -- how many tenants
     level int;            -- candidates a tenant gives in one pass, at most
     got bigint := 0;      -- candidates given
@@ -79,46 +98,65 @@ DECLARE
 BEGIN
     -- Which tenants may be served at all is decided here, on latch_tenants.
     IF latch_claim_candidates.tenant <> '' THEN
-        SELECT array_agg(t.name) INTO names FROM latch_tenants t WHERE t.name = latch_claim_candidates.tenant;
+        SELECT array_agg(t.name), array_agg(t.turn), (SELECT max(m.turn) FROM latch_tenants m)
+        INTO names, turns, top
+        FROM latch_tenants t WHERE t.name = latch_claim_candidates.tenant;
         SELECT array_agg(e.tenant) INTO due FROM (SELECT x.tenant FROM latch_executions x
             WHERE x.tenant = latch_claim_candidates.tenant AND x.status = 'scheduled'
               AND x.run_at <= latch_claim_candidates.now LIMIT 1) e;
     ELSE
-        -- The tenants with queued executions, greatest name first: each
-        -- probe lands at the end of a tenant's part of the index, on its
-        -- newest entries (the front holds those claims took, dead until
-        -- vacuumed). One tenant costs two probes.
-        SELECT max(e.tenant) INTO top FROM latch_executions e WHERE e.status = 'queued';
-        IF top IS NOT NULL THEN
-            WITH RECURSIVE q(name) AS (
-                SELECT max(e.tenant) FROM latch_executions e WHERE e.status = 'queued' AND e.tenant < top
-                UNION ALL
-                SELECT (SELECT max(e.tenant) FROM latch_executions e WHERE e.status = 'queued' AND e.tenant < q.name)
-                FROM q WHERE q.name IS NOT NULL
-            )
-            SELECT top || coalesce(array_agg(q.name), '{}') INTO queued FROM q WHERE q.name IS NOT NULL;
-        END IF;
-        -- The tenants with scheduled executions due by now: one probe per
-        -- tenant with scheduled ones, and one more for the due one.
-        IF EXISTS (SELECT 1 FROM latch_executions e WHERE e.status = 'scheduled') THEN
-            WITH RECURSIVE s(name) AS (
-                SELECT max(e.tenant) FROM latch_executions e WHERE e.status = 'scheduled'
-                UNION ALL
-                SELECT (SELECT max(e.tenant) FROM latch_executions e WHERE e.status = 'scheduled' AND e.tenant < s.name)
-                FROM s WHERE s.name IS NOT NULL
-            )
-            SELECT array_agg(s.name) INTO due FROM s WHERE s.name IS NOT NULL AND EXISTS (
+        -- The tenants with queued executions, and those with scheduled
+        -- ones due by now, greatest name first: each probe lands at the end
+        -- of a tenant's part of an index, on its newest entries (the front
+        -- holds those claims took, dead until vacuumed). A tenant costs a
+        -- probe, one with scheduled executions one more for the due one.
+        WITH RECURSIVE q(name) AS (
+            SELECT max(e.tenant) FROM latch_executions e WHERE e.status = 'queued'
+            UNION ALL
+            SELECT (SELECT max(e.tenant) FROM latch_executions e WHERE e.status = 'queued' AND e.tenant < q.name)
+            FROM q WHERE q.name IS NOT NULL
+        ), s(name) AS (
+            SELECT max(e.tenant) FROM latch_executions e WHERE e.status = 'scheduled'
+            UNION ALL
+            SELECT (SELECT max(e.tenant) FROM latch_executions e WHERE e.status = 'scheduled' AND e.tenant < s.name)
+            FROM s WHERE s.name IS NOT NULL
+        ), d AS (
+            SELECT s.name FROM s WHERE s.name IS NOT NULL AND EXISTS (
                 SELECT 1 FROM latch_executions e WHERE e.status = 'scheduled' AND e.tenant = s.name
-                AND e.run_at <= latch_claim_candidates.now);
-        END IF;
-        SELECT array_agg(t.name ORDER BY t.turn, t.name COLLATE "C") INTO names
-        FROM latch_tenants t WHERE t.name = ANY(coalesce(queued, '{}') || coalesce(due, '{}'));
+                AND e.run_at <= latch_claim_candidates.now)
+        )
+        SELECT array_agg(t.name ORDER BY t.turn, t.name COLLATE "C"), array_agg(t.turn ORDER BY t.turn, t.name COLLATE "C"),
+            (SELECT max(m.turn) FROM latch_tenants m), (SELECT array_agg(d.name) FROM d)
+        INTO names, turns, top, due
+        FROM latch_tenants t
+        WHERE t.name IN (SELECT q.name FROM q WHERE q.name IS NOT NULL UNION SELECT d.name FROM d);
     END IF;
     total := coalesce(cardinality(names), 0);
     IF total = 0 OR n < 1 THEN
         RETURN;
     END IF;
     due := coalesce(due, '{}');
+    -- One tenant, already last in turn (or no turns to move): one read,
+    -- its candidates in its order (the common case, kept to one statement).
+    IF total = 1 AND NOT names[1] = ANY(due) AND (NOT move OR (turns[1] > 0 AND turns[1] = top)) THEN
+        RETURN QUERY
+        SELECT u.id, row_number() OVER (ORDER BY u.priority DESC, u.run_at, u.id) - 1,
+            u.concurrency_key IS NOT NULL OR (u.rate_key IS NOT NULL AND EXISTS (
+                SELECT 1 FROM latch_rate_limits l WHERE l.tenant = u.tenant AND l.rate_key = u.rate_key))
+        FROM (
+            SELECT x.id, x.priority, x.run_at, x.tenant, x.concurrency_key, x.rate_key
+            FROM latch_executions x
+            WHERE x.tenant = names[1] AND x.status = 'queued'
+              AND (coalesce(cardinality(queues), 0) = 0 OR x.queue = ANY(queues))
+              AND (coalesce(cardinality(kinds), 0) = 0 OR x.kind = ANY(kinds))
+              AND (x.concurrency_key IS NULL OR x.concurrency_limit > (SELECT count(*) FROM latch_executions y
+                   WHERE y.status = 'running' AND y.tenant = x.tenant AND y.concurrency_key = x.concurrency_key))
+            ORDER BY x.priority DESC, x.run_at, x.id
+            LIMIT n
+            FOR UPDATE OF x SKIP LOCKED
+        ) u;
+        RETURN;
+    END IF;
     level := ceil(n::numeric / least(n, total))::int;
     cnt := array_fill(0, ARRAY[total]);
     open := array_fill(true, ARRAY[total]);
@@ -190,6 +228,12 @@ BEGIN
                     gave := gave + 1;
                 END IF;
                 given := given || ids;
+                IF move THEN
+                    ords := ords || ARRAY(SELECT (cnt[i] + g.o - 1) * total + (i - 1)
+                        FROM generate_series(1, k) AS g(o));
+                    idxs := idxs || array_fill(i, ARRAY[k]);
+                    limall := limall || lims;
+                END IF;
             END IF;
             cnt[i] := cnt[i] + k;
             got := got + k;
@@ -198,5 +242,22 @@ BEGIN
         END LOOP;
         EXIT WHEN got >= n OR NOT more;
     END LOOP;
+    -- The caller leases the first n by ord, and nothing if any candidate
+    -- is limited (claimTx then decides, and moves the turns itself).
+    IF NOT move OR got = 0 OR true = ANY(limall) THEN
+        RETURN;
+    END IF;
+    SELECT array_agg(names[g.i] ORDER BY g.last) INTO served
+    FROM (SELECT z.i, max(z.o) AS last
+          FROM (SELECT * FROM unnest(ords, idxs) AS z(o, i) ORDER BY z.o LIMIT n) z
+          GROUP BY z.i) g;
+    IF cardinality(served) = 1 AND turns[array_position(names, served[1])] > 0
+            AND turns[array_position(names, served[1])] = top THEN
+        RETURN;
+    END IF;
+    UPDATE latch_tenants t SET turn = (SELECT nextval('latch_turns')) * 1048576 + s.i
+    FROM unnest(served) WITH ORDINALITY AS s(tenant, i)
+    WHERE t.name = s.tenant AND t.name IN (SELECT l.name FROM latch_tenants l
+        WHERE l.name = ANY(served) FOR NO KEY UPDATE OF l SKIP LOCKED);
 END
 $$;

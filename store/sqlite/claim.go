@@ -45,9 +45,14 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 	if lease <= 0 {
 		lease = DefaultLease
 	}
+	// The statements' texts depend on the filters only.
+	turnSQL, _ := turnQuery(p, t, turnMark{}, 0)
+	candSQL, _, _ := claimQuery(p, t, "", 0)
+	stmts := claimStmts{turn: s.prepared(ctx, turnSQL), cands: s.prepared(ctx, candSQL),
+		start: s.prepared(ctx, sqlStart)}
 	var res *store.ClaimResult
 	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
-		c := &claim{tx: tx, p: p, t: t, expires: t.Add(lease), maxN: maxN,
+		c := &claim{tx: tx, p: p, t: t, expires: t.Add(lease), maxN: maxN, stmts: stmts,
 			running: map[[2]string]int{}, buckets: newBuckets(tx), res: &store.ClaimResult{}}
 		if err := c.run(ctx); err != nil {
 			return false, err
@@ -61,9 +66,21 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 	return res, nil
 }
 
+// claimStmts are a claim's prepared statements (nil: run the text).
+type claimStmts struct{ turn, cands, start *sql.Stmt }
+
+// query runs query in the claim's transaction, prepared if st is.
+func (c *claim) query(ctx context.Context, st *sql.Stmt, query string, args ...any) (*sql.Rows, error) {
+	if st != nil {
+		return c.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	}
+	return c.tx.QueryContext(ctx, query, args...)
+}
+
 // claim is one Claim's state inside its transaction.
 type claim struct {
 	tx      *sql.Tx
+	stmts   claimStmts
 	p       *store.ClaimParams
 	t       time.Time
 	expires time.Time
@@ -222,7 +239,7 @@ func (c *claim) nextTenants(ctx context.Context) ([]string, error) {
 	}
 	want := c.maxN - len(c.res.Leases)
 	query, args := turnQuery(c.p, c.t, from, want)
-	rows, err := c.tx.QueryContext(ctx, query, args...)
+	rows, err := c.query(ctx, c.stmts.turn, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: claim: %w", err)
 	}
@@ -271,7 +288,7 @@ func (c *claim) saveTurns(ctx context.Context) error {
 // its limit (more may follow).
 func (c *claim) candidates(ctx context.Context, tenant string, share int) (cands []candidate, full bool, err error) {
 	query, args, limit := claimQuery(c.p, c.t, tenant, share)
-	rows, err := c.tx.QueryContext(ctx, query, args...)
+	rows, err := c.query(ctx, c.stmts.cands, query, args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("sqlite: claim: %w", err)
 	}
@@ -327,15 +344,24 @@ func (c *claim) try(ctx context.Context, cand *candidate) (done bool, err error)
 	return true, c.start(ctx, cand.lease)
 }
 
+// sqlStart leases an execution to the claiming worker.
+const sqlStart = `UPDATE executions SET status = 'running',
+		attempt = attempt + 1, lease_token = ?, worker_id = ?, lease_expires_at = ?,
+		started_at = ? WHERE id = ?`
+
 // start leases the candidate to the claiming worker.
 func (c *claim) start(ctx context.Context, l store.Lease) error {
 	l.Token = uuid.NewString()
 	l.Attempt++
 	l.ExpiresAt = c.expires.UTC()
-	if _, err := c.tx.ExecContext(ctx, `UPDATE executions SET status = 'running',
-		attempt = attempt + 1, lease_token = ?, worker_id = ?, lease_expires_at = ?,
-		started_at = ? WHERE id = ?`,
-		l.Token, nullString(c.p.WorkerID), ns(c.expires), ns(c.t), l.ExecutionID); err != nil {
+	args := []any{l.Token, nullString(c.p.WorkerID), ns(c.expires), ns(c.t), l.ExecutionID}
+	var err error
+	if c.stmts.start != nil {
+		_, err = c.tx.StmtContext(ctx, c.stmts.start).ExecContext(ctx, args...)
+	} else {
+		_, err = c.tx.ExecContext(ctx, sqlStart, args...)
+	}
+	if err != nil {
 		return fmt.Errorf("sqlite: claim: %w", err)
 	}
 	c.res.Leases = append(c.res.Leases, l)

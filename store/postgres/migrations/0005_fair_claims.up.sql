@@ -110,15 +110,22 @@ BEGIN
         -- of a tenant's part of an index, on its newest entries (the front
         -- holds those claims took, dead until vacuumed). A tenant costs a
         -- probe, one with scheduled executions one more for the due one.
+        -- (Each probe's ORDER BY is its index's order, backwards: no other
+        -- index of the table, latch_executions_tenant above all, which holds
+        -- every finished execution too, can serve it without a sort.)
         WITH RECURSIVE q(name) AS (
-            SELECT max(e.tenant) FROM latch_executions e WHERE e.status = 'queued'
+            (SELECT e.tenant FROM latch_executions e WHERE e.status = 'queued'
+             ORDER BY e.tenant DESC, e.priority, e.run_at DESC, e.id DESC LIMIT 1)
             UNION ALL
-            SELECT (SELECT max(e.tenant) FROM latch_executions e WHERE e.status = 'queued' AND e.tenant < q.name)
+            SELECT (SELECT e.tenant FROM latch_executions e WHERE e.status = 'queued' AND e.tenant < q.name
+                    ORDER BY e.tenant DESC, e.priority, e.run_at DESC, e.id DESC LIMIT 1)
             FROM q WHERE q.name IS NOT NULL
         ), s(name) AS (
-            SELECT max(e.tenant) FROM latch_executions e WHERE e.status = 'scheduled'
+            (SELECT e.tenant FROM latch_executions e WHERE e.status = 'scheduled'
+             ORDER BY e.tenant DESC, e.run_at DESC LIMIT 1)
             UNION ALL
-            SELECT (SELECT max(e.tenant) FROM latch_executions e WHERE e.status = 'scheduled' AND e.tenant < s.name)
+            SELECT (SELECT e.tenant FROM latch_executions e WHERE e.status = 'scheduled' AND e.tenant < s.name
+                    ORDER BY e.tenant DESC, e.run_at DESC LIMIT 1)
             FROM s WHERE s.name IS NOT NULL
         ), d AS (
             SELECT s.name FROM s WHERE s.name IS NOT NULL AND EXISTS (

@@ -168,6 +168,8 @@ func TestOpenAPIStatesBehaviour(t *testing.T) {
 		{[]string{"paths", "/api/schedules", "get", "description"}, fmt.Sprintf("at most %d, the default", maxListedSchedules)},
 		{[]string{"paths", "/api/rate-limits/{key}", "put", "description"}, "Answers 200 whether it created or replaced"},
 		{[]string{"components", "schemas", "ScheduleRequest", "properties", "running", "description"}, "ignored"},
+		{[]string{"paths", "/api/workers/claim", "post", "description"}, "tenants with ready work take turns"},
+		{[]string{"paths", "/api/workers/claim", "post", "description"}, "priority orders a tenant's own executions"},
 	} {
 		if s := text(c.at...); !strings.Contains(s, c.want) {
 			t.Errorf("%v does not say %q: %s", c.at, c.want, s)

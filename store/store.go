@@ -27,18 +27,34 @@ type Store interface {
 	Admit(ctx context.Context, p *AdmitParams) (*AdmitResult, error)
 
 	// Claim leases up to Max ready executions (queued, whatever its RunAt,
-	// or scheduled with RunAt <= Now), highest priority first, then oldest
-	// RunAt, each to WorkerID for LeaseDuration (0 = 30s). Each claimed execution becomes running, its
+	// or scheduled with RunAt <= Now) in claim order, each to WorkerID for
+	// LeaseDuration (0 = 30s). Each claimed execution becomes running, its
 	// Attempt grows by one and it gets a fresh lease token. The execution row
 	// stays the one durable copy: a claim never deletes it.
+	//
+	// Claim order is fair across tenants (I12). Every tenant has a turn, a
+	// place in an order the store keeps; the tenants with an execution the
+	// claim may take are served in rounds, smallest turn first (equal turns
+	// in name order), each tenant one execution a round: its first in its
+	// own order, highest Priority first, then oldest RunAt (then id).
+	// Priority orders a tenant's own executions only. The claim then gives
+	// every tenant it leased to a turn after every other tenant's, in the
+	// order it last served them; a tenant it did not reach keeps its turn,
+	// and so comes first in the next claim. Tenant filters the claim to one
+	// tenant and still moves that tenant's turn; Queues and Kinds filter the
+	// executions, not the turns. So one tenant's backlog, of any size or
+	// priority, holds back another tenant's next start by one round at
+	// most: a tenant with work comes first once every tenant served after
+	// it has been served again.
 	//
 	// Under concurrency the order and the count are best effort: a claim may
 	// pass by executions that concurrent operations hold at that moment, so
 	// it may return fewer than Max (even none) while some are ready, or not
-	// the first in claim order. Safety is not relaxed: it returns only
-	// executions ready at the claim, each attempt to one claim only, each
-	// under a fresh token (the fence of Heartbeat and the rest). Alone, a
-	// claim returns exactly min(Max, ready) in claim order.
+	// the first in claim order, and concurrent claims may serve one tenant
+	// in one round. Safety is not relaxed: it returns only executions ready
+	// at the claim, each attempt to one claim only, each under a fresh token
+	// (the fence of Heartbeat and the rest). Alone, a claim returns exactly
+	// min(Max, ready) in claim order.
 	//
 	// Limits are decided inside the claim (I4, I7): a candidate with a
 	// concurrency key starts only while fewer than its limit of that

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,9 +18,10 @@ import (
 const DefaultLease = 30 * time.Second
 
 // Claim statements. $1 is now; {filters} is replaced by claimFilters.
-// sqlReady and sqlRoom have a copy in latch_claim_candidates (migration 3),
-// which sqlClaimMany takes its candidates from: a change to either is a
-// change to both, the function's by a new migration.
+// sqlReady and sqlRoom have a copy in latch_claim_candidates (migration 5),
+// which sqlClaimMany and claimTx's first round take their candidates from:
+// a change to either is a change to both, the function's by a new
+// migration.
 const (
 	// sqlReady: execution e is ready at $1 (queued, whatever its run_at, or
 	// scheduled and due).
@@ -32,19 +34,41 @@ const (
 	sqlRoom = `(e.concurrency_key IS NULL OR e.concurrency_limit > (SELECT count(*) FROM latch_executions k
        WHERE k.status = 'running' AND k.tenant = e.tenant AND k.concurrency_key = e.concurrency_key))`
 
-	// Ready executions in claim order, locked, skipping those another
-	// transaction holds. An execution whose concurrency key is already at
-	// its limit is left out (sqlRoom), so a backlog of blocked work cannot
-	// hide runnable work behind it. $2 is how many.
-	sqlClaimCandidates = `
-SELECT e.id, e.tenant, e.concurrency_key, e.concurrency_limit, e.rate_key, e.priority, e.run_at
-FROM latch_executions e
-WHERE ` + sqlReady + `
-  AND ` + sqlRoom + `
-  {filters}
-ORDER BY e.priority DESC, e.run_at, e.id
-LIMIT $2
-FOR UPDATE OF e SKIP LOCKED`
+	// claimTx's first round: up to about $2 candidates in fair claim order
+	// (latch_claim_candidates, which locks them), $3 tenant, $4 queues, $5
+	// kinds as sqlClaimMany takes them.
+	sqlClaimTxFirst = `
+WITH c AS MATERIALIZED (
+    SELECT * FROM latch_claim_candidates($1, $2, $3::text, $4::text[], $5::text[])
+)
+SELECT e.id::text, e.tenant, e.concurrency_key, e.concurrency_limit, e.rate_key, c.ord
+FROM c JOIN latch_executions e ON e.id = c.id
+WHERE e.id = ANY(ARRAY(SELECT id FROM c))
+ORDER BY c.ord`
+
+	// claimTx's later rounds: ready executions of the tenants of the first
+	// round (sqlClaimLaterRound), locked, skipping those another
+	// transaction holds, in their tenant's claim order, the tenants taking
+	// turns in the order of the first round ($3, their names). An execution
+	// whose concurrency key is already at its limit is left out (sqlRoom),
+	// so a backlog of blocked work cannot hide runnable work behind it. $2
+	// is how many.
+	sqlClaimTxLater = `
+WITH c AS MATERIALIZED (
+    SELECT e.id, e.tenant, e.concurrency_key, e.concurrency_limit, e.rate_key, e.priority, e.run_at
+    FROM latch_executions e
+    WHERE ` + sqlReady + `
+      AND ` + sqlRoom + `
+      AND e.tenant = ANY($3::text[])
+      {filters}
+    ORDER BY e.priority DESC, e.run_at, e.id
+    LIMIT $2
+    FOR UPDATE OF e SKIP LOCKED
+)
+SELECT c.id::text, c.tenant, c.concurrency_key, c.concurrency_limit, c.rate_key,
+    (row_number() OVER (PARTITION BY c.tenant ORDER BY c.priority DESC, c.run_at, c.id) - 1)
+        * cardinality($3::text[]) + array_position($3::text[], c.tenant) - 1 AS ord
+FROM c ORDER BY ord`
 
 	// What a claim sets: $1 now, $3 worker, $4 lease expiry. A fresh random
 	// token per attempt fences every later call (I5).
@@ -52,24 +76,19 @@ FOR UPDATE OF e SKIP LOCKED`
     worker_id = $3, lease_expires_at = $4, started_at = $1`
 
 	sqlClaimReturning = `x.id::text, x.tenant, x.kind, x.queue, x.payload, x.attempt, x.max_attempts,
-    x.timeout_seconds, x.lease_token::text, x.priority, x.run_at`
-
-	// claimTx's candidates, with the id as text.
-	sqlClaimTxCandidates = `SELECT c.id::text, c.tenant, c.concurrency_key, c.concurrency_limit, c.rate_key, c.priority, c.run_at
-FROM (` + sqlClaimCandidates + `) c`
+    x.timeout_seconds, x.lease_token::text`
 
 	// The candidates of claimTx's later rounds ({filters} of the form
-	// claimFilters renders, numbered from $%[1]d): after the previous round's
-	// last candidate in claim order, and only those the claim can decide
-	// without waiting for another lock: no concurrency key, or one of the
-	// keys it locked; no rate key, a rate key whose bucket it locked, or one
-	// without a limit.
+	// claimFilters renders, numbered from $%[1]d): not seen by an earlier
+	// round, and only those the claim can decide without waiting for
+	// another lock: no concurrency key, or one of the keys it locked; no
+	// rate key, a rate key whose bucket it locked, or one without a limit.
 	sqlClaimLaterRound = `
-  AND (e.priority < $%[1]d OR (e.priority = $%[1]d AND (e.run_at, e.id) > ($%[2]d, $%[3]d::uuid)))
+  AND e.id <> ALL($%[1]d::uuid[])
   AND (e.concurrency_key IS NULL
-       OR (e.tenant, e.concurrency_key) IN (SELECT * FROM unnest($%[4]d::text[], $%[5]d::text[])))
+       OR (e.tenant, e.concurrency_key) IN (SELECT * FROM unnest($%[2]d::text[], $%[3]d::text[])))
   AND (e.rate_key IS NULL
-       OR (e.tenant, e.rate_key) IN (SELECT * FROM unnest($%[6]d::text[], $%[7]d::text[]))
+       OR (e.tenant, e.rate_key) IN (SELECT * FROM unnest($%[4]d::text[], $%[5]d::text[]))
        OR NOT EXISTS (SELECT 1 FROM latch_rate_limits l WHERE l.tenant = e.tenant AND l.rate_key = e.rate_key))`
 
 	// Lease what claimTx chose; its rows are already locked by it.
@@ -93,7 +112,10 @@ GROUP BY tenant, concurrency_key`
 // with a limit, the claim runs as a transaction that decides under the
 // limits' locks (claimTx): it counts the key's running executions of the
 // candidate's tenant under the (tenant, key) advisory lock (I4) and takes
-// the bucket's tokens with its row locked (I7).
+// the bucket's tokens with its row locked (I7). Either way tenants take
+// turns (I12): the candidates come in fair claim order from
+// latch_claim_candidates (migration 5), and the tenants served get new
+// turns (latch_tenants.turn) in the same transaction.
 func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
 	t := now(p.Now)
 	maxN := max(p.Max, 1)
@@ -144,9 +166,8 @@ func claimFilters(p *store.ClaimParams, first int) (string, []any) {
 
 // claimed is one leased execution and its place in claim order.
 type claimed struct {
-	lease    store.Lease
-	priority int
-	runAt    time.Time
+	lease store.Lease
+	ord   int64
 }
 
 // scanClaimed reads sqlClaimReturning's columns (nullable: sqlClaimMany
@@ -154,11 +175,10 @@ type claimed struct {
 func scanClaimed(row pgx.Row, prefix ...any) (*claimed, error) {
 	var (
 		id, tenant, kind, queue, payload, token *string
-		attempt, maxAttempts, timeout, priority *int
-		runAt                                   *time.Time
+		attempt, maxAttempts, timeout           *int
 	)
 	dest := append(prefix, &id, &tenant, &kind, &queue, &payload, &attempt, &maxAttempts,
-		&timeout, &token, &priority, &runAt)
+		&timeout, &token)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -171,22 +191,13 @@ func scanClaimed(row pgx.Row, prefix ...any) (*claimed, error) {
 			Payload: json.RawMessage(*payload), Attempt: *attempt, MaxAttempts: *maxAttempts,
 			TimeoutSeconds: *timeout, Token: *token,
 		},
-		priority: *priority, runAt: *runAt,
 	}, nil
 }
 
-// leasesInOrder returns the leases highest priority first, then oldest
-// run_at, then id, as Claim promises (RETURNING has no order).
+// leasesInOrder returns the leases in claim order, as Claim promises
+// (RETURNING has no order).
 func leasesInOrder(cs []claimed, expires time.Time) []store.Lease {
-	slices.SortFunc(cs, func(a, b claimed) int {
-		if a.priority != b.priority {
-			return b.priority - a.priority
-		}
-		if c := a.runAt.Compare(b.runAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.lease.ExecutionID, b.lease.ExecutionID)
-	})
+	slices.SortFunc(cs, func(a, b claimed) int { return cmp.Compare(a.ord, b.ord) })
 	out := make([]store.Lease, len(cs))
 	for i, c := range cs {
 		out[i] = c.lease
@@ -248,9 +259,14 @@ func (s *Store) claimTx(ctx context.Context, p *store.ClaimParams, t time.Time, 
 			if len(cands) < batch {
 				break // every ready execution was seen
 			}
-			c.after = &cands[len(cands)-1]
+			for _, x := range cands {
+				c.seen = append(c.seen, x.id)
+			}
 		}
 		if err := writeBuckets(ctx, tx, c.buckets); err != nil {
+			return false, err
+		}
+		if err := moveTurns(ctx, tx, leases); err != nil {
 			return false, err
 		}
 		return len(leases) > 0, nil
@@ -270,58 +286,72 @@ type claimRun struct {
 	keys    []pair           // the concurrency keys locked, in lock order
 	running map[pair]int     // running executions per locked key, this claim's included
 	buckets map[pair]*bucket // the rate limits locked
-	after   *candidate       // the previous round's last candidate
+	tenants []string         // the first round's tenants, in turn order
+	seen    []string         // the candidates of earlier rounds
+	ord     map[string]int64 // each candidate's place in claim order
+	lastOrd int64            // the previous round's last place
 }
 
 // candidate is a ready execution a claim holds (FOR UPDATE).
 type candidate struct {
-	id       string
-	tenant   string
-	key      *string // concurrency key
-	limit    *int
-	rateKey  *string
-	priority int
-	runAt    time.Time
+	id      string
+	tenant  string
+	key     *string // concurrency key
+	limit   *int
+	rateKey *string
+	ord     int64 // its place in the round's claim order
 }
 
-// candidates locks and reads up to n ready executions in claim order (see
-// sqlClaimLaterRound for rounds after the first).
+// candidates locks and reads up to about n ready executions in claim order:
+// the first round from latch_claim_candidates, in fair claim order; later
+// rounds (sqlClaimLaterRound) from the first round's tenants, taking turns
+// in the first round's turn order.
 func (c *claimRun) candidates(ctx context.Context, tx pgx.Tx, round, n int) ([]candidate, error) {
-	filters, args := claimFilters(c.p, 3)
-	if round > 0 {
-		first := 3 + len(args)
-		filters += fmt.Sprintf(sqlClaimLaterRound, first, first+1, first+2, first+3, first+4, first+5, first+6)
+	var rows pgx.Rows
+	var err error
+	if round == 0 {
+		rows, err = tx.Query(ctx, sqlClaimTxFirst, c.t, n, c.p.Tenant, c.p.Queues, c.p.Kinds)
+	} else {
+		if len(c.tenants) == 0 {
+			return nil, nil
+		}
+		filters, args := claimFilters(c.p, 4)
+		first := 4 + len(args)
+		filters += fmt.Sprintf(sqlClaimLaterRound, first, first+1, first+2, first+3, first+4)
 		keyTenants, keyNames := unzip(c.keys)
 		var rated []pair
 		for k := range c.buckets {
 			rated = append(rated, k)
 		}
 		rateTenants, rateKeys := unzip(rated)
-		args = append(args, c.after.priority, c.after.runAt, c.after.id, keyTenants, keyNames, rateTenants, rateKeys)
+		args = append(args, c.seen, keyTenants, keyNames, rateTenants, rateKeys)
+		rows, err = tx.Query(ctx, strings.Replace(sqlClaimTxLater, "{filters}", filters, 1),
+			append([]any{c.t, n, c.tenants}, args...)...)
 	}
-	rows, err := tx.Query(ctx, strings.Replace(sqlClaimTxCandidates, "{filters}", filters, 1),
-		append([]any{c.t, n}, args...)...)
 	if err != nil {
 		return nil, err
 	}
 	var cands []candidate
 	var x candidate
-	_, err = pgx.ForEachRow(rows, []any{&x.id, &x.tenant, &x.key, &x.limit, &x.rateKey, &x.priority, &x.runAt}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&x.id, &x.tenant, &x.key, &x.limit, &x.rateKey, &x.ord}, func() error {
 		cands = append(cands, x)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(cands, func(a, b candidate) int {
-		if a.priority != b.priority {
-			return b.priority - a.priority
+	slices.SortFunc(cands, func(a, b candidate) int { return cmp.Compare(a.ord, b.ord) })
+	if c.ord == nil {
+		c.ord = map[string]int64{}
+	}
+	base := c.lastOrd + 1
+	for _, x := range cands {
+		c.ord[x.id] = base + x.ord
+		c.lastOrd = max(c.lastOrd, base+x.ord)
+		if round == 0 && !slices.Contains(c.tenants, x.tenant) {
+			c.tenants = append(c.tenants, x.tenant)
 		}
-		if x := a.runAt.Compare(b.runAt); x != 0 {
-			return x
-		}
-		return strings.Compare(a.id, b.id)
-	})
+	}
 	return cands, nil
 }
 
@@ -398,7 +428,28 @@ func (c *claimRun) lease(ctx context.Context, tx pgx.Tx, chosen []string) ([]cla
 		if err != nil {
 			return nil, err
 		}
+		l.ord = c.ord[l.lease.ExecutionID]
 		out = append(out, *l)
 	}
 	return out, rows.Err()
+}
+
+// sqlMoveTurns gives the tenants $1 new turns, in that order (sqlTurns).
+const sqlMoveTurns = `WITH s AS (SELECT * FROM unnest($1::text[]) WITH ORDINALITY AS s(tenant, i))
+` + sqlTurns
+
+// moveTurns gives the tenants of leases new turns, in the order they were
+// last served.
+func moveTurns(ctx context.Context, tx pgx.Tx, leases []claimed) error {
+	if len(leases) == 0 {
+		return nil
+	}
+	byOrd := slices.Clone(leases)
+	slices.SortFunc(byOrd, func(a, b claimed) int { return cmp.Compare(a.ord, b.ord) })
+	var served []string
+	for _, l := range byOrd {
+		served = append(slices.DeleteFunc(served, func(t string) bool { return t == l.lease.Tenant }), l.lease.Tenant)
+	}
+	_, err := tx.Exec(ctx, sqlMoveTurns, served)
+	return err
 }

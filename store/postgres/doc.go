@@ -254,14 +254,15 @@
 // to run it.
 //
 // The one plan that statistics could turn against the queue is the claim's
-// choice of candidates: walking latch_executions_ready in claim order and
-// stopping after Max rows, or a bitmap scan of every ready execution and a
-// sort. The planner picks the second whenever it expects few ready rows,
-// which is what it expects of a table without statistics (a new one, or
-// autovacuum off) or analyzed while the queue was empty; with tens of
-// thousands queued each claim then reads and sorts them all. So the
-// candidates come from the function latch_claim_candidates (migration 3),
-// whose only reason to be a function is its settings: no bitmap scans (the
+// choice of candidates: walking a tenant's latch_executions_queued in claim
+// order and stopping after the rows it needs, or a bitmap scan of every
+// ready execution and a sort. The planner picks the second whenever it
+// expects few ready rows, which is what it expects of a table without
+// statistics (a new one, or autovacuum off) or analyzed while the queue was
+// empty; with tens of thousands queued each claim then reads and sorts them
+// all. So the candidates come from the function latch_claim_candidates
+// (migration 5; a function also for its loop over the tenants in turn
+// order, I12), with its settings: no bitmap scans (the
 // ordered index walk is then the cheapest plan, whatever the statistics,
 // and stays so when the plan is made again after an ANALYZE) and no JIT
 // (an estimate inflated by statistics would compile expressions on every

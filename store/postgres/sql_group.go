@@ -479,26 +479,30 @@ func strPtr(s string) *string {
 }
 
 // sqlClaimMany leases ready executions for several claims with the same
-// filters in one statement: the first sum(max) candidates in claim order,
-// locked with FOR UPDATE SKIP LOCKED (two claimers never lease one attempt
-// and never wait for each other; a candidate changed since the snapshot is
-// re-checked on its newest version and skipped if no longer ready), dealt
-// out in claim order: the first claim's max to it, and so on. A candidate
-// counts as ready if it is at the earliest now of the claims (one claim
-// alone: its own now). If any candidate has a limit — a concurrency key, or
-// a rate key its tenant has a rate limit for — nothing is leased and
-// limited > 0 (one row of NULLs): the limit must be decided under its lock,
-// in claimTx.
+// filters in one statement: the first sum(max) candidates in fair claim
+// order (latch_claim_candidates: tenants take turns, I12), locked with FOR
+// UPDATE SKIP LOCKED (two claimers never lease one attempt and never wait
+// for each other; a candidate changed since the snapshot is re-checked on
+// its newest version and skipped if no longer ready), dealt out in that
+// order: the first claim's max to it, and so on. A candidate counts as
+// ready if it is at the earliest now of the claims (one claim alone: its
+// own now). If any candidate has a limit — a concurrency key, or a rate key
+// its tenant has a rate limit for — nothing is leased and limited > 0 (one
+// row of NULLs): the limit must be decided under its lock, in claimTx.
 //
-// The candidates come from latch_claim_candidates (migration 3), whose plan
-// walks the queue's index in claim order whatever the table's statistics
-// say. Its query takes its own snapshot, later than this statement's: a
-// candidate this statement's snapshot does not show yet (committed in
-// between) is locked but not leased, and stays ready, as if another claimer
-// had held it; one it shows older is leased in its newest version, which
-// the candidate's lock keeps as the function read it. The executions are
-// then found by their ids (= ANY, the primary key), never by a join the
-// planner could turn into a scan of the whole table.
+// The tenants served get their new turns in the same statement: the
+// function moves them (its move argument), knowing what this statement
+// leases: its first sum(max) candidates by ord, or none if one is limited.
+//
+// The candidates come from latch_claim_candidates (migration 5), whose
+// plan walks each tenant's queue index in claim order whatever the table's
+// statistics say. Its queries take their own snapshots, later than this
+// statement's: a candidate this statement's snapshot does not show yet
+// (committed in between) is locked but not leased, and stays ready, as if
+// another claimer had held it; one it shows older is leased in its newest
+// version, which the candidate's lock keeps as the function read it. The
+// executions are then found by their ids (= ANY, the primary key), never
+// by a join the planner could turn into a scan of the whole table.
 //
 //	$1 max, $2 worker, $3 now, $4 lease expiry, one element per claim;
 //	$5 tenant ('' = any), $6 queues, $7 kinds (NULL or empty = any)
@@ -509,10 +513,10 @@ WITH r AS (
     WITH ORDINALITY AS r(max, worker, now, expires, n)
 ), c AS MATERIALIZED (
     SELECT * FROM latch_claim_candidates((SELECT min(now) FROM r), (SELECT sum(max) FROM r)::bigint,
-        $5::text, $6::text[], $7::text[])
+        $5::text, $6::text[], $7::text[], true)
 ), a AS MATERIALIZED (
-    SELECT o.id, r.n, r.worker, r.now, r.expires
-    FROM (SELECT c.id, row_number() OVER (ORDER BY c.priority DESC, c.run_at, c.id) AS k FROM c
+    SELECT o.id, o.k, r.n, r.worker, r.now, r.expires
+    FROM (SELECT c.id, row_number() OVER (ORDER BY c.ord) AS k FROM c
           WHERE NOT EXISTS (SELECT 1 FROM c WHERE c.limited)) o
     JOIN r ON o.k > r.after AND o.k <= r.upto
 ), u AS (
@@ -520,9 +524,28 @@ WITH r AS (
         lease_token = gen_random_uuid(), worker_id = a.worker, lease_expires_at = a.expires,
         started_at = a.now
     FROM a WHERE x.id = ANY(ARRAY(SELECT id FROM a)) AND x.id = a.id
-    RETURNING a.n, ` + sqlClaimReturning + `
+    RETURNING a.n, a.k, ` + sqlClaimReturning + `
 )
 SELECT k.limited, u.* FROM (SELECT count(*) FILTER (WHERE limited) AS limited FROM c) k LEFT JOIN u ON true`
+
+// sqlTurns (claimTx's, as latch_claim_candidates does for sqlClaimMany)
+// moves the turns of the tenants in s (tenant, i): s.i, from 1,
+// is the order they were last served in. The new turns are past every turn
+// given before: from the sequence latch_turns, one value per statement,
+// times 2^20 (room for that many tenants served by one statement) plus
+// s.i. A tenant row another transaction holds is skipped (FOR NO KEY
+// UPDATE SKIP LOCKED): that is a concurrent claim serving the tenant and
+// moving its turn just as far, so no claim waits for another on a tenant
+// row. A statement that served one tenant only, whose turn is already past
+// every other's (turns given are never equal; only the first, 0, is
+// shared), moves nothing: the common case of one busy tenant costs no
+// write.
+const sqlTurns = `UPDATE latch_tenants t SET turn = (SELECT nextval('latch_turns')) * 1048576 + s.i
+    FROM s WHERE t.name = s.tenant AND t.name IN (
+        SELECT l.name FROM latch_tenants l JOIN s ON s.tenant = l.name
+        WHERE NOT ((SELECT count(*) FROM s) = 1 AND l.turn > 0
+                   AND l.turn = (SELECT max(m.turn) FROM latch_tenants m))
+        FOR NO KEY UPDATE OF l SKIP LOCKED)`
 
 // claimOp is one Claim for sqlClaimMany.
 type claimOp struct {
@@ -560,8 +583,8 @@ func buildClaim(ops []groupOp) statement {
 			defer rows.Close()
 			for rows.Next() {
 				var limited int
-				var n *int64
-				c, err := scanClaimed(rows, &limited, &n)
+				var n, k *int64
+				c, err := scanClaimed(rows, &limited, &n, &k)
 				if err != nil {
 					return err
 				}
@@ -573,6 +596,7 @@ func buildClaim(ops []groupOp) statement {
 				if c == nil {
 					continue
 				}
+				c.ord = *k
 				o, err := row[*claimOp](ops, *n)
 				if err != nil {
 					return err

@@ -22,8 +22,9 @@ const DefaultLease = 30 * time.Second
 // until it has caught up.
 const claimDueLimit = 1000
 
-// Claim implements store.Store with one script (claim.lua): candidates are
-// read and leased in one step, so two claimers never lease one attempt, and
+// Claim implements store.Store with one script (claim.lua): tenants take
+// turns (I12; the turns sorted set, lib.lua), candidates are read and leased
+// in one step, so two claimers never lease one attempt, and
 // a concurrency key's running count and a rate key's bucket are checked and
 // moved in the same step; a candidate its bucket refuses is deferred there
 // too (scheduled at the bucket's next free start), and RetryAt is the
@@ -40,7 +41,8 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 	expires := us(t.Add(lease))
 	queues, kinds := distinct(p.Queues), distinct(p.Kinds)
 
-	keys := []string{s.k.sched(), s.k.running(), s.k.readyKinds(), s.k.readyTenant(p.Tenant), s.k.due()}
+	keys := []string{s.k.sched(), s.k.running(), s.k.readyKinds(), s.k.readyTenant(p.Tenant), s.k.due(),
+		s.k.turns(), s.k.turnSeq()}
 	for _, q := range queues {
 		keys = append(keys, s.k.readyQueue(q))
 	}

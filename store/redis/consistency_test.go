@@ -211,6 +211,22 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 			}
 		}
 	}
+	// turns holds exactly the tenants with a non-empty ready:t index (its
+	// scores are turns, which only claims decide).
+	turns, err := r.ZRange(ctx, s.k.turns(), 0, -1).Result()
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range turns {
+		if len(want[s.k.readyTenant(t)]) == 0 {
+			report("%s: tenant %s has no ready execution", s.k.turns(), t)
+		}
+	}
+	for key, members := range want {
+		if t, ok := strings.CutPrefix(key, s.k.readyTenant("")); ok && len(members) > 0 && !slices.Contains(turns, t) {
+			report("%s: missing tenant %s, which has ready executions", s.k.turns(), t)
+		}
+	}
 	kinds, err := r.SMembers(ctx, s.k.readyKinds()).Result()
 	if err != nil {
 		return nil, err

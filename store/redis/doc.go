@@ -58,7 +58,7 @@
 // scripts; a test checks they agree):
 //
 //	{p}:tenants               set    tenant names
-//	{p}:tenant:<T>            hash   name max_inflight inflight dedup_ttl retention created,
+//	{p}:tenant:<T>            hash   name max_inflight inflight dedup_ttl retention created turn,
 //	                                 disabled ("1", only while disabled)
 //	{p}:apikey:<hash>         hash   tenant key_id created used | admin key_id created
 //	{p}:keyids:<T>            hash   a tenant's keys: key id -> key hash
@@ -72,6 +72,10 @@
 //	{p}:ready:q:<queue>       zset   queued executions of a queue   │ prio|run_at|id,
 //	{p}:ready:k:<kind>        zset   queued executions of a kind    ┘ all scores 0
 //	{p}:readykinds            set    kinds that have had ready work
+//	{p}:turns                 zset   tenants whose ready:t is not empty,
+//	                                 scored by turn (I12); a tenant out of
+//	                                 it keeps its turn in its hash (turn)
+//	{p}:turnseq               string the last turn given
 //	{p}:sched                 zset   scheduled execution ids by run_at, until due
 //	{p}:due                   zset   scheduled ones a claim found due, by run_at
 //	{p}:running               zset   running execution ids by lease expiry (Rescue)
@@ -99,10 +103,15 @@
 //
 // The ready indexes order members by bytes (ZRANGEBYLEX): 16 hex digits of
 // priority (descending), 16 of run_at (ascending), then the execution id,
-// encoded in Go so that Lua never does 64-bit arithmetic. A claim walks the
-// indexes its filters allow — the tenant's, its queues' or its kinds',
-// whichever is smallest; every kind's without filters — merging them in
-// order and checking the remaining filters per execution. A claim first
+// encoded in Go so that Lua never does 64-bit arithmetic. Claims take
+// turns across tenants (I12): the turns sorted set holds the tenants whose
+// ready:t index is not empty, scored by turn, and a claim for every tenant
+// serves them smallest turn first, one execution each a round, walking
+// each tenant's own index and checking the queue and kind filters per
+// execution (lua/claim.lua says how far, and what happens beyond). A claim
+// for one tenant walks the indexes its filters allow — the tenant's, its
+// queues' or its kinds', whichever is smallest — merging them in order and
+// checking the remaining filters per execution. A claim first
 // makes up to 1000 scheduled executions whose run_at has come due: they
 // move from sched to due and join the ready indexes with their status
 // unchanged, since a claim changes nothing it does not lease (Promote alone

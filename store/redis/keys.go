@@ -76,6 +76,8 @@ func (k keys) readyKind(kind string) string {
 func (k keys) sched() string                { return k.ns + ":sched" }
 func (k keys) due() string                  { return k.ns + ":due" }
 func (k keys) running() string              { return k.ns + ":running" }
+func (k keys) turns() string                { return k.ns + ":turns" }
+func (k keys) turnSeq() string              { return k.ns + ":turnseq" }
 func (k keys) conc(scope string) string     { return k.ns + ":ck:" + scope }
 func (k keys) concPark(scope string) string { return k.ns + ":ckpark:" + scope }
 func (k keys) done(tenant string) string    { return k.ns + ":done:" + tenant }

@@ -106,6 +106,12 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		rdb.Close()
 		return nil, err
 	}
+	// Executions queued by a latch from before claims took turns wait in
+	// ready indexes that turns does not name yet.
+	if _, err := s.run(ctx, "seed turns", scriptSeedTurns, []string{k.tenants(), k.turns()}, k.ns); err != nil {
+		rdb.Close()
+		return nil, err
+	}
 	if s.note, err = startNotifier(ctx, rdb, k.channel(), &s.feed); err != nil {
 		rdb.Close()
 		return nil, err

@@ -58,6 +58,7 @@ var (
 	scriptDeleteAPIKey    = mustScript("delete_api_key")
 	scriptTouchAPIKey     = mustScript("touch_api_key")
 	scriptBackfill        = mustScript("backfill")
+	scriptSeedTurns       = mustScript("seed_turns")
 
 	allScripts = []*luaScript{
 		scriptAdmit, scriptClaim, scriptHeartbeat, scriptComplete, scriptFail, scriptRelease,
@@ -65,6 +66,7 @@ var (
 		scriptCreateTenant, scriptUpdateTenant, scriptAddAPIKey, scriptEnsureAdminKey,
 		scriptPutSchedule, scriptDeleteSchedule, scriptFireSchedule, scriptPutRateLimit, scriptDeleteRateLimit,
 		scriptDeleteTenant, scriptDeleteAPIKey, scriptTouchAPIKey, scriptBackfill,
+		scriptSeedTurns,
 	}
 
 	// libName and librarySource are the function library that holds every

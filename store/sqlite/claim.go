@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +25,19 @@ const DefaultLease = 30 * time.Second
 // bucket for its rate key (I7): the token is taken, and the bucket's TAT
 // written, in the transaction that starts it; a refused candidate is
 // deferred (scheduled at the bucket's next free start) in it too.
+//
+// Fairness (I12): tenants take turns (see run). The transaction walks the
+// tenants with work in flight in turn order (tenants_ready: least recently
+// served first, ties by name), keeping those with a ready candidate for
+// this claim (one index probe each), reads each one's candidates in its own
+// claim order (executions_ready_tenant), and deals out one start per tenant
+// per round; at the end each tenant it served gets a turn past every other,
+// in the order it was last served (saveTurns). A claim's cost is one probe
+// per tenant it passes that has work in flight but nothing ready for it,
+// and one candidate read per tenant it serves; tenants with nothing in
+// flight are not in tenants_ready and cost nothing. A single-tenant queue
+// pays one probe, one candidate read and one turn update per claim besides
+// what it paid before.
 func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
 	t := now(p.Now)
 	maxN := max(p.Max, 1)
@@ -31,9 +45,14 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 	if lease <= 0 {
 		lease = DefaultLease
 	}
+	// The statements' texts depend on the filters only.
+	turnSQL, _ := turnQuery(p, t, turnMark{}, 0)
+	candSQL, _, _ := claimQuery(p, t, "", 0)
+	stmts := claimStmts{turn: s.prepared(ctx, turnSQL), cands: s.prepared(ctx, candSQL),
+		start: s.prepared(ctx, sqlStart)}
 	var res *store.ClaimResult
 	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
-		c := &claim{tx: tx, p: p, t: t, expires: t.Add(lease), maxN: maxN,
+		c := &claim{tx: tx, p: p, t: t, expires: t.Add(lease), maxN: maxN, stmts: stmts,
 			running: map[[2]string]int{}, buckets: newBuckets(tx), res: &store.ClaimResult{}}
 		if err := c.run(ctx); err != nil {
 			return false, err
@@ -47,9 +66,21 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 	return s.feed.Claimed(res, nil)
 }
 
+// claimStmts are a claim's prepared statements (nil: run the text).
+type claimStmts struct{ turn, cands, start *sql.Stmt }
+
+// query runs query in the claim's transaction, prepared if st is.
+func (c *claim) query(ctx context.Context, st *sql.Stmt, query string, args ...any) (*sql.Rows, error) {
+	if st != nil {
+		return c.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	}
+	return c.tx.QueryContext(ctx, query, args...)
+}
+
 // claim is one Claim's state inside its transaction.
 type claim struct {
 	tx      *sql.Tx
+	stmts   claimStmts
 	p       *store.ClaimParams
 	t       time.Time
 	expires time.Time
@@ -60,6 +91,31 @@ type claim struct {
 	buckets  *buckets
 	deferred int
 	res      *store.ClaimResult
+
+	// The turn walk: the last tenant read from tenants_ready, whether more
+	// may follow, and the largest turn of any tenant (the base of the new
+	// turns). served lists the tenants this claim leased to, in the order
+	// they were last served.
+	walked   *turnMark
+	walkDone bool
+	maxTurn  int64
+	turns    map[string]int64 // the turns of the tenants read
+	served   []string
+}
+
+// turnMark is a tenant's place in turn order.
+type turnMark struct {
+	turn int64
+	name string
+}
+
+// queue is one tenant's candidates while the claim serves it.
+type queue struct {
+	tenant string
+	cands  []candidate
+	pos    int
+	full   bool // the last read was cut by its limit: more may follow
+	moved  bool // a candidate of the last read left the candidate set
 }
 
 type candidate struct {
@@ -73,40 +129,166 @@ type candidate struct {
 // and with them the work of one write step; the next claim goes on.
 const maxDeferred = defaultBatch
 
-// run takes candidates batch by batch until Max are leased or none is left.
-// Every candidate of a batch leaves the candidate set (started, deferred to
-// a later RunAt, or held by a concurrency key now at its limit), so the next
-// batch holds only new ones: a backlog of deferred work cannot hide runnable
-// work behind it.
+// run deals out starts in rounds: each round gives every tenant in the
+// claim's turn order one start (the tenant's next candidate in its own
+// claim order that may start; those its rate limit refuses are deferred on
+// the way, those its concurrency keys hold back are passed over), until Max
+// are leased, maxDeferred deferred, or no tenant has a candidate left. A
+// tenant's candidates are read in batches; every candidate of a batch
+// leaves the candidate set (started, deferred to a later RunAt, or held by
+// a concurrency key now at its limit), so the next batch holds only new
+// ones: a backlog of deferred work cannot hide runnable work behind it.
+// When every tenant read so far is out of candidates, the walk reads the
+// next tenants in turn order.
 func (c *claim) run(ctx context.Context) error {
-	for len(c.res.Leases) < c.maxN && c.deferred < maxDeferred {
-		cands, full, err := c.candidates(ctx)
-		if err != nil {
-			return err
-		}
-		moved := false
-		for _, cand := range cands {
-			if len(c.res.Leases) == c.maxN || c.deferred == maxDeferred {
-				break
-			}
-			done, err := c.try(ctx, &cand)
+	var queues []*queue
+	for c.room() {
+		if len(queues) == 0 {
+			next, err := c.nextTenants(ctx)
 			if err != nil {
 				return err
 			}
-			moved = moved || done
+			if len(next) == 0 {
+				break
+			}
+			for _, name := range next {
+				queues = append(queues, &queue{tenant: name, full: true, moved: true})
+			}
 		}
-		if !full || !moved {
-			break
+		kept := queues[:0]
+		for i, q := range queues {
+			if !c.room() {
+				kept = append(kept, queues[i:]...)
+				break
+			}
+			left, err := c.serve(ctx, q, len(queues))
+			if err != nil {
+				return err
+			}
+			if left {
+				kept = append(kept, q)
+			}
 		}
+		queues = kept
+	}
+	if err := c.saveTurns(ctx); err != nil {
+		return err
 	}
 	return c.buckets.save(ctx)
 }
 
-// candidates reads the next batch in claim order; full reports whether the
-// batch was cut by its limit (more may follow).
-func (c *claim) candidates(ctx context.Context) (cands []candidate, full bool, err error) {
-	query, args, limit := claimQuery(c.p, c.t, c.maxN)
-	rows, err := c.tx.QueryContext(ctx, query, args...)
+// room reports whether the claim may start or defer more.
+func (c *claim) room() bool {
+	return len(c.res.Leases) < c.maxN && c.deferred < maxDeferred
+}
+
+// serve gives tenant q its turn of a round: it tries q's candidates until
+// one starts. left reports whether q may have candidates left; sharing is
+// how many tenants the round serves (it sizes q's batches).
+func (c *claim) serve(ctx context.Context, q *queue, sharing int) (left bool, err error) {
+	for c.room() {
+		if q.pos == len(q.cands) {
+			if !q.full || !q.moved {
+				return false, nil
+			}
+			share := (c.maxN - len(c.res.Leases) + sharing - 1) / sharing
+			if q.cands, q.full, err = c.candidates(ctx, q.tenant, share); err != nil {
+				return false, err
+			}
+			q.pos, q.moved = 0, false
+			if len(q.cands) == 0 {
+				return false, nil
+			}
+		}
+		cand := &q.cands[q.pos]
+		q.pos++
+		n := len(c.res.Leases)
+		done, err := c.try(ctx, cand)
+		if err != nil {
+			return false, err
+		}
+		q.moved = q.moved || done
+		if len(c.res.Leases) > n {
+			c.markServed(q.tenant)
+			return true, nil
+		}
+	}
+	return true, nil
+}
+
+// markServed moves tenant to the end of served.
+func (c *claim) markServed(tenant string) {
+	if i := slices.Index(c.served, tenant); i >= 0 {
+		c.served = slices.Delete(c.served, i, i+1)
+	}
+	c.served = append(c.served, tenant)
+}
+
+// nextTenants reads, after the last one read, the next tenants in turn
+// order that have a ready execution for this claim: as many as the claim
+// may still lease, since each is served at most once a round. (One whose
+// ready executions its concurrency keys all hold back gives none, and is
+// passed.)
+func (c *claim) nextTenants(ctx context.Context) ([]string, error) {
+	if c.walkDone {
+		return nil, nil
+	}
+	from := turnMark{turn: -1}
+	if c.walked != nil {
+		from = *c.walked
+	}
+	want := c.maxN - len(c.res.Leases)
+	query, args := turnQuery(c.p, c.t, from, want)
+	rows, err := c.query(ctx, c.stmts.turn, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: claim: %w", err)
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var m turnMark
+		if err := rows.Scan(&m.name, &m.turn, &c.maxTurn); err != nil {
+			return nil, fmt.Errorf("sqlite: claim: %w", err)
+		}
+		names = append(names, m.name)
+		c.walked = &m
+		if c.turns == nil {
+			c.turns = map[string]int64{}
+		}
+		c.turns[m.name] = m.turn
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: claim: %w", err)
+	}
+	c.walkDone = len(names) < want
+	return names, nil
+}
+
+// saveTurns gives each tenant the claim served a turn past every other
+// tenant's, in the order the claim last served them, so that the next
+// claim serves first the tenants this one did not reach. A claim that
+// served one tenant only, whose turn is already past every other's (turns
+// given are never equal, only the first, 0, is shared), changes nothing:
+// the common case of one busy tenant costs no write.
+func (c *claim) saveTurns(ctx context.Context) error {
+	if len(c.served) == 1 && c.maxTurn > 0 && c.turns[c.served[0]] == c.maxTurn {
+		return nil
+	}
+	for i, name := range c.served {
+		if _, err := c.tx.ExecContext(ctx, `UPDATE tenants SET turn = ? WHERE name = ?`,
+			c.maxTurn+1+int64(i), name); err != nil {
+			return fmt.Errorf("sqlite: claim: turn: %w", err)
+		}
+	}
+	return nil
+}
+
+// candidates reads tenant's next batch in its claim order, sized for a
+// share of the claim's starts; full reports whether the batch was cut by
+// its limit (more may follow).
+func (c *claim) candidates(ctx context.Context, tenant string, share int) (cands []candidate, full bool, err error) {
+	query, args, limit := claimQuery(c.p, c.t, tenant, share)
+	rows, err := c.query(ctx, c.stmts.cands, query, args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("sqlite: claim: %w", err)
 	}
@@ -162,15 +344,24 @@ func (c *claim) try(ctx context.Context, cand *candidate) (done bool, err error)
 	return true, c.start(ctx, cand.lease)
 }
 
+// sqlStart leases an execution to the claiming worker.
+const sqlStart = `UPDATE executions SET status = 'running',
+		attempt = attempt + 1, lease_token = ?, worker_id = ?, lease_expires_at = ?,
+		started_at = ? WHERE id = ?`
+
 // start leases the candidate to the claiming worker.
 func (c *claim) start(ctx context.Context, l store.Lease) error {
 	l.Token = uuid.NewString()
 	l.Attempt++
 	l.ExpiresAt = c.expires.UTC()
-	if _, err := c.tx.ExecContext(ctx, `UPDATE executions SET status = 'running',
-		attempt = attempt + 1, lease_token = ?, worker_id = ?, lease_expires_at = ?,
-		started_at = ? WHERE id = ?`,
-		l.Token, nullString(c.p.WorkerID), ns(c.expires), ns(c.t), l.ExecutionID); err != nil {
+	args := []any{l.Token, nullString(c.p.WorkerID), ns(c.expires), ns(c.t), l.ExecutionID}
+	var err error
+	if c.stmts.start != nil {
+		_, err = c.tx.StmtContext(ctx, c.stmts.start).ExecContext(ctx, args...)
+	} else {
+		_, err = c.tx.ExecContext(ctx, sqlStart, args...)
+	}
+	if err != nil {
 		return fmt.Errorf("sqlite: claim: %w", err)
 	}
 	c.res.Leases = append(c.res.Leases, l)
@@ -192,28 +383,27 @@ func (c *claim) deferTo(ctx context.Context, id string, runAt time.Time) error {
 	return nil
 }
 
-// claimQuery selects ready candidates in claim order. Executions whose
-// concurrency key is already at its limit within their tenant are filtered out in SQL so that a
-// backlog of blocked work cannot hide runnable work behind it.
+// readyWhere is the condition, on executions e, of a candidate of this
+// claim: ready at t, its concurrency key (if any) with room within its
+// tenant, and of the claim's queues and kinds. Executions whose key is
+// already at its limit are filtered out in SQL so that a backlog of blocked
+// work cannot hide runnable work behind it.
 //
 // The running count of a key names its index (INDEXED BY): without table
 // statistics the planner otherwise picks executions_tenant and reads every
 // execution the tenant ever had, per candidate with a key, in every claim,
 // so claims slowed down as a tenant's history grew (found by the soak,
 // internal/soak: 100 submits/s fell to 28/s after 10 minutes).
-func claimQuery(p *store.ClaimParams, t time.Time, maxN int) (query string, args []any, limit int) {
+func readyWhere(p *store.ClaimParams, t time.Time, room bool) (string, []any) {
 	var b strings.Builder
-	b.WriteString(`SELECT id, tenant, kind, queue, payload, attempt, max_attempts, timeout_seconds,
-		concurrency_key, concurrency_limit, rate_key FROM executions e
-		WHERE status IN ('queued', 'scheduled') AND (status = 'queued' OR run_at <= ?)
-		AND (concurrency_key IS NULL OR (SELECT COUNT(*) FROM executions r INDEXED BY executions_concurrency
+	b.WriteString(`e.status IN ('queued', 'scheduled') AND (e.status = 'queued' OR e.run_at <= ?)`)
+	if room {
+		b.WriteString(`
+		AND (e.concurrency_key IS NULL OR (SELECT COUNT(*) FROM executions r INDEXED BY executions_concurrency
 			WHERE r.status = 'running' AND r.tenant = e.tenant
-			AND r.concurrency_key = e.concurrency_key) < concurrency_limit)`)
-	args = []any{ns(t)}
-	if p.Tenant != "" {
-		b.WriteString(` AND tenant = ?`)
-		args = append(args, p.Tenant)
+			AND r.concurrency_key = e.concurrency_key) < e.concurrency_limit)`)
 	}
+	args := []any{ns(t)}
 	in := func(col string, vals []string) {
 		if len(vals) == 0 {
 			return
@@ -223,11 +413,44 @@ func claimQuery(p *store.ClaimParams, t time.Time, maxN int) (query string, args
 			args = append(args, v)
 		}
 	}
-	in("queue", p.Queues)
-	in("kind", p.Kinds)
+	in("e.queue", p.Queues)
+	in("e.kind", p.Kinds)
+	return b.String(), args
+}
+
+// turnQuery selects, in turn order after from, up to n tenants with a
+// ready execution of the claim's queues and kinds (one probe of
+// executions_ready_tenant each; whether its concurrency key lets it start
+// is left to claimQuery, which is cheaper than asking it of every probe),
+// with their turns and the largest turn of all. The claim's tenant filter,
+// and any other rule on which tenants may be served at all, belongs here.
+func turnQuery(p *store.ClaimParams, t time.Time, from turnMark, n int) (query string, args []any) {
+	ready, rargs := readyWhere(p, t, false)
+	var b strings.Builder
+	b.WriteString(`SELECT t.name, t.turn, (SELECT MAX(turn) FROM tenants)
+		FROM tenants t INDEXED BY tenants_ready
+		WHERE t.inflight > 0 AND (t.turn, t.name) > (?, ?)`)
+	args = []any{from.turn, from.name}
+	if p.Tenant != "" {
+		b.WriteString(` AND t.name = ?`)
+		args = append(args, p.Tenant)
+	}
+	b.WriteString(` AND EXISTS (SELECT 1 FROM executions e INDEXED BY executions_ready_tenant
+		WHERE e.tenant = t.name AND ` + ready + `)
+		ORDER BY t.turn, t.name LIMIT ?`)
+	args = append(append(args, rargs...), n)
+	return b.String(), args
+}
+
+// claimQuery selects tenant's ready candidates in its claim order (highest
+// priority first, then oldest run_at, then id), enough for share starts.
+func claimQuery(p *store.ClaimParams, t time.Time, tenant string, share int) (query string, args []any, limit int) {
+	ready, rargs := readyWhere(p, t, true)
 	// A few spare candidates let the in-batch concurrency count skip some.
-	limit = maxN*2 + 8
-	b.WriteString(` ORDER BY priority DESC, run_at, id LIMIT ?`)
-	args = append(args, limit)
-	return b.String(), args, limit
+	limit = share*2 + 8
+	query = `SELECT id, tenant, kind, queue, payload, attempt, max_attempts, timeout_seconds,
+		concurrency_key, concurrency_limit, rate_key FROM executions e INDEXED BY executions_ready_tenant
+		WHERE e.tenant = ? AND ` + ready + ` ORDER BY e.priority DESC, e.run_at, e.id LIMIT ?`
+	args = append(append([]any{tenant}, rargs...), limit)
+	return query, args, limit
 }

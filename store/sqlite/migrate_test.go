@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latch-run/latch/internal/migration"
 	"github.com/latch-run/latch/store"
 )
 
 // TestMigrateRoundTrip applies the newest migration's down and then its up
 // again on a file holding data: the down removes exactly what the up added
-// and leaves the older schema and its rows intact, and the up applies
-// cleanly on top of it.
+// (and restores what it dropped) and leaves the older schema and its rows
+// intact, and the up applies cleanly on top of it.
 func TestMigrateRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "latch.db")
@@ -49,7 +50,8 @@ func TestMigrateRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newest := ms[len(ms)-1]
+	// The two newest: 4 (fair claims) and 3 (keys and sessions), newest first.
+	downs := []migration.Migration{ms[len(ms)-1], ms[len(ms)-2]}
 	db, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {
 		t.Fatal(err)
@@ -60,17 +62,23 @@ func TestMigrateRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.ExecContext(ctx, newest.Down); err != nil {
-		t.Fatalf("migration %d down: %v", newest.Version, err)
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM schema_migrations WHERE version = ?`, newest.Version); err != nil {
-		t.Fatal(err)
+	for _, m := range downs {
+		if _, err := tx.ExecContext(ctx, m.Down); err != nil {
+			t.Fatalf("migration %d down: %v", m.Version, err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM schema_migrations WHERE version = ?`, m.Version); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
 	after := schemaObjects(t, db)
-	for _, gone := range []string{"table console_sessions", "index console_sessions_expires", "index api_keys_key_id", "index api_keys_tenant"} {
+	// Version 4 (fair claims) replaces the queue index across tenants by
+	// one per tenant and adds the tenants' turns; version 3 adds key ids
+	// and console sessions.
+	for _, gone := range []string{"index executions_ready_tenant", "index tenants_ready", "index tenants_turn",
+		"table console_sessions", "index console_sessions_expires", "index api_keys_key_id", "index api_keys_tenant"} {
 		if after[gone] {
 			t.Errorf("%s survives the down migration", gone)
 		}
@@ -79,7 +87,7 @@ func TestMigrateRoundTrip(t *testing.T) {
 		}
 	}
 	for obj := range after {
-		if !before[obj] {
+		if !before[obj] && obj != "index executions_ready" {
 			t.Errorf("the down migration created %s", obj)
 		}
 	}
@@ -105,6 +113,10 @@ func TestMigrateRoundTrip(t *testing.T) {
 	}
 	if _, err := s.Get(ctx, &store.GetParams{ID: fired.Execution.ID}); err != nil {
 		t.Errorf("the tick's execution after down and up: %v", err)
+	}
+	res, err := s.Claim(ctx, &store.ClaimParams{Max: 1, Now: sc.NextRunAt})
+	if err != nil || len(res.Leases) != 1 || res.Leases[0].ExecutionID != fired.Execution.ID {
+		t.Errorf("Claim after down and up = %+v, %v; want the tick's execution", res, err)
 	}
 	ks, err := s.ListAPIKeys(ctx, &store.ListAPIKeysParams{Tenant: "acme"})
 	if err != nil {
@@ -144,7 +156,8 @@ func TestQueryPlans(t *testing.T) {
 		return query{q, args}
 	}
 	due := time.Unix(1, 0)
-	claimSQL, claimArgs, _ := claimQuery(&store.ClaimParams{Max: 1}, due, 1)
+	claimSQL, claimArgs, _ := claimQuery(&store.ClaimParams{Kinds: []string{"x"}}, due, "acme", 1)
+	turnSQL, turnArgs := turnQuery(&store.ClaimParams{Queues: []string{"q"}}, due, turnMark{turn: -1}, 1)
 	for what, c := range map[string]struct {
 		query
 		want string
@@ -156,9 +169,12 @@ func TestQueryPlans(t *testing.T) {
 		// key's running executions through executions_tenant: every
 		// claim read the tenant's whole history (found by the soak).
 		"claim's running count per concurrency key": {query{claimSQL, claimArgs}, "executions_concurrency"},
-		"due":             {list(store.ListSchedulesParams{DueBy: due}), "schedules_due"},
-		"all":             {list(store.ListSchedulesParams{}), "PRIMARY KEY ((tenant,name)>(?,?))"},
-		"all of a tenant": {list(store.ListSchedulesParams{Tenant: "acme"}), "PRIMARY KEY (tenant=?)"},
+		"claim's candidates of a tenant":            {query{claimSQL, claimArgs}, "executions_ready_tenant (tenant=?)"},
+		"claim's tenants in turn order":             {query{turnSQL, turnArgs}, "tenants_ready ((turn,name)>(?,?))"},
+		"claim's probe of a tenant's queue":         {query{turnSQL, turnArgs}, "executions_ready_tenant (tenant=?)"},
+		"due":                                       {list(store.ListSchedulesParams{DueBy: due}), "schedules_due"},
+		"all":                                       {list(store.ListSchedulesParams{}), "PRIMARY KEY ((tenant,name)>(?,?))"},
+		"all of a tenant":                           {list(store.ListSchedulesParams{Tenant: "acme"}), "PRIMARY KEY (tenant=?)"},
 		"bucket": {query{`SELECT ` + rateLimitColumns + ` FROM rate_limits WHERE tenant = ? AND rate_key = ?`,
 			[]any{"acme", "k"}}, "PRIMARY KEY (tenant=? AND rate_key=?)"},
 	} {

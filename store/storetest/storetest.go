@@ -41,6 +41,8 @@
 //	               every window of concurrent starts)
 //	I8 durability  RunReopen, for backends whose database can be reopened
 //	I9 liveness    Rescue/*, Concurrency/AdmitSameKeyAllSubmittersDie
+//	I12 fairness   Fairness/* (one claim alone; claims of many workers at once
+//	               stay fair only as far as store.Store.Claim promises)
 //
 // The optional store.Notifier capability is checked under Notifier/*; a
 // backend without it skips those tests and says so.
@@ -72,6 +74,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Dedup", testDedup},
 		{"Claim", testClaim},
 		{"ClaimFilters", testClaimFilters},
+		{"Fairness", testFairness},
 		{"ConcurrencyKey", testConcurrencyKey},
 		{"Schedule", testSchedule},
 		{"RateLimit", testRateLimit},

@@ -1,6 +1,7 @@
 package lincheck
 
 import (
+	"cmp"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -20,6 +21,10 @@ type TenantState struct {
 	Inflight    int
 	DedupTTL    int64 // ns
 	Retention   int64 // ns
+	// Turn orders the tenants a claim serves (I12): smallest first, ties
+	// by name. A claim gives each tenant it served a turn past every
+	// other's, in the order it last served them (State.TurnSeq counts).
+	Turn int64
 }
 
 // Exec is the model's execution: what the store shows, plus the current
@@ -57,6 +62,7 @@ type State struct {
 	Tenants    map[string]TenantState
 	Execs      map[string]Exec
 	Keys       map[tenantKey]KeyState
+	TurnSeq    int64 // the largest turn given
 	Concurrent bool
 }
 
@@ -83,12 +89,13 @@ func NewState(tenants ...store.CreateTenantParams) *State {
 // Clone returns a deep copy (all values are plain structs).
 func (s *State) Clone() *State {
 	return &State{Tenants: maps.Clone(s.Tenants), Execs: maps.Clone(s.Execs), Keys: maps.Clone(s.Keys),
-		Concurrent: s.Concurrent}
+		TurnSeq: s.TurnSeq, Concurrent: s.Concurrent}
 }
 
 // Equal reports whether two states are the same.
 func (s *State) Equal(o *State) bool {
-	return maps.Equal(s.Tenants, o.Tenants) && maps.Equal(s.Execs, o.Execs) && maps.Equal(s.Keys, o.Keys)
+	return maps.Equal(s.Tenants, o.Tenants) && maps.Equal(s.Execs, o.Execs) && maps.Equal(s.Keys, o.Keys) &&
+		s.TurnSeq == o.TurnSeq
 }
 
 // Hash is an order-independent hash of the state: Equal states hash equal.
@@ -452,10 +459,38 @@ func ready(x Exec, in Input) bool {
 	return x.Status == store.StatusQueued || (x.Status == store.StatusScheduled && x.RunAt <= in.Now)
 }
 
-// before reports whether a must be claimed before b: higher priority first,
-// then older RunAt. Ties may go either way.
+// before reports whether a must be claimed before b among one tenant's
+// executions: higher priority first, then older RunAt. Ties may go either
+// way.
 func before(a, b Exec) bool {
 	return a.Priority > b.Priority || (a.Priority == b.Priority && a.RunAt < b.RunAt)
+}
+
+// turnOrder returns the tenants of the leases a claim alone must hand out,
+// in order (I12): rounds over the tenants with candidates, smallest turn
+// first (ties by name), one execution each a round, until want.
+func (s *State) turnOrder(cands []Exec, want int) []string {
+	left := map[string]int{}
+	for _, c := range cands {
+		left[c.Tenant]++
+	}
+	order := slices.Collect(maps.Keys(left))
+	slices.SortFunc(order, func(a, b string) int {
+		if d := cmp.Compare(s.Tenants[a].Turn, s.Tenants[b].Turn); d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
+	var out []string
+	for len(out) < want {
+		for _, t := range order {
+			if left[t] > 0 && len(out) < want {
+				out = append(out, t)
+				left[t]--
+			}
+		}
+	}
+	return out
 }
 
 func (s *State) claim(in Input, out Output) error {
@@ -475,19 +510,29 @@ func (s *State) claim(in Input, out Output) error {
 	case !s.Concurrent && len(out.Leases) != want:
 		return fmt.Errorf("claim handed out %d leases, want %d (%d ready)", len(out.Leases), want, len(cands))
 	}
+	var turns []string
+	if !s.Concurrent {
+		turns = s.turnOrder(cands, want)
+	}
 	taken := map[string]bool{}
-	for _, l := range out.Leases {
+	var served []string // in the order last served
+	for i, l := range out.Leases {
 		x, ok := s.Execs[l.ID]
 		if !ok || !ready(x, in) || taken[l.ID] {
 			return fmt.Errorf("claim handed out %s, which is not ready (%s attempt %d)", short(l.ID), x.Status, x.Attempt)
 		}
+		if !s.Concurrent && x.Tenant != turns[i] {
+			return fmt.Errorf("claim handed out %s of tenant %s as lease %d, want one of %s's (turn order %v)",
+				short(x.ID), x.Tenant, i+1, turns[i], turns)
+		}
 		for _, c := range cands {
-			if !s.Concurrent && !taken[c.ID] && before(c, x) {
-				return fmt.Errorf("claim handed out %s (priority %d, run_at %s) before %s (priority %d, run_at %s)",
+			if !s.Concurrent && !taken[c.ID] && c.Tenant == x.Tenant && before(c, x) {
+				return fmt.Errorf("claim handed out %s (priority %d, run_at %s) before %s (priority %d, run_at %s) of its tenant",
 					short(x.ID), x.Priority, fmtNS(x.RunAt), short(c.ID), c.Priority, fmtNS(c.RunAt))
 			}
 		}
 		taken[l.ID] = true
+		served = append(slices.DeleteFunc(served, func(t string) bool { return t == x.Tenant }), x.Tenant)
 		x.Attempt++
 		x.Status = store.StatusRunning
 		x.LeaseExpires = in.Now + leaseOf(in.Lease)
@@ -501,6 +546,12 @@ func (s *State) claim(in Input, out Output) error {
 		}
 		x.Token = l.Token
 		s.Execs[x.ID] = x
+	}
+	for _, t := range served {
+		s.TurnSeq++
+		ts := s.Tenants[t]
+		ts.Turn = s.TurnSeq
+		s.Tenants[t] = ts
 	}
 	return nil
 }

@@ -1,19 +1,42 @@
--- claim.lua: Store.Claim — lease up to max ready executions, highest
--- priority first, then oldest run_at, then id. Reading the candidates and
--- leasing them is this one script, so no two claimers can lease one attempt
--- (I2), a concurrency key's running count (per tenant) is checked and
--- raised in the same step (I4), and so is a rate key's bucket (I7).
+-- claim.lua: Store.Claim — lease up to max ready executions: tenants take
+-- turns (I12), and each tenant's own executions come highest priority
+-- first, then oldest run_at, then id. Reading the candidates and leasing
+-- them is this one script, so no two claimers can lease one attempt (I2), a
+-- concurrency key's running count (per tenant) is checked and raised in the
+-- same step (I4), and so is a rate key's bucket (I7).
 --
 -- First, scheduled executions whose run_at has come by now (up to
 -- due_limit, oldest first) are made due: they join the ready indexes with
 -- their status unchanged (lib.lua, leave), so that this claim and later
--- ones can take them in order. Then the claim
--- walks the ready indexes its filters allow — the tenant's, the queues' or
--- the kinds', whichever set is smallest by ZCARD; every kind's without
--- filters — merging them in member order and checking the other filters
--- per execution. An
--- execution whose concurrency key is at its limit is parked (see lib.lua)
--- instead of being passed over on every later claim.
+-- ones can take them in order.
+--
+-- Turns. A claim for every tenant reads the tenants with ready work from
+-- turns (lib.lua) in turn order, smallest turn first, and deals out starts
+-- in rounds: each round gives every tenant one start, its first candidate
+-- in its own claim order that may start, read from its ready:t index with
+-- the queue and kind filters checked per execution. At the end each tenant
+-- served gets a turn past every other (turnseq), in the order this claim
+-- last served them, so that the next claim first serves those this one did
+-- not reach. Cost: O(log T) to read the first tenants of T in turns, and
+-- per tenant served the walk of its own index up to its first candidate.
+-- A tenant whose index holds more than SKIP_CAP executions in a row that
+-- the filters refuse is passed for the rest of the claim, and the rounds
+-- end once SKIP_BUDGET such executions were passed in all (no claim walks
+-- the tenants' whole backlogs of other kinds or queues); if that left the
+-- claim short, it then walks the filters' own indexes as a claim for one
+-- tenant does (below), in member order across tenants, so that such work
+-- is still found: fair as far as the bounds go, and never stuck. Claims
+-- whose filters take every kind and queue the tenants have work of never
+-- meet the bounds.
+--
+-- A claim for one tenant is that tenant's turn: it walks the ready indexes
+-- its filters allow — the tenant's, the queues' or the kinds', whichever
+-- set is smallest by ZCARD — merging them in member order and checking the
+-- other filters per execution, and then moves the tenant's turn like any
+-- claim that serves it.
+--
+-- An execution whose concurrency key is at its limit is parked (see
+-- lib.lua) instead of being passed over on every later claim.
 --
 -- Rate limits: a candidate that its concurrency key lets start and whose
 -- tenant has a limit for its rate key (ratelimit:<c>) starts only if the
@@ -24,16 +47,18 @@
 -- bucket's next free start (store.RateLimit.FreeAt), the k-th refused of
 -- one bucket in this claim k-1 intervals later, with its attempt and quota
 -- slot unchanged. Buckets are read once and their TATs written back at the
--- end, all inside this script.
+-- end, all inside this script. Parking or deferring a candidate does not
+-- end its tenant's turn: the turn goes on to its next candidate.
 --
 -- KEYS[1] sched   KEYS[2] running   KEYS[3] readykinds
 -- KEYS[4] ready:t:<T> (ignored when the claim is for every tenant)
--- KEYS[5] due
--- KEYS[6 .. 5+nq]          ready:q:<queue> for each queue filter
--- KEYS[6+nq .. 5+nq+nk]    ready:k:<kind> for each kind filter
+-- KEYS[5] due     KEYS[6] turns     KEYS[7] turnseq
+-- KEYS[8 .. 7+nq]          ready:q:<queue> for each queue filter
+-- KEYS[8+nq .. 7+nq+nk]    ready:k:<kind> for each kind filter
 --   derived: exec:<id> of each candidate, ck:<c> and ckpark:<c> of its
 --   tenant's concurrency key, ratelimit:<c> of its tenant's rate key, the
---   other ready indexes of a leased or deferred execution, and
+--   ready indexes of the tenants in turns, the other ready indexes of a
+--   leased or deferred execution, tenant:<T> of a served tenant, and
 --   ready:k:<kind> of every kind in readykinds for a claim without filters.
 -- ARGV[1] NS  ARGV[2] now_us  ARGV[3] max  ARGV[4] lease_expires_us
 -- ARGV[5] worker_id  ARGV[6] tenant ('' = every tenant)  ARGV[7] token base
@@ -46,6 +71,7 @@
 
 local now, max, expires, worker, tenant, token_base = ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local nq, nk = tonumber(ARGV[9]), tonumber(ARGV[10])
+local TURNS, TURNSEQ = KEYS[6], KEYS[7]
 
 make_due(now, tonumber(ARGV[8]))
 
@@ -53,33 +79,19 @@ local queues, kinds = {}, {}
 local qkeys, kkeys = {}, {}
 for i = 1, nq do
   queues[ARGV[10 + i]] = true
-  qkeys[#qkeys + 1] = KEYS[5 + i]
+  qkeys[#qkeys + 1] = KEYS[7 + i]
 end
 for i = 1, nk do
   kinds[ARGV[10 + nq + i]] = true
-  kkeys[#kkeys + 1] = KEYS[5 + nq + i]
-end
-
--- The smallest family of indexes that covers every candidate.
-local families = {}
-if tenant ~= '' then families[#families + 1] = {KEYS[4]} end
-if nq > 0 then families[#families + 1] = qkeys end
-if nk > 0 then families[#families + 1] = kkeys end
-if #families == 0 then
-  local all = {}
-  for _, kind in ipairs(redis.call('SMEMBERS', KEYS[3])) do all[#all + 1] = k_ready_k(kind) end
-  families[1] = all
-end
-local walk, smallest = nil, nil
-for _, fam in ipairs(families) do
-  local size = 0
-  for _, key in ipairs(fam) do size = size + redis.call('ZCARD', key) end
-  if not smallest or size < smallest then walk, smallest = fam, size end
+  kkeys[#kkeys + 1] = KEYS[7 + nq + i]
 end
 
 local CHUNK = math.max(2 * max, 16)
-local cursors = {}
-for _, key in ipairs(walk) do cursors[#cursors + 1] = {key = key, buf = {}, pos = 1, last = nil, done = false} end
+local SKIP_CAP, SKIP_BUDGET = 256, 1024
+local skipped = 0 -- members the rounds passed because the filters refuse them
+
+-- A cursor walks one ready index in member order, CHUNK members a read.
+local function cursor(key) return {key = key, buf = {}, pos = 1, last = nil, done = false} end
 
 local function head(c)
   if c.pos > #c.buf then
@@ -92,6 +104,43 @@ local function head(c)
     if #c.buf == 0 then return nil end
   end
   return c.buf[c.pos]
+end
+
+-- examine returns the execution of member m of c's index if this claim
+-- may take it: ready at now and of the claim's tenant, queues and kinds.
+local function examine(c, m)
+  local e = load(string.sub(m, MEMBER_ID), LEASE_FIELDS)
+  if not e or not (e.status == 'queued' or (e.status == 'scheduled' and e.due)) or e.parked then
+    -- cannot happen; never block on it
+    if c.tenant then ready_t_rem(c.tenant, m) else redis.call('ZREM', c.key, m) end
+  elseif (tenant == '' or e.tenant == tenant) and (nq == 0 or queues[e.queue]) and (nk == 0 or kinds[e.kind])
+      -- made due by a claim whose clock was ahead of this one's
+      and (e.status == 'queued' or tonumber(e.run_at) <= tonumber(now)) then
+    return e
+  end
+  return nil
+end
+
+-- candidate returns the next member of tenant cursor c that the claim may
+-- take, and its execution; nil when c has none left, or (c.capped) after
+-- SKIP_CAP members in a row the claim may not take or once the claim has
+-- passed SKIP_BUDGET of them.
+local function candidate(c)
+  local n = 0
+  while true do
+    if n >= SKIP_CAP or skipped >= SKIP_BUDGET then
+      c.capped = true
+      return nil
+    end
+    local m = head(c)
+    if not m then return nil end
+    c.last = m
+    c.pos = c.pos + 1
+    local e = examine(c, m)
+    if e then return e, m end
+    n = n + 1
+    skipped = skipped + 1
+  end
 end
 
 -- Rate-limit buckets met by this claim, by scoped(tenant, rate key):
@@ -120,75 +169,173 @@ local touched = {}
 -- The running set's entries of this claim's leases, {expires, id, ...},
 -- added with one ZADD at the end: nothing in the claim reads the set.
 local leased = {}
-while #out - 2 < max do
-  local best, bc = nil, nil
-  for _, c in ipairs(cursors) do
-    local h = head(c)
-    if h and (not best or h < best) then best, bc = h, c end
-  end
-  if not best then break end
-  bc.last = best
-  bc.pos = bc.pos + 1
+-- The tenants served, in the order they were last served.
+local served, served_at = {}, {}
 
-  local e = load(string.sub(best, MEMBER_ID), LEASE_FIELDS)
-  if not e or not (e.status == 'queued' or (e.status == 'scheduled' and e.due)) or e.parked then
-    redis.call('ZREM', bc.key, best) -- cannot happen; never block on it
-  elseif (tenant == '' or e.tenant == tenant) and (nq == 0 or queues[e.queue]) and (nk == 0 or kinds[e.kind])
-      -- made due by a claim whose clock was ahead of this one's
-      and (e.status == 'queued' or tonumber(e.run_at) <= tonumber(now)) then
-    local blocked = false
-    if e.ckey then
-      local run = tonumber(redis.call('HGET', k_ck(ck_of(e)), 'run') or 0)
-      blocked = run >= tonumber(e.climit)
+-- take decides candidate e (member m): parked while its concurrency key is
+-- at its limit, deferred while its bucket refuses it, else leased. Returns
+-- true when it leased it.
+local function take(e, m)
+  local blocked = false
+  if e.ckey then
+    local run = tonumber(redis.call('HGET', k_ck(ck_of(e)), 'run') or 0)
+    blocked = run >= tonumber(e.climit)
+  end
+  local ek = k_exec(e.id)
+  -- Not charged while its concurrency key holds it back.
+  local b, defer_at = nil, nil
+  if not blocked then b = bucket(e) end
+  if b and b.tat then
+    local free = b.tat - (b.burst - 1) * b.iv
+    if free > now_n then
+      b.refused = b.refused + 1
+      defer_at = free + (b.refused - 1) * b.iv
     end
-    local ek = k_exec(e.id)
-    -- Not charged while its concurrency key holds it back.
-    local b, defer_at = nil, nil
-    if not blocked then b = bucket(e) end
-    if b and b.tat then
-      local free = b.tat - (b.burst - 1) * b.iv
-      if free > now_n then
-        b.refused = b.refused + 1
-        defer_at = free + (b.refused - 1) * b.iv
-      end
+  end
+  if blocked then
+    idx_rem(e, m)
+    redis.call('HINCRBY', k_ck(ck_of(e)), 'ready', -1)
+    redis.call('ZADD', k_ckpark(ck_of(e)), 0, m)
+    redis.call('HSET', ek, 'parked', 1)
+    touched[ck_of(e)] = true
+    return false
+  end
+  if defer_at then
+    leave(e)
+    redis.call('HSET', ek, 'status', 'scheduled', 'run_at', istr(defer_at), 'ra', time_lex(defer_at))
+    redis.call('ZADD', KEYS[1], istr(defer_at), e.id)
+    if e.ckey then touched[ck_of(e)] = true end
+    if not retry or defer_at < retry then retry = defer_at end
+    return false
+  end
+  if b then
+    b.tat = math.max(b.tat or now_n, now_n) + b.iv
+    b.taken = true
+  end
+  idx_rem(e, m)
+  if e.ckey then
+    redis.call('HINCRBY', k_ck(ck_of(e)), 'ready', -1)
+    redis.call('HINCRBY', k_ck(ck_of(e)), 'run', 1)
+  end
+  if e.status == 'scheduled' then
+    redis.call('ZREM', k_due(), e.id)
+    redis.call('HDEL', ek, 'due')
+  end
+  local attempt = tonumber(e.attempt) + 1
+  local token = token_base .. '-' .. #out
+  redis.call('HSET', ek, 'status', 'running', 'attempt', attempt, 'token', token,
+    'worker', worker, 'lease_exp', expires, 'started', now)
+  leased[#leased + 1] = expires
+  leased[#leased + 1] = e.id
+  out[#out + 1] = {e.id, e.tenant, e.kind, e.queue, e.payload, attempt, tonumber(e.maxatt), tonumber(e.timeout), token}
+  if served_at[e.tenant] then table.remove(served, served_at[e.tenant]) end
+  served[#served + 1] = e.tenant
+  for i, t in ipairs(served) do served_at[t] = i end
+  return true
+end
+
+-- walk merges the indexes of fam in member order and takes candidates
+-- until the claim is full (the claim for one tenant, and the fallback).
+local function walk(fam)
+  local cursors = {}
+  for _, key in ipairs(fam) do cursors[#cursors + 1] = cursor(key) end
+  while #out - 2 < max do
+    local best, bc = nil, nil
+    for _, c in ipairs(cursors) do
+      local h = head(c)
+      if h and (not best or h < best) then best, bc = h, c end
     end
-    if blocked then
-      idx_rem(e, best)
-      redis.call('HINCRBY', k_ck(ck_of(e)), 'ready', -1)
-      redis.call('ZADD', k_ckpark(ck_of(e)), 0, best)
-      redis.call('HSET', ek, 'parked', 1)
-      touched[ck_of(e)] = true
-    elseif defer_at then
-      leave(e)
-      redis.call('HSET', ek, 'status', 'scheduled', 'run_at', istr(defer_at), 'ra', time_lex(defer_at))
-      redis.call('ZADD', KEYS[1], istr(defer_at), e.id)
-      if e.ckey then touched[ck_of(e)] = true end
-      if not retry or defer_at < retry then retry = defer_at end
-    else
-      if b then
-        b.tat = math.max(b.tat or now_n, now_n) + b.iv
-        b.taken = true
-      end
-      idx_rem(e, best)
-      if e.ckey then
-        redis.call('HINCRBY', k_ck(ck_of(e)), 'ready', -1)
-        redis.call('HINCRBY', k_ck(ck_of(e)), 'run', 1)
-      end
-      if e.status == 'scheduled' then
-        redis.call('ZREM', k_due(), e.id)
-        redis.call('HDEL', ek, 'due')
-      end
-      local attempt = tonumber(e.attempt) + 1
-      local token = token_base .. '-' .. #out
-      redis.call('HSET', ek, 'status', 'running', 'attempt', attempt, 'token', token,
-        'worker', worker, 'lease_exp', expires, 'started', now)
-      leased[#leased + 1] = expires
-      leased[#leased + 1] = e.id
-      out[#out + 1] = {e.id, e.tenant, e.kind, e.queue, e.payload, attempt, tonumber(e.maxatt), tonumber(e.timeout), token}
-    end
+    if not best then break end
+    bc.last = best
+    bc.pos = bc.pos + 1
+    local e = examine(bc, best)
+    if e then take(e, best) end
   end
 end
 
+-- smallest returns the smallest family of indexes that covers every
+-- candidate of the claim's filters (and of tenant, given one).
+local function smallest(with_tenant)
+  local families = {}
+  if with_tenant then families[#families + 1] = {KEYS[4]} end
+  if nq > 0 then families[#families + 1] = qkeys end
+  if nk > 0 then families[#families + 1] = kkeys end
+  if #families == 0 then
+    local all = {}
+    for _, kind in ipairs(redis.call('SMEMBERS', KEYS[3])) do all[#all + 1] = k_ready_k(kind) end
+    families[1] = all
+  end
+  local pick, size = nil, nil
+  for _, fam in ipairs(families) do
+    local n = 0
+    for _, key in ipairs(fam) do n = n + redis.call('ZCARD', key) end
+    if not size or n < size then pick, size = fam, n end
+  end
+  return pick
+end
+
+if tenant ~= '' then
+  walk(smallest(true))
+else
+  -- Rounds over the tenants in turn order. The first tenants read are as
+  -- many as the claim may lease; more are read only when every tenant read
+  -- so far is out of candidates. turns loses, during the claim, only
+  -- tenants already read (their index emptied), so the next read starts
+  -- after those still in it.
+  local order, read, capped = {}, {}, false
+  local function more()
+    local from = 0
+    for _, t in ipairs(read) do
+      if redis.call('ZSCORE', TURNS, t) then from = from + 1 end
+    end
+    local ts = redis.call('ZRANGE', TURNS, from, from + (max - (#out - 2)) - 1)
+    for _, t in ipairs(ts) do
+      read[#read + 1] = t
+      local c = cursor(k_ready_t(t))
+      c.tenant = t
+      order[#order + 1] = c
+    end
+    return #ts > 0
+  end
+  while #out - 2 < max and skipped < SKIP_BUDGET do
+    if #order == 0 and not more() then break end
+    local kept = {}
+    for i, c in ipairs(order) do
+      if #out - 2 >= max then
+        for j = i, #order do kept[#kept + 1] = order[j] end
+        break
+      end
+      local got = false
+      while true do
+        local e, m = candidate(c)
+        if not e then break end
+        if take(e, m) then
+          got = true
+          break
+        end
+      end
+      if got then
+        kept[#kept + 1] = c
+      elseif c.capped then
+        capped = true
+      end
+    end
+    order = kept
+  end
+  if capped and #out - 2 < max then walk(smallest(false)) end
+end
+
+-- The turns move before concurrency keys settle: an execution a key lets
+-- go back into a ready index that had emptied brings its tenant back to
+-- turns with the turn given here.
+if #served > 0 then
+  local base = redis.call('INCRBY', TURNSEQ, #served) - #served
+  for i, t in ipairs(served) do
+    if redis.call('ZADD', TURNS, 'XX', 'CH', base + i, t) == 0 then
+      redis.call('HSET', k_tenant(t), 'turn', base + i)
+    end
+  end
+end
 zadd_pairs(KEYS[2], leased)
 for c in pairs(touched) do ck_settle(c) end
 for _, b in pairs(buckets) do

@@ -39,6 +39,8 @@ local function k_ready_k(kind) return NS .. ':ready:k:' .. kind end
 local function k_sched() return NS .. ':sched' end
 local function k_due() return NS .. ':due' end
 local function k_running() return NS .. ':running' end
+local function k_turns() return NS .. ':turns' end
+local function k_turnseq() return NS .. ':turnseq' end
 -- Concurrency keys, schedules and rate keys are scoped per tenant: c and s
 -- below are scoped(tenant, key or name), the tenant's length first, so that
 -- no tenant/name pair can be read two ways; keys.go has the same function.
@@ -121,19 +123,48 @@ local function member(e) return e.qp .. e.ra .. e.id end
 -- readykinds set (kinds are few; the set only grows). A run adds each kind
 -- to readykinds once: a group of admissions is mostly of one kind, and
 -- what one SADD of the run put there stays for the rest of it.
+--
+-- Turns (I12): the sorted set turns holds exactly the tenants whose
+-- ready:t index is not empty, each scored by its turn: claims serve tenants
+-- smallest turn first (ties in name order), and give each tenant they serve
+-- a turn past every other (claim.lua, from the counter turnseq). A tenant
+-- whose ready index empties leaves turns and keeps its turn in its hash
+-- (field turn) until its next ready execution brings it back with it: so it
+-- comes back ahead of the tenants served since it was last served. Upkeep
+-- is one ZCARD for each execution that enters or leaves a tenant's index,
+-- and a ZADD or ZREM when the index fills or empties.
 local kinds_added = {}
+local function turn_enter(t)
+  redis.call('ZADD', k_turns(), tonumber(redis.call('HGET', k_tenant(t), 'turn') or 0), t)
+end
+
+local function turn_leave(t)
+  local turn = redis.call('ZSCORE', k_turns(), t)
+  if turn then
+    redis.call('HSET', k_tenant(t), 'turn', turn)
+    redis.call('ZREM', k_turns(), t)
+  end
+end
+
 local function idx_add(e, m)
   if not kinds_added[e.kind] then
     redis.call('SADD', k_readykinds(), e.kind)
     kinds_added[e.kind] = true
   end
-  redis.call('ZADD', k_ready_t(e.tenant), 0, m)
+  local rt = k_ready_t(e.tenant)
+  if redis.call('ZADD', rt, 0, m) == 1 and redis.call('ZCARD', rt) == 1 then turn_enter(e.tenant) end
   redis.call('ZADD', k_ready_q(e.queue), 0, m)
   redis.call('ZADD', k_ready_k(e.kind), 0, m)
 end
 
+-- ready_t_rem takes m out of tenant t's ready index.
+local function ready_t_rem(t, m)
+  local rt = k_ready_t(t)
+  if redis.call('ZREM', rt, m) == 1 and redis.call('ZCARD', rt) == 0 then turn_leave(t) end
+end
+
 local function idx_rem(e, m)
-  redis.call('ZREM', k_ready_t(e.tenant), m)
+  ready_t_rem(e.tenant, m)
   redis.call('ZREM', k_ready_q(e.queue), m)
   redis.call('ZREM', k_ready_k(e.kind), m)
 end

@@ -45,7 +45,8 @@ type Store interface {
 	// executions, not the turns. So one tenant's backlog, of any size or
 	// priority, holds back another tenant's next start by one round at
 	// most: a tenant with work comes first once every tenant served after
-	// it has been served again.
+	// it has been served again. A Disabled tenant's executions are never
+	// claimed (it keeps its turn until it is enabled again).
 	//
 	// Under concurrency the order and the count are best effort: a claim may
 	// pass by executions that concurrent operations hold at that moment, so

@@ -30,8 +30,11 @@ func TestMigrateBackfillsKeyIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	if st, err := postgres.Migrate(ctx, u, "down"); err != nil || st.Version != 3 {
-		t.Fatalf("down to version 3: %+v, %v", st, err)
+	// Down past version 5 (fair claims) and version 4 (key ids).
+	for _, v := range []int{4, 3} {
+		if st, err := postgres.Migrate(ctx, u, "down"); err != nil || st.Version != v {
+			t.Fatalf("down to version %d: %+v, %v", v, st, err)
+		}
 	}
 	for _, h := range []string{"hash-old-1", "hash-old-2"} {
 		if _, err := admin.pool.Exec(ctx, `INSERT INTO `+pgx.Identifier{schema, "latch_api_keys"}.Sanitize()+

@@ -211,19 +211,26 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 			}
 		}
 	}
-	// turns holds exactly the tenants with a non-empty ready:t index (its
-	// scores are turns, which only claims decide).
+	// turns holds exactly the enabled tenants with a non-empty ready:t
+	// index (its scores are turns, which only claims decide).
 	turns, err := r.ZRange(ctx, s.k.turns(), 0, -1).Result()
 	if err != nil {
 		return nil, err
+	}
+	disabled := func(t string) bool {
+		v, err := r.HGet(ctx, s.k.tenant(t), "disabled").Result()
+		return err == nil && v == "1"
 	}
 	for _, t := range turns {
 		if len(want[s.k.readyTenant(t)]) == 0 {
 			report("%s: tenant %s has no ready execution", s.k.turns(), t)
 		}
+		if disabled(t) {
+			report("%s: tenant %s is disabled", s.k.turns(), t)
+		}
 	}
 	for key, members := range want {
-		if t, ok := strings.CutPrefix(key, s.k.readyTenant("")); ok && len(members) > 0 && !slices.Contains(turns, t) {
+		if t, ok := strings.CutPrefix(key, s.k.readyTenant("")); ok && len(members) > 0 && !slices.Contains(turns, t) && !disabled(t) {
 			report("%s: missing tenant %s, which has ready executions", s.k.turns(), t)
 		}
 	}

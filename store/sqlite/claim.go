@@ -429,7 +429,7 @@ func turnQuery(p *store.ClaimParams, t time.Time, from turnMark, n int) (query s
 	var b strings.Builder
 	b.WriteString(`SELECT t.name, t.turn, (SELECT MAX(turn) FROM tenants)
 		FROM tenants t INDEXED BY tenants_ready
-		WHERE t.inflight > 0 AND (t.turn, t.name) > (?, ?)`)
+		WHERE t.inflight > 0 AND t.disabled = 0 AND (t.turn, t.name) > (?, ?)`)
 	args = []any{from.turn, from.name}
 	if p.Tenant != "" {
 		b.WriteString(` AND t.name = ?`)

@@ -193,6 +193,46 @@ func testFairness(t *testing.T, ns NewStore) {
 			t.Errorf("Claim by kinds Max 3: got %v, want %v", got, want)
 		}
 	})
+
+	// A disabled tenant's executions do not start, by any claim, until it
+	// is enabled again; its turn is kept meanwhile.
+	t.Run("DisabledTenantIsNotClaimed", func(t *testing.T) {
+		e := startEmpty(t, ns)
+		e.createTenant(store.CreateTenantParams{Name: acme})
+		e.createTenant(store.CreateTenantParams{Name: globex})
+		for i := range 3 {
+			e.submit(acme, at(time.Duration(i)), prio(fmt.Sprintf("a%d", i), 9))
+		}
+		g := e.submit(globex, at(time.Second), prio("g0", 0))
+		setDisabled := func(v bool) {
+			t.Helper()
+			tn, err := e.s.UpdateTenant(e.ctx, &store.UpdateTenantParams{Name: acme, Disabled: &v})
+			e.must(err, "UpdateTenant disabled")
+			if tn.Disabled != v {
+				t.Fatalf("UpdateTenant: Disabled = %v, want %v", tn.Disabled, v)
+			}
+		}
+		setDisabled(true)
+		for _, p := range []store.ClaimParams{
+			{Tenant: acme, Max: 5},
+			{Kinds: []string{"a0", "a1", "a2"}, Max: 5},
+		} {
+			p.Now = at(time.Minute)
+			if ls := e.claim(p); len(ls) != 0 {
+				t.Errorf("Claim %+v while acme is disabled: got %v, want none", p, kinds(ls))
+			}
+		}
+		ls := e.claim(store.ClaimParams{Max: 5, Now: at(time.Minute)})
+		if len(ls) != 1 || ls[0].ExecutionID != g.ID {
+			t.Errorf("Claim while acme is disabled: got %v, want globex's one", kinds(ls))
+		}
+		setDisabled(false)
+		ls = e.claim(store.ClaimParams{Max: 5, Now: at(time.Minute)})
+		if want := []string{"a0", "a1", "a2"}; fmt.Sprint(kinds(ls)) != fmt.Sprint(want) {
+			t.Errorf("Claim once acme is enabled again: got %v, want %v", kinds(ls), want)
+		}
+		e.wantInflight(acme, 3)
+	})
 }
 
 func tenants(ls []store.Lease) []string {

@@ -100,7 +100,7 @@ BEGIN
     IF latch_claim_candidates.tenant <> '' THEN
         SELECT array_agg(t.name), array_agg(t.turn), (SELECT max(m.turn) FROM latch_tenants m)
         INTO names, turns, top
-        FROM latch_tenants t WHERE t.name = latch_claim_candidates.tenant;
+        FROM latch_tenants t WHERE t.name = latch_claim_candidates.tenant AND NOT t.disabled;
         SELECT array_agg(e.tenant) INTO due FROM (SELECT x.tenant FROM latch_executions x
             WHERE x.tenant = latch_claim_candidates.tenant AND x.status = 'scheduled'
               AND x.run_at <= latch_claim_candidates.now LIMIT 1) e;
@@ -136,7 +136,7 @@ BEGIN
             (SELECT max(m.turn) FROM latch_tenants m), (SELECT array_agg(d.name) FROM d)
         INTO names, turns, top, due
         FROM latch_tenants t
-        WHERE t.name IN (SELECT q.name FROM q WHERE q.name IS NOT NULL UNION SELECT d.name FROM d);
+        WHERE NOT t.disabled AND t.name IN (SELECT q.name FROM q WHERE q.name IS NOT NULL UNION SELECT d.name FROM d);
     END IF;
     total := coalesce(cardinality(names), 0);
     IF total = 0 OR n < 1 THEN

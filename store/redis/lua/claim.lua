@@ -106,6 +106,19 @@ local function head(c)
   return c.buf[c.pos]
 end
 
+-- enabled tells whether tenant t may start work (not disabled), read once
+-- per claim. The fair pass walks only tenants in turns, which holds no
+-- disabled one; the one-tenant and fallback walks need the check.
+local enabled_memo = {}
+local function enabled(t)
+  local ok = enabled_memo[t]
+  if ok == nil then
+    ok = redis.call('HGET', k_tenant(t), 'disabled') ~= '1'
+    enabled_memo[t] = ok
+  end
+  return ok
+end
+
 -- examine returns the execution of member m of c's index if this claim
 -- may take it: ready at now and of the claim's tenant, queues and kinds.
 local function examine(c, m)
@@ -114,6 +127,7 @@ local function examine(c, m)
     -- cannot happen; never block on it
     if c.tenant then ready_t_rem(c.tenant, m) else redis.call('ZREM', c.key, m) end
   elseif (tenant == '' or e.tenant == tenant) and (nq == 0 or queues[e.queue]) and (nk == 0 or kinds[e.kind])
+      and enabled(e.tenant)
       -- made due by a claim whose clock was ahead of this one's
       and (e.status == 'queued' or tonumber(e.run_at) <= tonumber(now)) then
     return e

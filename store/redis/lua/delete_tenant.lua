@@ -67,5 +67,6 @@ for _, h in ipairs(redis.call('HVALS', KEYS[9])) do
   redis.call('DEL', k_apikey(h))
 end
 redis.call('DEL', KEYS[9], KEYS[1])
+redis.call('ZREM', k_turns(), t)
 redis.call('SREM', KEYS[2], t)
 return {'OK', changed()}

@@ -134,8 +134,12 @@ local function member(e) return e.qp .. e.ra .. e.id end
 -- is one ZCARD for each execution that enters or leaves a tenant's index,
 -- and a ZADD or ZREM when the index fills or empties.
 local kinds_added = {}
+-- A disabled tenant (field disabled = "1") stays out of turns, so no claim
+-- walks its work; update_tenant.lua puts it back when it is enabled.
 local function turn_enter(t)
-  redis.call('ZADD', k_turns(), tonumber(redis.call('HGET', k_tenant(t), 'turn') or 0), t)
+  local v = redis.call('HMGET', k_tenant(t), 'turn', 'disabled')
+  if v[2] == '1' then return end
+  redis.call('ZADD', k_turns(), tonumber(v[1] or 0), t)
 end
 
 local function turn_leave(t)

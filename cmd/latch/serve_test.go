@@ -454,7 +454,7 @@ func TestServeHTTPKindReachesInternalHostsOnlyWhenListed(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv(kinds.AllowEnv, c.allow)
 			base := startServe(t, "--workers", "1", "--shutdown-grace", "3s")
-			key := newTenant(t, base, "admin")
+			key := newTenant(t, base, testAdminKey)
 			var x struct {
 				ID          string          `json:"execution_id"`
 				Status      string          `json:"status"`

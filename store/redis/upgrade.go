@@ -30,6 +30,27 @@ func (s *Store) upgrade(ctx context.Context) error {
 	case err != nil && !errors.Is(err, goredis.Nil):
 		return fmt.Errorf("redis: layout version: %w", err)
 	}
+	// A namespace without tenants or an admin key holds no record to fix:
+	// it is new, and must not pay for a SCAN of a database other
+	// namespaces may fill.
+	n, err := s.rdb.Exists(ctx, s.k.tenants(), s.k.admin()).Result()
+	if err != nil {
+		return fmt.Errorf("redis: layout version: %w", err)
+	}
+	if n > 0 {
+		if err := s.backfill(ctx); err != nil {
+			return err
+		}
+	}
+	if err := s.rdb.Set(ctx, s.k.schema(), layoutVersion, 0).Err(); err != nil {
+		return fmt.Errorf("redis: layout version: %w", err)
+	}
+	return nil
+}
+
+// backfill runs backfill.lua on every API key and rate limit of the
+// namespace.
+func (s *Store) backfill(ctx context.Context) error {
 	keyPrefix := s.k.apiKey("")
 	if err := s.scanEach(ctx, keyPrefix+"*", func(key string) error {
 		_, err := s.run(ctx, "backfill", scriptBackfill, []string{key}, s.k.ns, "key",
@@ -43,9 +64,6 @@ func (s *Store) upgrade(ctx context.Context) error {
 		return err
 	}); err != nil {
 		return err
-	}
-	if err := s.rdb.Set(ctx, s.k.schema(), layoutVersion, 0).Err(); err != nil {
-		return fmt.Errorf("redis: layout version: %w", err)
 	}
 	return nil
 }

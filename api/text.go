@@ -12,7 +12,7 @@ import (
 // checkBodyText refuses a JSON body whose text is not valid UTF-8: a byte
 // sequence that is not UTF-8, or a \u escape of a lone UTF-16 surrogate.
 // encoding/json turns both into U+FFFD without a word, so a client would
-// find its key or payload silently changed; API.md wants a 400 instead. It
+// find its key or payload silently changed; the contract answers 400 instead. It
 // runs on the raw bytes, before anything is decoded. The detail names the
 // field holding the first bad text (prefix, "items[3].", put before it).
 func checkBodyText(data []byte, prefix string) error {

@@ -179,18 +179,29 @@ type deleteRequest struct {
 }
 
 func (r *deleteRequest) bind(hr *http.Request) error {
-	q, err := query(hr, "force")
-	if err != nil {
+	var err error
+	if r.force, err = forceParam(hr); err != nil {
 		return err
 	}
-	if v := q.Get("force"); v != "" {
-		f, err := strconv.ParseBool(v)
-		if err != nil {
-			return invalid("force", "must be true or false")
-		}
-		r.force = f
-	}
 	return r.bindID(hr)
+}
+
+// forceParam reads a DELETE's only query parameter, force (true or false,
+// default false); any other parameter is refused.
+func forceParam(hr *http.Request) (bool, error) {
+	q, err := query(hr, "force")
+	if err != nil {
+		return false, err
+	}
+	v := q.Get("force")
+	if v == "" {
+		return false, nil
+	}
+	f, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, invalid("force", "must be true or false")
+	}
+	return f, nil
 }
 
 // noContent is a 204 answer.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/latch-run/latch/store"
@@ -170,16 +169,9 @@ type deleteTenantRequest struct {
 }
 
 func (r *deleteTenantRequest) bind(hr *http.Request) error {
-	q, err := query(hr, "force")
-	if err != nil {
+	var err error
+	if r.force, err = forceParam(hr); err != nil {
 		return err
-	}
-	if v := q.Get("force"); v != "" {
-		f, err := strconv.ParseBool(v)
-		if err != nil {
-			return invalid("force", "must be true or false")
-		}
-		r.force = f
 	}
 	r.name = hr.PathValue("name")
 	if checkTenantName("name", r.name) != nil {

@@ -33,22 +33,22 @@ import (
 	"sync"
 	"time"
 
-	"github.com/latch-run/latch/api"
+	"github.com/latch-run/latch/auth"
 	"github.com/latch-run/latch/store"
 )
 
-// Authenticator resolves an API key, or the hash of one (api.HashKey), to
-// whom it acts for, answering api.ErrUnknownKey for one that is not valid.
-// api.Authenticator is one.
+// Authenticator resolves an API key, or the hash of one (auth.HashKey), to
+// whom it acts for, answering auth.ErrUnknownKey for one that is not valid.
+// auth.Authenticator is one.
 type Authenticator interface {
-	Identify(ctx context.Context, key string) (api.Identity, error)
-	IdentifyHash(ctx context.Context, hash string) (api.Identity, error)
+	Identify(ctx context.Context, key string) (auth.Identity, error)
+	IdentifyHash(ctx context.Context, hash string) (auth.Identity, error)
 }
 
 // Config configures a Console. Store and Auth are required.
 type Config struct {
 	Store store.Store
-	// Auth resolves API keys as the API does (api.Authenticator).
+	// Auth resolves API keys as the API does (auth.Authenticator).
 	Auth   Authenticator
 	Logger *slog.Logger
 	// Now is the clock passed to the store (Cancel). nil = time.Now.

@@ -22,6 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/latch-run/latch/api"
+	"github.com/latch-run/latch/auth"
 	"github.com/latch-run/latch/console"
 	"github.com/latch-run/latch/store"
 	"github.com/latch-run/latch/store/sqlite"
@@ -51,14 +52,14 @@ func newEnv(t *testing.T, opts ...func(*console.Config)) *env {
 		t.Fatalf("open store: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
-	e := &env{t: t, store: st, admin: api.NewKey()}
-	auth := api.Authenticator{Store: st, AdminKeyHash: api.HashKey(e.admin)}
-	cfg := console.Config{Store: st, Auth: auth, PollInterval: time.Hour, MinRefresh: 100 * time.Millisecond}
+	e := &env{t: t, store: st, admin: auth.NewKey()}
+	authn := auth.Authenticator{Store: st, AdminKeyHash: auth.HashKey(e.admin)}
+	cfg := console.Config{Store: st, Auth: authn, PollInterval: time.Hour, MinRefresh: 100 * time.Millisecond}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	e.console = console.New(cfg)
-	srv := api.New(api.Config{Store: st, AdminKeyHash: auth.AdminKeyHash, Console: e.console})
+	srv := api.New(api.Config{Store: st, AdminKeyHash: authn.AdminKeyHash, Console: e.console})
 	e.srv = httptest.NewServer(srv)
 	t.Cleanup(e.srv.Close)
 	t.Cleanup(e.console.Close)
@@ -222,7 +223,7 @@ func TestLoginGuardsEveryPage(t *testing.T) {
 		t.Fatalf("login: %d to %q, want 303 back to the page asked for", p.status, p.location)
 	}
 	ck := p.header.Get("Set-Cookie")
-	if strings.Contains(ck, e.admin) || strings.Contains(ck, api.HashKey(e.admin)) || !strings.HasPrefix(ck, "latch_console=v2.") {
+	if strings.Contains(ck, e.admin) || strings.Contains(ck, auth.HashKey(e.admin)) || !strings.HasPrefix(ck, "latch_console=v2.") {
 		t.Errorf("session cookie %q: want a session token, never the key or its hash", ck)
 	}
 	for _, attr := range []string{"HttpOnly", "SameSite=Strict", "Path=/"} {
@@ -259,7 +260,7 @@ func TestSessionTokens(t *testing.T) {
 		c.Now = func() time.Time { return *clock.Load() }
 	})
 	key := e.tenant("a")
-	hash := api.HashKey(key)
+	hash := auth.HashKey(key)
 	exp := strconv.FormatInt(now.Add(time.Hour).Unix(), 10)
 	for _, forged := range []string{hash, "v1." + hash + "." + exp + ".AAAA", "v1." + hash + "." + exp + ".",
 		"v2." + hash + "." + exp + ".AAAA"} {
@@ -283,8 +284,8 @@ func TestSessionTokens(t *testing.T) {
 		secret []byte
 		want   int
 	}{{secret, http.StatusOK}, {[]byte("another secret entirely, 32 byte"), http.StatusSeeOther}} {
-		auth := api.Authenticator{Store: e.store, AdminKeyHash: api.HashKey(e.admin)}
-		other := httptest.NewServer(console.New(console.Config{Store: e.store, Auth: auth, SessionSecret: c.secret}))
+		authn := auth.Authenticator{Store: e.store, AdminKeyHash: auth.HashKey(e.admin)}
+		other := httptest.NewServer(console.New(console.Config{Store: e.store, Auth: authn, SessionSecret: c.secret}))
 		req, _ := http.NewRequest("GET", other.URL+"/executions", nil)
 		res, err := b.client.Do(req)
 		if err != nil {

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/latch-run/latch/api"
+	"github.com/latch-run/latch/auth"
 	"github.com/latch-run/latch/store"
 )
 
@@ -46,7 +46,7 @@ func parsePages() map[string]*template.Template {
 
 // view is what the layout reads: who is logged in, and the page's data.
 type view struct {
-	Identity *api.Identity // nil when nobody is logged in
+	Identity *auth.Identity // nil when nobody is logged in
 	Page     any
 }
 
@@ -59,7 +59,7 @@ type errorPage struct {
 // so a template error is a 500, not half a page.
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
 	v := view{Page: data}
-	if id, ok := r.Context().Value(identityKey{}).(api.Identity); ok {
+	if id, ok := r.Context().Value(identityKey{}).(auth.Identity); ok {
 		v.Identity = &id
 	}
 	var b bytes.Buffer

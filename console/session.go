@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/latch-run/latch/api"
+	"github.com/latch-run/latch/auth"
 	"github.com/latch-run/latch/store"
 )
 
@@ -41,20 +41,20 @@ func (c *Console) sessionID(r *http.Request) string {
 // identify resolves the request's session: its token, then its record in
 // the store (gone after a logout, on any server), then the key it was
 // opened with, as the API resolves a bearer key (gone once the key is
-// deleted). api.ErrUnknownKey when any of them is not valid.
-func (c *Console) identify(r *http.Request) (api.Identity, error) {
+// deleted). auth.ErrUnknownKey when any of them is not valid.
+func (c *Console) identify(r *http.Request) (auth.Identity, error) {
 	id := c.sessionID(r)
 	if id == "" {
-		return api.Identity{}, api.ErrUnknownKey
+		return auth.Identity{}, auth.ErrUnknownKey
 	}
 	ctx, cancel := c.storeCtx(r)
 	defer cancel()
 	ses, err := c.cfg.Store.GetSession(ctx, &store.GetSessionParams{IDHash: sessionIDHash(id), Now: c.cfg.Now()})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return api.Identity{}, api.ErrUnknownKey
+		return auth.Identity{}, auth.ErrUnknownKey
 	case err != nil:
-		return api.Identity{}, err
+		return auth.Identity{}, err
 	}
 	return c.cfg.Auth.IdentifyHash(ctx, ses.KeyHash)
 }
@@ -62,8 +62,8 @@ func (c *Console) identify(r *http.Request) (api.Identity, error) {
 type identityKey struct{}
 
 // identityFrom is who the request acts for; session puts it there.
-func identityFrom(ctx context.Context) api.Identity {
-	id, _ := ctx.Value(identityKey{}).(api.Identity)
+func identityFrom(ctx context.Context) auth.Identity {
+	id, _ := ctx.Value(identityKey{}).(auth.Identity)
 	return id
 }
 
@@ -76,7 +76,7 @@ func (c *Console) session(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := c.identify(r)
 		switch {
-		case errors.Is(err, api.ErrUnknownKey):
+		case errors.Is(err, auth.ErrUnknownKey):
 			clearCookie(w, r)
 			switch {
 			case r.URL.Path == "/live":
@@ -128,7 +128,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	who, err := c.cfg.Auth.Identify(ctx, key)
 	switch {
-	case errors.Is(err, api.ErrUnknownKey):
+	case errors.Is(err, auth.ErrUnknownKey):
 		c.render(w, r, http.StatusUnauthorized, "login", loginPage{Next: next, Error: "That key is not valid."})
 		return
 	case err != nil:
@@ -143,7 +143,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		name = secureCookieName
 	}
 	id, exp := newSessionID(), c.cfg.Now().Add(sessionLength)
-	err = c.cfg.Store.CreateSession(ctx, &store.CreateSessionParams{IDHash: sessionIDHash(id), KeyHash: api.HashKey(key),
+	err = c.cfg.Store.CreateSession(ctx, &store.CreateSessionParams{IDHash: sessionIDHash(id), KeyHash: auth.HashKey(key),
 		ExpiresAt: exp, Now: c.cfg.Now()})
 	if err != nil {
 		c.fail(w, r, err)

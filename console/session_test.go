@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/latch-run/latch/api"
+	"github.com/latch-run/latch/auth"
 	"github.com/latch-run/latch/console"
 )
 
@@ -62,8 +62,8 @@ func TestLogoutEndsCopiedCookie(t *testing.T) {
 	if copied == nil {
 		t.Fatal("no session cookie after login")
 	}
-	auth := api.Authenticator{Store: e.store, AdminKeyHash: api.HashKey(e.admin)}
-	second := httptest.NewServer(console.New(console.Config{Store: e.store, Auth: auth, SessionSecret: secret}))
+	authn := auth.Authenticator{Store: e.store, AdminKeyHash: auth.HashKey(e.admin)}
+	second := httptest.NewServer(console.New(console.Config{Store: e.store, Auth: authn, SessionSecret: secret}))
 	defer second.Close()
 	get := func(base string) *http.Response {
 		t.Helper()

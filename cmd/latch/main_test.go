@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/latch-run/latch/api"
+	"github.com/latch-run/latch/auth"
 	"github.com/latch-run/latch/engine"
 	"github.com/latch-run/latch/kinds"
 	"github.com/latch-run/latch/store/sqlite"
@@ -36,7 +37,7 @@ func TestClientCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	srv := httptest.NewServer(api.New(api.Config{Store: st, AdminKeyHash: api.HashKey(testAdminKey)}).Handler())
+	srv := httptest.NewServer(api.New(api.Config{Store: st, AdminKeyHash: auth.HashKey(testAdminKey)}).Handler())
 	defer srv.Close()
 	w := engine.NewWorker(engine.WorkerConfig{Store: st, Slots: 2})
 	if err := kinds.Register(w, kinds.Options{HTTPAllow: []string{"*"}}); err != nil {

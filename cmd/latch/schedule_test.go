@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/latch-run/latch/api"
+	"github.com/latch-run/latch/auth"
 	"github.com/latch-run/latch/store"
 	"github.com/latch-run/latch/store/sqlite"
 )
@@ -24,10 +25,10 @@ func TestScheduleCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if _, err := st.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme", KeyHash: api.HashKey("acme-key")}); err != nil {
+	if _, err := st.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme", KeyHash: auth.HashKey("acme-key")}); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(api.New(api.Config{Store: st, AdminKeyHash: api.HashKey(testAdminKey)}).Handler())
+	srv := httptest.NewServer(api.New(api.Config{Store: st, AdminKeyHash: auth.HashKey(testAdminKey)}).Handler())
 	defer srv.Close()
 	t.Setenv("LATCH_URL", srv.URL)
 	t.Setenv("LATCH_KEY", "acme-key")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/latch-run/latch"
 	"github.com/latch-run/latch/api"
+	"github.com/latch-run/latch/auth"
 	"github.com/latch-run/latch/console"
 	"github.com/latch-run/latch/engine"
 	"github.com/latch-run/latch/kinds"
@@ -177,8 +178,8 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 		MaxBodyBytesInFlight: int64(cfg.bodyBudgetMiB) << 20, MaxSchedulesPerTenant: noBound(cfg.maxSchedules)}
 	var cons *console.Console
 	if cfg.console {
-		auth := api.Authenticator{Store: st, AdminKeyHash: adminHash}
-		cons = console.New(console.Config{Store: st, Auth: auth, Logger: log, SessionSecret: cfg.consoleSecret})
+		authn := auth.Authenticator{Store: st, AdminKeyHash: adminHash}
+		cons = console.New(console.Config{Store: st, Auth: authn, Logger: log, SessionSecret: cfg.consoleSecret})
 		if cfg.consoleSecret == nil && !strings.HasPrefix(cfg.store, "sqlite:") {
 			log.Warn("console sessions are signed with a secret of this process: behind one address with "+
 				"other servers, a session opened on one is refused by the others, and all end when it stops; "+
@@ -300,10 +301,10 @@ func warnDurability(ctx context.Context, st store.Store, log *slog.Logger) error
 // starts use the stored hash (the API resolves it through the store).
 func adminKey(ctx context.Context, st store.Store, out io.Writer) (string, error) {
 	if k := os.Getenv(adminKeyEnv); k != "" {
-		return api.HashKey(k), nil
+		return auth.HashKey(k), nil
 	}
-	key := api.NewKey()
-	res, err := st.EnsureAdminKey(ctx, &store.EnsureAdminKeyParams{KeyHash: api.HashKey(key)})
+	key := auth.NewKey()
+	res, err := st.EnsureAdminKey(ctx, &store.EnsureAdminKeyParams{KeyHash: auth.HashKey(key)})
 	if err != nil {
 		return "", fmt.Errorf("admin key: %w", err)
 	}

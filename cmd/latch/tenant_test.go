@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/latch-run/latch/api"
+	"github.com/latch-run/latch/auth"
 	"github.com/latch-run/latch/store/sqlite"
 )
 
@@ -19,7 +20,7 @@ func TestTenantCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	srv := httptest.NewServer(api.New(api.Config{Store: st, AdminKeyHash: api.HashKey(testAdminKey)}).Handler())
+	srv := httptest.NewServer(api.New(api.Config{Store: st, AdminKeyHash: auth.HashKey(testAdminKey)}).Handler())
 	defer srv.Close()
 	t.Setenv("LATCH_URL", srv.URL)
 	t.Setenv("LATCH_KEY", testAdminKey)

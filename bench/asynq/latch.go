@@ -10,6 +10,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/latch-run/latch/engine/enginebench"
 	"github.com/latch-run/latch/store/redis"
 	"github.com/latch-run/latch/store/storebench"
 )
@@ -100,7 +101,7 @@ func (l *latchSide) contended(ctx context.Context, rounds, clients int) (*storeb
 	return storebench.Contended(ctx, s, tenant, rounds, clients)
 }
 
-// drain: storebench.WorkerDrain, an engine.Worker with slots slots and a
+// drain: enginebench.WorkerDrain, an engine.Worker with slots slots and a
 // no-op handler started once the n executions are queued.
 func (l *latchSide) drain(ctx context.Context, n, slots int) (*storebench.Result, error) {
 	s, tenant, _, done, err := l.fresh(ctx, n)
@@ -108,10 +109,10 @@ func (l *latchSide) drain(ctx context.Context, n, slots int) (*storebench.Result
 		return nil, err
 	}
 	defer done()
-	return storebench.WorkerDrain(ctx, s, tenant, n, slots)
+	return enginebench.WorkerDrain(ctx, s, tenant, n, slots)
 }
 
-// latency: storebench.SubmitToStart, submitting through one Store and
+// latency: enginebench.SubmitToStart, submitting through one Store and
 // working from a second one on the same namespace, so that the wake-up
 // travels through Redis as between an API server and a worker process.
 // A first run of warmup is discarded.
@@ -127,9 +128,9 @@ func (l *latchSide) latency(ctx context.Context, rate int, dur, warmup time.Dura
 	}
 	defer work.Close()
 	if warmup > 0 {
-		if _, err := storebench.SubmitToStart(ctx, s, work, tenant, rate, warmup, slots); err != nil {
+		if _, err := enginebench.SubmitToStart(ctx, s, work, tenant, rate, warmup, slots); err != nil {
 			return nil, fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	return storebench.SubmitToStart(ctx, s, work, tenant, rate, dur, slots)
+	return enginebench.SubmitToStart(ctx, s, work, tenant, rate, dur, slots)
 }

@@ -5,13 +5,15 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/latch-run/latch/engine/enginebench"
 	"github.com/latch-run/latch/store/postgres"
 	"github.com/latch-run/latch/store/storebench"
 )
 
 // latch's side: the PostgreSQL store, migrated into a fresh schema, driven
-// by the shared workloads of store/storebench, so these figures come from
-// the same code as `go test -bench` and `latch bench`.
+// by the shared workloads of store/storebench and engine/enginebench, so
+// these figures come from the same code as `go test -bench` and `latch
+// bench`.
 
 type latchSide struct {
 	cfg     *config
@@ -69,7 +71,7 @@ func (l *latchSide) batch(ctx context.Context) (*storebench.Result, error) {
 
 func (l *latchSide) drain(ctx context.Context) (*storebench.Result, error) {
 	return l.run(ctx, l.cfg.workerPool, func(s *postgres.Store, _, tenant string) (*storebench.Result, error) {
-		return storebench.WorkerDrain(ctx, s, tenant, l.cfg.drainN, l.cfg.slots)
+		return enginebench.WorkerDrain(ctx, s, tenant, l.cfg.drainN, l.cfg.slots)
 	})
 }
 
@@ -87,7 +89,7 @@ func (l *latchSide) submitToStart(ctx context.Context, inProcess bool) (*storebe
 			}
 			defer work.Close()
 		}
-		return storebench.SubmitToStart(ctx, s, work, tenant, l.cfg.rate, l.cfg.duration, l.cfg.slots)
+		return enginebench.SubmitToStart(ctx, s, work, tenant, l.cfg.rate, l.cfg.duration, l.cfg.slots)
 	})
 }
 

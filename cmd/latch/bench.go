@@ -6,10 +6,11 @@ import (
 	"io"
 	"time"
 
+	"github.com/latch-run/latch/engine/enginebench"
 	"github.com/latch-run/latch/store/storebench"
 )
 
-// runBench runs the storebench workloads against a store and prints one
+// runBench runs the storebench and enginebench workloads against a store and prints one
 // line per workload: throughput and, where measured, latency percentiles.
 func runBench(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("bench", "")
@@ -49,12 +50,12 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 		func() (*storebench.Result, error) { return storebench.SubmitBatch(ctx, s, tenant, *n, *batch) },
 		func() (*storebench.Result, error) { return storebench.Drain(ctx, s, *slots, 10) },
 		func() (*storebench.Result, error) { return storebench.Contended(ctx, s, tenant, 20, 64) },
-		func() (*storebench.Result, error) { return storebench.WorkerDrain(ctx, s, tenant, *n, *workerSlots) },
+		func() (*storebench.Result, error) { return enginebench.WorkerDrain(ctx, s, tenant, *n, *workerSlots) },
 		func() (*storebench.Result, error) {
-			return storebench.SubmitToStart(ctx, s, s, tenant, *rate, *duration, *workerSlots)
+			return enginebench.SubmitToStart(ctx, s, s, tenant, *rate, *duration, *workerSlots)
 		},
 		func() (*storebench.Result, error) {
-			return storebench.SubmitToStart(ctx, s, work, tenant, *rate, *duration, *workerSlots)
+			return enginebench.SubmitToStart(ctx, s, work, tenant, *rate, *duration, *workerSlots)
 		},
 	}
 	for _, step := range steps {

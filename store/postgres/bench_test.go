@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/latch-run/latch/store"
-	"github.com/latch-run/latch/store/storebench"
+	"github.com/latch-run/latch/store/storetest"
 )
 
 // benchPoolSize is the benchmark store's pool: enough for the 64 clients of
@@ -16,7 +16,7 @@ const benchPoolSize = 64
 // LATCH_TEST_POSTGRES_URL=postgres://... go test -run '^$' -bench . ./store/postgres
 func BenchmarkStore(b *testing.B) {
 	databaseURL(b)
-	storebench.Benchmarks(b, func(b *testing.B) store.Store {
+	storetest.Benchmarks(b, func(b *testing.B) store.Store {
 		schema, _ := newSchema(b)
 		s := openSchema(b, databaseURL(b), schema, benchPoolSize)
 		b.Cleanup(func() { s.Close() })

@@ -1,8 +1,10 @@
 // Package storebench holds the workloads latch measures every backend with:
 // submits one at a time and from concurrent clients, batch submits, draining
-// with many worker slots, and contended same-key submits. `go test -bench`
-// in each backend and `latch bench` run the same workloads, so the figures
-// in docs/benchmarks.md come from one definition.
+// with many claiming slots, and contended same-key submits. `go test -bench`
+// in each backend (through storetest.Benchmarks) and `latch bench` run the
+// same workloads, so the figures in docs/benchmarks.md come from one
+// definition. It calls nothing but the store.Store interface: the workloads
+// that run latch's worker are engine/enginebench's.
 package storebench
 
 import (

@@ -1,4 +1,9 @@
-package storebench
+// Package enginebench holds the workloads that run latch's real worker
+// (engine.Worker) on a store, rather than bare Claim and Complete calls:
+// what an operator sees from `latch serve`. `latch bench` and the
+// comparisons under bench/ run them after store/storebench's workloads,
+// whose Result they report in.
+package enginebench
 
 import (
 	"context"
@@ -12,18 +17,17 @@ import (
 
 	"github.com/latch-run/latch/engine"
 	"github.com/latch-run/latch/store"
+	"github.com/latch-run/latch/store/storebench"
 )
 
-// The workloads below run latch's real worker (engine.Worker) rather than
-// bare Claim and Complete calls: what an operator sees from `latch serve`.
-// Each uses a kind of its own, so executions left in the store by other
+// Each workload uses a kind of its own, so executions left in the store by other
 // workloads or runs are neither claimed nor waited for.
 
 // WorkerDrain queues n executions for tenant (in batches of 500, untimed),
 // then starts an engine.Worker with slots handler slots and a no-op handler
 // and measures from its start until the store has acknowledged the n-th
 // Complete. It then checks with List that every one of them succeeded.
-func WorkerDrain(ctx context.Context, s store.Store, tenant string, n, slots int) (*Result, error) {
+func WorkerDrain(ctx context.Context, s store.Store, tenant string, n, slots int) (*storebench.Result, error) {
 	kind := fmt.Sprintf("bench-drain-%d", time.Now().UnixNano())
 	for done := 0; done < n; done += 500 {
 		items := make([]store.Submission, min(500, n-done))
@@ -41,7 +45,7 @@ func WorkerDrain(ctx context.Context, s store.Store, tenant string, n, slots int
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	w.Handle(kind, func(context.Context, *engine.Job) (json.RawMessage, error) { return nil, nil })
-	res := &Result{Name: fmt.Sprintf("worker-drain/slots=%d", slots), Ops: n}
+	res := &storebench.Result{Name: fmt.Sprintf("worker-drain/slots=%d", slots), Ops: n}
 	t0 := time.Now()
 	if err := w.Start(ctx); err != nil {
 		return nil, err
@@ -69,9 +73,9 @@ func WorkerDrain(ctx context.Context, s store.Store, tenant string, n, slots int
 // start of its handler. Pass two Stores opened on one database for the
 // path between processes (the wake-up travels through the backend), or
 // the same Store twice for the in-process one.
-func SubmitToStart(ctx context.Context, submit, work store.Store, tenant string, rate int, d time.Duration, slots int) (*Result, error) {
+func SubmitToStart(ctx context.Context, submit, work store.Store, tenant string, rate int, d time.Duration, slots int) (*storebench.Result, error) {
 	if rate <= 0 || d <= 0 {
-		return nil, errors.New("storebench: submit-to-start needs a rate and a duration")
+		return nil, errors.New("enginebench: submit-to-start needs a rate and a duration")
 	}
 	n := max(int(d.Seconds()*float64(rate)), 1)
 	kind := fmt.Sprintf("bench-start-%d", time.Now().UnixNano())
@@ -82,7 +86,7 @@ func SubmitToStart(ctx context.Context, submit, work store.Store, tenant string,
 	if submit == work {
 		stores = "one-store"
 	}
-	res := &Result{Name: fmt.Sprintf("submit-to-start/rate=%d/%s", rate, stores), Latencies: make([]time.Duration, 0, n)}
+	res := &storebench.Result{Name: fmt.Sprintf("submit-to-start/rate=%d/%s", rate, stores), Latencies: make([]time.Duration, 0, n)}
 	var mu sync.Mutex
 	all := make(chan struct{})
 	w := engine.NewWorker(engine.WorkerConfig{
@@ -149,6 +153,9 @@ func SubmitToStart(ctx context.Context, submit, work store.Store, tenant string,
 	res.Ops = n
 	return res, nil
 }
+
+// payload is what every submitted execution carries (as storebench's).
+var payload = []byte(`{"url":"https://example.com/hook","n":1}`)
 
 // admitAll admits items and fails on the first refused one.
 func admitAll(ctx context.Context, s store.Store, tenant string, items []store.Submission) error {

@@ -1,25 +1,26 @@
-package storebench
+package storetest
 
 import (
 	"context"
 	"testing"
 
 	"github.com/latch-run/latch/store"
+	"github.com/latch-run/latch/store/storebench"
 )
 
-// Benchmarks runs the workloads as Go benchmarks on stores made by open; a
-// backend's bench test calls it. Each reports ops/s besides ns/op.
+// Benchmarks runs store/storebench's workloads as Go benchmarks on stores
+// made by open; a backend's bench test calls it. Each reports ops/s besides ns/op.
 func Benchmarks(b *testing.B, open func(b *testing.B) store.Store) {
 	ctx := context.Background()
 	setup := func(b *testing.B) (store.Store, string) {
 		s := open(b)
-		tenant, err := Setup(ctx, s, b.N*64+1000)
+		tenant, err := storebench.Setup(ctx, s, b.N*64+1000)
 		if err != nil {
 			b.Fatal(err)
 		}
 		return s, tenant
 	}
-	report := func(b *testing.B, r *Result, err error) {
+	report := func(b *testing.B, r *storebench.Result, err error) {
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -32,23 +33,23 @@ func Benchmarks(b *testing.B, open func(b *testing.B) store.Store) {
 		b.Run(map[int]string{1: "Submit/sequential", 16: "Submit/clients=16"}[clients], func(b *testing.B) {
 			s, tenant := setup(b)
 			b.ResetTimer()
-			r, err := Submit(ctx, s, tenant, b.N, clients)
+			r, err := storebench.Submit(ctx, s, tenant, b.N, clients)
 			report(b, r, err)
 		})
 	}
 	b.Run("SubmitBatch/size=100", func(b *testing.B) {
 		s, tenant := setup(b)
 		b.ResetTimer()
-		r, err := SubmitBatch(ctx, s, tenant, b.N, 100)
+		r, err := storebench.SubmitBatch(ctx, s, tenant, b.N, 100)
 		report(b, r, err)
 	})
 	b.Run("Drain/slots=16", func(b *testing.B) {
 		s, tenant := setup(b)
-		if _, err := SubmitBatch(ctx, s, tenant, b.N, 500); err != nil {
+		if _, err := storebench.SubmitBatch(ctx, s, tenant, b.N, 500); err != nil {
 			b.Fatal(err)
 		}
 		b.ResetTimer()
-		r, err := Drain(ctx, s, 16, 10)
+		r, err := storebench.Drain(ctx, s, 16, 10)
 		if err == nil && r.Ops != b.N {
 			b.Fatalf("drained %d of %d", r.Ops, b.N)
 		}
@@ -57,7 +58,7 @@ func Benchmarks(b *testing.B, open func(b *testing.B) store.Store) {
 	b.Run("Contended/clients=64", func(b *testing.B) {
 		s, tenant := setup(b)
 		b.ResetTimer()
-		r, err := Contended(ctx, s, tenant, max(b.N/64, 1), 64)
+		r, err := storebench.Contended(ctx, s, tenant, max(b.N/64, 1), 64)
 		report(b, r, err)
 	})
 }

@@ -1,4 +1,4 @@
-package storebench_test
+package enginebench_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latch-run/latch/engine/enginebench"
 	"github.com/latch-run/latch/store/sqlite"
 	"github.com/latch-run/latch/store/storebench"
 )
@@ -23,14 +24,14 @@ func TestWorkerWorkloads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := storebench.WorkerDrain(ctx, s, tenant, 300, 8)
+	r, err := enginebench.WorkerDrain(ctx, s, tenant, 300, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Ops != 300 || r.Elapsed <= 0 {
 		t.Errorf("worker drain: %d ops in %v", r.Ops, r.Elapsed)
 	}
-	r, err = storebench.SubmitToStart(ctx, s, s, tenant, 200, 500*time.Millisecond, 8)
+	r, err = enginebench.SubmitToStart(ctx, s, s, tenant, 200, 500*time.Millisecond, 8)
 	if err != nil {
 		t.Fatal(err)
 	}

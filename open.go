@@ -28,19 +28,11 @@ import (
 //	                             syntax); ?prefix=NAME namespaces the keys
 //	                             (default "latch")
 func Open(ctx context.Context, storeURL string) (*Client, error) {
-	backend, target, err := parseStoreURL(storeURL)
+	b, target, err := parseStoreURL(storeURL)
 	if err != nil {
 		return nil, err
 	}
-	var st store.Store
-	switch backend {
-	case "sqlite":
-		st, err = sqlite.Open(ctx, target)
-	case "postgres":
-		st, err = postgres.Open(ctx, target)
-	case "redis":
-		st, err = redis.Open(ctx, target)
-	}
+	st, err := b.open(ctx, target)
 	if err != nil {
 		return nil, fmt.Errorf("latch: open %s: %w", redactURL(storeURL), err)
 	}
@@ -48,6 +40,30 @@ func Open(ctx context.Context, storeURL string) (*Client, error) {
 	c.owned = true
 	return c, nil
 }
+
+// backend is what the facade knows of one kind of store: how to open it
+// and how to migrate its schema (Migrate). What a store can do once open
+// it says itself, through store's optional interfaces (store.Sharer,
+// store.DurabilityChecker).
+type backend struct {
+	open    func(ctx context.Context, target string) (store.Store, error)
+	migrate func(ctx context.Context, storeURL, target, op string) (*Migration, error)
+}
+
+var (
+	sqliteBackend = &backend{
+		open:    func(ctx context.Context, path string) (store.Store, error) { return sqlite.Open(ctx, path) },
+		migrate: migrateSQLite,
+	}
+	postgresBackend = &backend{
+		open:    func(ctx context.Context, url string) (store.Store, error) { return postgres.Open(ctx, url) },
+		migrate: migratePostgres,
+	}
+	redisBackend = &backend{
+		open:    func(ctx context.Context, url string) (store.Store, error) { return redis.Open(ctx, url) },
+		migrate: migrateRedis,
+	}
+)
 
 // redactURL hides the password of a store URL in error messages.
 func redactURL(s string) string {
@@ -58,31 +74,30 @@ func redactURL(s string) string {
 	return u.Redacted()
 }
 
-// parseStoreURL splits a store URL into its backend and what the backend
-// opens.
-func parseStoreURL(u string) (backend, target string, err error) {
+// parseStoreURL finds a store URL's backend and what the backend opens.
+func parseStoreURL(u string) (b *backend, target string, err error) {
 	u = strings.TrimSpace(u)
 	lower := strings.ToLower(u)
 	switch {
 	case strings.HasPrefix(lower, "sqlite://"):
-		backend, target = "sqlite", u[len("sqlite://"):]
+		b, target = sqliteBackend, u[len("sqlite://"):]
 	case strings.HasPrefix(lower, "sqlite:"):
-		backend, target = "sqlite", u[len("sqlite:"):]
+		b, target = sqliteBackend, u[len("sqlite:"):]
 	case strings.HasPrefix(lower, "postgres://"), strings.HasPrefix(lower, "postgresql://"):
-		return "postgres", u, nil
+		return postgresBackend, u, nil
 	case strings.HasPrefix(lower, "redis://"), strings.HasPrefix(lower, "rediss://"):
-		return "redis", u, nil
+		return redisBackend, u, nil
 	case !strings.Contains(u, "://") &&
 		(strings.HasSuffix(lower, ".db") || strings.HasSuffix(lower, ".sqlite") || strings.HasSuffix(lower, ".sqlite3")):
-		backend, target = "sqlite", u
+		b, target = sqliteBackend, u
 	default:
-		return "", "", fmt.Errorf("latch: %w: store URL %q: want sqlite:PATH, postgres://HOST/DB or redis://HOST",
+		return nil, "", fmt.Errorf("latch: %w: store URL %q: want sqlite:PATH, postgres://HOST/DB or redis://HOST",
 			ErrInvalid, u)
 	}
 	if target == "" {
-		return "", "", fmt.Errorf("latch: %w: store URL %q has no database path", ErrInvalid, u)
+		return nil, "", fmt.Errorf("latch: %w: store URL %q has no database path", ErrInvalid, u)
 	}
-	return backend, target, nil
+	return b, target, nil
 }
 
 // NewClient returns a Client on an open store. The caller keeps ownership:

@@ -2,16 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/latch-run/latch"
-	"github.com/latch-run/latch/store/postgres"
-	"github.com/latch-run/latch/store/sqlite"
 )
 
-// runMigrate changes or reports a store's schema:
+// runMigrate changes or reports a store's schema (latch.Migrate):
 //
 //	latch migrate up|down|status --store URL
 //
@@ -33,38 +32,16 @@ func runMigrate(ctx context.Context, args []string, out io.Writer) error {
 	if err := parse(fs, rest, 0); err != nil {
 		return err
 	}
-	lower := strings.ToLower(strings.TrimSpace(*storeURL))
-	if strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://") {
-		st, err := postgres.Migrate(ctx, strings.TrimSpace(*storeURL), op)
-		if err != nil {
-			return err
-		}
-		switch {
-		case op == "up" && len(st.Ran) == 0:
-			fmt.Fprintln(out, "nothing to migrate")
-		case op == "up":
-			fmt.Fprintf(out, "applied migrations %v\n", st.Ran)
-		case op == "down" && len(st.Ran) == 0:
-			fmt.Fprintln(out, "nothing to revert")
-		case op == "down":
-			fmt.Fprintf(out, "reverted migration %v\n", st.Ran)
-		}
-		fmt.Fprintln(out, st)
-		return nil
+	m, err := latch.Migrate(ctx, *storeURL, op)
+	if errors.Is(err, errors.ErrUnsupported) {
+		// An op the store's backend has no use for (down on SQLite).
+		return fmt.Errorf("%w: %s", errUsage, strings.TrimPrefix(err.Error(), "latch: "))
 	}
-	if strings.HasPrefix(lower, "redis://") || strings.HasPrefix(lower, "rediss://") {
-		fmt.Fprintln(out, "a Redis store has no schema: nothing to migrate")
-		return nil
-	}
-	if op == "down" {
-		return fmt.Errorf("%w: migrate down is for PostgreSQL stores; a SQLite store migrates itself when opened", errUsage)
-	}
-	// SQLite (and anything else latch.Open knows) migrates when opened.
-	c, err := latch.Open(ctx, *storeURL)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	fmt.Fprintf(out, "schema version %d (up to date: SQLite migrates itself when opened)\n", sqlite.SchemaVersion())
+	for _, line := range m.Report {
+		fmt.Fprintln(out, line)
+	}
 	return nil
 }

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -180,11 +179,7 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 	if cfg.console {
 		authn := auth.Authenticator{Store: st, AdminKeyHash: adminHash}
 		cons = console.New(console.Config{Store: st, Auth: authn, Logger: log, SessionSecret: cfg.consoleSecret})
-		if cfg.consoleSecret == nil && !strings.HasPrefix(cfg.store, "sqlite:") {
-			log.Warn("console sessions are signed with a secret of this process: behind one address with "+
-				"other servers, a session opened on one is refused by the others, and all end when it stops; "+
-				"set the same "+consoleSecretEnv+" on every server", "env", consoleSecretEnv)
-		}
+		warnConsoleSecret(st, cfg.consoleSecret, log)
 		apiCfg.Console = cons
 	}
 	srv := api.New(apiCfg)
@@ -293,6 +288,17 @@ func warnDurability(ctx context.Context, st store.Store, log *slog.Logger) error
 		log.Warn("the store can lose acknowledged executions: " + warning)
 	}
 	return nil
+}
+
+// warnConsoleSecret logs, for a store that servers in other processes
+// share (store.Sharer), that console sessions signed with a secret of this
+// process work on this server only.
+func warnConsoleSecret(st store.Store, secret []byte, log *slog.Logger) {
+	if secret == nil && store.SharedAcrossProcesses(st) {
+		log.Warn("console sessions are signed with a secret of this process: behind one address with "+
+			"other servers, a session opened on one is refused by the others, and all end when it stops; "+
+			"set the same "+consoleSecretEnv+" on every server", "env", consoleSecretEnv)
+	}
 }
 
 // adminKey returns the hash the API checks the admin key against. With

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/latch-run/latch"
+	"github.com/latch-run/latch/internal/testdb"
+	"github.com/latch-run/latch/store"
+	"github.com/latch-run/latch/store/postgres"
+	"github.com/latch-run/latch/store/sqlite"
+)
+
+// latch migrate prints what it did and the schema's state; down on SQLite
+// is a usage error that touches nothing.
+func TestMigrateCommand(t *testing.T) {
+	dir := t.TempDir()
+	sqliteLine := fmt.Sprintf("schema version %d (up to date: SQLite migrates itself when opened)\n", sqlite.SchemaVersion())
+	for _, u := range []string{"sqlite:" + filepath.Join(dir, "a.db"), "sqlite://" + filepath.Join(dir, "b.db"), filepath.Join(dir, "c.db")} {
+		for _, op := range []string{"up", "status"} {
+			if code, out, errOut := cli(t, "migrate", op, "--store", u); code != 0 || out != sqliteLine || errOut != "" {
+				t.Errorf("migrate %s --store %s: %d %q %q", op, u, code, out, errOut)
+			}
+		}
+	}
+	d := filepath.Join(dir, "d.db")
+	code, out, errOut := cli(t, "migrate", "down", "--store", "sqlite:"+d)
+	if code != 2 || out != "" ||
+		errOut != "latch migrate: usage: migrate down is for PostgreSQL stores; a SQLite store migrates itself when opened\n" {
+		t.Errorf("migrate down on SQLite: %d %q %q", code, out, errOut)
+	}
+	if _, err := os.Stat(d); !os.IsNotExist(err) {
+		t.Errorf("migrate down on SQLite made the file: %v", err)
+	}
+	if code, _, errOut := cli(t, "migrate", "up", "--store", "mysql://x"); code != 1 || !strings.Contains(errOut, `store URL "mysql://x"`) {
+		t.Errorf("migrate up on an unknown URL: %d %q", code, errOut)
+	}
+
+	pg := testdb.PostgresSchema(t, "latch_cli_migrate_", "latch migrate on PostgreSQL")
+	latest := postgres.SchemaVersion()
+	status := fmt.Sprintf("schema version %d, this latch knows up to %d (up to date)\n", latest, latest)
+	for _, c := range []struct{ op, want string }{
+		{"up", fmt.Sprintf("applied migrations %v\n", all(latest)) + status},
+		{"up", "nothing to migrate\n" + status},
+		{"down", fmt.Sprintf("reverted migration [%d]\nschema version %d, this latch knows up to %d (1 pending)\n", latest, latest-1, latest)},
+		{"up", fmt.Sprintf("applied migrations [%d]\n", latest) + status},
+		{"status", status},
+	} {
+		if code, out, errOut := cli(t, "migrate", c.op, "--store", pg); code != 0 || out != c.want || errOut != "" {
+			t.Errorf("migrate %s on PostgreSQL: %d %q %q, want %q", c.op, code, out, errOut, c.want)
+		}
+	}
+
+	redis := testdb.WithParams(t, testdb.URL(t, testdb.RedisEnv, "latch migrate on Redis"), map[string]string{"prefix": testdb.Name("latch_cli_migrate_")})
+	for _, op := range []string{"up", "down", "status"} {
+		if code, out, errOut := cli(t, "migrate", op, "--store", redis); code != 0 || out != "a Redis store has no schema: nothing to migrate\n" || errOut != "" {
+			t.Errorf("migrate %s on Redis: %d %q %q", op, code, out, errOut)
+		}
+	}
+}
+
+// all is 1..n.
+func all(n int) []int {
+	v := make([]int, n)
+	for i := range v {
+		v[i] = i + 1
+	}
+	return v
+}
+
+// sharedStore is a store that says it is shared across processes.
+type sharedStore struct{ store.Store }
+
+func (sharedStore) SharedAcrossProcesses() bool { return true }
+
+// The console-secret warning is for a store other processes share, however
+// its URL is spelled, and never when the secret is set.
+func TestWarnConsoleSecret(t *testing.T) {
+	dir := t.TempDir()
+	warns := func(st store.Store, secret []byte) bool {
+		var buf bytes.Buffer
+		warnConsoleSecret(st, secret, slog.New(slog.NewTextHandler(&buf, nil)))
+		return strings.Contains(buf.String(), consoleSecretEnv)
+	}
+	for _, u := range []string{"sqlite:" + filepath.Join(dir, "a.db"), "sqlite://" + filepath.Join(dir, "b.db"), filepath.Join(dir, "c.db")} {
+		c, err := latch.Open(t.Context(), u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if warns(c.Store(), nil) {
+			t.Errorf("%s: warned of the console secret for a SQLite file", u)
+		}
+		if !warns(sharedStore{c.Store()}, nil) {
+			t.Errorf("%s: no warning for a shared store", u)
+		}
+		if warns(sharedStore{c.Store()}, []byte("a secret of thirty-two bytes or more")) {
+			t.Errorf("%s: warned though the secret is set", u)
+		}
+		c.Close()
+	}
+}

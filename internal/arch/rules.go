@@ -1,0 +1,122 @@
+package arch
+
+import (
+	"slices"
+	"strings"
+)
+
+// backends are the store implementations, by path in the module.
+var backends = []string{"store/sqlite", "store/postgres", "store/redis"}
+
+// Rules are latch's layering, for the module whose path is module:
+//
+//	cmd/latch, bench/...        the binaries
+//	latch (the facade)          opens a backend by URL; the Go API
+//	api, console                the front ends; both authenticate through auth
+//	kinds, engine               the built-in kinds; the worker and services
+//	auth                        API keys
+//	store/sqlite|postgres|redis the backends
+//	store                       the contract every layer speaks
+//
+// Each layer depends on the ones below it only, and only the facade and
+// the binaries choose a backend.
+func Rules(module string) []Rule {
+	m := matchers{module}
+	above := []string{"engine", "api", "auth", "console", "kinds", "cmd"}
+	rules := []Rule{{
+		Name:   "package store imports only the standard library and its own helpers",
+		From:   m.is("store"),
+		Deny:   not(anyOf(standard, m.under("store/internal"))),
+		Direct: true,
+	}, {
+		Name: "a store package depends on no layer above the store (engine, api, auth, console, kinds, the facade, cmd)",
+		From: m.under("store"),
+		Deny: anyOf(m.is(""), m.under(above...)),
+	}, {
+		Name: "only the facade (package latch) and the binaries choose a backend",
+		From: m.in(not(anyOf(m.is(""), m.under("cmd", "bench", "test"), m.under(backends...)))),
+		Deny: m.under(backends...),
+	}, {
+		Name: "the latch binary links no testing package",
+		From: m.is("cmd/latch"),
+		Deny: func(p *Package) bool { return p.Path == "testing" || strings.HasPrefix(p.Path, "testing/") },
+	}, {
+		Name: "the console does not depend on the API (both authenticate through auth)",
+		From: m.under("console"),
+		Deny: m.under("api"),
+	}, {
+		Name: "the API does not depend on the console",
+		From: m.under("api"),
+		Deny: m.under("console"),
+	}, {
+		Name: "auth depends on the store contract only: no engine, front end, kinds or facade",
+		From: m.under("auth"),
+		Deny: anyOf(m.is(""), m.under("engine", "api", "console", "kinds", "cmd")),
+	}, {
+		Name: "the engine depends on no front end (api, auth, console), kinds or facade",
+		From: m.under("engine"),
+		Deny: anyOf(m.is(""), m.under("api", "auth", "console", "kinds", "cmd")),
+	}, {
+		Name:   "a package that imports testing is imported by tests and other test helpers only",
+		From:   m.in(not(importsTesting)),
+		Deny:   m.in(importsTesting),
+		Direct: true,
+	}, {
+		Name:   "store/storebench is for benchmark drivers: latch bench, engine/enginebench, storetest.Benchmarks",
+		From:   m.in(not(anyOf(m.is("cmd/latch", "engine/enginebench", "store/storetest"), m.under("bench")))),
+		Deny:   m.is("store/storebench"),
+		Direct: true,
+	}}
+	for _, b := range backends {
+		others := slices.DeleteFunc(slices.Clone(backends), func(o string) bool { return o == b })
+		rules = append(rules, Rule{
+			Name: "a backend depends on no other backend and no store test or benchmark package",
+			From: m.under(b),
+			Deny: m.under(append(others, "store/storetest", "store/storebench")...),
+		})
+	}
+	return rules
+}
+
+// matchers builds Matches on paths relative to a module.
+type matchers struct{ module string }
+
+func (m matchers) abs(rel string) string {
+	if rel == "" {
+		return m.module
+	}
+	return m.module + "/" + rel
+}
+
+// is matches the module's packages at rels exactly ("" is the module's
+// root package).
+func (m matchers) is(rels ...string) Match {
+	return func(p *Package) bool {
+		return slices.ContainsFunc(rels, func(r string) bool { return p.Path == m.abs(r) })
+	}
+}
+
+// under matches the module's packages at rels and below them.
+func (m matchers) under(rels ...string) Match {
+	return func(p *Package) bool {
+		return slices.ContainsFunc(rels, func(r string) bool {
+			return p.Path == m.abs(r) || strings.HasPrefix(p.Path, m.abs(r)+"/")
+		})
+	}
+}
+
+// in matches the module's packages that match also.
+func (m matchers) in(also Match) Match {
+	inModule := m.under("")
+	return func(p *Package) bool { return inModule(p) && also(p) }
+}
+
+func standard(p *Package) bool { return p.Standard }
+
+func importsTesting(p *Package) bool { return slices.Contains(p.Imports, "testing") }
+
+func not(a Match) Match { return func(p *Package) bool { return !a(p) } }
+
+func anyOf(ms ...Match) Match {
+	return func(p *Package) bool { return slices.ContainsFunc(ms, func(m Match) bool { return m(p) }) }
+}

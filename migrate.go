@@ -42,6 +42,14 @@ func Migrate(ctx context.Context, storeURL, op string) (*Migration, error) {
 	return b.migrate(ctx, storeURL, target, op)
 }
 
+// NeedsMigrate reports whether the store at storeURL must be migrated
+// (Migrate up) before Open takes it: a PostgreSQL database. False for a
+// store that migrates itself or has no schema, and for a URL Open refuses.
+func NeedsMigrate(storeURL string) bool {
+	b, _, err := parseStoreURL(storeURL)
+	return err == nil && b.migrateFirst
+}
+
 // The backends' migrate functions (backend.migrate): storeURL is the
 // caller's, for messages; target is what the backend opens.
 

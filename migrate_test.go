@@ -159,3 +159,20 @@ func TestStoreSharedAcrossProcesses(t *testing.T) {
 		c.Close()
 	}
 }
+
+func TestNeedsMigrate(t *testing.T) {
+	t.Parallel()
+	for u, want := range map[string]bool{
+		"sqlite:latch.db":                 false,
+		"sqlite://latch.db":               false,
+		"latch.db":                        false,
+		"redis://127.0.0.1:6379/0":        false,
+		"postgres://u@127.0.0.1/latch":    true,
+		" POSTGRESQL://u@127.0.0.1/latch": true,
+		"mysql://x":                       false,
+	} {
+		if got := latch.NeedsMigrate(u); got != want {
+			t.Errorf("NeedsMigrate(%q) = %v, want %v", u, got, want)
+		}
+	}
+}

@@ -48,6 +48,9 @@ func Open(ctx context.Context, storeURL string) (*Client, error) {
 type backend struct {
 	open    func(ctx context.Context, target string) (store.Store, error)
 	migrate func(ctx context.Context, storeURL, target, op string) (*Migration, error)
+	// migrateFirst: Open refuses a schema Migrate has not brought up to
+	// date (NeedsMigrate).
+	migrateFirst bool
 }
 
 var (
@@ -56,8 +59,9 @@ var (
 		migrate: migrateSQLite,
 	}
 	postgresBackend = &backend{
-		open:    func(ctx context.Context, url string) (store.Store, error) { return postgres.Open(ctx, url) },
-		migrate: migratePostgres,
+		open:         func(ctx context.Context, url string) (store.Store, error) { return postgres.Open(ctx, url) },
+		migrate:      migratePostgres,
+		migrateFirst: true,
 	}
 	redisBackend = &backend{
 		open:    func(ctx context.Context, url string) (store.Store, error) { return redis.Open(ctx, url) },

@@ -104,3 +104,15 @@ func TestWarnConsoleSecret(t *testing.T) {
 		c.Close()
 	}
 }
+
+// latch prove on a PostgreSQL store it cannot open says the store must
+// exist and be migrated first; on another store it does not.
+func TestProveHintsMigrate(t *testing.T) {
+	hint := "latch migrate up --store URL"
+	if code, _, errOut := cli(t, "prove", "--store", "postgres://u@127.0.0.1:1/latch?connect_timeout=2", "--duration", "1s"); code != 1 || !strings.Contains(errOut, hint) {
+		t.Errorf("prove on an unreachable PostgreSQL: %d %q, want the hint %q", code, errOut, hint)
+	}
+	if code, _, errOut := cli(t, "prove", "--store", "redis://127.0.0.1:1/0", "--duration", "1s"); code != 1 || strings.Contains(errOut, hint) {
+		t.Errorf("prove on an unreachable Redis: %d %q, want no hint", code, errOut)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/latch-run/latch"
 	"github.com/latch-run/latch/internal/soak"
 )
 
@@ -50,9 +51,7 @@ func runProve(ctx context.Context, args []string, out io.Writer) error {
 	}
 	st, err := openStore(ctx, target)
 	if err != nil {
-		lower := strings.ToLower(target)
-		if (strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://")) &&
-			!strings.Contains(err.Error(), "latch migrate up") {
+		if latch.NeedsMigrate(target) && !strings.Contains(err.Error(), "latch migrate up") {
 			err = fmt.Errorf("%w (a PostgreSQL store must exist and be migrated first: latch migrate up --store URL)", err)
 		}
 		return err

@@ -37,6 +37,11 @@ func Rules(module string) []Rule {
 		From: m.in(not(anyOf(m.is(""), m.under("cmd", "bench", "test"), m.under(backends...)))),
 		Deny: m.under(backends...),
 	}, {
+		Name:   "the latch binary reaches a backend through the facade (latch.Open, latch.Migrate), never by import",
+		From:   m.under("cmd"),
+		Deny:   m.under(backends...),
+		Direct: true,
+	}, {
 		Name: "the latch binary links no testing package",
 		From: m.is("cmd/latch"),
 		Deny: func(p *Package) bool { return p.Path == "testing" || strings.HasPrefix(p.Path, "testing/") },

@@ -14,7 +14,8 @@ import (
 	"github.com/latch-run/latch/store"
 )
 
-// admitTx admits a group in one transaction. Items are decided in order as
+// admitTx is step 3 of Store.admit: it admits a group in one transaction,
+// which may wait for locks and quota shards. Items are decided in order as
 // if submitted singly:
 //
 //  0. the schedules the items name are locked, shared (lockSchedules), so

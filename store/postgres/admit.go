@@ -3,15 +3,11 @@ package postgres
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/latch-run/latch/store"
@@ -87,81 +83,156 @@ WITH tok AS (
 WHERE EXISTS (SELECT 1 FROM tok)`
 )
 
-// Admit implements store.Store. A single submission goes through
-// sqlAdmitMany, shared with concurrent submissions (admitFast, group.go); a
-// group of submissions is first tried as one all-or-nothing statement
-// (admitGroupFast). What those cannot decide — no quota unit at hand
-// without waiting, a dedup key past its TTL, an unknown tenant, a group that
-// cannot be admitted whole — runs as one transaction (admitTx), and so does
-// a submission that names a schedule (rare outside FireSchedule: see
-// lockSchedules).
+// Admit implements store.Store.
 func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitResult, error) {
 	return s.feed.Admitted(s.admit(ctx, p))
 }
 
+// admit is the one submit path. In reading order:
+//
+//  1. prepare: each item validated and its execution built, before the
+//     database is asked (admit.go);
+//  2. admitAtOnce: one statement that decides the whole submit without
+//     waiting for anything, or says it cannot and has changed nothing:
+//     - one item: admitOne, sqlAdmitMany shared with the one-item submits
+//     that arrive meanwhile (group commit: group.go, sql_group.go);
+//     - several items, none with a dedup key: admitUnkeyed, sqlAdmitUnkeyed;
+//     - several items with keys: admitKeyed, sqlAdmitMany alone, all or
+//     nothing;
+//  3. admitTx: what step 2 cannot decide — no quota unit at hand without
+//     waiting for a shard (quota.go), a dedup key past its TTL, an unknown
+//     tenant, a batch that cannot be admitted whole — and every submit
+//     naming a schedule (it needs the schedule's lock: lockSchedules) runs
+//     as one transaction that may wait (admit_tx.go).
+//
+// Each statement of step 2 is there because it paid in a benchmark against
+// the transaction alone: one-item submits arriving together share one
+// commit (concurrent same-key submits ran several times faster), and a
+// batch is one round trip instead of a transaction's six or more.
+//
+// Every path returns its answers; the one statement a group shares
+// answers each submission in its admitOp's out slot, which admitOne alone
+// reads. Whatever the path, the dedup keys, the quota units and the
+// executions of a submit are written in one transaction.
 func (s *Store) admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitResult, error) {
 	t := now(p.Now)
 	items := make([]item, len(p.Items))
-	scheduled := false
 	for i := range p.Items {
 		items[i] = prepare(p.Tenant, &p.Items[i], t)
-		scheduled = scheduled || p.Items[i].Schedule != ""
 	}
-	// An execution of a schedule is admitted under the schedule's shared
-	// lock (lockSchedules), which only admitTx takes.
-	switch {
-	case scheduled:
-	case len(items) == 1 && items[0].err == nil:
-		if res, done, err := s.admitFast(ctx, p.Tenant, &items[0], t); done || err != nil {
-			return res, err
-		}
-	case len(items) > 1:
-		if res, done, err := s.admitGroupFast(ctx, p.Tenant, items, t); done || err != nil {
-			return res, err
-		}
+	res, decided, err := s.admitAtOnce(ctx, p.Tenant, items, t)
+	if decided || err != nil {
+		return res, err
 	}
 	return s.admitTx(ctx, p.Tenant, items, t)
 }
 
-// admitGroupFast admits a group in one statement (sqlAdmitMany, strict)
-// when every item can be admitted at once: its keys all free, the units
-// all at hand on one shard. Otherwise the statement aborts, having changed
-// nothing, and done is false: admitTx decides.
-func (s *Store) admitGroupFast(ctx context.Context, tenant string, items []item, t time.Time) (*store.AdmitResult, bool, error) {
-	var ops []groupOp
-	var idx []int
+// admitAtOnce picks the statement that can decide the submit at once.
+// decided is false when admitTx must decide: nothing was changed.
+func (s *Store) admitAtOnce(ctx context.Context, tenant string, items []item, t time.Time) (res *store.AdmitResult, decided bool, err error) {
+	var valid []int // the items prepare did not refuse
 	keyed := false
-	for i := range items {
-		if items[i].err == nil {
-			ops = append(ops, &admitOp{tenant: tenant, e: items[i].exec, t: t, strict: true})
-			idx = append(idx, i)
-			keyed = keyed || items[i].exec.DedupKey != ""
+	for i, it := range items {
+		if it.err != nil {
+			continue
 		}
+		if it.exec.Schedule != "" {
+			return nil, false, nil // an execution of a schedule: under its lock, in admitTx
+		}
+		valid = append(valid, i)
+		keyed = keyed || it.exec.DedupKey != ""
 	}
-	if len(ops) == 0 {
+	switch {
+	case len(valid) == 0:
 		return nil, false, nil
+	case len(items) == 1:
+		a, decided, err := s.admitOne(ctx, tenant, items[0].exec, t)
+		if !decided || err != nil {
+			return nil, decided, err
+		}
+		return &store.AdmitResult{Items: []store.Admitted{a}}, true, nil
+	case !keyed:
+		decided, err = s.admitUnkeyed(ctx, tenant, items, valid, t)
+	default:
+		decided, err = s.admitKeyed(ctx, tenant, items, valid, t)
 	}
-	if !keyed {
-		var n int64
-		err := s.write(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
-			tag, err := c.Exec(ctx, sqlAdmitUnkeyed, append(executionArrays(tenant, t, items, idx), len(idx))...)
-			n = tag.RowsAffected()
-			return err
-		})
-		if err != nil {
-			return nil, false, interpretError(err)
-		}
-		if n == 0 {
-			return nil, false, nil
-		}
-		res := &store.AdmitResult{Items: make([]store.Admitted, len(items))}
-		for i := range items {
-			res.Items[i] = store.Admitted{Execution: items[i].exec, Err: items[i].err}
-		}
+	if !decided || err != nil {
+		return nil, false, err
+	}
+	s.changes.announce()
+	return batchAnswer(items), true, nil
+}
+
+// admitOne admits one valid submission through sqlAdmitMany, shared with
+// the one-item submits that arrive meanwhile (Store.run). decided is false
+// when the statement could not decide: no quota unit at hand (the group
+// aborted), a key that maps to an execution past its TTL, an unknown
+// tenant.
+func (s *Store) admitOne(ctx context.Context, tenant string, e *store.Execution, t time.Time) (a store.Admitted, decided bool, err error) {
+	op := &admitOp{tenant: tenant, e: e, t: t}
+	err = s.run(ctx, op)
+	if aborted(err) {
+		return store.Admitted{}, false, nil
+	}
+	if err != nil {
+		return store.Admitted{}, false, interpretError(err)
+	}
+	out := op.out
+	switch {
+	case out.created:
 		s.changes.announce()
-		return res, true, nil
+		return store.Admitted{Execution: e}, true, nil
+	case out.same != nil: // created by an op of the group with the same key
+		x := *out.same
+		return dedupAnswer(e, &x), true, nil
+	case e.DedupKey == "": // an unknown tenant
+		return store.Admitted{}, false, nil
 	}
-	err := s.write(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
+	// The key was taken. If it maps to a live execution, that is the
+	// answer; reading it changes nothing, so no transaction is needed.
+	hit := out.hit
+	if !out.looked {
+		hits, err := lookupKeys(ctx, s.pool, tenant, []string{e.DedupKey})
+		if err != nil {
+			return store.Admitted{}, false, err
+		}
+		if h, ok := hits[e.DedupKey]; ok {
+			hit = &h
+		}
+	}
+	if hit == nil || !hit.liveAt(t) {
+		return store.Admitted{}, false, nil
+	}
+	x := *hit.exec
+	return dedupAnswer(e, &x), true, nil
+}
+
+// admitUnkeyed admits items[valid], which name no dedup key, in one
+// statement, all or nothing (sqlAdmitUnkeyed). decided is false when no
+// quota shard nobody holds has the units, or the tenant is unknown.
+func (s *Store) admitUnkeyed(ctx context.Context, tenant string, items []item, valid []int, t time.Time) (decided bool, err error) {
+	var n int64
+	err = s.write(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
+		tag, err := c.Exec(ctx, sqlAdmitUnkeyed, append(executionArrays(tenant, t, items, valid), len(valid))...)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return false, interpretError(err)
+	}
+	return n > 0, nil
+}
+
+// admitKeyed admits items[valid] in one statement (sqlAdmitMany, strict,
+// not shared with other submits) when every one of them creates its
+// execution: its key free, the units all at hand on one shard. Otherwise
+// the statement aborts, having changed nothing, and decided is false.
+func (s *Store) admitKeyed(ctx context.Context, tenant string, items []item, valid []int, t time.Time) (decided bool, err error) {
+	ops := make([]groupOp, len(valid))
+	for j, i := range valid {
+		ops[j] = &admitOp{tenant: tenant, e: items[i].exec, t: t, strict: true}
+	}
+	err = s.write(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		st := build(kindAdmit, ops)
 		rows, err := c.Query(ctx, st.sql, st.args...)
 		if err != nil {
@@ -170,29 +241,35 @@ func (s *Store) admitGroupFast(ctx context.Context, tenant string, items []item,
 		return st.read(rows)
 	})
 	if aborted(err) {
-		return nil, false, nil
+		return false, nil
 	}
 	if err != nil {
-		return nil, false, interpretError(err)
+		return false, interpretError(err)
 	}
+	return true, nil
+}
+
+// batchAnswer answers a batch that admitUnkeyed or admitKeyed admitted
+// whole: every valid item created its execution, but for a later item
+// with an earlier item's key, which is deduplicated onto it.
+func batchAnswer(items []item) *store.AdmitResult {
 	res := &store.AdmitResult{Items: make([]store.Admitted, len(items))}
-	j := 0
-	for i := range items {
-		if items[i].err != nil {
-			res.Items[i].Err = items[i].err
-			continue
-		}
-		op := ops[j].(*admitOp)
-		j++
-		if op.leader == nil {
-			res.Items[i].Execution = op.e
-		} else {
-			x := *op.leader.e
-			res.Items[i] = dedupAnswer(op.e, &x)
+	first := map[string]*store.Execution{}
+	for i, it := range items {
+		switch e := it.exec; {
+		case it.err != nil:
+			res.Items[i].Err = it.err
+		case e.DedupKey == "":
+			res.Items[i].Execution = e
+		case first[e.DedupKey] != nil:
+			x := *first[e.DedupKey]
+			res.Items[i] = dedupAnswer(e, &x)
+		default:
+			first[e.DedupKey] = e
+			res.Items[i].Execution = e
 		}
 	}
-	s.changes.announce()
-	return res, true, nil
+	return res
 }
 
 // item is one submission, validated, with its execution built.
@@ -222,60 +299,6 @@ func newExecution(tenant string, sub *store.Submission, t time.Time) *store.Exec
 	e := store.NewExecution(id, tenant, sub, t)
 	e.RunAt = micro(e.RunAt)
 	return e
-}
-
-// admitFast tries the fast path for one valid submission: sqlAdmitMany,
-// shared with concurrent submissions (group.go). done is false when the
-// transaction path must decide: no quota unit at hand, a key whose TTL has
-// passed, an unknown tenant.
-func (s *Store) admitFast(ctx context.Context, tenant string, it *item, t time.Time) (res *store.AdmitResult, done bool, err error) {
-	e := it.exec
-	op := &admitOp{tenant: tenant, e: e, t: t}
-	err = s.run(ctx, op)
-	if aborted(err) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, interpretError(err)
-	}
-	answer, done, err := s.answer(ctx, op)
-	if !done || err != nil {
-		return nil, done, err
-	}
-	return &store.AdmitResult{Items: []store.Admitted{answer}}, true, nil
-}
-
-// answer decides an admitOp after its statement committed. done is false
-// when the statement could not decide it.
-func (s *Store) answer(ctx context.Context, op *admitOp) (store.Admitted, bool, error) {
-	l := op.lead()
-	switch {
-	case op == l && op.admitted:
-		s.changes.announce()
-		return store.Admitted{Execution: op.e}, true, nil
-	case l.admitted: // the same key, created by an op just before this one
-		x := *l.e
-		return dedupAnswer(op.e, &x), true, nil
-	case op.e.DedupKey == "":
-		return store.Admitted{}, false, nil
-	}
-	// The key was taken. If it maps to a live execution, that is the
-	// answer; reading it changes nothing, so no transaction is needed.
-	hit := l.hit
-	if !l.looked {
-		hits, err := lookupKeys(ctx, s.pool, op.tenant, []string{op.e.DedupKey})
-		if err != nil {
-			return store.Admitted{}, false, err
-		}
-		if h, ok := hits[op.e.DedupKey]; ok {
-			hit = &h
-		}
-	}
-	if hit == nil || !hit.liveAt(op.t) {
-		return store.Admitted{}, false, nil
-	}
-	x := *hit.exec
-	return dedupAnswer(op.e, &x), true, nil
 }
 
 // keyHit is a key that maps to an existing execution.
@@ -332,330 +355,4 @@ func dedupAnswer(sub, existing *store.Execution) store.Admitted {
 			sub.DedupKey, existing.ID, store.ErrDedupKeyReused)}
 	}
 	return store.Admitted{Execution: existing, Deduplicated: true}
-}
-
-// admitTx admits a group in one transaction. Items are decided in order as
-// if submitted singly:
-//
-//  0. the schedules the items name are locked, shared (lockSchedules), so
-//     that a concurrent FireSchedule's overlap check sees these executions;
-//  1. every dedup key of the group is bound in one statement, in key order
-//     (ON CONFLICT DO NOTHING: the unique index decides, never a read); a
-//     key that is taken is read, and if its TTL has passed it is removed by
-//     compare-and-delete and bound again. The executions the taken keys
-//     map to are then read again and held until the commit (lockHits), so
-//     that the answer shows them as they are when it commits;
-//  2. the items that create executions take their quota units in one step
-//     (takeQuota), in order; those beyond the units available are refused
-//     and their just-bound keys unbound;
-//  3. the admitted executions are inserted in one statement.
-//
-// Nothing else can see any of it before the commit.
-func (s *Store) admitTx(ctx context.Context, tenant string, items []item, t time.Time) (*store.AdmitResult, error) {
-	var res *store.AdmitResult
-	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
-		var changed bool
-		var err error
-		res, changed, err = admitInTx(ctx, tx, tenant, items, t)
-		return changed, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
-}
-
-// decision is how one item ends.
-type decision int
-
-const (
-	decRefused decision = iota // it.err or a refusal set below
-	decNew                     // creates its execution, if quota allows
-	decSameAs                  // same key as an earlier item of the group
-	decHit                     // the key maps to an existing execution
-)
-
-func admitInTx(ctx context.Context, tx pgx.Tx, tenant string, items []item, t time.Time) (*store.AdmitResult, bool, error) {
-	a, err := bindAdmission(ctx, tx, tenant, items, t)
-	if err != nil {
-		return nil, false, err
-	}
-	return a.finish(ctx, tx)
-}
-
-// admission is admitInTx between its steps: the keys bound and the hits
-// locked (bindAdmission), the quota not yet taken (finish). FireSchedule
-// decides its overlap check in between.
-type admission struct {
-	tenant string
-	items  []item
-	t      time.Time
-	res    *store.AdmitResult
-	dec    []decision
-	first  map[string]int              // dedup key -> the first valid item that names it
-	hits   map[string]*store.Execution // keys that map to a live execution, locked
-}
-
-// bindAdmission is step 1 of admitInTx: it reads the tenant, takes the
-// shared locks of the schedules the items name (lockSchedules), binds the
-// keys and locks the hits, answering the items whose key maps to an
-// execution.
-func bindAdmission(ctx context.Context, tx pgx.Tx, tenant string, items []item, t time.Time) (*admission, error) {
-	var ttl int64
-	if err := tx.QueryRow(ctx, sqlAdmitTenant, tenant).Scan(&ttl); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, fmt.Errorf("tenant %q: %w", tenant, store.ErrNotFound)
-		}
-		return nil, err
-	}
-	a := &admission{tenant: tenant, items: items, t: t,
-		res: &store.AdmitResult{Items: make([]store.Admitted, len(items))},
-		dec: make([]decision, len(items)), first: map[string]int{}}
-	var schedules []string
-	for i, it := range items {
-		switch {
-		case it.err != nil:
-			a.dec[i], a.res.Items[i].Err = decRefused, it.err
-			continue
-		case it.exec.DedupKey == "":
-			a.dec[i] = decNew
-		default:
-			if _, ok := a.first[it.exec.DedupKey]; ok {
-				a.dec[i] = decSameAs
-			} else {
-				a.first[it.exec.DedupKey] = i
-				a.dec[i] = decNew
-			}
-		}
-		if it.exec.Schedule != "" {
-			schedules = append(schedules, it.exec.Schedule)
-		}
-	}
-	if err := lockSchedules(ctx, tx, tenant, schedules, true); err != nil {
-		return nil, err
-	}
-
-	// Bind the keys.
-	var err error
-	a.hits, err = bindKeys(ctx, tx, tenant, items, a.first, micro(t.Add(time.Duration(ttl))), t)
-	if err != nil {
-		return nil, err
-	}
-	// The executions the taken keys map to, locked until the commit
-	// (lockHits) before this transaction waits for anything else.
-	if err := lockHits(ctx, tx, tenant, a.hits, t); err != nil {
-		return nil, err
-	}
-	for key, i := range a.first {
-		if h, ok := a.hits[key]; ok {
-			a.dec[i] = decHit
-			a.res.Items[i] = dedupAnswer(items[i].exec, h)
-		}
-	}
-	return a, nil
-}
-
-// finish is steps 2 and 3 of admitInTx: the quota of the items that create
-// executions, and their insert. changed reports whether any was inserted.
-func (a *admission) finish(ctx context.Context, tx pgx.Tx) (*store.AdmitResult, bool, error) {
-	tenant, items, res, dec, first, hits := a.tenant, a.items, a.res, a.dec, a.first, a.hits
-	// 2. Quota for the items that create executions, in order.
-	var fresh []int
-	for i := range items {
-		if dec[i] == decNew {
-			fresh = append(fresh, i)
-		}
-	}
-	got, err := takeQuota(ctx, tx, tenant, len(fresh))
-	if err != nil {
-		return nil, false, err
-	}
-	var unbindKeys, unbindIDs []string
-	for n, i := range fresh {
-		e := items[i].exec
-		if n < got {
-			res.Items[i].Execution = e
-			continue
-		}
-		dec[i] = decRefused
-		res.Items[i].Err = fmt.Errorf("tenant %q is at its max_inflight: %w", tenant, store.ErrQuotaExceeded)
-		if e.DedupKey != "" {
-			unbindKeys, unbindIDs = append(unbindKeys, e.DedupKey), append(unbindIDs, e.ID)
-		}
-	}
-	if len(unbindKeys) > 0 {
-		if _, err := tx.Exec(ctx, sqlUnbindKeys, tenant, unbindKeys, unbindIDs); err != nil {
-			return nil, false, fmt.Errorf("postgres: admit: unbind: %w", err)
-		}
-	}
-	// Later items with an earlier item's key: as if submitted after it.
-	for i := range items {
-		if dec[i] != decSameAs {
-			continue
-		}
-		key := items[i].exec.DedupKey
-		j := first[key]
-		switch {
-		case hits[key] != nil: // the key mapped to an execution before the group
-			res.Items[i] = dedupAnswer(items[i].exec, hits[key])
-		case res.Items[j].Execution != nil: // the group's first item created it
-			res.Items[i] = dedupAnswer(items[i].exec, res.Items[j].Execution)
-		default: // the first was refused for quota: the key is free, the quota still spent
-			res.Items[i].Err = res.Items[j].Err
-		}
-	}
-
-	// 3. Insert the admitted executions.
-	if got == 0 {
-		return res, false, nil
-	}
-	if err := insertExecutions(ctx, tx, tenant, items, fresh[:got], a.t); err != nil {
-		return nil, false, err
-	}
-	return res, true, nil
-}
-
-// errHitMoved rolls back and reruns an admitInTx whose dedup hit changed
-// hands before it could lock it (see lockHits). It is a serialization
-// failure in all but name, and retried like one.
-var errHitMoved = &pgconn.PgError{Code: codeSerializationFailure,
-	Message: "latch: a dedup key changed hands during the admission; run it again"}
-
-// lockHits replaces each hit with its execution as it is now and holds it
-// (FOR SHARE) until the transaction ends, so that the answer shows it as it
-// is at the commit. Without the lock, the hit was read before the quota
-// wait and a change committed meanwhile — a Fail whose freed unit the group
-// then takes, a Complete that a later reader sees — went unseen by the
-// answer while its effects were used or observed. The lock wait is on an
-// execution row before any quota shard, the order every path that changes
-// an execution and its quota takes, so it adds no deadlock. Claims pass a
-// held queued hit by (SKIP LOCKED) until the commit, as the Claim contract
-// allows. A key that no longer maps to the same live execution — its
-// execution deleted, or the key re-bound, meanwhile — reruns the whole
-// transaction (errHitMoved), which then binds or reads it anew.
-func lockHits(ctx context.Context, tx pgx.Tx, tenant string, hits map[string]*store.Execution, t time.Time) error {
-	if len(hits) == 0 {
-		return nil
-	}
-	keys := slices.Sorted(maps.Keys(hits))
-	found, err := readKeys(ctx, tx, sqlDedupLock, tenant, keys)
-	if err != nil {
-		return err
-	}
-	for _, key := range keys {
-		h, ok := found[key]
-		if !ok || !h.liveAt(t) || h.exec.ID != hits[key].ID {
-			return errHitMoved
-		}
-		hits[key] = h.exec
-	}
-	return nil
-}
-
-// bindKeys binds the dedup key of each first item to its execution and
-// returns the keys that already map to a live execution. A key that maps to
-// an expired (or vanished) execution is unbound by compare-and-delete and
-// bound again; a key unbound by someone else meanwhile is simply bound again.
-func bindKeys(ctx context.Context, tx pgx.Tx, tenant string, items []item, first map[string]int,
-	expires, t time.Time) (map[string]*store.Execution, error) {
-	pending := make([]string, 0, len(first))
-	for key := range first {
-		pending = append(pending, key)
-	}
-	slices.Sort(pending)
-	hits := map[string]*store.Execution{}
-	for round := 0; len(pending) > 0; round++ {
-		if round == maxAttempts {
-			return nil, fmt.Errorf("postgres: admit: dedup keys %q keep changing hands", pending)
-		}
-		ids := make([]string, len(pending))
-		for i, key := range pending {
-			ids[i] = items[first[key]].exec.ID
-		}
-		rows, err := tx.Query(ctx, sqlBindKeys, tenant, pending, ids, expires)
-		if err != nil {
-			return nil, fmt.Errorf("postgres: admit: bind: %w", err)
-		}
-		bound, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return nil, fmt.Errorf("postgres: admit: bind: %w", err)
-		}
-		if len(bound) == len(pending) {
-			break
-		}
-		taken := slices.DeleteFunc(pending, func(k string) bool { return slices.Contains(bound, k) })
-		pending = nil
-		found, err := lookupKeys(ctx, tx, tenant, taken)
-		if err != nil {
-			return nil, err
-		}
-		var staleKeys, staleIDs, unknown []string
-		for _, key := range taken {
-			switch h, ok := found[key]; {
-			case !ok:
-				unknown = append(unknown, key)
-			case h.liveAt(t):
-				hits[key] = h.exec
-			default: // the TTL has passed: compare-and-delete, bind again
-				staleKeys, staleIDs = append(staleKeys, key), append(staleIDs, h.exec.ID)
-				pending = append(pending, key)
-			}
-		}
-		if len(unknown) > 0 {
-			// Unbound since the bind (bind again), bound anew (look again:
-			// bind again, which conflicts), or stale (remove, bind again).
-			rows, err := tx.Query(ctx, sqlDedupMappings, tenant, unknown)
-			if err != nil {
-				return nil, fmt.Errorf("postgres: admit: dedup lookup: %w", err)
-			}
-			var key, id string
-			var exists bool
-			_, err = pgx.ForEachRow(rows, []any{&key, &id, &exists}, func() error {
-				if !exists {
-					staleKeys, staleIDs = append(staleKeys, key), append(staleIDs, id)
-				}
-				return nil
-			})
-			if err != nil {
-				return nil, fmt.Errorf("postgres: admit: dedup lookup: %w", err)
-			}
-			pending = append(pending, unknown...)
-			slices.Sort(pending)
-		}
-		if len(staleKeys) > 0 {
-			if _, err := tx.Exec(ctx, sqlUnbindKeys, tenant, staleKeys, staleIDs); err != nil {
-				return nil, fmt.Errorf("postgres: admit: expire keys: %w", err)
-			}
-		}
-	}
-	return hits, nil
-}
-
-func insertExecutions(ctx context.Context, tx pgx.Tx, tenant string, items []item, idx []int, t time.Time) error {
-	if _, err := tx.Exec(ctx, sqlInsertExecutions, executionArrays(tenant, t, items, idx)...); err != nil {
-		return fmt.Errorf("postgres: admit: insert: %w", err)
-	}
-	return nil
-}
-
-// executionArrays are the arguments $1..$16 of sqlInsertExecutions for the
-// executions of items[idx].
-func executionArrays(tenant string, t time.Time, items []item, idx []int) []any {
-	n := len(idx)
-	var (
-		ids, kinds, queues, statuses, keys, ckeys, rkeys, payloads, schedules = make([]string, n),
-			make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n),
-			make([]string, n), make([]string, n), make([]string, n)
-		prios, climits, attempts, timeouts = make([]int, n), make([]int, n), make([]int, n), make([]int, n)
-		runAts                             = make([]time.Time, n)
-	)
-	for j, i := range idx {
-		e := items[i].exec
-		ids[j], kinds[j], queues[j], statuses[j] = e.ID, e.Kind, e.Queue, string(e.Status)
-		keys[j], ckeys[j], rkeys[j], payloads[j], schedules[j] = e.DedupKey, e.ConcurrencyKey, e.RateKey, string(e.Payload), e.Schedule
-		prios[j], climits[j], attempts[j], timeouts[j] = e.Priority, e.ConcurrencyLimit, e.MaxAttempts, e.TimeoutSeconds
-		runAts[j] = e.RunAt
-	}
-	return []any{tenant, t, ids, kinds, queues, prios, statuses, keys, ckeys,
-		climits, rkeys, payloads, attempts, timeouts, schedules, runAts}
 }

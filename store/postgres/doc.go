@@ -201,6 +201,7 @@
 // among the claim's candidates) it aborts itself with latch_abort, or says
 // so, and the operation runs as a transaction that can wait. An Admit of several items
 // is first tried as one statement that admits all of them or nothing.
+// Store.admit (admit.go) follows one submit through these paths in order.
 //
 // # Cancellation
 //

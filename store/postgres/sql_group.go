@@ -33,9 +33,10 @@ import (
 // an unknown tenant admits nothing.
 //
 // $17 strict is for one Admit of several items, which commits all or
-// nothing: it aborts unless every submission is admitted, and the group is
-// then decided by admitTx. The caller gives each key once ($3): later items
-// with an earlier item's key are answered from the earlier one.
+// nothing (admitKeyed): it aborts unless every submission is admitted, and
+// the batch is then decided by admitTx. The caller gives each key once
+// ($3): later items with an earlier item's key are answered from the
+// earlier one.
 const sqlAdmitMany = `
 WITH u AS (
     SELECT * FROM unnest($1::text[], $2::uuid[], $3::text[], $4::timestamptz[], $5::text[], $6::text[],
@@ -189,26 +190,26 @@ var (
 		endAttemptSQL(`, $5::boolean[]`, `, unstarted`, sqlReleaseSet, false)
 )
 
-// admitOp is one submission for sqlAdmitMany.
+// admitOp is one submission for sqlAdmitMany: its input, and the slot
+// its group's statement answers in (out), which the generic grouping
+// needs: Store.run returns only an error. admitOne reads out once the
+// group has run; nothing else does (admitKeyed needs only the commit).
 type admitOp struct {
 	tenant string
 	e      *store.Execution
 	t      time.Time
-	strict bool // one Admit of several items: all or nothing (sqlAdmitMany)
+	strict bool // one Admit of several items: all or nothing (sqlAdmitMany $17)
 
-	// out
-	admitted bool
-	leader   *admitOp // an earlier op of the statement with the same key, which decided for both
-	hit      *keyHit  // what the key maps to, when it was taken
-	looked   bool     // hit was looked up (after the commit)
+	out admitOutcome
 }
 
-// lead is the op whose outcome decides o: o itself, or its leader.
-func (o *admitOp) lead() *admitOp {
-	if o.leader != nil {
-		return o.leader
-	}
-	return o
+// admitOutcome is what the statement decided for one admitOp; the zero
+// value is "admitted nothing" (an unknown tenant, or an aborted group).
+type admitOutcome struct {
+	created bool             // its execution was inserted
+	same    *store.Execution // an earlier op of the statement with its key created this one
+	hit     *keyHit          // what its key maps to, read after the commit (nil: maps to nothing)
+	looked  bool             // hit was read
 }
 
 // heartbeatOp is one Heartbeat for sqlHeartbeatMany.
@@ -267,18 +268,19 @@ func row[T groupOp](ops []groupOp, n int64) (T, error) {
 }
 
 func buildAdmit(all []groupOp) statement {
-	// One row per (tenant, key): later ops with a key already named follow
-	// the first, as if they came just after it.
+	// One row per (tenant, key): a later op with a key already named is
+	// decided with the first, as if it came just after it.
 	leaders := map[[2]string]*admitOp{}
 	var ops []groupOp
+	followers := map[*admitOp]*admitOp{} // op -> the earlier op with its key
 	strict := false
 	for _, g := range all {
 		o := g.(*admitOp)
-		o.admitted, o.leader, o.hit, o.looked = false, nil, nil, false
+		o.out = admitOutcome{}
 		strict = strict || o.strict
 		if key := o.e.DedupKey; key != "" {
 			if l, ok := leaders[[2]string{o.tenant, key}]; ok {
-				o.leader = l
+				followers[o] = l
 				continue
 			}
 			leaders[[2]string{o.tenant, key}] = o
@@ -312,27 +314,33 @@ func buildAdmit(all []groupOp) statement {
 			rkeys, payloads, attempts, timeouts, schedules, runAts, strict},
 		read: func(rows pgx.Rows) error {
 			var n int64
-			var admitted bool
+			var created bool
 			var abort *bool
-			_, err := pgx.ForEachRow(rows, []any{&n, &admitted, &abort}, func() error {
+			_, err := pgx.ForEachRow(rows, []any{&n, &created, &abort}, func() error {
 				o, err := row[*admitOp](ops, n)
 				if err == nil {
-					o.admitted = admitted
+					o.out.created = created
 				}
 				return err
 			})
+			for f, l := range followers {
+				if l.out.created {
+					f.out.same = l.e
+				}
+			}
 			return err
 		},
-		settle: func(ctx context.Context, q querier) { lookupTaken(ctx, q, ops) },
+		settle: func(ctx context.Context, q querier) { lookupTaken(ctx, q, all) },
 	}
 }
 
 // lookupTaken reads, after the commit, what the keys that were taken map
-// to: one read per tenant for the whole group.
+// to: one read per tenant for the whole group. An op it could not read
+// for reads for itself (admitOne).
 func lookupTaken(ctx context.Context, q querier, ops []groupOp) {
 	byTenant := map[string][]*admitOp{}
 	for _, g := range ops {
-		if o := g.(*admitOp); !o.admitted && o.e.DedupKey != "" {
+		if o := g.(*admitOp); !o.out.created && o.out.same == nil && o.e.DedupKey != "" {
 			byTenant[o.tenant] = append(byTenant[o.tenant], o)
 		}
 	}
@@ -343,13 +351,13 @@ func lookupTaken(ctx context.Context, q querier, ops []groupOp) {
 		}
 		hits, err := lookupKeys(ctx, q, tenant, keys)
 		if err != nil {
-			continue // each reads for itself
+			continue
 		}
 		for _, o := range taken {
 			if h, ok := hits[o.e.DedupKey]; ok {
-				o.hit = &h
+				o.out.hit = &h
 			}
-			o.looked = true
+			o.out.looked = true
 		}
 	}
 }

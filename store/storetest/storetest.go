@@ -27,11 +27,11 @@
 // The suite checks the behaviour documented on store.Store and the invariants
 // of DESIGN.md that a store alone decides:
 //
-//	I1 dedup       Dedup/*, Admit/Batch*, Concurrency/AdmitSameKey*,
+//	I1 dedup       Dedup/*, Admit/Batch*, AdmitRoutes/*, Concurrency/AdmitSameKey*,
 //	               Concurrency/AdmitOverlappingBatches, Concurrency/ForceDeleteVsResubmit
 //	I2 queue       Claim/*, ClaimFilters/*, Concurrency/ClaimRaceHandsOutEachAttemptOnce,
 //	               Concurrency/CancelVsClaim, Concurrency/MixedWorkload
-//	I3 quota       CheckInflight at the end of nearly every test, Admit/Quota*,
+//	I3 quota       CheckInflight at the end of nearly every test, Admit/Quota*, AdmitRoutes/Quota/*,
 //	               Concurrency/QuotaRaceAtLimit, Concurrency/MixedWorkload
 //	I4 concurrency ConcurrencyKey/*
 //	I5 fencing     Fencing/*, Delete/ForceRemovesRunningAndFencesWorker,
@@ -71,6 +71,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		run  func(*testing.T, NewStore)
 	}{
 		{"Admit", testAdmit},
+		{"AdmitRoutes", testAdmitRoutes},
 		{"Dedup", testDedup},
 		{"Claim", testClaim},
 		{"ClaimFilters", testClaimFilters},

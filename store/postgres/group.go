@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/latch-run/latch/internal/batch"
 )
 
 // Group commit.
@@ -42,6 +43,9 @@ import (
 // If a statement of a group fails (latch_abort, a deadlock), PostgreSQL
 // rolls the whole group back: nothing of it happened, and each operation is
 // run again by its caller, alone, on the ordinary path.
+//
+// The queue, the senders and what a caller whose context ends gets are
+// package batch's; this file keeps what a group sends (exec).
 const (
 	// groupSenders: while one sender's group is at the server, another
 	// collects the next; the first then hands out its results.
@@ -71,119 +75,50 @@ type groupOp interface {
 	kind() opKind
 }
 
-// pending is an operation waiting in the queue.
-type pending struct {
-	op   groupOp
-	err  error
-	done chan struct{}
-}
-
 type grouper struct {
-	pool   *pgxpool.Pool
-	queue  chan *pending
-	stop   context.CancelFunc
-	wg     sync.WaitGroup
-	closed chan struct{} // closed once no sender is left
-
-	// executing is held by the sender whose group is at the server, from
-	// taking its operations until their results are in (after the commit:
-	// the server sends a pipeline's results at its Sync). The next sender
-	// takes its group only then, with everything that arrived meanwhile.
-	executing sync.Mutex
+	pool *pgxpool.Pool
+	b    *batch.Batcher[groupOp, struct{}]
 }
 
+// startGrouper starts a grouper: one group at the server at a time, the
+// next forming from everything that arrives meanwhile (batch.Config.Serial,
+// released once the group's results are in).
 func startGrouper(pool *pgxpool.Pool) *grouper {
-	ctx, cancel := context.WithCancel(context.Background())
-	g := &grouper{pool: pool, queue: make(chan *pending, groupMax), stop: cancel, closed: make(chan struct{})}
-	for range groupSenders {
-		g.wg.Go(func() { g.send(ctx) })
-	}
+	g := &grouper{pool: pool}
+	g.b = batch.New(batch.Config[groupOp, struct{}]{Max: groupMax, Lanes: groupSenders,
+		Serial: true, Timeout: opTimeout,
+		Exec: func(ctx context.Context, grp *batch.Group[groupOp, struct{}]) {
+			grp.Fail(g.exec(ctx, grp.Items, grp.Release))
+		}})
 	return g
 }
 
-func (g *grouper) close() {
-	g.stop()
-	// The group at the server, if any, is finished and answered. What is
-	// still queued was never sent: its callers run it alone (and fail: the
-	// pool is closed next).
-	g.wg.Wait()
-	for {
-		select {
-		case p := <-g.queue:
-			p.err = errRegroup
-			close(p.done)
-		default:
-			close(g.closed)
-			return
-		}
-	}
-}
+// close lets the group at the server, if any, finish and be answered.
+// What is still queued was never sent: its callers run it alone (and fail:
+// the pool is closed next).
+func (g *grouper) close() { g.b.Close() }
 
-// do runs op in a group. ctx is checked before op is queued; once queued
-// it runs to its end (see detach).
+// do runs op in a group. A caller whose ctx ends before op is taken into
+// a group gets ctx's error and op never runs; once taken, op runs to its
+// end (package batch). errRegroup: run op alone.
 func (g *grouper) do(ctx context.Context, op groupOp) error {
-	p := &pending{op: op, done: make(chan struct{})}
-	select {
-	case g.queue <- p:
-	case <-g.closed:
+	_, err := g.b.Do(ctx, op)
+	if errors.Is(err, batch.ErrClosed) {
 		return errRegroup
-	case <-ctx.Done():
-		return ctx.Err()
 	}
-	select {
-	case <-p.done:
-		return p.err
-	case <-g.closed:
-		select {
-		case <-p.done: // answered before the senders left
-			return p.err
-		default: // queued after close drained the queue: never sent
-			return errRegroup
-		}
-	}
+	return err
 }
 
-func (g *grouper) send(ctx context.Context) {
-	for {
-		var group []*pending
-		select {
-		case p := <-g.queue:
-			group = append(group, p)
-		case <-ctx.Done():
-			return
-		}
-		g.executing.Lock()
-	fill:
-		for len(group) < groupMax {
-			select {
-			case p := <-g.queue:
-				group = append(group, p)
-			default:
-				break fill
-			}
-		}
-		ops := make([]groupOp, len(group))
-		for i, p := range group {
-			ops[i] = p.op
-		}
-		err := g.exec(ctx, ops, sync.OnceFunc(g.executing.Unlock))
-		for _, p := range group {
-			p.err = err
-			close(p.done)
-		}
-	}
-}
-
-// exec sends a group and reads every statement's results. nil means the
-// group committed. A failed statement rolls the whole group back and is
-// answered errRegroup; an error of the connection itself is ambiguous (the
-// commit may or may not have happened) and is answered as it is, as it
-// would be to an operation sent alone.
+// exec sends a group and reads every statement's results; release lets
+// the next group go once they are in (after the commit: the server sends a
+// pipeline's results at its Sync). nil means the group committed. A failed
+// statement rolls the whole group back and is answered errRegroup; an
+// error of the connection itself is ambiguous (the commit may or may not
+// have happened) and is answered as it is, as it would be to an operation
+// sent alone.
 func (g *grouper) exec(ctx context.Context, ops []groupOp, release func()) error {
 	defer release()
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
-	defer cancel()
-	c, err := g.pool.Acquire(wctx)
+	c, err := g.pool.Acquire(ctx)
 	if err != nil {
 		return errRegroup // nothing was sent
 	}
@@ -193,7 +128,7 @@ func (g *grouper) exec(ctx context.Context, ops []groupOp, release func()) error
 	for _, st := range stmts {
 		b.Queue(st.sql, st.args...)
 	}
-	br := c.SendBatch(wctx, b)
+	br := c.SendBatch(ctx, b)
 	var stmtErr error
 	for _, st := range stmts {
 		rows, err := br.Query()
@@ -211,7 +146,7 @@ func (g *grouper) exec(ctx context.Context, ops []groupOp, release func()) error
 	case err == nil:
 		for _, st := range stmts {
 			if st.settle != nil {
-				st.settle(wctx, c)
+				st.settle(ctx, c)
 			}
 		}
 		return nil

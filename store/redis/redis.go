@@ -31,8 +31,6 @@ type Store struct {
 
 	bg     context.Context // for work that is no single caller's; ends at Close
 	stopBG context.CancelFunc
-	quit   chan struct{} // closed by Close
-	wg     sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error
@@ -101,7 +99,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		rdb.Close()
 		return nil, err
 	}
-	s := &Store{rdb: rdb, k: k, functions: functions, quit: make(chan struct{})}
+	s := &Store{rdb: rdb, k: k, functions: functions}
 	if err := s.upgrade(ctx); err != nil {
 		rdb.Close()
 		return nil, err
@@ -134,9 +132,9 @@ func (s *Store) Ping(ctx context.Context) error {
 // after Close fail.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		close(s.quit)
 		s.stopBG() // a group in flight ends at once, its callers told so
-		s.wg.Wait()
+		s.admitG.close()
+		s.completeG.close()
 		s.closeErr = errors.Join(s.note.stop(), s.rdb.Close())
 	})
 	return s.closeErr

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/latch-run/latch/internal/batch"
 	"github.com/latch-run/latch/store"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -20,10 +21,8 @@ type Store struct {
 	write *sql.DB // one connection; every write transaction is IMMEDIATE
 	read  *sql.DB // read-only pool
 
-	ops        chan *txOp    // write steps for the writer goroutine
-	quit       chan struct{} // closed by Close
-	writerDone chan struct{}
-	closeOnce  sync.Once
+	steps     *batch.Batcher[txOp, struct{}] // write steps, for the writer (group.go)
+	closeOnce sync.Once
 
 	mu      sync.Mutex
 	changed chan struct{}
@@ -58,8 +57,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	write.SetMaxIdleConns(1)
 	write.SetConnMaxLifetime(0)
 	write.SetConnMaxIdleTime(0)
-	s := &Store{write: write, changed: make(chan struct{}),
-		ops: make(chan *txOp), quit: make(chan struct{}), writerDone: make(chan struct{})}
+	s := &Store{write: write, changed: make(chan struct{})}
 	if err := migrateUp(ctx, write); err != nil {
 		write.Close()
 		return nil, err
@@ -72,7 +70,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	read.SetMaxOpenConns(8)
 	read.SetMaxIdleConns(8)
 	s.read = read
-	go s.writer()
+	s.startWriter()
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -110,9 +108,8 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
-		close(s.quit)
 		if s.read != nil {
-			<-s.writerDone
+			s.steps.Close()
 			err = s.read.Close()
 		}
 		s.stmtMu.Lock()
@@ -143,30 +140,6 @@ func (s *Store) notify() {
 	close(s.changed)
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
-}
-
-// inTx runs fn as one atomic step and returns once it is committed (or
-// failed). Steps are executed by the single writer goroutine, which groups
-// the steps waiting at the same moment into one IMMEDIATE transaction with
-// a SAVEPOINT around each (group commit): each step is still all or nothing
-// and sees the steps before it, and the group costs one fsync instead of
-// one per step. A step that fails is rolled back to its savepoint without
-// touching the others; if the commit fails, every step of the group fails.
-//
-// fn runs with a context that carries ctx's values but not its
-// cancellation: a caller that gives up while its step runs must not
-// interrupt the connection the other steps share. ctx is checked before
-// the step starts.
-func (s *Store) inTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) (changed bool, err error)) error {
-	op := &txOp{ctx: ctx, fn: fn, done: make(chan error, 1)}
-	select {
-	case s.ops <- op:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.quit:
-		return interpretError(errClosed)
-	}
-	return interpretError(<-op.done)
 }
 
 // maxStmts bounds the statements prepared keeps (claims' statements differ
@@ -207,106 +180,6 @@ func (s *Store) prepared(ctx context.Context, query string) *sql.Stmt {
 
 // errClosed is returned by operations on a closed Store.
 var errClosed = errors.New("sqlite: store is closed")
-
-// maxGroup bounds how many steps share one transaction.
-const maxGroup = 128
-
-type txOp struct {
-	ctx  context.Context
-	fn   func(ctx context.Context, tx *sql.Tx) (bool, error)
-	done chan error
-}
-
-// writer runs every write step, grouping those that wait together.
-func (s *Store) writer() {
-	defer close(s.writerDone)
-	for {
-		var group []*txOp
-		select {
-		case op := <-s.ops:
-			group = append(group, op)
-		case <-s.quit:
-			return
-		}
-	drain:
-		for len(group) < maxGroup {
-			select {
-			case op := <-s.ops:
-				group = append(group, op)
-			default:
-				break drain
-			}
-		}
-		s.runGroup(group)
-	}
-}
-
-func (s *Store) runGroup(group []*txOp) {
-	results := make([]error, len(group))
-	changed, err := s.execGroup(group, results)
-	for i, op := range group {
-		if err != nil {
-			results[i] = err
-		}
-		op.done <- results[i]
-	}
-	if err == nil && changed {
-		s.notify()
-	}
-}
-
-// execGroup runs the group in one transaction. The returned error fails
-// the whole group (nothing was committed); per-step refusals are in results.
-func (s *Store) execGroup(group []*txOp, results []error) (changed bool, err error) {
-	ctx := context.Background()
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return false, fmt.Errorf("sqlite: begin: %w", err)
-	}
-	single := len(group) == 1
-	ran := 0
-	for i, op := range group {
-		if err := op.ctx.Err(); err != nil {
-			results[i] = err
-			continue
-		}
-		if !single {
-			if _, err := tx.ExecContext(ctx, `SAVEPOINT step`); err != nil {
-				_ = tx.Rollback()
-				return false, fmt.Errorf("sqlite: savepoint: %w", err)
-			}
-		}
-		c, err := op.fn(context.WithoutCancel(op.ctx), tx)
-		if err != nil {
-			results[i] = err
-			if single {
-				_ = tx.Rollback()
-				return false, nil
-			}
-			if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO step`); rerr != nil {
-				_ = tx.Rollback()
-				return false, fmt.Errorf("sqlite: rollback to savepoint: %w (after %w)", rerr, err)
-			}
-		} else {
-			changed = changed || c
-			ran++
-		}
-		if !single {
-			if _, err := tx.ExecContext(ctx, `RELEASE step`); err != nil {
-				_ = tx.Rollback()
-				return false, fmt.Errorf("sqlite: release savepoint: %w", err)
-			}
-		}
-	}
-	if ran == 0 {
-		_ = tx.Rollback()
-		return false, nil
-	}
-	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("sqlite: commit: %w", err)
-	}
-	return changed, nil
-}
 
 func now(t time.Time) time.Time {
 	if t.IsZero() {

@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
-
 	"github.com/latch-run/latch/store"
 )
 
@@ -200,13 +197,4 @@ func (s *Store) EnsureAdminKey(ctx context.Context, p *store.EnsureAdminKeyParam
 		return nil, err
 	}
 	return res, nil
-}
-
-// isUniqueViolation reports a PRIMARY KEY or UNIQUE constraint failure.
-func isUniqueViolation(err error) bool {
-	var se *sqlite.Error
-	if !errors.As(err, &se) {
-		return false
-	}
-	return se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE
 }

@@ -263,9 +263,6 @@ func (c *Client) List(ctx context.Context, tenant string, opts ListOptions) (*Pa
 	if opts.Status != "" && !store.Status(opts.Status).Valid() {
 		return nil, invalid("status", "unknown status %q", opts.Status)
 	}
-	if opts.Limit < 0 || opts.Limit > 500 {
-		return nil, invalid("limit", "must be 1-500")
-	}
 	res, err := c.st.List(ctx, &store.ListParams{
 		Tenant:   tenant,
 		Status:   store.Status(opts.Status),

@@ -230,6 +230,11 @@ func TestCancelDeleteList(t *testing.T) {
 	if _, err := c.List(ctx, "acme", latch.ListOptions{Status: "bogus"}); !errors.Is(err, latch.ErrInvalid) {
 		t.Errorf("bad status: %v", err)
 	}
+	for _, opts := range []latch.ListOptions{{Limit: -1}, {Limit: 501}, {Cursor: "not-a-cursor"}} {
+		if _, err := c.List(ctx, "acme", opts); !errors.Is(err, latch.ErrInvalid) {
+			t.Errorf("list %+v: %v, want ErrInvalid", opts, err)
+		}
+	}
 	if err := c.Delete(ctx, "acme", e.ID, latch.DeleteOptions{}); err != nil {
 		t.Errorf("delete cancelled: %v", err)
 	}

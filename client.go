@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"time"
 	"unicode/utf8"
 
@@ -325,10 +324,8 @@ type TenantUpdate struct {
 	Retention   *time.Duration
 }
 
-var tenantName = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
-
 func validTenantName(name string) error {
-	if !tenantName.MatchString(name) {
+	if !store.ValidTenantName(name) {
 		return invalid("tenant", "%q: want 1-64 of [a-z0-9_-]", name)
 	}
 	return nil
@@ -340,9 +337,6 @@ func validTenantName(name string) error {
 func (c *Client) CreateTenant(ctx context.Context, name string, opts TenantOptions) (*Tenant, error) {
 	if err := validTenantName(name); err != nil {
 		return nil, err
-	}
-	if opts.MaxInflight < 0 || opts.DedupTTL < 0 || opts.Retention < 0 {
-		return nil, invalid("tenant", "settings must not be negative")
 	}
 	t, err := c.st.CreateTenant(ctx, &store.CreateTenantParams{
 		Name:        name,
@@ -378,10 +372,6 @@ func (c *Client) GetTenant(ctx context.Context, name string) (*Tenant, error) {
 
 // UpdateTenant changes a tenant's settings and returns it.
 func (c *Client) UpdateTenant(ctx context.Context, name string, u TenantUpdate) (*Tenant, error) {
-	if u.MaxInflight != nil && *u.MaxInflight < 0 || u.DedupTTL != nil && *u.DedupTTL < 0 ||
-		u.Retention != nil && *u.Retention < 0 {
-		return nil, invalid("tenant", "settings must not be negative")
-	}
 	t, err := c.st.UpdateTenant(ctx, &store.UpdateTenantParams{
 		Name:        name,
 		MaxInflight: u.MaxInflight,

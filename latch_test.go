@@ -197,6 +197,13 @@ func TestDedupQuotaAndTenants(t *testing.T) {
 	if _, err := c.CreateTenant(ctx, "BAD", latch.TenantOptions{}); !errors.Is(err, latch.ErrInvalid) {
 		t.Errorf("bad name: %v", err)
 	}
+	if _, err := c.CreateTenant(ctx, "gamma", latch.TenantOptions{MaxInflight: -1}); !errors.Is(err, latch.ErrInvalid) {
+		t.Errorf("negative max inflight: %v", err)
+	}
+	tooLong := 20 * 365 * 24 * time.Hour
+	if _, err := c.UpdateTenant(ctx, "acme", latch.TenantUpdate{Retention: &tooLong}); !errors.Is(err, latch.ErrInvalid) {
+		t.Errorf("retention past the HTTP API's bound: %v", err)
+	}
 }
 
 func TestCancelDeleteList(t *testing.T) {

@@ -1,14 +1,16 @@
 package api
 
 import (
+	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/latch-run/latch/store"
 )
 
 // Limits of identifiers and numbers. API.md fixes the lengths of name,
 // kind and dedup_key; the others are this server's choices.
 const (
-	maxTenantName   = 64
 	maxKindLen      = 128
 	maxQueueLen     = 128
 	maxKeyFieldLen  = 256 // dedup_key, concurrency_key, rate_key, worker_id
@@ -17,22 +19,16 @@ const (
 	minPriority     = -1 << 31
 	maxAttempts     = 1000
 	maxTimeout      = 7 * 24 * 3600
-	maxDelay        = 10 * 365 * 24 * 3600 // delay_seconds, run_at horizon
-	maxDuration     = 10 * 365 * 24 * 3600 // tenant TTL and retention, seconds
-	maxInflight     = 1_000_000_000
+	maxDelay        = 10 * 365 * 24 * 3600                         // delay_seconds, run_at horizon
+	maxDuration     = int64(store.MaxTenantDuration / time.Second) // tenant TTL and retention
+	maxInflight     = store.MaxInflightLimit
 	maxErrorLen     = 64 << 10 // a failure message is cut to this many bytes
 )
 
-// checkTenantName: 1–64 of [a-z0-9_-].
+// checkTenantName: store.ValidTenantName, 1–64 of [a-z0-9_-].
 func checkTenantName(field, s string) error {
-	if s == "" || len(s) > maxTenantName {
-		return invalid(field, "must be 1-%d characters of a-z, 0-9, _ and -", maxTenantName)
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			return invalid(field, "must be 1-%d characters of a-z, 0-9, _ and -", maxTenantName)
-		}
+	if !store.ValidTenantName(s) {
+		return invalid(field, "must be 1-%d characters of a-z, 0-9, _ and -", store.MaxTenantNameLen)
 	}
 	return nil
 }

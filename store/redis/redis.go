@@ -210,12 +210,8 @@ func hashInt(m map[string]string, field string) int64 {
 
 // Times are kept as integer microseconds since the Unix epoch.
 
-func now(t time.Time) time.Time {
-	if t.IsZero() {
-		return time.Now()
-	}
-	return t
-}
+// now returns the operation's time: store.Now.
+func now(t time.Time) time.Time { return store.Now(t) }
 
 func us(t time.Time) int64 { return t.UnixMicro() }
 

@@ -308,12 +308,8 @@ func (s *Store) execGroup(group []*txOp, results []error) (changed bool, err err
 	return changed, nil
 }
 
-func now(t time.Time) time.Time {
-	if t.IsZero() {
-		return time.Now()
-	}
-	return t
-}
+// now returns the operation's time: store.Now.
+func now(t time.Time) time.Time { return store.Now(t) }
 
 func ns(t time.Time) int64 { return t.UnixNano() }
 

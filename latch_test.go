@@ -110,6 +110,18 @@ func TestSubmitValidation(t *testing.T) {
 		"run_at and delay": {Kind: "k", RunAt: time.Now(), Delay: time.Second},
 		"limit, no key":    {Kind: "k", ConcurrencyLimit: 2},
 		"bad payload":      {Kind: "k", Payload: func() {}},
+		// The rules the HTTP API keeps too (store.CheckSubmission).
+		"bad queue":            {Kind: "k", Queue: "bad queue"},
+		"long queue":           {Kind: "k", Queue: strings.Repeat("q", 129)},
+		"priority past int32":  {Kind: "k", Priority: 1 << 40},
+		"payload over 1 MiB":   {Kind: "k", Payload: stdjson.RawMessage(`"` + strings.Repeat("x", 1<<20) + `"`)},
+		"invisible in kind":    {Kind: "k\u202e"},
+		"control in dedup key": {Kind: "k", DedupKey: "a\x00b"},
+		"too many attempts":    {Kind: "k", MaxAttempts: 1001},
+		"timeout over 7 days":  {Kind: "k", Timeout: 8 * 24 * time.Hour},
+		"run_at over 10 years": {Kind: "k", RunAt: time.Now().Add(11 * 365 * 24 * time.Hour)},
+		"limit over bound":     {Kind: "k", ConcurrencyKey: "ck", ConcurrencyLimit: 1_000_000_001},
+		"long rate key":        {Kind: "k", RateKey: strings.Repeat("r", 257)},
 	} {
 		if _, _, err := c.Submit(ctx, "acme", req); !errors.Is(err, latch.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)

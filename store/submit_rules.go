@@ -108,7 +108,9 @@ func CheckKey(field, s string) error { return CheckText(field, s, MaxKeyLen) }
 func CheckQueue(field, s string) error { return CheckIdent(field, s, MaxQueueLen) }
 
 // CheckPriority: a 32-bit integer.
-func CheckPriority(field string, v int64) error { return CheckRange(field, v, MinPriority, MaxPriority) }
+func CheckPriority(field string, v int64) error {
+	return CheckRange(field, v, MinPriority, MaxPriority)
+}
 
 // CheckMaxAttempts: 1..MaxAttemptsLimit.
 func CheckMaxAttempts(field string, v int64) error { return CheckRange(field, v, 1, MaxAttemptsLimit) }
@@ -150,45 +152,40 @@ func CheckPayloadSize(field string, canonical []byte, max int) error {
 // absent field and a zero differ.) maxPayload bounds the canonical
 // payload.
 func CheckSubmission(sub *Submission, now time.Time, maxPayload int) error {
-	checks := []func() error{
-		func() error { return CheckKind("kind", sub.Kind) },
-		func() error { return CheckPayloadSize("payload", sub.Payload, maxPayload) },
-		func() error { return unlessZero(sub.DedupKey, func() error { return CheckKey("dedup_key", sub.DedupKey) }) },
-		func() error { return unlessZero(sub.Queue, func() error { return CheckQueue("queue", sub.Queue) }) },
-		func() error { return CheckPriority("priority", int64(sub.Priority)) },
-		func() error { return CheckRunAt("run_at", sub.RunAt, now) },
-		func() error {
-			return unlessZero(sub.MaxAttempts, func() error { return CheckMaxAttempts("max_attempts", int64(sub.MaxAttempts)) })
-		},
-		func() error {
-			return unlessZero(sub.TimeoutSeconds, func() error { return CheckTimeoutSeconds("timeout_seconds", int64(sub.TimeoutSeconds)) })
-		},
-		func() error {
-			return unlessZero(sub.ConcurrencyKey, func() error { return CheckKey("concurrency_key", sub.ConcurrencyKey) })
-		},
-		func() error {
-			if sub.ConcurrencyLimit != 0 && sub.ConcurrencyKey == "" {
-				return fieldError("concurrency_limit", "needs concurrency_key")
-			}
-			return unlessZero(sub.ConcurrencyLimit, func() error {
-				return CheckConcurrencyLimit("concurrency_limit", int64(sub.ConcurrencyLimit))
-			})
-		},
-		func() error { return unlessZero(sub.RateKey, func() error { return CheckKey("rate_key", sub.RateKey) }) },
+	var limitWithoutKey error
+	if sub.ConcurrencyLimit != 0 && sub.ConcurrencyKey == "" {
+		limitWithoutKey = fieldError("concurrency_limit", "needs concurrency_key")
 	}
-	for _, c := range checks {
-		if err := c(); err != nil {
+	return first(
+		CheckKind("kind", sub.Kind),
+		CheckPayloadSize("payload", sub.Payload, maxPayload),
+		given(sub.DedupKey != "", CheckKey("dedup_key", sub.DedupKey)),
+		given(sub.Queue != "", CheckQueue("queue", sub.Queue)),
+		CheckPriority("priority", int64(sub.Priority)),
+		CheckRunAt("run_at", sub.RunAt, now),
+		given(sub.MaxAttempts != 0, CheckMaxAttempts("max_attempts", int64(sub.MaxAttempts))),
+		given(sub.TimeoutSeconds != 0, CheckTimeoutSeconds("timeout_seconds", int64(sub.TimeoutSeconds))),
+		given(sub.ConcurrencyKey != "", CheckKey("concurrency_key", sub.ConcurrencyKey)),
+		limitWithoutKey,
+		given(sub.ConcurrencyLimit != 0, CheckConcurrencyLimit("concurrency_limit", int64(sub.ConcurrencyLimit))),
+		given(sub.RateKey != "", CheckKey("rate_key", sub.RateKey)),
+	)
+}
+
+// given is err when the field is set; a field not set takes its default.
+func given(set bool, err error) error {
+	if !set {
+		return nil
+	}
+	return err
+}
+
+// first is the first non-nil of errs, in field order.
+func first(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// unlessZero runs check unless v is zero (the field takes its default).
-func unlessZero[T comparable](v T, check func() error) error {
-	var zero T
-	if v == zero {
-		return nil
-	}
-	return check()
 }

@@ -146,6 +146,20 @@ func CheckPayloadSize(field string, canonical []byte, max int) error {
 	return nil
 }
 
+// CheckItem is the backstop every backend's Admit applies to each item
+// before anything else (callers check first, with CheckSubmission or the
+// HTTP API's rules): a kind, and an explicit ID in the form of an
+// execution id (IsExecutionID). ErrInvalid otherwise, for that item.
+func CheckItem(sub *Submission) error {
+	switch {
+	case sub.Kind == "":
+		return fmt.Errorf("%w: kind is empty", ErrInvalid)
+	case sub.ID != "" && !IsExecutionID(sub.ID):
+		return fmt.Errorf("%w: execution id %q is not a UUID", ErrInvalid, sub.ID)
+	}
+	return nil
+}
+
 // CheckSubmission holds sub, submitted at now, to the rules above, zero
 // fields meaning their defaults: the Go API's check of a submit. (The HTTP
 // API applies the same rules field by field as it decodes, since there an

@@ -83,8 +83,8 @@ func addInflight(ctx context.Context, tx *sql.Tx, tenant string, n int) error {
 // Admitted.Err; a non-nil error aborts the group.
 func admitOne(ctx context.Context, tx *sql.Tx, tenant string, sub *store.Submission,
 	t time.Time, q quota, added int) (store.Admitted, error) {
-	if sub.Kind == "" {
-		return store.Admitted{Err: fmt.Errorf("%w: kind is empty", store.ErrInvalid)}, nil
+	if err := store.CheckItem(sub); err != nil {
+		return store.Admitted{Err: err}, nil
 	}
 	payload := []byte(sub.Payload)
 	if len(payload) == 0 {

@@ -129,7 +129,7 @@ func (s *Store) LookupAPIKey(ctx context.Context, p *store.LookupAPIKeyParams) (
 		// as it may just after a read of both.
 		d, err := s.rdb.HGet(ctx, s.k.tenant(k.Tenant), "disabled").Result()
 		if err != nil && !errors.Is(err, goredis.Nil) {
-			return nil, fmt.Errorf("redis: lookup api key: %w", err)
+			return nil, fmt.Errorf("redis: lookup api key: %w", interpretError(err))
 		}
 		k.TenantDisabled = d == "1"
 	}

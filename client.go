@@ -5,10 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"regexp"
 	"time"
-	"unicode/utf8"
 
 	"github.com/latch-run/latch/store"
 )
@@ -35,10 +32,11 @@ func (c *Client) Close() error {
 // Ping checks that the store answers.
 func (c *Client) Ping(ctx context.Context) error { return c.st.Ping(ctx) }
 
-// Limits of SubmitRequest fields (API.md).
+// Limits of SubmitRequest fields (docs/api.md): the store's, which the
+// HTTP API keeps too.
 const (
-	MaxKindLen     = 128
-	MaxDedupKeyLen = 256
+	MaxKindLen     = store.MaxKindLen
+	MaxDedupKeyLen = store.MaxKeyLen
 )
 
 // SubmitRequest describes an execution to submit. Zero fields take the
@@ -136,31 +134,18 @@ func (c *Client) SubmitMany(ctx context.Context, tenant string, reqs []SubmitReq
 	return out, nil
 }
 
-// submission checks r and turns it into a store.Submission.
+// submission checks r and turns it into a store.Submission: the Go API's
+// own rules (Delay, not both RunAt and Delay, a Timeout in whole seconds),
+// then store.CheckSubmission, the rules the HTTP API applies too.
 func (r *SubmitRequest) submission(now time.Time) (store.Submission, error) {
-	switch n := utf8.RuneCountInString(r.Kind); {
-	case n == 0:
-		return store.Submission{}, invalid("kind", "required")
-	case n > MaxKindLen:
-		return store.Submission{}, invalid("kind", "longer than %d characters", MaxKindLen)
-	}
-	if utf8.RuneCountInString(r.DedupKey) > MaxDedupKeyLen {
-		return store.Submission{}, invalid("dedup_key", "longer than %d characters", MaxDedupKeyLen)
-	}
-	if r.MaxAttempts < 0 {
-		return store.Submission{}, invalid("max_attempts", "must be at least 1")
-	}
-	if r.Timeout < 0 || r.Timeout > math.MaxInt32*time.Second {
-		return store.Submission{}, invalid("timeout", "out of range")
-	}
 	if r.Delay < 0 {
 		return store.Submission{}, invalid("delay", "negative")
 	}
 	if r.Delay > 0 && !r.RunAt.IsZero() {
 		return store.Submission{}, invalid("run_at", "give RunAt or Delay, not both")
 	}
-	if r.ConcurrencyLimit < 0 || r.ConcurrencyLimit > 0 && r.ConcurrencyKey == "" {
-		return store.Submission{}, invalid("concurrency_limit", "must be positive, with a concurrency key")
+	if r.Timeout < 0 || r.Timeout > store.MaxTimeoutSeconds*time.Second {
+		return store.Submission{}, invalid("timeout", "must be at most %v", store.MaxTimeoutSeconds*time.Second)
 	}
 	payload, err := marshalPayload(r.Payload)
 	if err != nil {
@@ -170,7 +155,7 @@ func (r *SubmitRequest) submission(now time.Time) (store.Submission, error) {
 	if r.Delay > 0 {
 		runAt = now.Add(r.Delay)
 	}
-	return store.Submission{
+	sub := store.Submission{
 		Kind:             r.Kind,
 		Queue:            r.Queue,
 		Priority:         r.Priority,
@@ -182,7 +167,11 @@ func (r *SubmitRequest) submission(now time.Time) (store.Submission, error) {
 		ConcurrencyKey:   r.ConcurrencyKey,
 		ConcurrencyLimit: r.ConcurrencyLimit,
 		RateKey:          r.RateKey,
-	}, nil
+	}
+	if err := store.CheckSubmission(&sub, now, store.DefaultMaxPayloadBytes); err != nil {
+		return store.Submission{}, fmt.Errorf("latch: %w", err)
+	}
+	return sub, nil
 }
 
 func marshalPayload(v any) (json.RawMessage, error) {
@@ -263,9 +252,6 @@ func (c *Client) List(ctx context.Context, tenant string, opts ListOptions) (*Pa
 	if opts.Status != "" && !store.Status(opts.Status).Valid() {
 		return nil, invalid("status", "unknown status %q", opts.Status)
 	}
-	if opts.Limit < 0 || opts.Limit > 500 {
-		return nil, invalid("limit", "must be 1-500")
-	}
 	res, err := c.st.List(ctx, &store.ListParams{
 		Tenant:   tenant,
 		Status:   store.Status(opts.Status),
@@ -328,10 +314,8 @@ type TenantUpdate struct {
 	Retention   *time.Duration
 }
 
-var tenantName = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
-
 func validTenantName(name string) error {
-	if !tenantName.MatchString(name) {
+	if !store.ValidTenantName(name) {
 		return invalid("tenant", "%q: want 1-64 of [a-z0-9_-]", name)
 	}
 	return nil
@@ -343,9 +327,6 @@ func validTenantName(name string) error {
 func (c *Client) CreateTenant(ctx context.Context, name string, opts TenantOptions) (*Tenant, error) {
 	if err := validTenantName(name); err != nil {
 		return nil, err
-	}
-	if opts.MaxInflight < 0 || opts.DedupTTL < 0 || opts.Retention < 0 {
-		return nil, invalid("tenant", "settings must not be negative")
 	}
 	t, err := c.st.CreateTenant(ctx, &store.CreateTenantParams{
 		Name:        name,
@@ -381,10 +362,6 @@ func (c *Client) GetTenant(ctx context.Context, name string) (*Tenant, error) {
 
 // UpdateTenant changes a tenant's settings and returns it.
 func (c *Client) UpdateTenant(ctx context.Context, name string, u TenantUpdate) (*Tenant, error) {
-	if u.MaxInflight != nil && *u.MaxInflight < 0 || u.DedupTTL != nil && *u.DedupTTL < 0 ||
-		u.Retention != nil && *u.Retention < 0 {
-		return nil, invalid("tenant", "settings must not be negative")
-	}
 	t, err := c.st.UpdateTenant(ctx, &store.UpdateTenantParams{
 		Name:        name,
 		MaxInflight: u.MaxInflight,

@@ -110,6 +110,18 @@ func TestSubmitValidation(t *testing.T) {
 		"run_at and delay": {Kind: "k", RunAt: time.Now(), Delay: time.Second},
 		"limit, no key":    {Kind: "k", ConcurrencyLimit: 2},
 		"bad payload":      {Kind: "k", Payload: func() {}},
+		// The rules the HTTP API keeps too (store.CheckSubmission).
+		"bad queue":            {Kind: "k", Queue: "bad queue"},
+		"long queue":           {Kind: "k", Queue: strings.Repeat("q", 129)},
+		"priority past int32":  {Kind: "k", Priority: 1 << 40},
+		"payload over 1 MiB":   {Kind: "k", Payload: stdjson.RawMessage(`"` + strings.Repeat("x", 1<<20) + `"`)},
+		"invisible in kind":    {Kind: "k\u202e"},
+		"control in dedup key": {Kind: "k", DedupKey: "a\x00b"},
+		"too many attempts":    {Kind: "k", MaxAttempts: 1001},
+		"timeout over 7 days":  {Kind: "k", Timeout: 8 * 24 * time.Hour},
+		"run_at over 10 years": {Kind: "k", RunAt: time.Now().Add(11 * 365 * 24 * time.Hour)},
+		"limit over bound":     {Kind: "k", ConcurrencyKey: "ck", ConcurrencyLimit: 1_000_000_001},
+		"long rate key":        {Kind: "k", RateKey: strings.Repeat("r", 257)},
 	} {
 		if _, _, err := c.Submit(ctx, "acme", req); !errors.Is(err, latch.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)
@@ -197,6 +209,13 @@ func TestDedupQuotaAndTenants(t *testing.T) {
 	if _, err := c.CreateTenant(ctx, "BAD", latch.TenantOptions{}); !errors.Is(err, latch.ErrInvalid) {
 		t.Errorf("bad name: %v", err)
 	}
+	if _, err := c.CreateTenant(ctx, "gamma", latch.TenantOptions{MaxInflight: -1}); !errors.Is(err, latch.ErrInvalid) {
+		t.Errorf("negative max inflight: %v", err)
+	}
+	tooLong := 20 * 365 * 24 * time.Hour
+	if _, err := c.UpdateTenant(ctx, "acme", latch.TenantUpdate{Retention: &tooLong}); !errors.Is(err, latch.ErrInvalid) {
+		t.Errorf("retention past the HTTP API's bound: %v", err)
+	}
 }
 
 func TestCancelDeleteList(t *testing.T) {
@@ -229,6 +248,11 @@ func TestCancelDeleteList(t *testing.T) {
 	}
 	if _, err := c.List(ctx, "acme", latch.ListOptions{Status: "bogus"}); !errors.Is(err, latch.ErrInvalid) {
 		t.Errorf("bad status: %v", err)
+	}
+	for _, opts := range []latch.ListOptions{{Limit: -1}, {Limit: 501}, {Cursor: "not-a-cursor"}} {
+		if _, err := c.List(ctx, "acme", opts); !errors.Is(err, latch.ErrInvalid) {
+			t.Errorf("list %+v: %v, want ErrInvalid", opts, err)
+		}
 	}
 	if err := c.Delete(ctx, "acme", e.ID, latch.DeleteOptions{}); err != nil {
 		t.Errorf("delete cancelled: %v", err)

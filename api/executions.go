@@ -9,16 +9,12 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
-
 	"github.com/latch-run/latch/store"
 )
 
 // Limits of the read endpoints (API.md).
 const (
 	maxWaitSeconds = 60
-	defaultLimit   = 50
-	maxLimit       = 500
 	maxIDLen       = 128
 )
 
@@ -100,7 +96,7 @@ func (r *listRequest) bind(hr *http.Request) error {
 		p.Status = store.Status(v)
 	}
 	p.Kind, p.Queue, p.DedupKey, p.Schedule = q.Get("kind"), q.Get("queue"), q.Get("dedup_key"), q.Get("schedule")
-	if p.Limit, err = queryLimit(q, defaultLimit, maxLimit); err != nil {
+	if p.Limit, err = queryLimit(q, store.DefaultListLimit, store.MaxListLimit); err != nil {
 		return err
 	}
 	if v := q.Get("cursor"); v != "" {
@@ -154,11 +150,7 @@ func decodeCursor(c string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	id, err := uuid.Parse(string(b))
-	if err != nil || id.String() != string(b) {
-		return "", false
-	}
-	return string(b), true
+	return string(b), store.IsExecutionID(string(b))
 }
 
 // cancelExecution is POST /api/executions/{id}/cancel.

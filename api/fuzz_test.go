@@ -253,7 +253,7 @@ func FuzzListQuery(f *testing.F) {
 			return
 		}
 		p := req.params
-		if p.Limit < 1 || p.Limit > maxLimit || (p.Status != "" && !p.Status.Valid()) {
+		if p.Limit < 1 || p.Limit > store.MaxListLimit || (p.Status != "" && !p.Status.Valid()) {
 			t.Fatalf("accepted %+v", p)
 		}
 		if p.After != "" {

@@ -104,7 +104,7 @@ type Config struct {
 
 // Defaults of Config's zero fields.
 const (
-	DefaultMaxPayloadBytes    = 1 << 20
+	DefaultMaxPayloadBytes    = store.DefaultMaxPayloadBytes
 	DefaultMaxBatchBytes      = 32 << 20
 	DefaultRequestTimeout     = 30 * time.Second
 	DefaultPollInterval       = 500 * time.Millisecond

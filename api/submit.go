@@ -52,7 +52,7 @@ func (r *submitRequest) submission(now time.Time, maxPayload int, prefix string)
 	if r.Kind == nil {
 		return sub, invalid(prefix+"kind", "required")
 	}
-	if err := checkText(prefix+"kind", *r.Kind, maxKindLen); err != nil {
+	if err := fieldProblem(store.CheckKind(prefix+"kind", *r.Kind)); err != nil {
 		return sub, err
 	}
 	sub.Kind = *r.Kind
@@ -64,7 +64,7 @@ func (r *submitRequest) submission(now time.Time, maxPayload int, prefix string)
 	sub.Payload = payload
 
 	if r.idempotencyKey != nil {
-		if err := checkText(idempotencyHeader, *r.idempotencyKey, maxKeyFieldLen); err != nil {
+		if err := fieldProblem(store.CheckKey(idempotencyHeader, *r.idempotencyKey)); err != nil {
 			return sub, err
 		}
 		if r.DedupKey != nil && *r.DedupKey != *r.idempotencyKey {
@@ -73,19 +73,19 @@ func (r *submitRequest) submission(now time.Time, maxPayload int, prefix string)
 		sub.DedupKey = *r.idempotencyKey
 	}
 	if r.DedupKey != nil {
-		if err := checkText(prefix+"dedup_key", *r.DedupKey, maxKeyFieldLen); err != nil {
+		if err := fieldProblem(store.CheckKey(prefix+"dedup_key", *r.DedupKey)); err != nil {
 			return sub, err
 		}
 		sub.DedupKey = *r.DedupKey
 	}
 	if r.Queue != nil {
-		if err := checkQueue(prefix+"queue", *r.Queue); err != nil {
+		if err := fieldProblem(store.CheckQueue(prefix+"queue", *r.Queue)); err != nil {
 			return sub, err
 		}
 		sub.Queue = *r.Queue
 	}
 	if r.Priority != nil {
-		if err := checkRange(prefix+"priority", *r.Priority, minPriority, maxPriority); err != nil {
+		if err := fieldProblem(store.CheckPriority(prefix+"priority", *r.Priority)); err != nil {
 			return sub, err
 		}
 		sub.Priority = int(*r.Priority)
@@ -99,31 +99,31 @@ func (r *submitRequest) submission(now time.Time, maxPayload int, prefix string)
 		if err != nil {
 			return sub, invalid(prefix+"run_at", "must be an RFC 3339 time such as 2030-01-02T15:04:05Z")
 		}
-		if t.After(now.Add(maxDelay * time.Second)) {
-			return sub, invalid(prefix+"run_at", "must be at most %d seconds ahead", maxDelay)
+		if err := fieldProblem(store.CheckRunAt(prefix+"run_at", t, now)); err != nil {
+			return sub, err
 		}
 		sub.RunAt = t.UTC()
 	case r.DelaySeconds != nil:
-		if err := checkRange(prefix+"delay_seconds", *r.DelaySeconds, 0, maxDelay); err != nil {
+		if err := fieldProblem(store.CheckDelaySeconds(prefix+"delay_seconds", *r.DelaySeconds)); err != nil {
 			return sub, err
 		}
 		sub.RunAt = now.Add(time.Duration(*r.DelaySeconds) * time.Second).UTC()
 	}
 
 	if r.MaxAttempts != nil {
-		if err := checkRange(prefix+"max_attempts", *r.MaxAttempts, 1, maxAttempts); err != nil {
+		if err := fieldProblem(store.CheckMaxAttempts(prefix+"max_attempts", *r.MaxAttempts)); err != nil {
 			return sub, err
 		}
 		sub.MaxAttempts = int(*r.MaxAttempts)
 	}
 	if r.TimeoutSeconds != nil {
-		if err := checkRange(prefix+"timeout_seconds", *r.TimeoutSeconds, 1, maxTimeout); err != nil {
+		if err := fieldProblem(store.CheckTimeoutSeconds(prefix+"timeout_seconds", *r.TimeoutSeconds)); err != nil {
 			return sub, err
 		}
 		sub.TimeoutSeconds = int(*r.TimeoutSeconds)
 	}
 	if r.ConcurrencyKey != nil {
-		if err := checkText(prefix+"concurrency_key", *r.ConcurrencyKey, maxKeyFieldLen); err != nil {
+		if err := fieldProblem(store.CheckKey(prefix+"concurrency_key", *r.ConcurrencyKey)); err != nil {
 			return sub, err
 		}
 		sub.ConcurrencyKey = *r.ConcurrencyKey
@@ -133,13 +133,13 @@ func (r *submitRequest) submission(now time.Time, maxPayload int, prefix string)
 		if r.ConcurrencyKey == nil {
 			return sub, invalid(prefix+"concurrency_limit", "needs concurrency_key")
 		}
-		if err := checkRange(prefix+"concurrency_limit", *r.ConcurrencyLimit, 1, maxInflight); err != nil {
+		if err := fieldProblem(store.CheckConcurrencyLimit(prefix+"concurrency_limit", *r.ConcurrencyLimit)); err != nil {
 			return sub, err
 		}
 		sub.ConcurrencyLimit = int(*r.ConcurrencyLimit)
 	}
 	if r.RateKey != nil {
-		if err := checkText(prefix+"rate_key", *r.RateKey, maxKeyFieldLen); err != nil {
+		if err := fieldProblem(store.CheckKey(prefix+"rate_key", *r.RateKey)); err != nil {
 			return sub, err
 		}
 		sub.RateKey = *r.RateKey
@@ -157,8 +157,8 @@ func canonicalPayload(field string, raw json.RawMessage, max int) (json.RawMessa
 	if err != nil {
 		return nil, invalid(field, "must be JSON")
 	}
-	if len(c) > max {
-		return nil, problem(CodePayloadTooLarge, "%s: %d bytes of canonical JSON exceed the limit of %d", field, len(c), max)
+	if err := fieldProblem(store.CheckPayloadSize(field, c, max)); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -1,6 +1,9 @@
 package store
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors. Backends wrap them with %w; callers test with errors.Is.
 // "Retry" below says whether repeating the same call may succeed.
@@ -9,8 +12,16 @@ var (
 	// another tenant (the two are indistinguishable by design). Retry: no.
 	ErrNotFound = errors.New("not found")
 
-	// ErrTenantExists: CreateTenant with a name already taken. Retry: no.
-	ErrTenantExists = errors.New("tenant exists")
+	// ErrExists: the thing a call would create exists already — an API
+	// key hash already stored (AddAPIKey, CreateTenant's first key), an
+	// explicit Submission.ID already taken. Nothing was written. Every
+	// backend answers it for its own driver's duplicate (a unique
+	// violation, a key already set) in its one mapping function. Retry: no.
+	ErrExists = errors.New("already exists")
+
+	// ErrTenantExists: CreateTenant with a name already taken. It is an
+	// ErrExists (errors.Is holds for both). Retry: no.
+	ErrTenantExists = fmt.Errorf("tenant %w", ErrExists)
 
 	// ErrQuotaExceeded: admitting would make the tenant's inflight exceed its
 	// max_inflight. Nothing was written. Retry: yes, once work finishes.

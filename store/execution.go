@@ -113,13 +113,6 @@ type Tenant struct {
 	Disabled bool
 }
 
-// Defaults for tenants created without explicit settings (API.md).
-const (
-	DefaultMaxInflight = 10000
-	DefaultDedupTTL    = 7 * 24 * time.Hour
-	DefaultRetention   = 7 * 24 * time.Hour
-)
-
 // NewExecution is the execution Admit creates for sub in tenant, named id:
 // the package defaults applied to zero fields, a nil payload made {}, queued
 // at now, or scheduled when sub.RunAt is after now. Every backend builds

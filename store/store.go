@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 )
 
@@ -443,24 +442,6 @@ type ListParams struct {
 	// results: the page ends after the item that reaches it (so it always
 	// holds at least one item) and Next is set. 0 = no bound.
 	MaxBytes int
-}
-
-// List page sizes (API.md: limit 1–500, default 50).
-const (
-	DefaultListLimit = 50
-	MaxListLimit     = 500
-)
-
-// PageLimit is the page size List serves for p: Limit, or DefaultListLimit
-// when it is 0. A Limit outside 1..MaxListLimit is ErrInvalid.
-func (p *ListParams) PageLimit() (int, error) {
-	switch {
-	case p.Limit == 0:
-		return DefaultListLimit, nil
-	case p.Limit < 0 || p.Limit > MaxListLimit:
-		return 0, fmt.Errorf("%w: limit %d not in 1..%d", ErrInvalid, p.Limit, MaxListLimit)
-	}
-	return p.Limit, nil
 }
 
 // ListResult is one page, newest first. Next is the After of the next page,

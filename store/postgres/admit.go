@@ -279,14 +279,10 @@ type item struct {
 }
 
 func prepare(tenant string, sub *store.Submission, t time.Time) item {
-	if sub.Kind == "" {
-		return item{err: fmt.Errorf("%w: kind is empty", store.ErrInvalid)}
+	if err := store.CheckItem(sub); err != nil {
+		return item{err: err}
 	}
-	e := newExecution(tenant, sub, t)
-	if _, ok := parseID(e.ID); !ok {
-		return item{err: fmt.Errorf("%w: execution id %q is not a UUID", store.ErrInvalid, e.ID)}
-	}
-	return item{exec: e}
+	return item{exec: newExecution(tenant, sub, t)}
 }
 
 // newExecution builds the execution a submission creates, with the store's

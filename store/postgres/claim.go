@@ -14,9 +14,6 @@ import (
 	"github.com/latch-run/latch/store"
 )
 
-// DefaultLease is the lease length used when ClaimParams.LeaseDuration is 0.
-const DefaultLease = 30 * time.Second
-
 // Claim statements. $1 is now; {filters} is replaced by claimFilters.
 // sqlReady and sqlRoom have a copy in latch_claim_candidates (migration 5),
 // which sqlClaimMany and claimTx's first round take their candidates from:
@@ -118,11 +115,7 @@ GROUP BY tenant, concurrency_key`
 // turns (latch_tenants.turn) in the same transaction.
 func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
 	t := now(p.Now)
-	maxN := max(p.Max, 1)
-	lease := p.LeaseDuration
-	if lease <= 0 {
-		lease = DefaultLease
-	}
+	maxN, lease := p.Bounds()
 	expires := micro(t.Add(lease))
 	op := &claimOp{p: p, max: maxN, now: t, expires: expires}
 	if err := s.run(ctx, op); err != nil {

@@ -63,7 +63,10 @@ func aborted(err error) bool { return pgCode(err) == codeAbort }
 // interpretError maps a driver error onto the store's sentinels, keeping the
 // original with %w so that callers can still inspect it:
 //
-//	unique, foreign-key, check, not-null violation,  store.ErrInvalid: the
+//	unique violation                                  store.ErrExists: the row
+//	                                                  (a key hash, an id) is
+//	                                                  there already
+//	foreign-key, check, not-null violation,           store.ErrInvalid: the
 //	malformed or unencodable value                    parameters broke a rule
 //	                                                  the schema enforces
 //	context cancelled or deadline passed              the context's error
@@ -87,7 +90,9 @@ func interpretError(err error) error {
 		return fmt.Errorf("postgres: %w: %w", store.ErrUnavailable, err)
 	}
 	switch pgCode(err) {
-	case codeUniqueViolation, codeForeignKeyViolation, codeCheckViolation, codeNotNullViolation,
+	case codeUniqueViolation:
+		return fmt.Errorf("postgres: %w: %w", store.ErrExists, err)
+	case codeForeignKeyViolation, codeCheckViolation, codeNotNullViolation,
 		codeInvalidText, codeUntranslatable, codeBadEncoding, codeNumericOutOfRange:
 		return fmt.Errorf("postgres: %w: %w", store.ErrInvalid, err)
 	case codeUndefinedTable:
@@ -120,7 +125,7 @@ func unavailable(err error) bool {
 }
 
 func isSentinel(err error) bool {
-	for _, s := range []error{store.ErrNotFound, store.ErrTenantExists, store.ErrQuotaExceeded,
+	for _, s := range []error{store.ErrNotFound, store.ErrExists, store.ErrQuotaExceeded,
 		store.ErrDedupKeyReused, store.ErrLeaseLost, store.ErrNotTerminal, store.ErrInvalid, store.ErrUnavailable,
 		store.ErrScheduleLimit} {
 		if errors.Is(err, s) {

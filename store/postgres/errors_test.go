@@ -79,6 +79,16 @@ func TestInterpretErrorUnavailable(t *testing.T) {
 	}
 }
 
+// TestInterpretErrorExists: a unique violation is store.ErrExists, not
+// ErrInvalid, with the driver's error kept in the chain.
+func TestInterpretErrorExists(t *testing.T) {
+	pe := &pgconn.PgError{Code: codeUniqueViolation}
+	got := interpretError(pe)
+	if !errors.Is(got, store.ErrExists) || errors.Is(got, store.ErrInvalid) || !errors.Is(got, pe) {
+		t.Errorf("unique violation: %v, want ErrExists wrapping the driver's error", got)
+	}
+}
+
 // TestInterpretErrorAdminShutdown: a backend terminated by the server (as a
 // restart or a failover terminates every backend: 57P01) is unavailable,
 // and so is the connection it leaves behind.

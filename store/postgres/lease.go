@@ -29,10 +29,7 @@ func newFence(id, token, tenant string, t time.Time) (fence, error) {
 // Heartbeat implements store.Store.
 func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
 	t := now(p.Now)
-	lease := p.LeaseDuration
-	if lease <= 0 {
-		lease = DefaultLease
-	}
+	lease := store.LeaseOrDefault(p.LeaseDuration)
 	f, err := newFence(p.ExecutionID, p.Token, p.Tenant, t)
 	if err != nil {
 		return nil, err

@@ -11,8 +11,6 @@ import (
 	"github.com/latch-run/latch/store"
 )
 
-const defaultBatch = 1000
-
 // Maintenance statements; $1 is now, $2 the batch limit.
 const (
 	// End expired leases. The candidates are locked with SKIP LOCKED, so a
@@ -76,10 +74,7 @@ const leaseLost = "lease expired: the worker stopped heartbeating"
 // ended and the quota units of those that became terminal given back.
 func (s *Store) Rescue(ctx context.Context, p *store.RescueParams) (*store.RescueResult, error) {
 	t := now(p.Now)
-	limit := p.Limit
-	if limit <= 0 {
-		limit = defaultBatch
-	}
+	limit := store.BatchLimit(p.Limit)
 	var res store.RescueResult
 	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
 		res = store.RescueResult{}
@@ -135,10 +130,7 @@ func giveBack(ctx context.Context, tx pgx.Tx, units map[string]int) error {
 // Promote implements store.Store: one statement.
 func (s *Store) Promote(ctx context.Context, p *store.PromoteParams) (*store.PromoteResult, error) {
 	t := now(p.Now)
-	limit := p.Limit
-	if limit <= 0 {
-		limit = defaultBatch
-	}
+	limit := store.BatchLimit(p.Limit)
 	var tag int64
 	err := s.write(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		ct, err := c.Exec(ctx, sqlPromote, t, limit)
@@ -158,16 +150,13 @@ func (s *Store) Promote(ctx context.Context, p *store.PromoteParams) (*store.Pro
 // then expired keys, each one statement.
 func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneResult, error) {
 	t := now(p.Now)
-	limit := p.Limit
-	if limit <= 0 {
-		limit = defaultBatch
-	}
+	limit := store.BatchLimit(p.Limit)
 	var res store.PruneResult
 	err := s.write(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		if err := c.QueryRow(ctx, sqlPruneExecutions, t, limit).Scan(&res.Executions); err != nil {
 			return err
 		}
-		tag, err := c.Exec(ctx, sqlPruneKeys, t, 10*defaultBatch)
+		tag, err := c.Exec(ctx, sqlPruneKeys, t, 10*store.DefaultBatch)
 		res.DedupKeys = int(tag.RowsAffected())
 		if err != nil {
 			return err

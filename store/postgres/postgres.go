@@ -270,15 +270,10 @@ func backoff(ctx context.Context, attempt int) {
 	}
 }
 
-// now returns the operation's time: p.Now, or the wall clock when zero,
-// truncated to the microsecond PostgreSQL stores, so that what an operation
-// answers equals what a later read returns.
-func now(t time.Time) time.Time {
-	if t.IsZero() {
-		t = time.Now()
-	}
-	return t.Truncate(time.Microsecond).UTC()
-}
+// now returns the operation's time (store.Now) truncated to the
+// microsecond PostgreSQL stores, so that what an operation answers equals
+// what a later read returns.
+func now(t time.Time) time.Time { return micro(store.Now(t)) }
 
 // micro truncates a derived time (now plus a duration) like now.
 func micro(t time.Time) time.Time { return t.Truncate(time.Microsecond).UTC() }

@@ -114,7 +114,7 @@ func (s *Store) Get(ctx context.Context, p *store.GetParams) (*store.Execution, 
 // List implements store.Store. Pages are keyed on the id (UUIDv7, so newest
 // first is id descending) and stable under inserts.
 func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResult, error) {
-	limit, err := p.PageLimit()
+	limit, err := p.Paging()
 	if err != nil {
 		return nil, err
 	}
@@ -143,10 +143,7 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 		add("schedule = $%d", p.Schedule)
 	}
 	if p.After != "" {
-		after, ok := parseID(p.After)
-		if !ok {
-			return nil, fmt.Errorf("%w: cursor %q is not an execution id", store.ErrInvalid, p.After)
-		}
+		after, _ := parseID(p.After) // Paging checked it
 		add("id < $%d", after)
 	}
 	query := `SELECT ` + executionColumnsPlain + ` FROM latch_executions`

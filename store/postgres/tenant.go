@@ -83,27 +83,12 @@ ON CONFLICT DO NOTHING`
 // CreateTenant implements store.Store.
 func (s *Store) CreateTenant(ctx context.Context, p *store.CreateTenantParams) (*store.Tenant, error) {
 	t := now(p.Now)
-	ten := &store.Tenant{
-		Name:        p.Name,
-		MaxInflight: p.MaxInflight,
-		DedupTTL:    p.DedupTTL,
-		Retention:   p.Retention,
-		CreatedAt:   t,
-	}
-	if ten.MaxInflight == 0 {
-		ten.MaxInflight = store.DefaultMaxInflight
-	}
-	if ten.DedupTTL == 0 {
-		ten.DedupTTL = store.DefaultDedupTTL
-	}
-	if ten.Retention == 0 {
-		ten.Retention = store.DefaultRetention
-	}
-	if p.Name == "" || ten.MaxInflight < 0 || ten.DedupTTL < 0 || ten.Retention < 0 {
-		return nil, fmt.Errorf("%w: tenant name empty or negative setting", store.ErrInvalid)
+	ten, err := p.NewTenant(t)
+	if err != nil {
+		return nil, err
 	}
 	var created bool
-	err := s.write(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
+	err = s.write(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		return c.QueryRow(ctx, sqlCreateTenant, ten.Name, ten.MaxInflight, int64(ten.DedupTTL),
 			int64(ten.Retention), t, p.KeyHash, quotaShards, store.KeyIDOrNew(p.KeyID)).Scan(&created)
 	})
@@ -139,9 +124,8 @@ func getTenant(ctx context.Context, q querier, name string) (*store.Tenant, erro
 // max_inflight re-spreads the tenant's quota from the ground truth
 // (resetQuota), with every shard locked.
 func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (*store.Tenant, error) {
-	if (p.MaxInflight != nil && *p.MaxInflight < 0) || (p.DedupTTL != nil && *p.DedupTTL < 0) ||
-		(p.Retention != nil && *p.Retention < 0) {
-		return nil, fmt.Errorf("%w: negative tenant setting", store.ErrInvalid)
+	if err := p.Validate(); err != nil {
+		return nil, err
 	}
 	var ten *store.Tenant
 	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {

@@ -31,8 +31,8 @@ func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitRe
 	ids := map[string]bool{}
 	for i := range p.Items {
 		sub := &p.Items[i]
-		if sub.Kind == "" {
-			res.Items[i].Err = fmt.Errorf("%w: kind is empty", store.ErrInvalid)
+		if err := store.CheckItem(sub); err != nil {
+			res.Items[i].Err = err
 			continue
 		}
 		e := newExecution(p.Tenant, sub, nowUS)

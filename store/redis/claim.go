@@ -7,13 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/latch-run/latch/store"
 )
-
-// DefaultLease is the lease length used when ClaimParams.LeaseDuration is 0.
-const DefaultLease = 30 * time.Second
 
 // claimDueLimit bounds how many scheduled executions whose run_at has come
 // one claim makes claimable (claim.lua) before it picks candidates. With a
@@ -32,11 +28,7 @@ const claimDueLimit = 1000
 // suffixed per lease.
 func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
 	t := now(p.Now)
-	maxN := max(p.Max, 1)
-	lease := p.LeaseDuration
-	if lease <= 0 {
-		lease = DefaultLease
-	}
+	maxN, lease := p.Bounds()
 	nowUS := us(t)
 	expires := us(t.Add(lease))
 	queues, kinds := distinct(p.Queues), distinct(p.Kinds)

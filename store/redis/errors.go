@@ -59,3 +59,34 @@ func unavailable(err error) bool {
 		errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE)
 }
+
+// status reads the status word scripts answer first and maps the refusals
+// onto the store's sentinels: the scripts' half of the error contract, as
+// interpretError is the driver's. what names the object for the message.
+func status(arr []any, what string) error {
+	if len(arr) == 0 {
+		return errors.New("redis: empty script reply")
+	}
+	code, _ := arr[0].(string)
+	switch code {
+	case "OK":
+		return nil
+	case "NOTFOUND":
+		return fmt.Errorf("%s: %w", what, store.ErrNotFound)
+	case "LEASELOST":
+		return fmt.Errorf("%s: %w", what, store.ErrLeaseLost)
+	case "NOTTERMINAL":
+		return fmt.Errorf("%s is %v: %w", what, at(arr, 1), store.ErrNotTerminal)
+	case "EXISTS":
+		return fmt.Errorf("%s: %w", what, store.ErrTenantExists)
+	case "KEYEXISTS":
+		return fmt.Errorf("%s: api key hash already stored: %w", what, store.ErrExists)
+	case "QUOTA":
+		return fmt.Errorf("%s: tenant has %v in flight: %w", what, at(arr, 1), store.ErrQuotaExceeded)
+	case "LIMIT":
+		return fmt.Errorf("%s has %v schedules: %w", what, at(arr, 1), store.ErrScheduleLimit)
+	case "IDEXISTS":
+		return fmt.Errorf("%s: execution id %v: %w", what, at(arr, 1), store.ErrExists)
+	}
+	return fmt.Errorf("redis: unexpected script status %v", arr[0])
+}

@@ -9,10 +9,7 @@ import (
 
 // Heartbeat implements store.Store (heartbeat.lua).
 func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
-	lease := p.LeaseDuration
-	if lease <= 0 {
-		lease = DefaultLease
-	}
+	lease := store.LeaseOrDefault(p.LeaseDuration)
 	t := now(p.Now)
 	expires := us(t.Add(lease))
 	arr, err := s.run(ctx, "heartbeat", scriptHeartbeat,

@@ -6,17 +6,12 @@ import (
 	"github.com/latch-run/latch/store"
 )
 
-const defaultBatch = 1000
-
 // lostLease is the error recorded on an attempt whose lease Rescue ended.
 const lostLease = "lease expired: the worker stopped heartbeating"
 
 // Rescue implements store.Store (rescue.lua).
 func (s *Store) Rescue(ctx context.Context, p *store.RescueParams) (*store.RescueResult, error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = defaultBatch
-	}
+	limit := store.BatchLimit(p.Limit)
 	nowUS := us(now(p.Now))
 	arr, err := s.run(ctx, "rescue", scriptRescue, []string{s.k.running()},
 		s.k.ns, itoa(nowUS), limit, timeLex(nowUS), lostLease)
@@ -33,10 +28,7 @@ func (s *Store) Rescue(ctx context.Context, p *store.RescueParams) (*store.Rescu
 
 // Promote implements store.Store (promote.lua).
 func (s *Store) Promote(ctx context.Context, p *store.PromoteParams) (*store.PromoteResult, error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = defaultBatch
-	}
+	limit := store.BatchLimit(p.Limit)
 	arr, err := s.run(ctx, "promote", scriptPromote, []string{s.k.sched(), s.k.due()}, s.k.ns, itoa(us(now(p.Now))), limit)
 	if err != nil {
 		return nil, err
@@ -47,10 +39,7 @@ func (s *Store) Promote(ctx context.Context, p *store.PromoteParams) (*store.Pro
 
 // Prune implements store.Store (prune.lua).
 func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneResult, error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = defaultBatch
-	}
+	limit := store.BatchLimit(p.Limit)
 	arr, err := s.run(ctx, "prune", scriptPrune, []string{s.k.tenants(), s.k.dedupExp()},
 		s.k.ns, itoa(us(now(p.Now))), limit)
 	if err != nil {

@@ -81,7 +81,7 @@ func (s *Store) Get(ctx context.Context, p *store.GetParams) (*store.Execution, 
 // With MaxBytes the page ends after the item whose payload and result
 // bytes reach it.
 func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResult, error) {
-	limit, err := p.PageLimit()
+	limit, err := p.Paging()
 	if err != nil {
 		return nil, err
 	}

@@ -164,36 +164,6 @@ func (s *Store) run(ctx context.Context, op string, sc *luaScript, keys []string
 	return arr, nil
 }
 
-// status reads the status word scripts answer first and maps the refusals
-// onto the store's sentinels. what names the object for the message.
-func status(arr []any, what string) error {
-	if len(arr) == 0 {
-		return errors.New("redis: empty script reply")
-	}
-	code, _ := arr[0].(string)
-	switch code {
-	case "OK":
-		return nil
-	case "NOTFOUND":
-		return fmt.Errorf("%s: %w", what, store.ErrNotFound)
-	case "LEASELOST":
-		return fmt.Errorf("%s: %w", what, store.ErrLeaseLost)
-	case "NOTTERMINAL":
-		return fmt.Errorf("%s is %v: %w", what, at(arr, 1), store.ErrNotTerminal)
-	case "EXISTS":
-		return fmt.Errorf("%s: %w", what, store.ErrTenantExists)
-	case "KEYEXISTS":
-		return fmt.Errorf("%s: api key hash already stored", what)
-	case "QUOTA":
-		return fmt.Errorf("%s: tenant has %v in flight: %w", what, at(arr, 1), store.ErrQuotaExceeded)
-	case "LIMIT":
-		return fmt.Errorf("%s has %v schedules: %w", what, at(arr, 1), store.ErrScheduleLimit)
-	case "IDEXISTS":
-		return fmt.Errorf("%s: execution id %v already exists", what, at(arr, 1))
-	}
-	return fmt.Errorf("redis: unexpected script status %v", arr[0])
-}
-
 func at(arr []any, i int) any {
 	if i < len(arr) {
 		return arr[i]
@@ -238,12 +208,8 @@ func hashInt(m map[string]string, field string) int64 {
 
 // Times are kept as integer microseconds since the Unix epoch.
 
-func now(t time.Time) time.Time {
-	if t.IsZero() {
-		return time.Now()
-	}
-	return t
-}
+// now returns the operation's time: store.Now.
+func now(t time.Time) time.Time { return store.Now(t) }
 
 func us(t time.Time) int64 { return t.UnixMicro() }
 

@@ -13,24 +13,9 @@ import (
 // CreateTenant implements store.Store (create_tenant.lua). Durations are
 // kept to the microsecond.
 func (s *Store) CreateTenant(ctx context.Context, p *store.CreateTenantParams) (*store.Tenant, error) {
-	ten := &store.Tenant{
-		Name:        p.Name,
-		MaxInflight: p.MaxInflight,
-		DedupTTL:    p.DedupTTL,
-		Retention:   p.Retention,
-		CreatedAt:   fromUS(us(now(p.Now))),
-	}
-	if ten.MaxInflight == 0 {
-		ten.MaxInflight = store.DefaultMaxInflight
-	}
-	if ten.DedupTTL == 0 {
-		ten.DedupTTL = store.DefaultDedupTTL
-	}
-	if ten.Retention == 0 {
-		ten.Retention = store.DefaultRetention
-	}
-	if p.Name == "" || ten.MaxInflight < 0 || ten.DedupTTL < 0 || ten.Retention < 0 {
-		return nil, fmt.Errorf("%w: tenant name empty or negative setting", store.ErrInvalid)
+	ten, err := p.NewTenant(fromUS(us(now(p.Now))))
+	if err != nil {
+		return nil, err
 	}
 	ten.DedupTTL = fromDurUS(durUS(ten.DedupTTL))
 	ten.Retention = fromDurUS(durUS(ten.Retention))
@@ -76,6 +61,9 @@ func (s *Store) GetTenant(ctx context.Context, p *store.GetTenantParams) (*store
 
 // UpdateTenant implements store.Store (update_tenant.lua).
 func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (*store.Tenant, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
 	var maxInflight int
 	var ttl, retention int64
 	if p.MaxInflight != nil {
@@ -141,7 +129,7 @@ func (s *Store) LookupAPIKey(ctx context.Context, p *store.LookupAPIKeyParams) (
 		// as it may just after a read of both.
 		d, err := s.rdb.HGet(ctx, s.k.tenant(k.Tenant), "disabled").Result()
 		if err != nil && !errors.Is(err, goredis.Nil) {
-			return nil, fmt.Errorf("redis: lookup api key: %w", err)
+			return nil, fmt.Errorf("redis: lookup api key: %w", interpretError(err))
 		}
 		k.TenantDisabled = d == "1"
 	}

@@ -27,6 +27,9 @@ func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitRe
 		}
 		added := 0
 		for i := range p.Items {
+			if res.Items[i].Err = store.CheckItem(&p.Items[i]); res.Items[i].Err != nil {
+				continue // a refusal of this item, not of the group
+			}
 			item, err := admitOne(ctx, tx, p.Tenant, &p.Items[i], t, q, added)
 			if err != nil {
 				return false, err
@@ -83,9 +86,6 @@ func addInflight(ctx context.Context, tx *sql.Tx, tenant string, n int) error {
 // Admitted.Err; a non-nil error aborts the group.
 func admitOne(ctx context.Context, tx *sql.Tx, tenant string, sub *store.Submission,
 	t time.Time, q quota, added int) (store.Admitted, error) {
-	if sub.Kind == "" {
-		return store.Admitted{Err: fmt.Errorf("%w: kind is empty", store.ErrInvalid)}, nil
-	}
 	payload := []byte(sub.Payload)
 	if len(payload) == 0 {
 		payload = []byte("{}")

@@ -14,9 +14,6 @@ import (
 	"github.com/latch-run/latch/store"
 )
 
-// DefaultLease is the lease length used when ClaimParams.LeaseDuration is 0.
-const DefaultLease = 30 * time.Second
-
 // Claim implements store.Store. Candidates are read and leased inside one
 // IMMEDIATE transaction, so two claimers can never lease the same attempt.
 // A candidate with a concurrency key is skipped while its tenant already has
@@ -40,11 +37,7 @@ const DefaultLease = 30 * time.Second
 // what it paid before.
 func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
 	t := now(p.Now)
-	maxN := max(p.Max, 1)
-	lease := p.LeaseDuration
-	if lease <= 0 {
-		lease = DefaultLease
-	}
+	maxN, lease := p.Bounds()
 	// The statements' texts depend on the filters only.
 	turnSQL, _ := turnQuery(p, t, turnMark{}, 0)
 	candSQL, _, _ := claimQuery(p, t, "", 0)
@@ -127,7 +120,7 @@ type candidate struct {
 
 // maxDeferred bounds the candidates one claim defers for their rate limits,
 // and with them the work of one write step; the next claim goes on.
-const maxDeferred = defaultBatch
+const maxDeferred = store.DefaultBatch
 
 // run deals out starts in rounds: each round gives every tenant in the
 // claim's turn order one start (the tenant's next candidate in its own

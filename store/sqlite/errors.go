@@ -14,9 +14,10 @@ import (
 
 // interpretError maps a driver error onto the store's sentinels, keeping
 // the original in the chain: a database that cannot be used now (see
-// unavailable) is store.ErrUnavailable; the context's own errors and
-// errors that already wrap a sentinel pass through; anything else is
-// returned as it is.
+// unavailable) is store.ErrUnavailable; a PRIMARY KEY or UNIQUE constraint
+// failure (a key hash or an id stored already) is store.ErrExists; the
+// context's own errors and errors that already wrap a sentinel pass
+// through; anything else is returned as it is.
 func interpretError(err error) error {
 	switch {
 	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -25,6 +26,8 @@ func interpretError(err error) error {
 		return err
 	case unavailable(err):
 		return fmt.Errorf("sqlite: %w: %w", store.ErrUnavailable, err)
+	case isUniqueViolation(err) && !errors.Is(err, store.ErrExists):
+		return fmt.Errorf("sqlite: %w: %w", store.ErrExists, err)
 	}
 	return err
 }
@@ -45,4 +48,13 @@ func unavailable(err error) bool {
 // exit.
 func interpreted[T any](v T, err error) (T, error) {
 	return v, interpretError(err)
+}
+
+// isUniqueViolation reports a PRIMARY KEY or UNIQUE constraint failure.
+func isUniqueViolation(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	return se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE
 }

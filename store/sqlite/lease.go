@@ -49,10 +49,7 @@ func fence(ctx context.Context, tx *sql.Tx, id, tenant, token string, now time.T
 // Heartbeat implements store.Store.
 func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
 	t := now(p.Now)
-	lease := p.LeaseDuration
-	if lease <= 0 {
-		lease = DefaultLease
-	}
+	lease := store.LeaseOrDefault(p.LeaseDuration)
 	var res store.HeartbeatResult
 	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		l, err := fence(ctx, tx, p.ExecutionID, p.Tenant, p.Token, t)

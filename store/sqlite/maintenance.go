@@ -9,17 +9,12 @@ import (
 	"github.com/latch-run/latch/store"
 )
 
-const defaultBatch = 1000
-
 // Rescue implements store.Store. Expired leases are read and ended in one
 // transaction, and each update is fenced on the token that was read, so an
 // execution completed by its worker in the meantime stays completed.
 func (s *Store) Rescue(ctx context.Context, p *store.RescueParams) (*store.RescueResult, error) {
 	t := now(p.Now)
-	limit := p.Limit
-	if limit <= 0 {
-		limit = defaultBatch
-	}
+	limit := store.BatchLimit(p.Limit)
 	res := &store.RescueResult{}
 	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		rows, err := tx.QueryContext(ctx, `SELECT id, lease_token FROM executions
@@ -73,10 +68,7 @@ func (s *Store) Rescue(ctx context.Context, p *store.RescueParams) (*store.Rescu
 // Promote implements store.Store.
 func (s *Store) Promote(ctx context.Context, p *store.PromoteParams) (*store.PromoteResult, error) {
 	t := now(p.Now)
-	limit := p.Limit
-	if limit <= 0 {
-		limit = defaultBatch
-	}
+	limit := store.BatchLimit(p.Limit)
 	res := &store.PromoteResult{}
 	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		r, err := tx.ExecContext(ctx, `UPDATE executions SET status = 'queued' WHERE id IN (
@@ -97,10 +89,7 @@ func (s *Store) Promote(ctx context.Context, p *store.PromoteParams) (*store.Pro
 // Prune implements store.Store.
 func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneResult, error) {
 	t := now(p.Now)
-	limit := p.Limit
-	if limit <= 0 {
-		limit = defaultBatch
-	}
+	limit := store.BatchLimit(p.Limit)
 	res := &store.PruneResult{}
 	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		rows, err := tx.QueryContext(ctx, `SELECT e.id FROM executions e JOIN tenants t ON t.name = e.tenant

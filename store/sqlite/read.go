@@ -84,7 +84,7 @@ func (s *Store) Get(ctx context.Context, p *store.GetParams) (*store.Execution, 
 
 // List implements store.Store.
 func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResult, error) {
-	limit, err := p.PageLimit()
+	limit, err := p.Paging()
 	if err != nil {
 		return nil, err
 	}

@@ -181,12 +181,8 @@ func (s *Store) prepared(ctx context.Context, query string) *sql.Stmt {
 // errClosed is returned by operations on a closed Store.
 var errClosed = errors.New("sqlite: store is closed")
 
-func now(t time.Time) time.Time {
-	if t.IsZero() {
-		return time.Now()
-	}
-	return t
-}
+// now returns the operation's time: store.Now.
+func now(t time.Time) time.Time { return store.Now(t) }
 
 func ns(t time.Time) int64 { return t.UnixNano() }
 

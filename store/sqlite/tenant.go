@@ -7,35 +7,17 @@ import (
 	"fmt"
 	"strings"
 
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
-
 	"github.com/latch-run/latch/store"
 )
 
 // CreateTenant implements store.Store.
 func (s *Store) CreateTenant(ctx context.Context, p *store.CreateTenantParams) (*store.Tenant, error) {
 	t := now(p.Now)
-	ten := &store.Tenant{
-		Name:        p.Name,
-		MaxInflight: p.MaxInflight,
-		DedupTTL:    p.DedupTTL,
-		Retention:   p.Retention,
-		CreatedAt:   fromNS(ns(t)),
+	ten, err := p.NewTenant(fromNS(ns(t)))
+	if err != nil {
+		return nil, err
 	}
-	if ten.MaxInflight == 0 {
-		ten.MaxInflight = store.DefaultMaxInflight
-	}
-	if ten.DedupTTL == 0 {
-		ten.DedupTTL = store.DefaultDedupTTL
-	}
-	if ten.Retention == 0 {
-		ten.Retention = store.DefaultRetention
-	}
-	if p.Name == "" || ten.MaxInflight < 0 || ten.DedupTTL < 0 || ten.Retention < 0 {
-		return nil, fmt.Errorf("%w: tenant name empty or negative setting", store.ErrInvalid)
-	}
-	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
+	err = s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		_, err := tx.ExecContext(ctx, `INSERT INTO tenants (name, max_inflight, dedup_ttl, retention, created_at)
 			VALUES (?, ?, ?, ?, ?)`, ten.Name, ten.MaxInflight, int64(ten.DedupTTL), int64(ten.Retention), ns(t))
 		if isUniqueViolation(err) {
@@ -80,6 +62,9 @@ func getTenant(ctx context.Context, q querier, name string) (*store.Tenant, erro
 
 // UpdateTenant implements store.Store.
 func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (*store.Tenant, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
 	var ten *store.Tenant
 	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		var sets []string
@@ -200,13 +185,4 @@ func (s *Store) EnsureAdminKey(ctx context.Context, p *store.EnsureAdminKeyParam
 		return nil, err
 	}
 	return res, nil
-}
-
-// isUniqueViolation reports a PRIMARY KEY or UNIQUE constraint failure.
-func isUniqueViolation(err error) bool {
-	var se *sqlite.Error
-	if !errors.As(err, &se) {
-		return false
-	}
-	return se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE
 }

@@ -119,6 +119,18 @@ func testAdmit(t *testing.T, ns NewStore) {
 		}
 	})
 
+	t.Run("MalformedIDIsInvalidAlone", func(t *testing.T) {
+		e := start(t, ns)
+		bad := job("echo")
+		bad.ID = "not-an-execution-id"
+		items := e.admit(acme, base, bad, job("echo"))
+		wantErr(t, "item 0 (malformed id)", items[0].Err, store.ErrInvalid)
+		if items[1].Err != nil {
+			t.Errorf("item 1: %v; a refused item must not affect the others", items[1].Err)
+		}
+		e.wantInflight(acme, 1)
+	})
+
 	t.Run("EmptyKindIsInvalidAndBindsNoKey", func(t *testing.T) {
 		e := start(t, ns)
 		bad := keyed("", "k1", `{}`)

@@ -10,6 +10,23 @@ import (
 // testClaim covers Store.Claim: what a lease carries, what is ready, order,
 // filters and Max (invariant I2 one call at a time).
 func testClaim(t *testing.T, ns NewStore) {
+	t.Run("ZeroMaxAndLeaseTakeDefaults", func(t *testing.T) {
+		e := start(t, ns)
+		e.submit(acme, base, job("echo"))
+		e.submit(acme, base, job("echo"))
+		now := at(time.Minute)
+		res, err := e.s.Claim(e.ctx, &store.ClaimParams{WorkerID: "worker-1", Tenant: acme, Now: now})
+		e.must(err, "Claim with Max 0 and LeaseDuration 0")
+		if len(res.Leases) != 1 {
+			t.Fatalf("Claim with Max 0: %d leases, want 1", len(res.Leases))
+		}
+		wantTime(t, "lease expiry with LeaseDuration 0", res.Leases[0].ExpiresAt, now.Add(store.DefaultLease))
+		later := now.Add(time.Second)
+		hb, err := e.heartbeat(res.Leases[0], later, 0)
+		e.must(err, "Heartbeat with LeaseDuration 0")
+		wantTime(t, "heartbeat expiry with LeaseDuration 0", hb.ExpiresAt, later.Add(store.DefaultLease))
+	})
+
 	t.Run("LeasesQueuedExecution", func(t *testing.T) {
 		e := start(t, ns)
 		sub := keyed("http", "k", `{"url":"https://example.com"}`)

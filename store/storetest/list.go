@@ -317,6 +317,15 @@ func testList(t *testing.T, ns NewStore) {
 		}
 	})
 
+	t.Run("MalformedCursorIsInvalid", func(t *testing.T) {
+		e := start(t, ns)
+		first := e.submit(acme, base, job("echo"))
+		for _, after := range []string{"not-an-id", strings.ToUpper(first.ID), first.ID + "0", "zz" + first.ID[2:]} {
+			_, err := e.s.List(e.ctx, &store.ListParams{Tenant: acme, After: after})
+			wantErr(t, "List after "+after, err, store.ErrInvalid)
+		}
+	})
+
 	t.Run("NegativeLimitIsInvalid", func(t *testing.T) {
 		e := start(t, ns)
 		_, err := e.s.List(e.ctx, &store.ListParams{Tenant: acme, Limit: -1})

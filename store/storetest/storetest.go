@@ -89,6 +89,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Get", testGet},
 		{"List", testList},
 		{"Tenant", testTenant},
+		{"Errors", testErrors},
 		{"Notifier", testNotifier},
 		{"Concurrency", testConcurrency},
 	}

@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,6 +50,36 @@ func testTenant(t *testing.T, ns NewStore) {
 		e := startEmpty(t, ns)
 		_, err := e.s.GetTenant(e.ctx, &store.GetTenantParams{Name: acme})
 		wantErr(t, "GetTenant of an unknown tenant", err, store.ErrNotFound)
+	})
+
+	t.Run("CreateRefusesBadNameOrSettings", func(t *testing.T) {
+		e := startEmpty(t, ns)
+		for _, p := range []store.CreateTenantParams{
+			{Name: ""}, {Name: "Acme"}, {Name: "ac me"}, {Name: strings.Repeat("a", store.MaxTenantNameLen+1)},
+			{Name: acme, MaxInflight: -1}, {Name: acme, MaxInflight: store.MaxInflightLimit + 1},
+			{Name: acme, DedupTTL: -time.Second}, {Name: acme, Retention: store.MaxTenantDuration + time.Second},
+		} {
+			p.Now = base
+			_, err := e.s.CreateTenant(e.ctx, &p)
+			wantErr(t, fmt.Sprintf("CreateTenant %+v", p), err, store.ErrInvalid)
+		}
+		_, err := e.s.GetTenant(e.ctx, &store.GetTenantParams{Name: acme})
+		wantErr(t, "GetTenant after refused creates", err, store.ErrNotFound)
+	})
+
+	t.Run("UpdateRefusesBadSettings", func(t *testing.T) {
+		e := start(t, ns)
+		neg, big := -1, store.MaxInflightLimit+1
+		negD, bigD := -time.Second, store.MaxTenantDuration+time.Second
+		for _, p := range []store.UpdateTenantParams{
+			{MaxInflight: &neg}, {MaxInflight: &big}, {DedupTTL: &negD}, {Retention: &negD}, {Retention: &bigD},
+		} {
+			p.Name = acme
+			_, err := e.s.UpdateTenant(e.ctx, &p)
+			wantErr(t, "UpdateTenant out of bounds", err, store.ErrInvalid)
+		}
+		wantTenant(t, "GetTenant after refused updates", e.tenant(acme), store.Tenant{Name: acme,
+			MaxInflight: store.DefaultMaxInflight, DedupTTL: store.DefaultDedupTTL, Retention: store.DefaultRetention, CreatedAt: base})
 	})
 
 	t.Run("UpdateChangesOnlyGivenFields", func(t *testing.T) {

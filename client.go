@@ -35,7 +35,7 @@ func (c *Client) Close() error {
 // Ping checks that the store answers.
 func (c *Client) Ping(ctx context.Context) error { return c.st.Ping(ctx) }
 
-// Limits of SubmitRequest fields (API.md).
+// Limits of SubmitRequest fields (docs/api.md, "Submit").
 const (
 	MaxKindLen     = 128
 	MaxDedupKeyLen = 256

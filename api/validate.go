@@ -5,7 +5,7 @@ import (
 	"unicode/utf8"
 )
 
-// Limits of identifiers and numbers. API.md fixes the lengths of name,
+// Limits of identifiers and numbers. docs/api.md fixes the lengths of name,
 // kind and dedup_key; the others are this server's choices.
 const (
 	maxTenantName   = 64

@@ -8,7 +8,7 @@ import (
 // Status is the state of an execution.
 type Status string
 
-// The statuses of API.md. The last four are terminal.
+// The statuses of docs/api.md ("Executions"). The last four are terminal.
 const (
 	StatusScheduled Status = "scheduled" // run_at in the future (first run or retry backoff)
 	StatusQueued    Status = "queued"    // ready to be claimed
@@ -113,7 +113,7 @@ type Tenant struct {
 	Disabled bool
 }
 
-// Defaults for tenants created without explicit settings (API.md).
+// Defaults for tenants created without explicit settings (docs/api.md).
 const (
 	DefaultMaxInflight = 10000
 	DefaultDedupTTL    = 7 * 24 * time.Hour

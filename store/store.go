@@ -82,7 +82,7 @@ type Store interface {
 
 	// Complete ends the attempt as succeeded with Result. Fenced like
 	// Heartbeat. Frees the quota slot. If cancel was requested the execution
-	// ends cancelled instead (API.md: a cancelled running execution becomes
+	// ends cancelled instead (docs/api.md: a cancelled running execution becomes
 	// cancelled when its worker stops, however it stops); Result is kept.
 	Complete(ctx context.Context, p *CompleteParams) (*Execution, error)
 
@@ -445,7 +445,7 @@ type ListParams struct {
 	MaxBytes int
 }
 
-// List page sizes (API.md: limit 1–500, default 50).
+// List page sizes (docs/api.md: limit 1–500, default 50).
 const (
 	DefaultListLimit = 50
 	MaxListLimit     = 500

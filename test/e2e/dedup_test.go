@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// The first incident of shared/seeds: concurrent submits with one dedup key
-// must get one execution id, and the job must run exactly once.
+// The first incident latch was built for (docs/design.md, "The one rule"):
+// concurrent submits with one dedup key must get one execution id, and the
+// job must run exactly once.
 func TestConcurrentSameKeySubmitsRunOnce(t *testing.T) {
 	t.Parallel()
 	w := newWitness(t)

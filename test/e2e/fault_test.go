@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// Network faults between latch and its store (issue 6). Two `latch serve`
+// Network faults between latch and its store. Two `latch serve`
 // processes reach the store through a faultProxy; clients submit `http`
 // jobs with dedup keys to both, retrying a submit that was not
 // acknowledged with the same key, as a real client would; the jobs call an

@@ -24,7 +24,7 @@ import (
 	"github.com/latch-run/latch/internal/fault"
 )
 
-// Crash points (issue 6): `latch serve` built with -tags faults
+// Crash points: `latch serve` built with -tags faults
 // (faultsBinary) and started with LATCH_FAULTS naming one crash point of
 // internal/fault dies by SIGKILL when that point is hit: after Store.Admit
 // committed and before the answer of a submit or of a batch is written,

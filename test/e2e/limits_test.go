@@ -100,7 +100,7 @@ func listAll(ctx context.Context, c *client, q string) ([]listed, error) {
 	}
 }
 
-// testLimits is issue 4's black-box scenario, run on every backend: three
+// testLimits is the black-box scenario of the limits, run on every backend: three
 // `latch serve` processes on one store.
 //
 //   - A concurrency limit of 2 is used fully but never exceeded, as the

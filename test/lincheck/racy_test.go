@@ -16,9 +16,9 @@ import (
 	"github.com/latch-run/latch/store/sqlite"
 )
 
-// racyStore reintroduces the seed incident's check-then-act dedup on top of
+// racyStore reintroduces the check-then-act dedup of docs/design.md's "The one rule" on top of
 // a correct store: a keyed submit first looks its key up (List by dedup key,
-// then its own side table of pre-claims, like the seed's Redis key), and
+// then its own side table of pre-claims, like a pre-claim key in Redis), and
 // when it finds nothing it admits the execution WITHOUT the key in a second
 // store call and records the key itself afterwards. A mapping whose row is
 // gone is taken for an orphan and dropped, as the seed did. Run alone, it

@@ -2,10 +2,10 @@ package storebench_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/latch-run/latch/internal/testdb"
 	"github.com/latch-run/latch/store/sqlite"
 	"github.com/latch-run/latch/store/storebench"
 )
@@ -14,7 +14,7 @@ import (
 // they should and leave nothing behind unfinished.
 func TestWorkerWorkloads(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "bench.db"))
+	s, err := sqlite.Open(ctx, testdb.SQLite(t))
 	if err != nil {
 		t.Fatal(err)
 	}

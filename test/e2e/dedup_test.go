@@ -2,10 +2,11 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/latch-run/latch/internal/testdb"
 )
 
 // The first incident latch was built for (docs/design.md, "The one rule"):
@@ -14,7 +15,7 @@ import (
 func TestConcurrentSameKeySubmitsRunOnce(t *testing.T) {
 	t.Parallel()
 	w := newWitness(t)
-	srv := startServer(t, serverOpts{store: "sqlite:" + filepath.Join(t.TempDir(), "latch.db"), workers: 4})
+	srv := startServer(t, serverOpts{store: "sqlite:" + testdb.SQLite(t), workers: 4})
 	c := newClient(srv.url, createTenant(t, srv.url, "acme"))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

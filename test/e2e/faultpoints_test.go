@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/latch-run/latch/internal/fault"
+	"github.com/latch-run/latch/internal/testdb"
 )
 
 // Crash points: `latch serve` built with -tags faults
@@ -67,7 +67,7 @@ import (
 
 func TestFaultPointsSQLite(t *testing.T) {
 	t.Parallel()
-	fpScenario(t, "sqlite:"+filepath.Join(t.TempDir(), "latch.db"), 2)
+	fpScenario(t, "sqlite:"+testdb.SQLite(t), 2)
 }
 
 func TestFaultPointsPostgres(t *testing.T) {

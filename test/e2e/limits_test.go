@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/latch-run/latch/internal/testdb"
 )
 
 // listed is an execution as GET /api/executions lists it.
@@ -197,7 +198,7 @@ func testLimits(t *testing.T, store string) {
 // Three `latch serve` processes on one SQLite file.
 func TestLimitsSQLite(t *testing.T) {
 	t.Parallel()
-	testLimits(t, "sqlite:"+filepath.Join(t.TempDir(), "latch.db"))
+	testLimits(t, "sqlite:"+testdb.SQLite(t))
 }
 
 // Three `latch serve` processes on one PostgreSQL schema.

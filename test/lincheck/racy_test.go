@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/latch-run/latch/internal/testdb"
 	"github.com/latch-run/latch/store"
 	"github.com/latch-run/latch/store/sqlite"
 )
@@ -148,7 +148,7 @@ func (r *racyStore) Release(ctx context.Context, p *store.ReleaseParams) (*store
 
 func openSQLite(t *testing.T) store.Store {
 	t.Helper()
-	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "latch.db"))
+	s, err := sqlite.Open(t.Context(), testdb.SQLite(t))
 	if err != nil {
 		t.Fatal(err)
 	}

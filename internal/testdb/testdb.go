@@ -83,9 +83,11 @@ func Schema(t testing.TB, prefix, what string) (name, dbURL string) {
 	schema := Name(prefix)
 	ident := pgx.Identifier{schema}.Sanitize()
 	if _, err := pool.Exec(context.Background(), "CREATE SCHEMA "+ident); err != nil {
+		releasePool(base)
 		t.Fatalf("create schema %s in %s: %v", schema, PostgresEnv, err)
 	}
 	t.Cleanup(func() {
+		defer releasePool(base)
 		if _, err := pool.Exec(context.Background(), "DROP SCHEMA "+ident+" CASCADE"); err != nil {
 			t.Errorf("drop schema %s: %v", schema, err)
 		}
@@ -94,19 +96,29 @@ func Schema(t testing.TB, prefix, what string) (name, dbURL string) {
 }
 
 // admin holds, per database URL, the small pool that creates and drops the
-// tests' schemas: a test binary creates hundreds, and the server's
-// connections are shared with every other test binary.
+// tests' schemas (a test binary creates hundreds, and the server's
+// connections are shared with every other test binary), and how many
+// schemas still need it: the pool is closed when none does, so that it
+// leaves no goroutine behind for a leak check.
 var admin struct {
 	mu    sync.Mutex
-	pools map[string]*pgxpool.Pool
+	pools map[string]*adminEntry
 }
 
+type adminEntry struct {
+	pool  *pgxpool.Pool
+	users int
+}
+
+// adminPool returns the pool of base, counting one more user; releasePool
+// gives the use back.
 func adminPool(t testing.TB, base string) *pgxpool.Pool {
 	t.Helper()
 	admin.mu.Lock()
 	defer admin.mu.Unlock()
-	if p := admin.pools[base]; p != nil {
-		return p
+	if e := admin.pools[base]; e != nil {
+		e.users++
+		return e.pool
 	}
 	cfg, err := pgxpool.ParseConfig(base)
 	if err != nil {
@@ -118,10 +130,21 @@ func adminPool(t testing.TB, base string) *pgxpool.Pool {
 		t.Fatalf("connect to %s: %v", PostgresEnv, err)
 	}
 	if admin.pools == nil {
-		admin.pools = map[string]*pgxpool.Pool{}
+		admin.pools = map[string]*adminEntry{}
 	}
-	admin.pools[base] = p
+	admin.pools[base] = &adminEntry{pool: p, users: 1}
 	return p
+}
+
+func releasePool(base string) {
+	admin.mu.Lock()
+	defer admin.mu.Unlock()
+	if e := admin.pools[base]; e != nil {
+		if e.users--; e.users == 0 {
+			e.pool.Close()
+			delete(admin.pools, base)
+		}
+	}
 }
 
 // RedisNamespace is a key prefix of a test's own on the Redis of

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/latch-run/latch"
+	"github.com/latch-run/latch/internal/testdb"
 	"github.com/latch-run/latch/kinds"
 	"github.com/latch-run/latch/store/sqlite"
 )
@@ -23,7 +24,7 @@ func TestMain(m *testing.M) {
 
 func open(t *testing.T) *latch.Client {
 	t.Helper()
-	c, err := latch.Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "latch.db"))
+	c, err := latch.Open(t.Context(), "sqlite:"+testdb.SQLite(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +393,7 @@ func TestWaitHonoursContext(t *testing.T) {
 
 func TestNewClientDoesNotOwnStore(t *testing.T) {
 	t.Parallel()
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "latch.db"))
+	st, err := sqlite.Open(t.Context(), testdb.SQLite(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/latch-run/latch/store"
 )
 
-// maxBatchItems bounds one batch (API.md).
+// maxBatchItems bounds one batch (docs/api.md, "Submit many").
 const maxBatchItems = 1000
 
 // batchRequest is the body of POST /api/executions/batch. Items stay raw so
@@ -37,7 +37,7 @@ func (r *batchRequest) validate() error {
 }
 
 // batchItem is one slot of a batch answer: status 201, 200, 400, 422 or 429
-// (the statuses API.md lists), with the execution or the problem.
+// (the statuses docs/api.md lists), with the execution or the problem.
 type batchItem struct {
 	Status    int        `json:"status"`
 	Execution *execution `json:"execution"`
@@ -97,7 +97,7 @@ func (s *Server) submitBatch(ctx context.Context, req *batchRequest) (*batchResp
 }
 
 // refusedItem is the slot of a refused item. A slot's status is one of
-// those API.md lists for batch items, so an over-large payload, 413 when
+// those docs/api.md lists for batch items, so an over-large payload, 413 when
 // submitted alone, is a 400 here (code payload_too_large, the detail naming
 // the limit). A 429 carries retry_after_seconds in its problem, since a
 // slot has no Retry-After header. p is copied, never changed.

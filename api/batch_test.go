@@ -110,7 +110,7 @@ func TestBatchLimits(t *testing.T) {
 		problem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge)
 }
 
-// A batch item answers only the statuses API.md lists for items (201, 200,
+// A batch item answers only the statuses docs/api.md lists for items (201, 200,
 // 422, 429, 400): an over-large payload, 413 when submitted alone, is a 400
 // item with code payload_too_large whose detail names the limit. A 429
 // item carries retry_after_seconds, since it has no Retry-After header.

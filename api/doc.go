@@ -1,4 +1,4 @@
-// Package api is latch's HTTP API: the endpoints of API.md's sections
+// Package api is latch's HTTP API: the endpoints of docs/api.md's sections
 // "Authentication and tenants", "Executions", "Workers", "Schedules" and
 // "Rate limits", and the operational endpoints /healthz, /readyz, /metrics
 // and /api/openapi.json.

@@ -12,7 +12,7 @@ import (
 	"github.com/latch-run/latch/store"
 )
 
-// Limits of the read endpoints (API.md).
+// Limits of the read endpoints (docs/api.md, "Read").
 const (
 	maxWaitSeconds = 60
 	maxIDLen       = 128

@@ -8,12 +8,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/latch-run/latch/internal/testdb"
 	"github.com/latch-run/latch/store"
 	"github.com/latch-run/latch/store/sqlite"
 )
@@ -31,7 +31,7 @@ type testEnv struct {
 
 func newEnv(t *testing.T, opts ...func(*Config)) *testEnv {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "latch.db"))
+	st, err := sqlite.Open(context.Background(), testdb.SQLite(t))
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

@@ -177,6 +177,6 @@ func TestOpenAPIStatesBehaviour(t *testing.T) {
 	}
 	statuses := dig(root, "components", "schemas", "BatchItem", "properties", "status", "enum").([]any)
 	if fmt.Sprint(statuses) != "[201 200 400 422 429]" {
-		t.Errorf("batch item statuses %v, want those of API.md: 201 200 400 422 429", statuses)
+		t.Errorf("batch item statuses %v, want those of docs/api.md: 201 200 400 422 429", statuses)
 	}
 }

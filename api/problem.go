@@ -15,7 +15,7 @@ import (
 // branch on it; the title and detail are for people.
 type Code string
 
-// The codes of API.md, plus forbidden (a tenant key calling an admin
+// The codes of docs/api.md ("Conventions"), among them forbidden (a tenant key calling an admin
 // endpoint), unavailable (the store did not answer in time, /readyz, or
 // the server's body budget is spent), too_many_requests (a tenant's event
 // streams or long polls at their bound), schedule_limit (a tenant's

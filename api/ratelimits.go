@@ -121,7 +121,7 @@ func (s *Server) getRateLimit(ctx context.Context, req *rateLimitKey) (*rateLimi
 }
 
 // deleteRateLimit is DELETE /api/rate-limits/{key}: executions with the
-// key then start freely. API.md answers the rate-limit paths "likewise":
+// key then start freely. docs/api.md ("Rate limits") answers it 200 too:
 // 200, with the limit as it was just before the delete (read first; a PUT
 // racing the delete may make that answer one version old, never wrong
 // about the delete itself).

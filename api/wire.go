@@ -9,11 +9,11 @@ import (
 	"github.com/latch-run/latch/store"
 )
 
-// This file holds the JSON shapes of API.md's answers and their conversion
+// This file holds the JSON shapes of docs/api.md's answers and their conversion
 // from store types. Optional values are pointers so that "none" is null and
 // every field is always present.
 
-// execution is the execution JSON of API.md.
+// execution is the execution JSON of docs/api.md ("Executions").
 type execution struct {
 	ExecutionID      string          `json:"execution_id"`
 	Tenant           string          `json:"tenant"`
@@ -84,7 +84,7 @@ func submitted(e *store.Execution, dedup bool) *execution {
 	return out
 }
 
-// lease is one claimed attempt in a claim answer. API.md fixes the first
+// lease is one claimed attempt in a claim answer. docs/api.md fixes the first
 // six fields; tenant, queue, max_attempts and timeout_seconds are there so
 // a worker need not read the execution to run it.
 type lease struct {

@@ -11,7 +11,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -24,6 +23,7 @@ import (
 	"github.com/latch-run/latch/api"
 	"github.com/latch-run/latch/auth"
 	"github.com/latch-run/latch/console"
+	"github.com/latch-run/latch/internal/testdb"
 	"github.com/latch-run/latch/store"
 	"github.com/latch-run/latch/store/sqlite"
 )
@@ -47,7 +47,7 @@ type env struct {
 func newEnv(t *testing.T, opts ...func(*console.Config)) *env {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "latch.db"))
+	st, err := sqlite.Open(ctx, testdb.SQLite(t))
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

@@ -10,13 +10,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/latch-run/latch/engine"
+	"github.com/latch-run/latch/internal/testdb"
 	"github.com/latch-run/latch/store"
 	"github.com/latch-run/latch/store/sqlite"
 )
@@ -423,7 +423,7 @@ type workerEnv struct {
 func newWorkerEnv(t *testing.T, opts Options) *workerEnv {
 	t.Helper()
 	ctx := t.Context()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "latch.db"))
+	st, err := sqlite.Open(ctx, testdb.SQLite(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@
 // of the run) cannot happen because there is no window between check and act.
 //
 // Every backend must pass the conformance suite in package storetest with the
-// race detector on. The invariants it checks are those of DESIGN.md:
+// race detector on. The invariants it checks are those of docs/design.md:
 //
 //	I1 dedup      a live (tenant, dedup_key) maps to exactly one execution.
 //	I2 queue      each queued execution has one queue entry; an attempt starts once.

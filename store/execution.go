@@ -8,7 +8,7 @@ import (
 // Status is the state of an execution.
 type Status string
 
-// The statuses of API.md. The last four are terminal.
+// The statuses of docs/api.md ("Executions"). The last four are terminal.
 const (
 	StatusScheduled Status = "scheduled" // run_at in the future (first run or retry backoff)
 	StatusQueued    Status = "queued"    // ready to be claimed

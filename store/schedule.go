@@ -13,7 +13,7 @@ import (
 // same schedule is not terminal.
 type Overlap string
 
-// The overlap policies of API.md.
+// The overlap policies of docs/api.md ("Schedules").
 const (
 	// OverlapSkip records the tick's execution as skipped (terminal, no
 	// quota slot, never runs) while an earlier one is not terminal.
@@ -33,7 +33,7 @@ func (o Overlap) Valid() bool {
 // Catchup is what a schedule does about ticks missed while no server ran it.
 type Catchup string
 
-// The catch-up policies of API.md.
+// The catch-up policies of docs/api.md ("Schedules").
 const (
 	// CatchupNone drops missed ticks: the schedule resumes at its next tick.
 	CatchupNone Catchup = "none"
@@ -87,7 +87,7 @@ func (s *Schedule) SameTiming(o *Schedule) bool {
 	return s.Cron == o.Cron && s.Every == o.Every && s.Timezone == o.Timezone
 }
 
-// ScheduleDedupKey is the dedup key of a schedule's tick (API.md): any number
+// ScheduleDedupKey is the dedup key of a schedule's tick (docs/api.md): any number
 // of servers firing the tick admit one execution.
 func ScheduleDedupKey(name string, tick time.Time) string {
 	return "schedule:" + name + ":" + strconv.FormatInt(tick.Unix(), 10)

@@ -81,7 +81,7 @@ type Store interface {
 
 	// Complete ends the attempt as succeeded with Result. Fenced like
 	// Heartbeat. Frees the quota slot. If cancel was requested the execution
-	// ends cancelled instead (API.md: a cancelled running execution becomes
+	// ends cancelled instead (docs/api.md: a cancelled running execution becomes
 	// cancelled when its worker stops, however it stops); Result is kept.
 	Complete(ctx context.Context, p *CompleteParams) (*Execution, error)
 

@@ -1,5 +1,5 @@
 // Command asynq-bench measures latch on its Redis store and Asynq on the same
-// Redis server, one after the other, on the workloads of the Redis issue:
+// Redis server, one after the other, on the workloads of docs/benchmarks.md:
 // submits one at a time from concurrent goroutines, batch submits, draining
 // with many worker slots, submit-to-start latency at a steady rate and
 // contended same-key submits. It prints a markdown table and the parameters.

@@ -5,13 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/latch-run/latch/api"
 	"github.com/latch-run/latch/auth"
 	"github.com/latch-run/latch/engine"
+	"github.com/latch-run/latch/internal/testdb"
 	"github.com/latch-run/latch/kinds"
 	"github.com/latch-run/latch/store/sqlite"
 )
@@ -32,7 +32,7 @@ const testAdminKey = "admin-key-of-the-cli-tests-0123456789"
 
 func TestClientCommands(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "latch.db"))
+	st, err := sqlite.Open(ctx, testdb.SQLite(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/latch-run/latch/api"
 	"github.com/latch-run/latch/auth"
+	"github.com/latch-run/latch/internal/testdb"
 	"github.com/latch-run/latch/store"
 	"github.com/latch-run/latch/store/sqlite"
 )
@@ -20,7 +21,7 @@ import (
 // fires it, rm removes it, and a bad entry is named.
 func TestScheduleCommands(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "latch.db"))
+	st, err := sqlite.Open(ctx, testdb.SQLite(t))
 	if err != nil {
 		t.Fatal(err)
 	}

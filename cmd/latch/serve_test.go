@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latch-run/latch/internal/testdb"
 	"github.com/latch-run/latch/kinds"
 	"github.com/latch-run/latch/store"
 	"github.com/latch-run/latch/store/sqlite"
@@ -61,7 +61,7 @@ func startServe(t *testing.T, args ...string) string {
 	t.Helper()
 	t.Setenv("LATCH_ADMIN_KEY", testAdminKey)
 	cfg, err := serveFlags(append([]string{"--addr", "127.0.0.1:0",
-		"--store", "sqlite:" + filepath.Join(t.TempDir(), "latch.db")}, args...))
+		"--store", "sqlite:" + testdb.SQLite(t)}, args...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func newTenant(t *testing.T, base, admin string) string {
 // for the whole grace period is not claimed.
 func TestServeShutdownStopsClaimingAtOnce(t *testing.T) {
 	t.Setenv("LATCH_ADMIN_KEY", testAdminKey)
-	db := filepath.Join(t.TempDir(), "latch.db")
+	db := testdb.SQLite(t)
 	cfg, err := serveFlags([]string{"--addr", "127.0.0.1:0", "--store", "sqlite:" + db, "--workers", "2",
 		"--shutdown-grace", "3s"})
 	if err != nil {
@@ -180,7 +180,7 @@ func TestServeSecondSignalStopsAtOnce(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("needs SIGINT")
 	}
-	db := filepath.Join(t.TempDir(), "latch.db")
+	db := testdb.SQLite(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestMainHelperProcess$")
 	cmd.Env = append(os.Environ(), "LATCH_ADMIN_KEY="+testAdminKey, kinds.AllowEnv+"=",
 		"LATCH_TEST_MAIN_ARGS="+strings.Join([]string{"serve", "--addr", "127.0.0.1:0", "--store", "sqlite:" + db,
@@ -310,7 +310,7 @@ func TestServeChecksConfigurationBeforeTheStore(t *testing.T) {
 			t.Setenv(kinds.AllowEnv, c.allow)
 			t.Setenv(consoleSecretEnv, c.secret)
 			t.Setenv("LATCH_ADMIN_KEY", c.admin)
-			db := filepath.Join(t.TempDir(), "latch.db")
+			db := testdb.SQLite(t)
 			args := append([]string{"serve", "--addr", "127.0.0.1:0", "--store", "sqlite:" + db}, c.args...)
 			code, out, errOut := cli(t, args...)
 			if code != c.code || !strings.Contains(errOut, c.want) {

@@ -4,18 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/latch-run/latch/api"
 	"github.com/latch-run/latch/auth"
+	"github.com/latch-run/latch/internal/testdb"
 	"github.com/latch-run/latch/store/sqlite"
 )
 
 func TestTenantCommands(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "latch.db"))
+	st, err := sqlite.Open(ctx, testdb.SQLite(t))
 	if err != nil {
 		t.Fatal(err)
 	}

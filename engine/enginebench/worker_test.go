@@ -2,11 +2,11 @@ package enginebench_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/latch-run/latch/engine/enginebench"
+	"github.com/latch-run/latch/internal/testdb"
 	"github.com/latch-run/latch/store/sqlite"
 	"github.com/latch-run/latch/store/storebench"
 )
@@ -15,7 +15,7 @@ import (
 // they should and leave nothing behind unfinished.
 func TestWorkerWorkloads(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "bench.db"))
+	s, err := sqlite.Open(ctx, testdb.SQLite(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 // Package soak is latch's soak test: sustained, steady, mixed load on one
 // store for a configurable time, watched from outside the store, then
-// checked against the invariants of DESIGN.md. `latch prove` runs it from
+// checked against the invariants of docs/design.md. `latch prove` runs it from
 // the command line; its tests run a short one on every backend.
 //
 // # The load

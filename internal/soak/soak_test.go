@@ -3,13 +3,10 @@ package soak
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/latch-run/latch"
 	"github.com/latch-run/latch/internal/testdb"
@@ -79,7 +76,7 @@ func runSoak(t *testing.T, st store.Store, rate int, d time.Duration) {
 }
 
 func sqliteStore(t *testing.T) store.Store {
-	c, err := latch.Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "soak.db"))
+	c, err := latch.Open(t.Context(), "sqlite:"+testdb.SQLite(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,42 +102,14 @@ func postgresStore(t *testing.T) store.Store {
 }
 
 // redisStore opens the Redis store under a key prefix of its own and
-// removes the prefix's keys (SCAN + UNLINK, never a flush: the database
-// is shared) when t ends.
+// removes the prefix's keys (testdb.Redis: never a flush, the database is
+// shared) when t ends.
 func redisStore(t *testing.T) store.Store {
-	base := testdb.URL(t, testdb.RedisEnv, "the soak")
-	prefix := testdb.Name("latch_soak_")
-	c, err := latch.Open(context.Background(), testdb.WithParams(t, base, map[string]string{"prefix": prefix}))
+	ns := testdb.Redis(t, "latch_soak_", "the soak")
+	c, err := latch.Open(context.Background(), ns.StoreURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		c.Close()
-		opt, err := goredis.ParseURL(base)
-		if err != nil {
-			t.Errorf("cleanup: %v", err)
-			return
-		}
-		rdb := goredis.NewClient(opt)
-		defer rdb.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		iter := rdb.Scan(ctx, 0, "*"+prefix+"*", 1000).Iterator()
-		var keys []string
-		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
-		}
-		if err := iter.Err(); err != nil {
-			t.Errorf("cleanup of prefix %s: %v", prefix, err)
-		}
-		for len(keys) > 0 {
-			n := min(len(keys), 500)
-			if err := rdb.Unlink(ctx, keys[:n]...).Err(); err != nil {
-				t.Errorf("cleanup of prefix %s: %v", prefix, err)
-				return
-			}
-			keys = keys[n:]
-		}
-	})
+	t.Cleanup(func() { c.Close() })
 	return c.Store()
 }

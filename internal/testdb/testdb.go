@@ -1,8 +1,10 @@
-// Package testdb gives tests a database of their own on the machine's
-// PostgreSQL or Redis, named by LATCH_TEST_POSTGRES_URL and
-// LATCH_TEST_REDIS_URL. Without the variable a test is skipped, saying
-// which variable to set; with LATCH_REQUIRE_BACKENDS set (CI) it fails
-// instead, so a backend suite can never pass by not running.
+// Package testdb gives each test a database of its own on every backend:
+// a SQLite file in the test's temporary directory (SQLite), a schema on the
+// machine's PostgreSQL (PostgresSchema, Schema) or a key prefix on its Redis
+// (Redis), named by LATCH_TEST_POSTGRES_URL and LATCH_TEST_REDIS_URL, each
+// removed when the test ends. Without the variable a test is skipped,
+// saying which variable to set; with LATCH_REQUIRE_BACKENDS set (CI) it
+// fails instead, so a backend suite can never pass by not running.
 package testdb
 
 import (
@@ -11,9 +13,14 @@ import (
 	"encoding/hex"
 	"net/url"
 	"os"
+	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // The environment variables this package reads.
@@ -48,33 +55,173 @@ func Name(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
+// SQLite returns the path of a SQLite database file no other test uses, in
+// t's temporary directory (removed when t ends). The file does not exist yet.
+func SQLite(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(t.TempDir(), "latch.db")
+}
+
 // PostgresSchema creates an empty schema named prefix+random in the
 // database of LATCH_TEST_POSTGRES_URL, drops it (CASCADE) when t ends, and
 // returns the database URL with search_path set to it and
 // pool_max_conns=10. The schema is not migrated.
 func PostgresSchema(t testing.TB, prefix, what string) string {
 	t.Helper()
+	_, u := Schema(t, prefix, what)
+	return WithParams(t, u, map[string]string{"pool_max_conns": "10"})
+}
+
+// Schema creates an empty schema named prefix+random in the database of
+// LATCH_TEST_POSTGRES_URL and drops it (CASCADE) when t ends. It returns
+// the schema's name and the database URL with search_path set to it. The
+// schema is not migrated.
+func Schema(t testing.TB, prefix, what string) (name, dbURL string) {
+	t.Helper()
 	base := URL(t, PostgresEnv, what)
-	ctx := context.Background()
+	pool := adminPool(t, base)
 	schema := Name(prefix)
-	exec := func(sql string) error {
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, sql)
-		return err
-	}
-	if err := exec("CREATE SCHEMA " + pgx.Identifier{schema}.Sanitize()); err != nil {
+	ident := pgx.Identifier{schema}.Sanitize()
+	if _, err := pool.Exec(context.Background(), "CREATE SCHEMA "+ident); err != nil {
+		releasePool(base)
 		t.Fatalf("create schema %s in %s: %v", schema, PostgresEnv, err)
 	}
 	t.Cleanup(func() {
-		if err := exec("DROP SCHEMA " + pgx.Identifier{schema}.Sanitize() + " CASCADE"); err != nil {
+		defer releasePool(base)
+		if _, err := pool.Exec(context.Background(), "DROP SCHEMA "+ident+" CASCADE"); err != nil {
 			t.Errorf("drop schema %s: %v", schema, err)
 		}
 	})
-	return WithParams(t, base, map[string]string{"search_path": schema, "pool_max_conns": "10"})
+	return schema, WithParams(t, base, map[string]string{"search_path": schema})
+}
+
+// admin holds, per database URL, the small pool that creates and drops the
+// tests' schemas (a test binary creates hundreds, and the server's
+// connections are shared with every other test binary), and how many
+// schemas still need it: the pool is closed when none does, so that it
+// leaves no goroutine behind for a leak check.
+var admin struct {
+	mu    sync.Mutex
+	pools map[string]*adminEntry
+}
+
+type adminEntry struct {
+	pool  *pgxpool.Pool
+	users int
+}
+
+// adminPool returns the pool of base, counting one more user; releasePool
+// gives the use back.
+func adminPool(t testing.TB, base string) *pgxpool.Pool {
+	t.Helper()
+	admin.mu.Lock()
+	defer admin.mu.Unlock()
+	if e := admin.pools[base]; e != nil {
+		e.users++
+		return e.pool
+	}
+	cfg, err := pgxpool.ParseConfig(base)
+	if err != nil {
+		t.Fatalf("%s: %v", PostgresEnv, err)
+	}
+	cfg.MaxConns = 2
+	p, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", PostgresEnv, err)
+	}
+	if admin.pools == nil {
+		admin.pools = map[string]*adminEntry{}
+	}
+	admin.pools[base] = &adminEntry{pool: p, users: 1}
+	return p
+}
+
+func releasePool(base string) {
+	admin.mu.Lock()
+	defer admin.mu.Unlock()
+	if e := admin.pools[base]; e != nil {
+		if e.users--; e.users == 0 {
+			e.pool.Close()
+			delete(admin.pools, base)
+		}
+	}
+}
+
+// RedisNamespace is a key prefix of a test's own on the Redis of
+// LATCH_TEST_REDIS_URL.
+type RedisNamespace struct {
+	// URL is LATCH_TEST_REDIS_URL.
+	URL string
+	// Prefix is the namespace's key prefix.
+	Prefix string
+}
+
+// Redis returns a key prefix named prefix+random on the Redis of
+// LATCH_TEST_REDIS_URL, checked to answer, and removes every key holding
+// the prefix when t ends (SCAN and UNLINK of those keys only: the database
+// is shared, so it is never flushed).
+func Redis(t testing.TB, prefix, what string) *RedisNamespace {
+	t.Helper()
+	ns := &RedisNamespace{URL: URL(t, RedisEnv, what), Prefix: Name(prefix)}
+	rdb := redisClient(t, ns.URL)
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		t.Fatalf("connect to %s: %v", RedisEnv, err)
+	}
+	t.Cleanup(func() {
+		if _, err := ns.each(t, true); err != nil {
+			t.Errorf("remove the keys of prefix %s: %v", ns.Prefix, err)
+		}
+	})
+	return ns
+}
+
+// StoreURL is the store URL of the namespace: URL with ?prefix=Prefix.
+func (ns *RedisNamespace) StoreURL(t testing.TB) string {
+	t.Helper()
+	return WithParams(t, ns.URL, map[string]string{"prefix": ns.Prefix})
+}
+
+// Keys counts the keys holding the namespace's prefix.
+func (ns *RedisNamespace) Keys(t testing.TB) (int, error) {
+	t.Helper()
+	return ns.each(t, false)
+}
+
+// each counts the namespace's keys, removing them when unlink is set.
+func (ns *RedisNamespace) each(t testing.TB, unlink bool) (int, error) {
+	rdb := redisClient(t, ns.URL)
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n := 0
+	var cursor uint64
+	for {
+		keys, next, err := rdb.Scan(ctx, cursor, "*"+ns.Prefix+"*", 1000).Result()
+		if err != nil {
+			return n, err
+		}
+		if len(keys) > 0 && unlink {
+			if err := rdb.Unlink(ctx, keys...).Err(); err != nil {
+				return n, err
+			}
+		}
+		n += len(keys)
+		if cursor = next; cursor == 0 {
+			return n, nil
+		}
+	}
+}
+
+func redisClient(t testing.TB, rawURL string) *goredis.Client {
+	t.Helper()
+	opt, err := goredis.ParseURL(rawURL)
+	if err != nil {
+		t.Fatalf("%s: %v", RedisEnv, err)
+	}
+	return goredis.NewClient(opt)
 }
 
 // WithParams returns rawURL with the query parameters params set (replacing

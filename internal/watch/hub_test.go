@@ -3,13 +3,13 @@ package watch
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/latch-run/latch/internal/testdb"
 	"github.com/latch-run/latch/store"
 	"github.com/latch-run/latch/store/sqlite"
 )
@@ -43,7 +43,7 @@ func (c *countingStore) counts() map[string]int {
 
 func newStore(t *testing.T) *countingStore {
 	t.Helper()
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "latch.db"))
+	st, err := sqlite.Open(t.Context(), testdb.SQLite(t))
 	if err != nil {
 		t.Fatal(err)
 	}

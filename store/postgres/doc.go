@@ -151,7 +151,7 @@
 // scheduled/queued/running gives its unit back in the transaction that moves
 // it. Up to 32 transactions of one tenant move quota at once: there is no
 // per-tenant counter row that every submit of a tenant must queue for (the
-// design the issue warns against, which caps a tenant near one commit at a
+// design that caps a tenant near one commit at a
 // time). Tenant.Inflight is exact and cheap: max_inflight minus the free
 // units, a sum over 32 rows read in one snapshot with the tenant row.
 //

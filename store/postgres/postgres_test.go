@@ -2,10 +2,7 @@ package postgres_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/latch-run/latch/internal/testdb"
 	"github.com/latch-run/latch/store"
 	"github.com/latch-run/latch/store/postgres"
 	"github.com/latch-run/latch/store/storetest"
@@ -23,7 +21,7 @@ import (
 // example postgres://postgres@127.0.0.1:5432/test?sslmode=disable. Every test
 // gets a schema of its own (created, migrated and dropped by the test), so
 // all run in parallel and none touches another's tables.
-const envURL = "LATCH_TEST_POSTGRES_URL"
+const envURL = testdb.PostgresEnv
 
 // openStores bounds how many test stores are open at once: each holds a
 // small pool plus a listening connection, and the server has a connection
@@ -37,17 +35,10 @@ const testPoolSize = 4
 // one (fails instead when LATCH_REQUIRE_BACKENDS is set, as CI sets it).
 func databaseURL(t testing.TB) string {
 	t.Helper()
-	u := os.Getenv(envURL)
-	if u == "" && os.Getenv("LATCH_REQUIRE_BACKENDS") != "" {
-		t.Fatalf("LATCH_REQUIRE_BACKENDS is set but %s is not: the PostgreSQL store must be tested here", envURL)
-	}
-	if u == "" {
-		t.Skipf("SKIP: PostgreSQL suite not run: set %s (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)", envURL)
-	}
-	return u
+	return testdb.URL(t, envURL, "the PostgreSQL store suite")
 }
 
-// admin is one shared connection pool for creating and dropping schemas.
+// admin is one shared connection pool for the tests' own queries.
 var admin struct {
 	once sync.Once
 	pool *pgxpool.Pool
@@ -71,38 +62,13 @@ func adminPool(t testing.TB, dbURL string) *pgxpool.Pool {
 	return admin.pool
 }
 
-// newSchema creates an empty schema for t and drops it when t ends. It
-// returns the schema's name and the database URL with search_path set to it.
+// newSchema creates an empty schema for t (testdb.Schema) and drops it when
+// t ends. It returns the schema's name and the database URL with
+// search_path set to it.
 func newSchema(t testing.TB) (string, string) {
 	t.Helper()
-	dbURL := databaseURL(t)
-	pool := adminPool(t, dbURL)
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	schema := "latch_test_" + hex.EncodeToString(b[:])
-	if _, err := pool.Exec(context.Background(), "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := pool.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return schema, withSearchPath(t, dbURL, schema)
-}
-
-func withSearchPath(t testing.TB, dbURL, schema string) string {
-	t.Helper()
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatalf("%s: %v", envURL, err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	adminPool(t, databaseURL(t)) // the tests' own queries use admin.pool
+	return testdb.Schema(t, "latch_test_", "the PostgreSQL store suite")
 }
 
 // openSchema opens a migrated store on schema, holding one of openStores

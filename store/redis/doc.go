@@ -1,4 +1,4 @@
-// Package redis is latch's Redis backend: the store of the seed system,
+// Package redis is latch's Redis backend, for latch servers sharing one Redis,
 // on go-redis v9, for Redis 7 or newer (and API-compatible servers).
 //
 //	s, err := redis.Open(ctx, "redis://127.0.0.1:6379/0?prefix=latch")
@@ -25,7 +25,7 @@
 // lookup and compare, the quota check and increment, the execution hash,
 // its list entries, its queue entry and the dedup mapping — is admit.lua:
 // no reader and no crash can ever see a key that maps to nothing, or a
-// claim without its row (the seed incident, where SET NX, the placeholder
+// claim without its row (the incident latch was built for, where SET NX, the placeholder
 // row and the enqueue were three commands and a second request deleted a
 // live claim as an "orphan"). A client that dies mid-call leaves all of its
 // call or none of it.

@@ -2,11 +2,12 @@ package redis
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/latch-run/latch/internal/testdb"
 )
 
 func TestMemberEncodingSortsInClaimOrder(t *testing.T) {
@@ -113,10 +114,7 @@ return out`
 // t when no server is named.
 func libTest(t *testing.T) (*goredis.Client, []byte) {
 	t.Helper()
-	u := os.Getenv("LATCH_TEST_REDIS_URL")
-	if u == "" {
-		t.Skip("SKIP: LATCH_TEST_REDIS_URL is not set")
-	}
+	u := testdb.URL(t, testdb.RedisEnv, "the checks of lib.lua's helpers")
 	opt, err := goredis.ParseURL(u)
 	if err != nil {
 		t.Fatal(err)

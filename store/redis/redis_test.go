@@ -2,15 +2,13 @@ package redis_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/latch-run/latch/internal/testdb"
 	"github.com/latch-run/latch/store"
 	"github.com/latch-run/latch/store/redis"
 	"github.com/latch-run/latch/store/storetest"
@@ -20,59 +18,20 @@ import (
 // (fails instead when LATCH_REQUIRE_BACKENDS is set, as CI sets it).
 func redisURL(t testing.TB) string {
 	t.Helper()
-	u := os.Getenv("LATCH_TEST_REDIS_URL")
-	if u == "" && os.Getenv("LATCH_REQUIRE_BACKENDS") != "" {
-		t.Fatal("LATCH_REQUIRE_BACKENDS is set but LATCH_TEST_REDIS_URL is not: the Redis store must be tested here")
-	}
-	if u == "" {
-		t.Skip("SKIP: LATCH_TEST_REDIS_URL is not set, so the Redis store was NOT tested " +
-			"(set it, e.g. LATCH_TEST_REDIS_URL=redis://127.0.0.1:6379/0, to run the suite)")
-	}
-	return u
+	return testdb.URL(t, testdb.RedisEnv, "the Redis store suite")
 }
 
-// newPrefix returns a key prefix no other test uses and arranges for every
-// key under it to be deleted when t ends (SCAN + UNLINK of that prefix
-// only: the database is shared, so it is never flushed).
+// newPrefix returns a key prefix no other test uses on the Redis at url
+// (LATCH_TEST_REDIS_URL) and arranges for every key under it to be deleted
+// when t ends (testdb.Redis: the database is shared, so it is never
+// flushed).
 func newPrefix(t testing.TB, url string) string {
 	t.Helper()
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	prefix := "latchtest-" + hex.EncodeToString(b[:])
-	t.Cleanup(func() { dropPrefix(t, url, prefix) })
-	return prefix
-}
-
-func dropPrefix(t testing.TB, url, prefix string) {
-	opt, err := goredis.ParseURL(url)
-	if err != nil {
-		t.Errorf("cleanup: %v", err)
-		return
+	ns := testdb.Redis(t, "latchtest-", "the Redis store suite")
+	if ns.URL != url {
+		t.Fatalf("newPrefix on %s, but the test Redis is %s", url, ns.URL)
 	}
-	rdb := goredis.NewClient(opt)
-	defer rdb.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	iter := rdb.Scan(ctx, 0, "{"+prefix+"}:*", 1000).Iterator()
-	var batch []string
-	flush := func() {
-		if len(batch) > 0 {
-			if err := rdb.Unlink(ctx, batch...).Err(); err != nil {
-				t.Errorf("cleanup of prefix %s: %v", prefix, err)
-			}
-			batch = batch[:0]
-		}
-	}
-	for iter.Next(ctx) {
-		batch = append(batch, iter.Val())
-		if len(batch) == 500 {
-			flush()
-		}
-	}
-	flush()
-	if err := iter.Err(); err != nil {
-		t.Errorf("cleanup of prefix %s: %v", prefix, err)
-	}
+	return ns.Prefix
 }
 
 func open(t testing.TB, url, prefix string) *redis.Store {

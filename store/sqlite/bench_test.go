@@ -2,9 +2,9 @@ package sqlite
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
+	"github.com/latch-run/latch/internal/testdb"
 	"github.com/latch-run/latch/store"
 	"github.com/latch-run/latch/store/storetest"
 )
@@ -12,7 +12,7 @@ import (
 // go test -run '^$' -bench . ./store/sqlite
 func BenchmarkStore(b *testing.B) {
 	storetest.Benchmarks(b, func(b *testing.B) store.Store {
-		s, err := Open(context.Background(), filepath.Join(b.TempDir(), "latch.db"))
+		s, err := Open(context.Background(), testdb.SQLite(b))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -2,9 +2,9 @@ package sqlite
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
+	"github.com/latch-run/latch/internal/testdb"
 	"github.com/latch-run/latch/store"
 )
 
@@ -12,7 +12,7 @@ import (
 // Claim acknowledged is there after the file is closed and opened again.
 func TestReopenKeepsAcknowledged(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "latch.db")
+	path := testdb.SQLite(t)
 	s, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func TestReopenKeepsAcknowledged(t *testing.T) {
 
 func TestOpenRejectsNewerSchema(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "latch.db")
+	path := testdb.SQLite(t)
 	s, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)

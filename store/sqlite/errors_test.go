@@ -4,10 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/latch-run/latch/internal/testdb"
 	"github.com/latch-run/latch/store"
 )
 
@@ -31,7 +31,7 @@ func wantUnavailable(t *testing.T, what string, err error) {
 func TestInterpretErrorUnavailable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	path := filepath.Join(t.TempDir(), "busy.db")
+	path := testdb.SQLite(t)
 	open := func() *sql.DB {
 		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(50)&_pragma=journal_mode(WAL)&_txlock=immediate")
 		if err != nil {
@@ -70,7 +70,7 @@ func TestInterpretErrorUnavailable(t *testing.T) {
 	}
 
 	// A closed Store: its writes are unavailable, as answered by the Store.
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "latch.db"))
+	s, err := Open(ctx, testdb.SQLite(t))
 	if err != nil {
 		t.Fatal(err)
 	}

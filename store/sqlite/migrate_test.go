@@ -3,12 +3,12 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/latch-run/latch/internal/migration"
+	"github.com/latch-run/latch/internal/testdb"
 	"github.com/latch-run/latch/store"
 )
 
@@ -18,7 +18,7 @@ import (
 // intact, and the up applies cleanly on top of it.
 func TestMigrateRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "latch.db")
+	path := testdb.SQLite(t)
 	base := time.Date(2031, time.March, 14, 9, 0, 0, 0, time.UTC)
 	s, err := Open(ctx, path)
 	if err != nil {
@@ -142,7 +142,7 @@ func TestMigrateRoundTrip(t *testing.T) {
 // indexes made for them rather than scanning a table.
 func TestQueryPlans(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "latch.db"))
+	s, err := Open(ctx, testdb.SQLite(t))
 	if err != nil {
 		t.Fatal(err)
 	}

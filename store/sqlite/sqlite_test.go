@@ -1,9 +1,9 @@
 package sqlite_test
 
 import (
-	"path/filepath"
 	"testing"
 
+	"github.com/latch-run/latch/internal/testdb"
 	"github.com/latch-run/latch/store"
 	"github.com/latch-run/latch/store/sqlite"
 	"github.com/latch-run/latch/store/storetest"
@@ -13,7 +13,7 @@ import (
 func TestStore(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) store.Store {
-			s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "latch.db"))
+			s, err := sqlite.Open(t.Context(), testdb.SQLite(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -28,7 +28,7 @@ func TestStore(t *testing.T) {
 func TestStoreReopen(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		storetest.RunReopen(t, func(t *testing.T) storetest.Reopen {
-			path := filepath.Join(t.TempDir(), "latch.db")
+			path := testdb.SQLite(t)
 			return func(t *testing.T) store.Store {
 				s, err := sqlite.Open(t.Context(), path)
 				if err != nil {

@@ -7,7 +7,7 @@ import (
 	"github.com/latch-run/latch/store"
 )
 
-// testDedup covers the dedup contract of API.md (invariant I1) one call at a
+// testDedup covers the dedup contract of docs/api.md (invariant I1) one call at a
 // time; Concurrency/AdmitSameKey* covers it under races.
 func testDedup(t *testing.T, ns NewStore) {
 	t.Run("SameKeyReturnsSameID", func(t *testing.T) {

@@ -25,7 +25,7 @@
 // goroutines and are meant to run under the race detector.
 //
 // The suite checks the behaviour documented on store.Store and the invariants
-// of DESIGN.md that a store alone decides:
+// of docs/design.md that a store alone decides:
 //
 //	I1 dedup       Dedup/*, Admit/Batch*, AdmitRoutes/*, Concurrency/AdmitSameKey*,
 //	               Concurrency/AdmitOverlappingBatches, Concurrency/ForceDeleteVsResubmit

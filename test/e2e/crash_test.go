@@ -3,10 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/latch-run/latch/internal/testdb"
 )
 
 // A `latch serve` SIGKILLed during a storm of submits loses nothing it
@@ -15,7 +16,7 @@ import (
 func TestSIGKILLDuringSubmitStorm(t *testing.T) {
 	t.Parallel()
 	w := newWitness(t)
-	db := "sqlite:" + filepath.Join(t.TempDir(), "latch.db")
+	db := "sqlite:" + testdb.SQLite(t)
 	srv := startServer(t, serverOpts{store: db, workers: 8})
 	key := createTenant(t, srv.url, "storm")
 	c := newClient(srv.url, key)

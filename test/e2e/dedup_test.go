@@ -2,18 +2,20 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/latch-run/latch/internal/testdb"
 )
 
-// The first incident of shared/seeds: concurrent submits with one dedup key
-// must get one execution id, and the job must run exactly once.
+// The first incident latch was built for (docs/design.md, "The one rule"):
+// concurrent submits with one dedup key must get one execution id, and the
+// job must run exactly once.
 func TestConcurrentSameKeySubmitsRunOnce(t *testing.T) {
 	t.Parallel()
 	w := newWitness(t)
-	srv := startServer(t, serverOpts{store: "sqlite:" + filepath.Join(t.TempDir(), "latch.db"), workers: 4})
+	srv := startServer(t, serverOpts{store: "sqlite:" + testdb.SQLite(t), workers: 4})
 	c := newClient(srv.url, createTenant(t, srv.url, "acme"))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

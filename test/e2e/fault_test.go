@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
@@ -14,7 +12,7 @@ import (
 	"time"
 )
 
-// Network faults between latch and its store (issue 6). Two `latch serve`
+// Network faults between latch and its store. Two `latch serve`
 // processes reach the store through a faultProxy; clients submit `http`
 // jobs with dedup keys to both, retrying a submit that was not
 // acknowledged with the same key, as a real client would; the jobs call an
@@ -37,58 +35,6 @@ func TestPostgresFaults(t *testing.T) {
 func TestRedisFaults(t *testing.T) {
 	t.Parallel()
 	testStoreFaults(t, redisStore(t))
-}
-
-// attemptWitness is an HTTP receiver outside latch that records, per
-// path /hit/{key}, the execution id and attempt of each call; it answers
-// after a delay, so that executions are running when a fault comes.
-type attemptWitness struct {
-	mu   sync.Mutex
-	hits map[string][]witnessed // by key
-	url  string
-}
-
-type witnessed struct {
-	id      string
-	attempt int
-}
-
-func newAttemptWitness(t *testing.T, delay time.Duration) *attemptWitness {
-	t.Helper()
-	w := &attemptWitness{hits: map[string][]witnessed{}}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.url = "http://" + l.Addr().String()
-	srv := &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		attempt, _ := strconv.Atoi(r.Header.Get("Latch-Attempt"))
-		w.mu.Lock()
-		k := strings.TrimPrefix(r.URL.Path, "/hit/")
-		w.hits[k] = append(w.hits[k], witnessed{r.Header.Get("Latch-Execution-Id"), attempt})
-		w.mu.Unlock()
-		time.Sleep(delay)
-		rw.WriteHeader(http.StatusNoContent)
-	})}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
-	return w
-}
-
-func (w *attemptWitness) calls(key string) []witnessed {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]witnessed(nil), w.hits[key]...)
-}
-
-func (w *attemptWitness) total() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := 0
-	for _, h := range w.hits {
-		n += len(h)
-	}
-	return n
 }
 
 // testStoreFaults runs the scenario on store, reached through a proxy.

@@ -286,37 +286,3 @@ func waitTerminal(ctx context.Context, c *client, id string) (*execution, error)
 		}
 	}
 }
-
-// witness is an HTTP receiver outside latch that counts the effects of
-// `http` jobs, keyed by the path they call.
-type witness struct {
-	mu   sync.Mutex
-	hits map[string]int
-	srv  *http.Server
-	url  string
-}
-
-func newWitness(t *testing.T) *witness {
-	t.Helper()
-	w := &witness{hits: map[string]int{}}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.url = "http://" + l.Addr().String()
-	w.srv = &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		w.mu.Lock()
-		w.hits[r.URL.Path]++
-		w.mu.Unlock()
-		rw.WriteHeader(http.StatusNoContent)
-	})}
-	go w.srv.Serve(l)
-	t.Cleanup(func() { w.srv.Close() })
-	return w
-}
-
-func (w *witness) count(path string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.hits[path]
-}

@@ -3,67 +3,13 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
-	"path/filepath"
 	"sort"
-	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/latch-run/latch/internal/testdb"
 )
-
-// gauge is an HTTP target outside latch that measures what the limits
-// promise: per path prefix (the first path segment), how many requests are
-// in flight at once (the most ever), and when each arrived. A request
-// is held for the duration named by its "hold" query parameter, and ends
-// early when its caller goes away (a SIGKILLed server's request is over
-// for the target too).
-type gauge struct {
-	mu       sync.Mutex
-	inflight map[string]int
-	most     map[string]int
-	arrivals map[string][]time.Time
-	url      string
-}
-
-func newGauge(t *testing.T) *gauge {
-	t.Helper()
-	g := &gauge{inflight: map[string]int{}, most: map[string]int{}, arrivals: map[string][]time.Time{}}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.url = "http://" + l.Addr().String()
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 2)[0]
-		hold, _ := time.ParseDuration(r.URL.Query().Get("hold"))
-		g.mu.Lock()
-		g.inflight[key]++
-		g.most[key] = max(g.most[key], g.inflight[key])
-		g.arrivals[key] = append(g.arrivals[key], time.Now())
-		g.mu.Unlock()
-		select {
-		case <-time.After(hold):
-		case <-r.Context().Done():
-		}
-		g.mu.Lock()
-		g.inflight[key]--
-		g.mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	})}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
-	return g
-}
-
-// stats returns the most requests of key ever in flight together and the
-// number that arrived.
-func (g *gauge) stats(key string) (most, arrived int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.most[key], len(g.arrivals[key])
-}
 
 // listed is an execution as GET /api/executions lists it.
 type listed struct {
@@ -100,7 +46,7 @@ func listAll(ctx context.Context, c *client, q string) ([]listed, error) {
 	}
 }
 
-// testLimits is issue 4's black-box scenario, run on every backend: three
+// testLimits is the black-box scenario of the limits, run on every backend: three
 // `latch serve` processes on one store.
 //
 //   - A concurrency limit of 2 is used fully but never exceeded, as the
@@ -252,7 +198,7 @@ func testLimits(t *testing.T, store string) {
 // Three `latch serve` processes on one SQLite file.
 func TestLimitsSQLite(t *testing.T) {
 	t.Parallel()
-	testLimits(t, "sqlite:"+filepath.Join(t.TempDir(), "latch.db"))
+	testLimits(t, "sqlite:"+testdb.SQLite(t))
 }
 
 // Three `latch serve` processes on one PostgreSQL schema.

@@ -2,9 +2,10 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/latch-run/latch/internal/testdb"
 )
 
 // SIGTERM stops a server gracefully: running work may finish within the
@@ -12,7 +13,7 @@ import (
 // runs on the next server.
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
-	db := "sqlite:" + filepath.Join(t.TempDir(), "latch.db")
+	db := "sqlite:" + testdb.SQLite(t)
 	srv := startServer(t, serverOpts{store: db, workers: 2})
 	key := createTenant(t, srv.url, "calm")
 	c := newClient(srv.url, key)

@@ -1,7 +1,6 @@
 // Package lincheck proves that a store's core operations are linearizable
-// and match a sequential model of the contract (store.Store and API.md),
-// on any backend: item 1 and the property test of item 4 of the proof-suite
-// issue.
+// and match a sequential model of the contract (store.Store and
+// docs/api.md), on any backend.
 //
 // # The model
 //

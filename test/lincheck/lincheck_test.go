@@ -3,9 +3,9 @@ package lincheck_test
 import (
 	"flag"
 	"os"
-	"path/filepath"
 	"testing"
 
+	"github.com/latch-run/latch/internal/testdb"
 	"github.com/latch-run/latch/store"
 	"github.com/latch-run/latch/store/sqlite"
 	"github.com/latch-run/latch/test/lincheck"
@@ -33,7 +33,7 @@ func newSQLite(t *testing.T) store.Store { return newSQLiteServers(t, 1)[0] }
 // sharing the file would: each its own connections and write lock handling.
 func newSQLiteServers(t *testing.T, n int) []store.Store {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "latch.db")
+	path := testdb.SQLite(t)
 	servers := make([]store.Store, n)
 	for i := range servers {
 		s, err := sqlite.Open(t.Context(), path)

@@ -43,7 +43,7 @@ type KeyState struct {
 }
 
 // State is the sequential specification of the store contract (store.Store
-// and API.md) for a set of tenants. Apply checks one operation's answer
+// and docs/api.md) for a set of tenants. Apply checks one operation's answer
 // against it and advances it; the state is then exactly what a correct store
 // holds after the same sequence of operations.
 //

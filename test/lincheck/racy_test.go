@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
@@ -12,13 +11,14 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/latch-run/latch/internal/testdb"
 	"github.com/latch-run/latch/store"
 	"github.com/latch-run/latch/store/sqlite"
 )
 
-// racyStore reintroduces the seed incident's check-then-act dedup on top of
+// racyStore reintroduces the check-then-act dedup of docs/design.md's "The one rule" on top of
 // a correct store: a keyed submit first looks its key up (List by dedup key,
-// then its own side table of pre-claims, like the seed's Redis key), and
+// then its own side table of pre-claims, like a pre-claim key in Redis), and
 // when it finds nothing it admits the execution WITHOUT the key in a second
 // store call and records the key itself afterwards. A mapping whose row is
 // gone is taken for an orphan and dropped, as the seed did. Run alone, it
@@ -148,7 +148,7 @@ func (r *racyStore) Release(ctx context.Context, p *store.ReleaseParams) (*store
 
 func openSQLite(t *testing.T) store.Store {
 	t.Helper()
-	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "latch.db"))
+	s, err := sqlite.Open(t.Context(), testdb.SQLite(t))
 	if err != nil {
 		t.Fatal(err)
 	}

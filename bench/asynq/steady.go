@@ -69,7 +69,7 @@ func steadyCount(rate int, d time.Duration) int {
 // steady calls submit(i) for each of rec's submits at rate per second, open
 // loop (each call in its own goroutine at its scheduled time, so a slow
 // submit does not delay the next), waits for every handler to start and
-// returns the submit-to-start latencies. It is storebench.SubmitToStart's
+// returns the submit-to-start latencies. It is enginebench.SubmitToStart's
 // loop for a peer.
 func steady(ctx context.Context, rate int, rec *recorder, submit func(i int) error) (*storebench.Result, error) {
 	total := len(rec.sent)

@@ -126,8 +126,8 @@
 // default 100 either way.
 //
 // TestCheckerCatchesCheckThenActDedup shows the check is not vacuous: a
-// test-only wrapper that reintroduces the seed incident's check-then-act
-// dedup (look the key up in one call, admit without it in a second, record
+// test-only wrapper that reintroduces a check-then-act dedup (the race
+// docs/design.md's one rule forbids) (look the key up in one call, admit without it in a second, record
 // the key afterwards) is rejected, while the real store and the wrapper run
 // by a single client are accepted.
 package lincheck

@@ -21,21 +21,7 @@ type witness struct {
 
 func newWitness(t *testing.T) *witness {
 	t.Helper()
-	w := &witness{hits: map[string]int{}}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.url = "http://" + l.Addr().String()
-	w.srv = &http.Server{Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		w.mu.Lock()
-		w.hits[r.URL.Path]++
-		w.mu.Unlock()
-		rw.WriteHeader(http.StatusNoContent)
-	})}
-	go w.srv.Serve(l)
-	t.Cleanup(func() { w.srv.Close() })
-	return w
+	return newDelayedWitness(t, 0)
 }
 
 func (w *witness) count(path string) int {
@@ -58,7 +44,9 @@ func newDelayedWitness(t *testing.T, d time.Duration) *witness {
 		w.mu.Lock()
 		w.hits[r.URL.Path]++
 		w.mu.Unlock()
-		time.Sleep(d)
+		if d > 0 {
+			time.Sleep(d)
+		}
 		rw.WriteHeader(http.StatusNoContent)
 	})}
 	go w.srv.Serve(l)

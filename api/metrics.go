@@ -19,8 +19,14 @@ type metrics struct {
 	duration *prometheus.HistogramVec
 	inflight prometheus.Gauge
 	submits  *prometheus.CounterVec
-	leases   prometheus.Counter
+	leases   *prometheus.CounterVec
 }
+
+// Sources of claims: the label source of latch_leases_claimed_total.
+const (
+	claimsHTTP   = "http"   // POST /api/workers/claim
+	claimsWorker = "worker" // in-process workers (Server.OnWorkerClaim)
+)
 
 func newMetrics(extra ...prometheus.Collector) *metrics {
 	m := &metrics{
@@ -42,11 +48,12 @@ func newMetrics(extra ...prometheus.Collector) *metrics {
 			Name: "latch_submits_total",
 			Help: "Submitted executions (single and batch items) by outcome: created, deduplicated, or the problem code.",
 		}, []string{"outcome"}),
-		leases: prometheus.NewCounter(prometheus.CounterOpts{
+		leases: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "latch_leases_claimed_total",
-			Help: "Leases handed out through POST /api/workers/claim.",
-		}),
+			Help: "Leases this server handed out, by source: http (POST /api/workers/claim) or worker (its in-process workers).",
+		}, []string{"source"}),
 	}
+	m.leases.WithLabelValues(claimsHTTP) // 0 until the first claim, not absent
 	m.reg.MustRegister(m.requests, m.duration, m.inflight, m.submits, m.leases,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -64,4 +71,14 @@ func (m *metrics) submitted(outcome string) { m.submits.WithLabelValues(outcome)
 
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// OnWorkerClaim returns the function that counts the leases in-process
+// workers claim (give it to engine.WorkerConfig.OnClaim) in
+// latch_leases_claimed_total{source="worker"}, beside the claims made
+// through the API (source="http"), so the one series counts every claim
+// this server makes. The series is served, at 0, from this call on.
+func (s *Server) OnWorkerClaim() func(n int) {
+	c := s.metrics.leases.WithLabelValues(claimsWorker)
+	return func(n int) { c.Add(float64(n)) }
 }

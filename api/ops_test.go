@@ -110,6 +110,8 @@ func TestMetrics(t *testing.T) {
 	e.submit(key, `{"kind":"echo","dedup_key":"a"}`, http.StatusOK)
 	e.do("POST", "/api/executions", key, `{"kind":""}`).want(http.StatusBadRequest)
 	e.do("GET", "/api/executions/nope", key, nil).want(http.StatusNotFound)
+	e.do("POST", "/api/workers/claim", key, `{"worker_id":"w"}`).want(http.StatusOK)
+	e.api.OnWorkerClaim()(3) // what in-process workers count
 	r := e.do("GET", "/metrics", "", nil).want(http.StatusOK)
 	body := string(r.body)
 	for _, want := range []string{
@@ -121,6 +123,8 @@ func TestMetrics(t *testing.T) {
 		`latch_submits_total{outcome="created"} 1`,
 		`latch_submits_total{outcome="deduplicated"} 1`,
 		`latch_submits_total{outcome="invalid_request"} 1`,
+		`latch_leases_claimed_total{source="http"} 1`,
+		`latch_leases_claimed_total{source="worker"} 3`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(body, want) {

@@ -113,7 +113,7 @@ func (s *Server) claim(ctx context.Context, req *claimRequest) (*claimResponse, 
 	for i := range leases {
 		out.Leases = append(out.Leases, toLease(&leases[i]))
 	}
-	s.metrics.leases.Add(float64(len(leases)))
+	s.metrics.leases.WithLabelValues(claimsHTTP).Add(float64(len(leases)))
 	return out, nil
 }
 

@@ -48,7 +48,11 @@ func (w *Worker) execute(lease *store.Lease) {
 			"kind", lease.Kind, "attempt", lease.Attempt),
 	}
 	defer a.settled()
-	a.run()
+	ended, took := a.run()
+	if w.cfg.OnRun != nil {
+		w.cfg.OnRun(&Run{ExecutionID: lease.ExecutionID, Tenant: lease.Tenant, Kind: lease.Kind,
+			Queue: lease.Queue, Attempt: lease.Attempt, Outcome: ended, Duration: took})
+	}
 }
 
 // handlerReturned moves the attempt from its handler slot to the writes
@@ -75,7 +79,9 @@ func (a *attempt) settled() {
 	a.w.slotFreed()
 }
 
-func (a *attempt) run() {
+// run runs the handler and records its outcome. It returns the outcome and
+// the handler's run time.
+func (a *attempt) run() (Outcome, time.Duration) {
 	w := a.w
 	// ctx is cancelled with ErrShutdown by a hard stop, or here with
 	// ErrCancelled or ErrLeaseLost; runCtx adds the execution's timeout.
@@ -89,6 +95,7 @@ func (a *attempt) run() {
 	}
 
 	done := make(chan outcome, 1) // buffered: an abandoned handler never blocks
+	start := time.Now()
 	if h := w.handlers[a.lease.Kind]; h == nil {
 		done <- outcome{err: Permanent(fmt.Errorf("no handler for kind %q", a.lease.Kind))}
 	} else {
@@ -135,13 +142,13 @@ func (a *attempt) run() {
 
 		case out := <-done:
 			fault.Point(fault.WorkerHandlerReturned)
+			took := time.Since(start)
 			a.handlerReturned()
 			if lost {
 				a.log.Info("attempt ended after its lease was lost; nothing written", "err", out.err)
-				return
+				return OutcomeLeaseLost, took
 			}
-			a.settle(ctx, context.Cause(runCtx), out)
-			return
+			return a.settle(ctx, context.Cause(runCtx), out), took
 
 		case <-heartbeat.C:
 			if lost {
@@ -166,10 +173,11 @@ func (a *attempt) run() {
 			// A hard stop gave up waiting for this handler; it keeps running
 			// but nothing it returns will be written.
 			w.abandons.Add(1)
-			if !lost {
-				a.write(ctx, "release", a.release)
+			took := time.Since(start)
+			if lost {
+				return OutcomeLeaseLost, took
 			}
-			return
+			return a.writeRelease(ctx), took
 		}
 	}
 }
@@ -230,9 +238,9 @@ func (a *attempt) cancelRequested(ctx context.Context) (requested, gone bool) {
 	return e.CancelRequested, false
 }
 
-// settle records how the attempt ended. cause is the handler context's
-// cancellation cause, nil if it was not cancelled.
-func (a *attempt) settle(ctx context.Context, cause error, out outcome) {
+// settle records how the attempt ended and returns the outcome. cause is
+// the handler context's cancellation cause, nil if it was not cancelled.
+func (a *attempt) settle(ctx context.Context, cause error, out outcome) Outcome {
 	switch {
 	case errors.Is(cause, ErrCancelled):
 		// The store turns a failure after a cancel request into cancelled.
@@ -240,34 +248,70 @@ func (a *attempt) settle(ctx context.Context, cause error, out outcome) {
 		if out.err != nil && !errors.Is(out.err, context.Canceled) && !errors.Is(out.err, ErrCancelled) {
 			msg = "cancelled: " + out.err.Error()
 		}
-		a.write(ctx, "fail", func(ctx context.Context) error { return a.fail(ctx, msg, false, 0) })
+		return a.writeFail(ctx, msg, false, 0)
 
 	case errors.Is(cause, ErrShutdown):
 		if out.err == nil {
 			// Finished despite the shutdown: the work is done, keep it.
-			a.write(ctx, "complete", func(ctx context.Context) error { return a.complete(ctx, out.result) })
-			return
+			return a.writeComplete(ctx, out.result)
 		}
-		a.write(ctx, "release", a.release)
+		return a.writeRelease(ctx)
 
 	case out.err == nil:
-		a.write(ctx, "complete", func(ctx context.Context) error { return a.complete(ctx, out.result) })
+		return a.writeComplete(ctx, out.result)
 
 	case errors.Is(cause, ErrTimeout):
 		msg := fmt.Sprintf("timed out after %ds: %v", a.lease.TimeoutSeconds, out.err)
-		delay := a.w.cfg.Backoff(a.lease.Attempt)
-		a.write(ctx, "fail", func(ctx context.Context) error { return a.fail(ctx, msg, true, delay) })
+		return a.writeFail(ctx, msg, true, a.w.cfg.Backoff(a.lease.Attempt))
 
 	case IsPermanent(out.err):
-		a.write(ctx, "fail", func(ctx context.Context) error { return a.fail(ctx, out.err.Error(), false, 0) })
+		return a.writeFail(ctx, out.err.Error(), false, 0)
 
 	default:
 		delay, ok := RetryAfterDelay(out.err)
 		if !ok {
 			delay = a.w.cfg.Backoff(a.lease.Attempt)
 		}
-		a.write(ctx, "fail", func(ctx context.Context) error { return a.fail(ctx, out.err.Error(), true, delay) })
+		return a.writeFail(ctx, out.err.Error(), true, delay)
 	}
+}
+
+// writeComplete writes Complete and returns the outcome.
+func (a *attempt) writeComplete(ctx context.Context, result json.RawMessage) Outcome {
+	if err := a.write(ctx, "complete", func(ctx context.Context) error { return a.complete(ctx, result) }); err != nil {
+		return unwritten(err)
+	}
+	return OutcomeSucceeded
+}
+
+// writeFail writes Fail and returns the outcome the store's answer makes.
+func (a *attempt) writeFail(ctx context.Context, msg string, retry bool, delay time.Duration) Outcome {
+	var status store.Status
+	err := a.write(ctx, "fail", func(ctx context.Context) (err error) {
+		status, err = a.fail(ctx, msg, retry, delay)
+		return err
+	})
+	if err != nil {
+		return unwritten(err)
+	}
+	return failOutcome(status)
+}
+
+// writeRelease writes Release and returns the outcome: released, or
+// cancelled when a cancel was requested.
+func (a *attempt) writeRelease(ctx context.Context) Outcome {
+	var status store.Status
+	err := a.write(ctx, "release", func(ctx context.Context) (err error) {
+		status, err = a.release(ctx)
+		return err
+	})
+	switch {
+	case err != nil:
+		return unwritten(err)
+	case status == store.StatusCancelled:
+		return OutcomeCancelled
+	}
+	return OutcomeReleased
 }
 
 func (a *attempt) complete(ctx context.Context, result json.RawMessage) error {
@@ -284,7 +328,7 @@ func (a *attempt) complete(ctx context.Context, result json.RawMessage) error {
 	return err
 }
 
-func (a *attempt) fail(ctx context.Context, msg string, retry bool, delay time.Duration) error {
+func (a *attempt) fail(ctx context.Context, msg string, retry bool, delay time.Duration) (store.Status, error) {
 	exec, err := a.w.cfg.Store.Fail(ctx, &store.FailParams{
 		ExecutionID: a.lease.ExecutionID,
 		Tenant:      a.lease.Tenant,
@@ -295,7 +339,7 @@ func (a *attempt) fail(ctx context.Context, msg string, retry bool, delay time.D
 		Now:         a.w.cfg.Now(),
 	})
 	if err != nil {
-		return err
+		return "", err
 	}
 	switch exec.Status {
 	case store.StatusCancelled:
@@ -305,25 +349,35 @@ func (a *attempt) fail(ctx context.Context, msg string, retry bool, delay time.D
 	default:
 		a.log.Info("attempt failed; will retry", "err", msg, "status", exec.Status, "run_at", exec.RunAt)
 	}
-	return nil
+	return exec.Status, nil
 }
 
-func (a *attempt) release(ctx context.Context) error {
-	_, err := a.w.cfg.Store.Release(ctx, &store.ReleaseParams{
+func (a *attempt) release(ctx context.Context) (store.Status, error) {
+	exec, err := a.w.cfg.Store.Release(ctx, &store.ReleaseParams{
 		ExecutionID: a.lease.ExecutionID,
 		Tenant:      a.lease.Tenant,
 		Token:       a.lease.Token,
 		Now:         a.w.cfg.Now(),
 	})
-	if err == nil {
-		a.log.Info("lease released")
+	if err != nil {
+		return "", err
 	}
-	return err
+	a.log.Info("lease released")
+	return exec.Status, nil
+}
+
+// unwritten is the outcome of a settling write that failed with err.
+func unwritten(err error) Outcome {
+	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrNotFound) {
+		return OutcomeLeaseLost
+	}
+	return OutcomeUnrecorded
 }
 
 // write performs one settling write, retrying failures that may pass
-// (a busy or briefly unreachable store) until the lease would end.
-func (a *attempt) write(ctx context.Context, op string, f func(context.Context) error) {
+// (a busy or briefly unreachable store) until the lease would end. It
+// returns nil once the write succeeded, else the error it gave up on.
+func (a *attempt) write(ctx context.Context, op string, f func(context.Context) error) error {
 	wctx, cancel := a.storeCtx(ctx)
 	defer cancel()
 	wait := 50 * time.Millisecond
@@ -331,13 +385,13 @@ func (a *attempt) write(ctx context.Context, op string, f func(context.Context) 
 		err := f(wctx)
 		switch {
 		case err == nil:
-			return
+			return nil
 		case errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrNotFound):
 			a.log.Info("lease lost before the attempt was recorded; nothing written", "op", op, "err", err)
-			return
+			return err
 		case isStoreVerdict(err):
 			a.log.Error("store refused the write", "op", op, "err", err)
-			return
+			return err
 		}
 		a.log.Warn("write failed; retrying", "op", op, "err", err)
 		t := time.NewTimer(wait)
@@ -345,7 +399,7 @@ func (a *attempt) write(ctx context.Context, op string, f func(context.Context) 
 		case <-wctx.Done():
 			t.Stop()
 			a.log.Error("giving up: the lease ends before the write succeeded", "op", op, "err", err)
-			return
+			return err
 		case <-t.C:
 		}
 		wait = min(2*wait, maxWriteBackoff)

@@ -66,4 +66,13 @@
 // (context.WithoutCancel) and whose deadline is the lease's expiry (at least
 // one second), so a shutdown never drops a result and a stale worker never
 // writes past its lease. Whether attempts remain is the store's decision.
+//
+// # Hooks
+//
+// The loops know no metrics system: they report to plain functions in
+// their configuration, which the binary wires to its collectors.
+// WorkerConfig.OnClaim hears each claim's count of leases and
+// WorkerConfig.OnRun each attempt's Run (its Outcome, by what was written,
+// and its handler's run time); RescuerConfig.OnRescue hears each pass's
+// rescues; SchedulerConfig.OnFire each tick fired or dropped.
 package engine

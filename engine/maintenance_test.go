@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -50,11 +51,21 @@ func TestRescuerRunOnceRepeatsFullBatches(t *testing.T) {
 		LeaseDuration: time.Second, Now: e.clock.Now()}); err != nil {
 		t.Fatal(err)
 	}
+	var reported []store.RescueResult
 	r := NewRescuer(RescuerConfig{Store: e.st, Limit: 2, Logger: e.log,
-		Now: func() time.Time { return e.clock.Now().Add(time.Minute) }})
+		Now:      func() time.Time { return e.clock.Now().Add(time.Minute) },
+		OnRescue: func(res store.RescueResult) { reported = append(reported, res) }})
 	rescued, _, err := r.RunOnce(e.ctx)
 	if err != nil || rescued.Requeued != 5 {
 		t.Errorf("RunOnce = %+v, %v; want 5 requeued in batches of 2", rescued, err)
+	}
+	// OnRescue hears the pass's totals once; a pass with nothing to do is
+	// not reported.
+	if _, _, err := r.RunOnce(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if want := []store.RescueResult{{Requeued: 5}}; !slices.Equal(reported, want) {
+		t.Errorf("OnRescue heard %+v, want %+v", reported, want)
 	}
 }
 

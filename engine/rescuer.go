@@ -28,6 +28,10 @@ type RescuerConfig struct {
 	Logger *slog.Logger
 	// Now is the clock passed to the store. Default time.Now.
 	Now func() time.Time
+	// OnRescue, if set, is called after each pass that ended expired
+	// leases, with what this rescuer did to them (for metrics): requeued,
+	// failed or cancelled. It must not block.
+	OnRescue func(store.RescueResult)
 }
 
 // Rescuer recovers executions whose worker died: each pass calls
@@ -78,19 +82,11 @@ func (r *Rescuer) Stop(ctx context.Context) error { return r.life.stop(ctx) }
 
 // RunOnce runs one pass now and returns its totals.
 func (r *Rescuer) RunOnce(ctx context.Context) (store.RescueResult, store.PromoteResult, error) {
-	var rescued store.RescueResult
 	var promoted store.PromoteResult
-	for {
-		res, err := r.cfg.Store.Rescue(ctx, &store.RescueParams{Now: r.cfg.Now(), Limit: r.cfg.Limit})
-		if err != nil {
-			return rescued, promoted, err
-		}
-		rescued.Requeued += res.Requeued
-		rescued.Failed += res.Failed
-		rescued.Cancelled += res.Cancelled
-		if res.Requeued+res.Failed+res.Cancelled < r.cfg.Limit {
-			break
-		}
+	rescued, err := r.rescue(ctx)
+	r.observe(rescued) // on an error too: the batches before it committed
+	if err != nil {
+		return rescued, promoted, err
 	}
 	for {
 		res, err := r.cfg.Store.Promote(ctx, &store.PromoteParams{Now: r.cfg.Now(), Limit: r.cfg.Limit})
@@ -103,6 +99,24 @@ func (r *Rescuer) RunOnce(ctx context.Context) (store.RescueResult, store.Promot
 		}
 	}
 	return rescued, promoted, nil
+}
+
+// rescue calls store.Rescue until a batch comes back short, and returns
+// the totals.
+func (r *Rescuer) rescue(ctx context.Context) (store.RescueResult, error) {
+	var rescued store.RescueResult
+	for {
+		res, err := r.cfg.Store.Rescue(ctx, &store.RescueParams{Now: r.cfg.Now(), Limit: r.cfg.Limit})
+		if err != nil {
+			return rescued, err
+		}
+		rescued.Requeued += res.Requeued
+		rescued.Failed += res.Failed
+		rescued.Cancelled += res.Cancelled
+		if res.Requeued+res.Failed+res.Cancelled < r.cfg.Limit {
+			return rescued, nil
+		}
+	}
 }
 
 func (r *Rescuer) pass(ctx context.Context) {
@@ -119,4 +133,11 @@ func (r *Rescuer) pass(ctx context.Context) {
 	}
 	r.log.Log(ctx, level, "rescue pass", "requeued", rescued.Requeued, "failed", rescued.Failed,
 		"cancelled", rescued.Cancelled, "promoted", promoted.Promoted)
+}
+
+// observe reports rescued to OnRescue, when there is something to report.
+func (r *Rescuer) observe(rescued store.RescueResult) {
+	if r.cfg.OnRescue != nil && rescued.Requeued+rescued.Failed+rescued.Cancelled > 0 {
+		r.cfg.OnRescue(rescued)
+	}
 }

@@ -108,6 +108,18 @@ type WorkerConfig struct {
 	// Now is the clock used for every store call. Default time.Now. Timers
 	// (heartbeats, polling, timeouts) use real time.
 	Now func() time.Time
+
+	// OnClaim, if set, is called after each claim that leased executions,
+	// with how many it leased (for metrics), those released unstarted
+	// because the worker was stopping included. It runs on the claim loop
+	// and must not block.
+	OnClaim func(n int)
+
+	// OnRun, if set, is called once for each attempt the worker ran, when
+	// its outcome is written or given up on (for metrics). It runs on the
+	// attempt's goroutine before its slot's accounting ends, and must not
+	// block.
+	OnRun func(r *Run)
 }
 
 // Worker claims executions from a store and runs their handlers, at most
@@ -357,6 +369,9 @@ func (w *Worker) claim(ctx context.Context, max int) (int, time.Time, error) {
 	})
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("engine: claim: %w", err)
+	}
+	if n := len(res.Leases); n > 0 && w.cfg.OnClaim != nil {
+		w.cfg.OnClaim(n)
 	}
 	if ctx.Err() != nil {
 		for i := range res.Leases {

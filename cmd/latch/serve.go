@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/latch-run/latch"
 	"github.com/latch-run/latch/api"
 	"github.com/latch-run/latch/auth"
@@ -165,14 +163,10 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 	}
 	// Every server runs the scheduler: FireSchedule makes each tick one
 	// execution however many fire it, so there is no leader to elect.
-	ticks := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "latch_schedule_ticks_total",
-		Help: "Schedule ticks this server fired or dropped, by outcome: admitted, skipped, deduplicated, dropped, quota_exceeded.",
-	}, []string{"outcome"})
-	sched := engine.NewScheduler(engine.SchedulerConfig{Store: st, Logger: log,
-		OnFire: func(outcome string) { ticks.WithLabelValues(outcome).Inc() }})
+	metrics := newEngineMetrics()
+	sched := engine.NewScheduler(engine.SchedulerConfig{Store: st, Logger: log, OnFire: metrics.fired})
 	apiCfg := api.Config{Store: st, AdminKeyHash: adminHash, Logger: log,
-		OnScheduleChange: sched.Kick, Collectors: []prometheus.Collector{ticks},
+		OnScheduleChange: sched.Kick, Collectors: metrics.collectors(),
 		MaxStreamsPerTenant: noBound(cfg.maxStreams), MaxLongPollsPerTenant: noBound(cfg.maxLongPolls),
 		MaxBodyBytesInFlight: int64(cfg.bodyBudgetMiB) << 20, MaxSchedulesPerTenant: noBound(cfg.maxSchedules)}
 	var cons *console.Console
@@ -185,7 +179,8 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 	srv := api.New(apiCfg)
 
 	services := []engine.Service{
-		engine.NewRescuer(engine.RescuerConfig{Store: st, Interval: cfg.rescueEvery, Logger: log}),
+		engine.NewRescuer(engine.RescuerConfig{Store: st, Interval: cfg.rescueEvery, Logger: log,
+			OnRescue: metrics.rescued}),
 		engine.NewPruner(engine.PrunerConfig{Store: st, Interval: cfg.pruneEvery, Logger: log}),
 		sched,
 	}
@@ -193,6 +188,8 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 		w := engine.NewWorker(engine.WorkerConfig{
 			Store: st, Slots: cfg.workers, Logger: log,
 			LeaseDuration: time.Duration(cfg.leaseSeconds) * time.Second,
+			OnClaim:       srv.OnWorkerClaim(), // counted beside the API's claims
+			OnRun:         metrics.ran,
 		})
 		// The patterns were checked by serveFlags; this cannot fail.
 		if err := kinds.Register(w, kinds.Options{HTTPAllow: cfg.httpAllow}); err != nil {

@@ -31,7 +31,7 @@ func (r *rateLimitKey) bind(hr *http.Request) error {
 		return err
 	}
 	r.key = hr.PathValue("key")
-	if checkText("key", r.key, maxKeyFieldLen) != nil {
+	if fieldProblem(store.CheckKey("key", r.key)) != nil {
 		return problem(CodeNotFound, "rate limit %q not found", r.key)
 	}
 	return nil
@@ -61,7 +61,7 @@ func (r *putRateLimitRequest) bind(hr *http.Request) error {
 }
 
 func (r *putRateLimitRequest) validate() error {
-	if err := checkText("key", r.path, maxKeyFieldLen); err != nil {
+	if err := fieldProblem(store.CheckKey("key", r.path)); err != nil {
 		return err
 	}
 	if r.Key != nil && *r.Key != r.path {

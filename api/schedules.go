@@ -116,7 +116,7 @@ func (r *putScheduleRequest) schedule(tenant string, now time.Time, maxPayload i
 	if r.Kind == nil {
 		return sc, invalid("kind", "required")
 	}
-	if err := checkText("kind", *r.Kind, maxKindLen); err != nil {
+	if err := fieldProblem(store.CheckKind("kind", *r.Kind)); err != nil {
 		return sc, err
 	}
 	sc.Kind = *r.Kind
@@ -133,31 +133,31 @@ func (r *putScheduleRequest) schedule(tenant string, now time.Time, maxPayload i
 	}
 
 	if r.Queue != nil {
-		if err := checkQueue("queue", *r.Queue); err != nil {
+		if err := fieldProblem(store.CheckQueue("queue", *r.Queue)); err != nil {
 			return sc, err
 		}
 		sc.Queue = *r.Queue
 	}
 	if r.Priority != nil {
-		if err := checkRange("priority", *r.Priority, minPriority, maxPriority); err != nil {
+		if err := fieldProblem(store.CheckPriority("priority", *r.Priority)); err != nil {
 			return sc, err
 		}
 		sc.Priority = int(*r.Priority)
 	}
 	if r.MaxAttempts != nil {
-		if err := checkRange("max_attempts", *r.MaxAttempts, 1, maxAttempts); err != nil {
+		if err := fieldProblem(store.CheckMaxAttempts("max_attempts", *r.MaxAttempts)); err != nil {
 			return sc, err
 		}
 		sc.MaxAttempts = int(*r.MaxAttempts)
 	}
 	if r.TimeoutSeconds != nil {
-		if err := checkRange("timeout_seconds", *r.TimeoutSeconds, 1, maxTimeout); err != nil {
+		if err := fieldProblem(store.CheckTimeoutSeconds("timeout_seconds", *r.TimeoutSeconds)); err != nil {
 			return sc, err
 		}
 		sc.TimeoutSeconds = int(*r.TimeoutSeconds)
 	}
 	if r.RateKey != nil {
-		if err := checkText("rate_key", *r.RateKey, maxKeyFieldLen); err != nil {
+		if err := fieldProblem(store.CheckKey("rate_key", *r.RateKey)); err != nil {
 			return sc, err
 		}
 		sc.RateKey = *r.RateKey
@@ -370,7 +370,7 @@ func (r *triggerRequest) bind(hr *http.Request) error {
 		return err
 	}
 	if k, ok := headerValue(hr, idempotencyHeader); ok {
-		if err := checkText(idempotencyHeader, k, maxKeyFieldLen); err != nil {
+		if err := fieldProblem(store.CheckKey(idempotencyHeader, k)); err != nil {
 			return err
 		}
 		r.idempotencyKey = k

@@ -14,10 +14,6 @@ const (
 	maxKindLen      = store.MaxKindLen
 	maxKeyFieldLen  = store.MaxKeyLen // dedup_key, concurrency_key, rate_key, worker_id
 	maxScheduleName = 128
-	maxPriority     = store.MaxPriority
-	minPriority     = store.MinPriority
-	maxAttempts     = store.MaxAttemptsLimit
-	maxTimeout      = store.MaxTimeoutSeconds
 	maxDelay        = store.MaxDelaySeconds                        // delay_seconds, run_at horizon
 	maxDuration     = int64(store.MaxTenantDuration / time.Second) // tenant TTL and retention
 	maxInflight     = store.MaxInflightLimit
@@ -48,17 +44,13 @@ func checkTenantName(field, s string) error {
 	return nil
 }
 
-// checkQueue: store.CheckQueue, 1–128 of [A-Za-z0-9._:-].
-func checkQueue(field, s string) error { return fieldProblem(store.CheckQueue(field, s)) }
-
 // checkScheduleName: 1–128 of [A-Za-z0-9._:-], like a queue.
 func checkScheduleName(field, s string) error {
 	return fieldProblem(store.CheckIdent(field, s, maxScheduleName))
 }
 
-// checkText: store.CheckText, the rule of every free-text identifier (kind,
-// the keys in a body or a path, the Idempotency-Key header, worker_id,
-// time zones and cron specs).
+// checkText: store.CheckText, the rule of every free-text identifier, for
+// the fields the store has no named check of (time zones, cron specs).
 func checkText(field, s string, max int) error { return fieldProblem(store.CheckText(field, s, max)) }
 
 // checkRange: min <= v <= max.

@@ -39,14 +39,14 @@ func (r *claimRequest) validate() error {
 	if r.WorkerID == nil {
 		return invalid("worker_id", "required")
 	}
-	if err := checkText("worker_id", *r.WorkerID, maxKeyFieldLen); err != nil {
+	if err := fieldProblem(store.CheckKey("worker_id", *r.WorkerID)); err != nil {
 		return err
 	}
 	if len(r.Queues) > maxFilters {
 		return invalid("queues", "at most %d queues", maxFilters)
 	}
 	for i, q := range r.Queues {
-		if err := checkQueue(fmt.Sprintf("queues[%d]", i), q); err != nil {
+		if err := fieldProblem(store.CheckQueue(fmt.Sprintf("queues[%d]", i), q)); err != nil {
 			return err
 		}
 	}
@@ -54,7 +54,7 @@ func (r *claimRequest) validate() error {
 		return invalid("kinds", "at most %d kinds", maxFilters)
 	}
 	for i, k := range r.Kinds {
-		if err := checkText(fmt.Sprintf("kinds[%d]", i), k, maxKindLen); err != nil {
+		if err := fieldProblem(store.CheckKind(fmt.Sprintf("kinds[%d]", i), k)); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,8 +23,9 @@ import (
 	"github.com/latch-run/latch/store"
 )
 
-// serveConfig is what `latch serve` runs with; every flag has an
-// environment variable of the same meaning.
+// serveConfig is what `latch serve` runs with: each setting (serveSettings)
+// comes from its flag, else its environment variable, else the config
+// file, else its default.
 type serveConfig struct {
 	addr          string
 	store         string
@@ -45,6 +47,11 @@ type serveConfig struct {
 	level         slog.Level
 	httpAllow     []string // LATCH_HTTP_ALLOW; never nil: empty allows every public host
 	consoleSecret []byte   // LATCH_CONSOLE_SECRET; nil = one per process
+	adminKey      string   // LATCH_ADMIN_KEY; "" = the store's (generated at the first start)
+
+	printConfig bool
+	resolved    *resolved // where each setting came from, for --print-config
+	flags       *flag.FlagSet
 }
 
 // consoleSecretEnv signs the console's sessions; every server behind one
@@ -64,7 +71,7 @@ const (
 
 func serveFlags(args []string) (*serveConfig, error) {
 	fs := newFlags("serve", "")
-	c := &serveConfig{}
+	c := &serveConfig{flags: fs}
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "listen address (LATCH_ADDR)")
 	fs.StringVar(&c.store, "store", "sqlite:latch.db", "store URL (LATCH_STORE)")
 	fs.IntVar(&c.workers, "workers", 10, "in-process worker slots; 0 runs no in-process worker (LATCH_WORKERS)")
@@ -78,49 +85,60 @@ func serveFlags(args []string) (*serveConfig, error) {
 	fs.IntVar(&c.maxLongPolls, "max-long-polls", api.DefaultMaxLongPolls, "long polls (wait_seconds) one tenant may hold open on this server; 0 = no bound (LATCH_MAX_LONG_POLLS)")
 	fs.IntVar(&c.bodyBudgetMiB, "body-budget-mib", api.DefaultMaxBodyInFlight>>20, "MiB of large request bodies this server reads at once; beyond, requests are refused with 503 (LATCH_BODY_BUDGET_MIB)")
 	fs.IntVar(&c.maxSchedules, "max-schedules", api.DefaultMaxSchedules, "schedules one tenant may have; 0 = no bound (LATCH_MAX_SCHEDULES)")
-	// Each flag's environment variable sets it first; the command line wins.
-	for flagName, env := range map[string]string{
-		"addr": "LATCH_ADDR", "store": "LATCH_STORE", "workers": "LATCH_WORKERS",
-		"lease-seconds": "LATCH_LEASE_SECONDS", "rescue-interval": "LATCH_RESCUE_INTERVAL",
-		"prune-interval": "LATCH_PRUNE_INTERVAL", "shutdown-grace": "LATCH_SHUTDOWN_GRACE",
-		"log-level": "LATCH_LOG_LEVEL", "console": "LATCH_CONSOLE",
-		"max-streams": "LATCH_MAX_STREAMS", "max-long-polls": "LATCH_MAX_LONG_POLLS",
-		"body-budget-mib": "LATCH_BODY_BUDGET_MIB", "max-schedules": "LATCH_MAX_SCHEDULES",
-	} {
-		if v, ok := os.LookupEnv(env); ok && v != "" {
-			if err := fs.Set(flagName, v); err != nil {
-				return nil, fmt.Errorf("%w: %s=%q: %w", errUsage, env, v, err)
-			}
-		}
-	}
+	configFile := fs.String("config", "", "config file of settings (YAML, keys named like the flags); flags, then the environment, then the file, then the defaults (LATCH_CONFIG)")
+	fs.BoolVar(&c.printConfig, "print-config", false, "print the effective settings, secrets masked, and where each came from, then exit")
 	if err := parse(fs, args, 0); err != nil {
 		return nil, err
 	}
-	if c.workers < 0 || c.leaseSeconds < 1 || c.rescueEvery <= 0 || c.pruneEvery <= 0 || c.shutdownGrace < 0 {
-		return nil, fmt.Errorf("%w: --workers must be >= 0, --lease-seconds >= 1, intervals > 0", errUsage)
+	if *configFile == "" {
+		*configFile = os.Getenv(configEnv)
 	}
-	if c.maxStreams < 0 || c.maxLongPolls < 0 || c.maxSchedules < 0 || c.bodyBudgetMiB < 1 {
-		return nil, fmt.Errorf("%w: --max-streams, --max-long-polls and --max-schedules must be >= 0, --body-budget-mib >= 1", errUsage)
+	r, err := resolveSettings(fs, *configFile)
+	if err != nil {
+		return nil, err
+	}
+	c.resolved = r
+	for _, b := range []struct {
+		key  string
+		bad  bool
+		rule string
+	}{
+		{"workers", c.workers < 0, ">= 0"},
+		{"lease-seconds", c.leaseSeconds < 1, ">= 1"},
+		{"rescue-interval", c.rescueEvery <= 0, "> 0"},
+		{"prune-interval", c.pruneEvery <= 0, "> 0"},
+		{"shutdown-grace", c.shutdownGrace < 0, ">= 0"},
+		{"max-streams", c.maxStreams < 0, ">= 0"},
+		{"max-long-polls", c.maxLongPolls < 0, ">= 0"},
+		{"max-schedules", c.maxSchedules < 0, ">= 0"},
+		{"body-budget-mib", c.bodyBudgetMiB < 1, ">= 1"},
+	} {
+		if b.bad {
+			return nil, fmt.Errorf("%w: %s must be %s", errUsage, r.from[b.key], b.rule)
+		}
 	}
 	if err := c.level.UnmarshalText([]byte(c.logLevel)); err != nil {
-		return nil, fmt.Errorf("%w: --log-level: %w", errUsage, err)
+		return nil, fmt.Errorf("%w: %s: %w", errUsage, r.from["log-level"], err)
 	}
 	c.httpAllow = []string{}
 	if c.workers > 0 { // the http kind runs only on in-process workers
-		allow, err := kinds.ParseAllow(os.Getenv(kinds.AllowEnv))
+		allow, err := kinds.ParseAllow(r.envOnly["http-allow"])
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", errUsage, kinds.AllowEnv, err)
+			return nil, fmt.Errorf("%w: %s: %w", errUsage, r.from["http-allow"], err)
 		}
 		c.httpAllow = append(c.httpAllow, allow...)
 	}
-	if v := os.Getenv(adminKeyEnv); v != "" && len(v) < minAdminKey {
-		return nil, fmt.Errorf("%w: %s must be at least %d bytes (say, openssl rand -hex 32), or unset to have "+
-			"latch generate one and print it once", errUsage, adminKeyEnv, minAdminKey)
+	if v := r.envOnly["admin-key"]; v != "" {
+		if len(v) < minAdminKey {
+			return nil, fmt.Errorf("%w: %s must be at least %d bytes (say, openssl rand -hex 32), or unset to have "+
+				"latch generate one and print it once", errUsage, r.from["admin-key"], minAdminKey)
+		}
+		c.adminKey = v
 	}
-	if v := os.Getenv(consoleSecretEnv); v != "" {
+	if v := r.envOnly["console-secret"]; v != "" {
 		if len(v) < minConsoleSecret {
 			return nil, fmt.Errorf("%w: %s must be at least %d bytes (say, openssl rand -hex 32)",
-				errUsage, consoleSecretEnv, minConsoleSecret)
+				errUsage, r.from["console-secret"], minConsoleSecret)
 		}
 		c.consoleSecret = []byte(v)
 	}
@@ -131,6 +149,9 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	cfg, err := serveFlags(args)
 	if err != nil {
 		return err
+	}
+	if cfg.printConfig {
+		return printConfig(out, cfg.flags, cfg.resolved)
 	}
 	return serve(ctx, cfg, out, os.Stderr, nil)
 }
@@ -157,7 +178,7 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 	if err := warnDurability(ctx, st, log); err != nil {
 		return err
 	}
-	adminHash, err := adminKey(ctx, st, out)
+	adminHash, err := adminKey(ctx, st, cfg.adminKey, out)
 	if err != nil {
 		return err
 	}
@@ -298,12 +319,13 @@ func warnConsoleSecret(st store.Store, secret []byte, log *slog.Logger) {
 	}
 }
 
-// adminKey returns the hash the API checks the admin key against. With
-// LATCH_ADMIN_KEY set, that key is the admin. Without it, the first start on
-// a store generates a key, stores its hash and prints the key once; later
-// starts use the stored hash (the API resolves it through the store).
-func adminKey(ctx context.Context, st store.Store, out io.Writer) (string, error) {
-	if k := os.Getenv(adminKeyEnv); k != "" {
+// adminKey returns the hash the API checks the admin key against. With k
+// set (LATCH_ADMIN_KEY or admin-key in the config file), that key is the
+// admin. Without it, the first start on a store generates a key, stores its
+// hash and prints the key once; later starts use the stored hash (the API
+// resolves it through the store).
+func adminKey(ctx context.Context, st store.Store, k string, out io.Writer) (string, error) {
+	if k != "" {
 		return auth.HashKey(k), nil
 	}
 	key := auth.NewKey()

@@ -60,8 +60,15 @@ func call(t *testing.T, base, method, path, key, body string, status int, out an
 func startServe(t *testing.T, args ...string) string {
 	t.Helper()
 	t.Setenv("LATCH_ADMIN_KEY", testAdminKey)
-	cfg, err := serveFlags(append([]string{"--addr", "127.0.0.1:0",
-		"--store", "sqlite:" + testdb.SQLite(t)}, args...))
+	return startServeConfig(t, append([]string{"--addr", "127.0.0.1:0",
+		"--store", "sqlite:" + testdb.SQLite(t)}, args...)...)
+}
+
+// startServeConfig runs latch serve with args alone until the test ends; it
+// returns the server's base URL.
+func startServeConfig(t *testing.T, args ...string) string {
+	t.Helper()
+	cfg, err := serveFlags(args)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -148,8 +148,8 @@ func runList(ctx context.Context, args []string, out io.Writer) error {
 	return tw.Flush()
 }
 
-// errNotSucceeded makes `latch wait` exit 1 when the execution ended in
-// another terminal status than succeeded.
+// errNotSucceeded makes `latch wait` exit 7 (exitNotSucceeded) when the
+// execution ended in another terminal status than succeeded.
 type errNotSucceeded struct{ status string }
 
 func (e errNotSucceeded) Error() string { return "execution ended " + e.status }

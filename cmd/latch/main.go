@@ -38,7 +38,8 @@ var commands = map[string]command{
 	"migrate": {"apply, revert or show a store's schema migrations: up, down, status", runMigrate},
 }
 
-// errUsage marks an error in the command line; main exits 2 for it.
+// errUsage marks an error in the command line; main exits 2 for it
+// (exitUsage).
 var errUsage = errors.New("usage")
 
 func main() {
@@ -70,12 +71,9 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 		// The library's errors start with "latch: "; the line already says
 		// "latch <command>: ", once is enough.
 		fmt.Fprintf(errOut, "latch %s: %s\n", args[0], strings.TrimPrefix(err.Error(), "latch: "))
-		if errors.Is(err, errUsage) {
-			return 2
-		}
-		return 1
+		return exitCode(err)
 	}
-	return 0
+	return exitOK
 }
 
 func usage(w io.Writer) {

@@ -102,14 +102,14 @@ func TestClientCommands(t *testing.T) {
 		t.Fatalf("submit sleep: %d %s", code, out)
 	}
 	json.Unmarshal([]byte(out), &e)
-	if code, out, _ = cli(t, "wait", e.ID); code != 1 || !strings.Contains(out, `"failed"`) {
+	if code, out, _ = cli(t, "wait", e.ID); code != exitNotSucceeded || !strings.Contains(out, `"failed"`) {
 		t.Fatalf("wait on a failing job: %d %s", code, out)
 	}
 
 	if code, _, errOut = cli(t, "rm", e.ID); code != 0 {
 		t.Fatalf("rm: %d %s", code, errOut)
 	}
-	if code, _, errOut = cli(t, "get", e.ID); code != 1 || !strings.Contains(errOut, "404 not_found") {
+	if code, _, errOut = cli(t, "get", e.ID); code != exitNotFound || !strings.Contains(errOut, "404 not_found") {
 		t.Fatalf("get after rm: %d %s", code, errOut)
 	}
 	if code, _, errOut = cli(t, "submit", "echo", "{not json"); code != 2 {

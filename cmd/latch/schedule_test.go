@@ -107,7 +107,7 @@ schedules:
 	if code, out, _ = cli(t, "schedule", "rm", "sweep-oslo"); code != 0 || !strings.Contains(out, "deleted") {
 		t.Fatalf("rm: %d %q", code, out)
 	}
-	if code, _, errOut = cli(t, "schedule", "get", "sweep-oslo"); code != 1 || !strings.Contains(errOut, "404 not_found") {
+	if code, _, errOut = cli(t, "schedule", "get", "sweep-oslo"); code != exitNotFound || !strings.Contains(errOut, "404 not_found") {
 		t.Fatalf("get after rm: %d %q", code, errOut)
 	}
 
@@ -115,7 +115,7 @@ schedules:
 	if err := os.WriteFile(bad, []byte("schedules:\n  - {name: broken, cron: '61 * * * *', kind: echo}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errOut = cli(t, "schedule", "apply", "-f", bad); code != 1 ||
+	if code, _, errOut = cli(t, "schedule", "apply", "-f", bad); code != exitUsage ||
 		!strings.Contains(errOut, "schedule broken: 400 invalid_request") || !strings.Contains(errOut, "61") {
 		t.Fatalf("apply of a bad cron: %d %q", code, errOut)
 	}

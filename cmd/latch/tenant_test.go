@@ -52,10 +52,10 @@ func TestTenantCommands(t *testing.T) {
 	if out := run(0, "tenant", "keys", "acme"); strings.Contains(out, second.KeyID) {
 		t.Fatalf("tenant keys after key rm: %s", out)
 	}
-	if out := run(1, "ls", "--key", second.APIKey); !strings.Contains(out, "401 unauthorized") {
+	if out := run(exitDenied, "ls", "--key", second.APIKey); !strings.Contains(out, "401 unauthorized") {
 		t.Fatalf("ls with the removed key: %s", out)
 	}
-	if out := run(1, "tenant", "key", "rm", "acme", second.KeyID); !strings.Contains(out, "404 not_found") {
+	if out := run(exitNotFound, "tenant", "key", "rm", "acme", second.KeyID); !strings.Contains(out, "404 not_found") {
 		t.Fatalf("key rm again: %s", out)
 	}
 	run(2, "tenant", "key", "rm", "acme")
@@ -63,7 +63,7 @@ func TestTenantCommands(t *testing.T) {
 	if out := run(0, "tenant", "disable", "acme"); !strings.Contains(out, `"disabled": true`) {
 		t.Fatalf("tenant disable: %s", out)
 	}
-	if out := run(1, "submit", "--key", first.APIKey, "echo"); !strings.Contains(out, "403 tenant_disabled") {
+	if out := run(exitDenied, "submit", "--key", first.APIKey, "echo"); !strings.Contains(out, "403 tenant_disabled") {
 		t.Fatalf("submit while disabled: %s", out)
 	}
 	if out := run(0, "tenant", "enable", "acme"); !strings.Contains(out, `"disabled": false`) {
@@ -71,13 +71,13 @@ func TestTenantCommands(t *testing.T) {
 	}
 	run(0, "submit", "--key", first.APIKey, "echo")
 
-	if out := run(1, "tenant", "rm", "acme"); !strings.Contains(out, "409 not_terminal") {
+	if out := run(exitConflict, "tenant", "rm", "acme"); !strings.Contains(out, "409 not_terminal") {
 		t.Fatalf("tenant rm with work in flight: %s", out)
 	}
 	if out := run(0, "tenant", "rm", "--force", "acme"); !strings.Contains(out, "deleted tenant acme") {
 		t.Fatalf("tenant rm --force: %s", out)
 	}
-	if out := run(1, "tenant", "get", "acme"); !strings.Contains(out, "404 not_found") {
+	if out := run(exitNotFound, "tenant", "get", "acme"); !strings.Contains(out, "404 not_found") {
 		t.Fatalf("tenant get after rm: %s", out)
 	}
 }

@@ -39,6 +39,10 @@ func newFlags(name, args string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: latch %s [flags] %s\n", name, args)
+		if ex, ok := examples[name]; ok {
+			fmt.Fprintf(fs.Output(), "example:\n  %s\n", ex)
+		}
+		fmt.Fprintln(fs.Output(), "flags:")
 		fs.PrintDefaults()
 	}
 	return fs

@@ -5,7 +5,7 @@
 -- hash, its list entries, its queue entry (or schedule entry) and its dedup
 -- mapping are written together: there is no moment at which a key maps to
 -- an execution that is not there, or an execution exists without its queue
--- entry, for any reader or any crash to see (the seed incident). Calls are
+-- entry, for any reader or any crash to see (docs/design.md, The one rule). Calls are
 -- independent: a refused call (unknown tenant, taken id) writes nothing and
 -- does not affect the others. The writes of an admitted item are lib.lua's
 -- admit_new, which fire_schedule.lua shares.

@@ -41,6 +41,13 @@ var (
 	// scheduled, queued or running. Retry: yes, after it finishes.
 	ErrNotTerminal = errors.New("execution is not terminal")
 
+	// ErrNotActive: a new signal to an execution that is terminal: no wait
+	// can ever consume it. Nothing was written. Retry: no.
+	ErrNotActive = errors.New("execution is not active")
+
+	// ErrNotFailed: Retry of an execution that is not failed. Retry: no.
+	ErrNotFailed = errors.New("execution is not failed")
+
 	// ErrScheduleLimit: PutSchedule would create a schedule for a tenant
 	// that has MaxSchedules already. Nothing was written. Retry: yes, after
 	// one is deleted.

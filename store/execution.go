@@ -13,6 +13,7 @@ const (
 	StatusScheduled Status = "scheduled" // run_at in the future (first run or retry backoff)
 	StatusQueued    Status = "queued"    // ready to be claimed
 	StatusRunning   Status = "running"   // leased to a worker
+	StatusSuspended Status = "suspended" // a flow waiting for a time or a signal (docs/flows.md)
 	StatusSucceeded Status = "succeeded"
 	StatusFailed    Status = "failed"
 	StatusCancelled Status = "cancelled"
@@ -29,14 +30,15 @@ func (s Status) Terminal() bool {
 }
 
 // Inflight reports whether an execution in this status holds a quota slot.
+// A suspended execution does: it is not done, only waiting.
 func (s Status) Inflight() bool {
-	return s == StatusScheduled || s == StatusQueued || s == StatusRunning
+	return s == StatusScheduled || s == StatusQueued || s == StatusRunning || s == StatusSuspended
 }
 
 // Valid reports whether s is one of the defined statuses.
 func (s Status) Valid() bool {
 	switch s {
-	case StatusScheduled, StatusQueued, StatusRunning,
+	case StatusScheduled, StatusQueued, StatusRunning, StatusSuspended,
 		StatusSucceeded, StatusFailed, StatusCancelled, StatusSkipped:
 		return true
 	}
@@ -82,6 +84,14 @@ type Execution struct {
 	// WorkerID and LeaseExpiresAt describe the current lease while running.
 	WorkerID       string
 	LeaseExpiresAt *time.Time
+
+	// A suspended execution (docs/flows.md) waits until WakeAt (a sleep's
+	// end or a wait's timeout; nil for a wait without one) or for the
+	// signal WaitingFor ("" for a sleep). SuspendStep is the step its
+	// outcome is recorded under. All three are empty in every other status.
+	WakeAt      *time.Time
+	WaitingFor  string
+	SuspendStep string
 }
 
 // Lease is one claimed attempt handed to a worker. Token fences every later
@@ -97,6 +107,9 @@ type Lease struct {
 	MaxAttempts    int
 	TimeoutSeconds int
 	ExpiresAt      time.Time
+	// Steps is the execution's journal at the claim: every step recorded
+	// before it, by name. Empty (nil) when none is.
+	Steps Journal
 }
 
 // Tenant is a tenant record. Inflight is the number of its executions that

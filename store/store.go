@@ -28,8 +28,9 @@ type Store interface {
 	// Claim leases up to Max ready executions (queued, whatever its RunAt,
 	// or scheduled with RunAt <= Now) in claim order, each to WorkerID for
 	// LeaseDuration (0 = 30s). Each claimed execution becomes running, its
-	// Attempt grows by one and it gets a fresh lease token. The execution row
-	// stays the one durable copy: a claim never deletes it.
+	// Attempt grows by one (not for a resume of a flow: see Suspend) and it
+	// gets a fresh lease token; its Lease carries its journal. The
+	// execution row stays the one durable copy: a claim never deletes it.
 	//
 	// Claim order is fair across tenants (I12). Every tenant has a turn, a
 	// place in an order the store keeps; the tenants with an execution the
@@ -98,15 +99,15 @@ type Store interface {
 	// attempts.
 	Release(ctx context.Context, p *ReleaseParams) (*Execution, error)
 
-	// Cancel cancels an execution. Scheduled or queued: cancelled at once,
-	// quota freed. Running: CancelRequested is recorded durably; the worker
+	// Cancel cancels an execution. Scheduled, queued or suspended:
+	// cancelled at once, quota freed. Running: CancelRequested is recorded durably; the worker
 	// learns it from its heartbeat and the execution ends cancelled when the
 	// worker stops or its lease expires. Terminal: unchanged.
 	Cancel(ctx context.Context, p *CancelParams) (*Execution, error)
 
 	// Delete removes a terminal execution (ErrNotTerminal otherwise) or, with
-	// Force, any execution: the row, its quota slot and its dedup key go at
-	// once. A worker holding a lease on it gets ErrLeaseLost from then on.
+	// Force, any execution: the row, its quota slot, its dedup key, its
+	// journal and its buffered signals go at once. A worker holding a lease on it gets ErrLeaseLost from then on.
 	Delete(ctx context.Context, p *DeleteParams) error
 
 	// Rescue ends every lease that expired before Now: cancelled if cancel
@@ -120,9 +121,64 @@ type Store interface {
 	Promote(ctx context.Context, p *PromoteParams) (*PromoteResult, error)
 
 	// Prune deletes terminal executions finished more than their tenant's
-	// retention ago, together with their dedup keys, and dedup keys whose
-	// TTL has passed.
+	// retention ago, together with their dedup keys, journals and signals,
+	// and dedup keys whose TTL has passed.
 	Prune(ctx context.Context, p *PruneParams) (*PruneResult, error)
+
+	// RecordStep records a step in a running execution's journal (I10).
+	// Fenced like Heartbeat. The first record of a name wins: recording a
+	// name already recorded changes nothing and answers the recorded step
+	// with Recorded false. The step's Attempt is the execution's.
+	RecordStep(ctx context.Context, p *RecordStepParams) (*RecordStepResult, error)
+
+	// Suspend ends a running attempt to sleep or to wait for a signal
+	// (docs/flows.md), in one step. Fenced like Heartbeat. The lease ends
+	// and the concurrency-key slot is freed; the quota slot is kept.
+	//
+	//   - Cancel requested: the execution becomes cancelled, as Complete
+	//     would make it.
+	//   - Step already recorded: nothing is recorded, the execution is
+	//     queued again at once.
+	//   - A sleep (Until) not after Now, or a wait (Signal) for a signal of
+	//     that name buffered and not yet consumed: the step is recorded
+	//     (null; the oldest such signal's data, consuming it) and the
+	//     execution is queued again at once.
+	//   - Else it becomes suspended: WakeAt Until for a sleep; for a wait,
+	//     WaitingFor Signal and WakeAt Now+Timeout (nil without a timeout).
+	//
+	// An execution queued again by a flow's own progress (here, Signal and
+	// Wake) is a resume: its next claim does not count a start, so the run
+	// keeps its attempt number.
+	Suspend(ctx context.Context, p *SuspendParams) (*Execution, error)
+
+	// Signal sends a signal to an execution (I11). With an IdempotencyKey
+	// already used for this execution it answers the first call's answer
+	// and changes nothing, whatever the execution's status. Otherwise:
+	// ErrNotActive if the execution is terminal; if it is suspended
+	// waiting for Name, the wait's step is recorded with Data and the
+	// execution is queued again (a resume; Delivered); else the signal is
+	// buffered for a later wait of that name. Signals of one name are
+	// consumed oldest first, each by one wait. ErrNotFound for a missing
+	// execution or another tenant's.
+	Signal(ctx context.Context, p *SignalParams) (*SignalResult, error)
+
+	// Wake ends the suspensions whose WakeAt is not after Now: the step is
+	// recorded (null after a sleep, TimedOut after a wait) and the
+	// execution is queued again at Now (a resume). Each suspension ends
+	// once, by Wake or by Signal, never both. Every server runs it beside
+	// Promote.
+	Wake(ctx context.Context, p *WakeParams) (*WakeResult, error)
+
+	// Retry queues a failed execution again, keeping its journal: Attempt
+	// starts again from 0 (MaxAttempts applies afresh), Error, Result and
+	// FinishedAt are cleared, RunAt is Now. It takes a quota slot:
+	// ErrQuotaExceeded at the tenant's quota, with nothing changed.
+	// ErrNotFailed in any other status; ErrNotFound if missing.
+	Retry(ctx context.Context, p *RetryParams) (*Execution, error)
+
+	// Steps reads an execution's journal in record order. ErrNotFound for
+	// a missing execution or another tenant's.
+	Steps(ctx context.Context, p *StepsParams) ([]*Step, error)
 
 	// Get reads one execution. Tenant "" reads any tenant's.
 	Get(ctx context.Context, p *GetParams) (*Execution, error)
@@ -193,7 +249,7 @@ type Store interface {
 	// step: its keys, schedules, rate limits, executions (with their quota
 	// slots, concurrency-key counts and queue entries) and dedup keys.
 	// ErrNotTerminal while an execution of the tenant is in flight
-	// (scheduled, queued or running), unless Force: then those go too, and
+	// (scheduled, queued, running or suspended), unless Force: then those go too, and
 	// a worker holding a lease on one gets ErrLeaseLost from then on.
 	// ErrNotFound for an unknown tenant.
 	DeleteTenant(ctx context.Context, p *DeleteTenantParams) error
@@ -368,7 +424,8 @@ type ReleaseParams struct {
 	Token       string
 	// Unstarted says the attempt's handler never ran (the lease came back
 	// from a claim made as its worker stopped): its start is given back,
-	// so Attempt is what it was before the claim.
+	// so Attempt is what it was before the claim (and a resume stays a
+	// resume).
 	Unstarted bool
 	Now       time.Time
 }

@@ -398,10 +398,14 @@ func TestFlowInvalid(t *testing.T) {
 	}
 }
 
-// TestFlowEvents: the event stream shows a flow suspended and resumed.
+// TestFlowEvents: the event stream shows a flow suspended and resumed, by a
+// signal and by Wake, as the store tells of the changes (the hub does not
+// poll here).
 func TestFlowEvents(t *testing.T) {
 	t.Parallel()
-	e, _, key := flowEnv(t)
+	clock := &fakeClock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	e := newEnv(t, func(c *Config) { c.Now = clock.Now; c.PollInterval = time.Hour })
+	key := e.tenant("acme")
 	x := e.submit(key, `{"kind":"flow"}`, http.StatusCreated)
 	l := e.claimOne(key)
 	_, ch := e.openStream("/api/executions/"+x.ExecutionID+"/events", key)
@@ -416,6 +420,22 @@ func TestFlowEvents(t *testing.T) {
 	e.signal(key, x.ExecutionID, "go", nil).want(http.StatusAccepted)
 	if _, ev := nextEvent(t, ch); ev.Status != store.StatusQueued || ev.Attempt != 1 {
 		t.Fatalf("resumed event: %+v", ev)
+	}
+
+	l = e.claimOne(key)
+	if _, ev := nextEvent(t, ch); ev.Status != store.StatusRunning || ev.Attempt != 1 {
+		t.Fatalf("running again: %+v", ev)
+	}
+	e.suspendOn(key, l, `"step":"nap","until":"`+clock.Now().Add(time.Minute).Format(time.RFC3339)+`"`).want(http.StatusOK)
+	if _, ev := nextEvent(t, ch); ev.Status != store.StatusSuspended || ev.WakeAt == nil {
+		t.Fatalf("sleeping event: %+v", ev)
+	}
+	clock.add(time.Minute)
+	if _, err := e.store.Wake(context.Background(), &store.WakeParams{Now: clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ev := nextEvent(t, ch); ev.Status != store.StatusQueued || ev.WakeAt != nil {
+		t.Fatalf("woken event: %+v", ev)
 	}
 }
 

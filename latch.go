@@ -42,6 +42,17 @@ var (
 	// ErrTimeout: a handler's context cause when the execution's timeout
 	// passed. The attempt is retried while attempts remain.
 	ErrTimeout = engine.ErrTimeout
+
+	// ErrSuspended: returned by Job.Sleep and Job.WaitSignal when the
+	// execution was suspended. The handler must return it at once.
+	ErrSuspended = engine.ErrSuspended
+	// ErrWaitTimedOut: returned by Job.WaitSignal when the wait's timeout
+	// passed before the signal came.
+	ErrWaitTimedOut = engine.ErrWaitTimedOut
+	// ErrNotActive: Signal to an execution that has ended. Retry: no.
+	ErrNotActive = store.ErrNotActive
+	// ErrNotFailed: Retry of an execution that is not failed. Retry: no.
+	ErrNotFailed = store.ErrNotFailed
 )
 
 // Permanent marks a handler's error as not worth retrying: the execution
@@ -60,6 +71,7 @@ const (
 	StatusScheduled Status = "scheduled" // waiting for its run_at (first run or retry)
 	StatusQueued    Status = "queued"    // ready to be claimed
 	StatusRunning   Status = "running"   // leased to a worker
+	StatusSuspended Status = "suspended" // a flow waiting for a time or a signal
 	StatusSucceeded Status = "succeeded"
 	StatusFailed    Status = "failed"
 	StatusCancelled Status = "cancelled"
@@ -98,6 +110,11 @@ type Execution struct {
 	// CancelRequested: Cancel was called while it ran; it ends cancelled
 	// when its worker stops.
 	CancelRequested bool
+
+	// A suspended flow resumes by itself at WakeAt (nil: only a signal
+	// resumes it), or when the signal WaitingFor comes ("" for a sleep).
+	WakeAt     *time.Time
+	WaitingFor string
 }
 
 // DecodeResult unmarshals the execution's result into v.
@@ -140,11 +157,13 @@ func fromStoreExecution(s *store.Execution) *Execution {
 		StartedAt:        s.StartedAt,
 		FinishedAt:       s.FinishedAt,
 		CancelRequested:  s.CancelRequested,
+		WakeAt:           s.WakeAt,
+		WaitingFor:       s.WaitingFor,
 	}
 }
 
 // Tenant is a tenant's settings and its current inflight count (its
-// scheduled, queued and running executions).
+// scheduled, queued, running and suspended executions).
 type Tenant struct {
 	Name        string
 	MaxInflight int

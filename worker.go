@@ -20,6 +20,8 @@ type Job struct {
 	Payload     json.RawMessage
 	Attempt     int // 1 for the first attempt
 	MaxAttempts int
+
+	engine *engine.Job // its flow: Step, Sleep, WaitSignal
 }
 
 // Decode unmarshals the job's payload into v.
@@ -50,8 +52,10 @@ type WorkerOptions struct {
 	// Default 1s.
 	PollInterval time.Duration
 	// NoMaintenance: do not run the rescuer (recovers executions of dead
-	// workers, every 5s) and the pruner (applies retention, every minute)
-	// with this worker. Some process on the store must run them.
+	// workers, every 5s), the waker (resumes flows whose sleep or wait
+	// timeout is over, every second) and the pruner (applies retention,
+	// every minute) with this worker. Some process on the store must run
+	// them.
 	NoMaintenance bool
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
@@ -79,6 +83,7 @@ func (c *Client) NewWorker(opts WorkerOptions) *Worker {
 	if !opts.NoMaintenance {
 		services = append(services,
 			engine.NewRescuer(engine.RescuerConfig{Store: c.st, Logger: opts.Logger}),
+			engine.NewWaker(engine.WakerConfig{Store: c.st, Logger: opts.Logger}),
 			engine.NewPruner(engine.PrunerConfig{Store: c.st, Logger: opts.Logger}))
 	}
 	return &Worker{engine: w, services: engine.NewGroup(services...)}
@@ -98,19 +103,27 @@ func (w *Worker) Handle(kind string, fn HandlerFunc) {
 			Payload:     j.Payload,
 			Attempt:     j.Attempt,
 			MaxAttempts: j.MaxAttempts,
+			engine:      j,
 		})
 		if err != nil {
 			return nil, err
 		}
-		if raw, ok := result.(json.RawMessage); ok {
-			return raw, nil
-		}
-		raw, err := json.Marshal(result)
-		if err != nil {
-			return nil, Permanent(fmt.Errorf("marshalling the result: %w", err))
-		}
-		return raw, nil
+		return marshalResult(result)
 	})
+}
+
+// marshalResult turns a handler's or a step's value into JSON: a
+// json.RawMessage as written, anything else marshalled. A value that
+// cannot be marshalled fails for good: running it again would not help.
+func marshalResult(v any) (json.RawMessage, error) {
+	if raw, ok := v.(json.RawMessage); ok {
+		return raw, nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, Permanent(fmt.Errorf("marshalling the result: %w", err))
+	}
+	return raw, nil
 }
 
 // HandleBuiltins registers the built-in kinds echo, sleep and http (see

@@ -28,7 +28,8 @@ type attempt struct {
 	log     *slog.Logger
 	expires time.Time // the lease's current expiry, by the store's clock
 
-	returned bool // the handler returned: its slot is free (handlerReturned)
+	returned bool  // the handler returned: its slot is free (handlerReturned)
+	flow     *flow // the job's journal and suspension
 }
 
 // outcome is what a handler returned.
@@ -108,6 +109,8 @@ func (a *attempt) run() (Outcome, time.Duration) {
 			Attempt:     a.lease.Attempt,
 			MaxAttempts: a.lease.MaxAttempts,
 		}
+		a.flow = newFlow(a)
+		job.flow = a.flow
 		a.log.Debug("attempt started")
 		go func() { done <- a.call(runCtx, h, job) }()
 		fault.Point(fault.WorkerHandlerStarted)
@@ -147,6 +150,9 @@ func (a *attempt) run() (Outcome, time.Duration) {
 			if lost {
 				a.log.Info("attempt ended after its lease was lost; nothing written", "err", out.err)
 				return OutcomeLeaseLost, took
+			}
+			if st := a.flow.suspension(); st != "" {
+				return a.suspended(st, out), took
 			}
 			return a.settle(ctx, context.Cause(runCtx), out), took
 
@@ -201,6 +207,20 @@ func (a *attempt) call(ctx context.Context, h Handler, job *Job) (out outcome) {
 		return outcome{err: Permanent(errors.New("handler returned a result that is not valid JSON"))}
 	}
 	return outcome{result: result}
+}
+
+// suspended is the outcome of an attempt whose flow suspended: the
+// Suspend already ended the lease, so nothing more is written.
+func (a *attempt) suspended(st store.Status, out outcome) Outcome {
+	if !errors.Is(out.err, ErrSuspended) {
+		a.log.Warn("the handler went on after its flow suspended; what it returned is not recorded",
+			"err", out.err)
+	}
+	if st == store.StatusCancelled {
+		a.log.Info("execution cancelled")
+		return OutcomeCancelled
+	}
+	return OutcomeSuspended
 }
 
 // heartbeat extends the lease and reports whether a cancel was requested.

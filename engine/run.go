@@ -24,6 +24,10 @@ const (
 	// OutcomeCancelled: a user cancelled the execution while it ran, and
 	// the attempt ended it cancelled.
 	OutcomeCancelled Outcome = "cancelled"
+	// OutcomeSuspended: the handler's flow suspended (Job.Sleep or
+	// Job.WaitSignal); the execution runs again when it resumes, and the
+	// attempt is not counted as a failure.
+	OutcomeSuspended Outcome = "suspended"
 	// OutcomeReleased: the worker stopped hard and gave the lease back; the
 	// execution runs again at once.
 	OutcomeReleased Outcome = "released"

@@ -36,6 +36,8 @@ type Job struct {
 	Payload     json.RawMessage // canonical JSON, never nil
 	Attempt     int             // 1 for the first attempt
 	MaxAttempts int
+
+	flow *flow // nil for a Job not made by a Worker
 }
 
 // Defaults of WorkerConfig.

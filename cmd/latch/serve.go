@@ -203,6 +203,7 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 		engine.NewRescuer(engine.RescuerConfig{Store: st, Interval: cfg.rescueEvery, Logger: log,
 			OnRescue: metrics.rescued}),
 		engine.NewPruner(engine.PrunerConfig{Store: st, Interval: cfg.pruneEvery, Logger: log}),
+		engine.NewWaker(engine.WakerConfig{Store: st, Logger: log}),
 		sched,
 	}
 	if cfg.workers > 0 {

@@ -485,8 +485,8 @@ func show(v any) string {
 var uuidV7 = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
 // CheckInflight asserts invariant I3 for one tenant: its Inflight counter
-// equals the number of its executions that are scheduled, queued or running,
-// counted by paging through List. Call it when no other goroutine is
+// equals the number of its executions that are scheduled, queued, running or
+// suspended, counted by paging through List. Call it when no other goroutine is
 // changing the tenant's executions.
 func CheckInflight(t testing.TB, s store.Store, tenant string) {
 	t.Helper()
@@ -496,11 +496,11 @@ func CheckInflight(t testing.TB, s store.Store, tenant string) {
 		return
 	}
 	n := 0
-	for _, st := range []store.Status{store.StatusScheduled, store.StatusQueued, store.StatusRunning} {
+	for _, st := range []store.Status{store.StatusScheduled, store.StatusQueued, store.StatusRunning, store.StatusSuspended} {
 		n += len(listAll(t, s, store.ListParams{Tenant: tenant, Status: st, Limit: 500}))
 	}
 	if tn.Inflight != n {
-		t.Errorf("I3: tenant %s has Inflight = %d but %d executions scheduled, queued or running", tenant, tn.Inflight, n)
+		t.Errorf("I3: tenant %s has Inflight = %d but %d executions scheduled, queued, running or suspended", tenant, tn.Inflight, n)
 	}
 	if tn.Inflight < 0 {
 		t.Errorf("I3: tenant %s has a negative Inflight %d", tenant, tn.Inflight)

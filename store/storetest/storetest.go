@@ -41,6 +41,10 @@
 //	               every window of concurrent starts)
 //	I8 durability  RunReopen, for backends whose database can be reopened
 //	I9 liveness    Rescue/*, Concurrency/AdmitSameKeyAllSubmittersDie
+//	I10 journal    Flow/* (Flow/RecordStep*, Flow/JournalTravelsWithEveryLease,
+//	               Flow/RetryKeepsJournal), FlowRace/ConcurrentRecordsOfOneStepOneWins
+//	I11 signals    FlowSignal/*, FlowRace/* (a signal against the wait's timeout, against
+//	               the suspend itself, and many identical signals at once)
 //	I12 fairness   Fairness/* (one claim alone; claims of many workers at once
 //	               stay fair only as far as store.Store.Claim promises)
 //
@@ -92,6 +96,9 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Errors", testErrors},
 		{"Notifier", testNotifier},
 		{"Concurrency", testConcurrency},
+		{"Flow", testFlow},
+		{"FlowSignal", testFlowSignal},
+		{"FlowRace", testFlowRace},
 	}
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {

@@ -1,0 +1,211 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/latch-run/latch/store"
+)
+
+// Flows (docs/flows.md). A handler runs its execution as a flow by calling
+// Job.Step, Job.Sleep and Job.WaitSignal. Each consults the journal its
+// lease carried first, so a run after a crash, a retry or a resume skips
+// every step recorded before it.
+
+var (
+	// ErrSuspended is returned by Job.Sleep and Job.WaitSignal when the
+	// execution was suspended: the lease is over, and the handler must
+	// return at once, with this error (or one wrapping it). The worker
+	// then ends the attempt without writing anything more and without
+	// counting a failure; the execution runs again, from the start of the
+	// handler, when it resumes.
+	ErrSuspended = errors.New("engine: flow suspended")
+
+	// ErrWaitTimedOut is returned by Job.WaitSignal when the wait's
+	// timeout passed before the signal came.
+	ErrWaitTimedOut = errors.New("engine: wait for signal timed out")
+
+	// errNoFlow: a Job made outside a Worker (a test's) has no store.
+	errNoFlow = errors.New("engine: this job was not claimed by a worker, so it cannot record steps")
+)
+
+// flow is the journal and the store access of one attempt's Job.
+type flow struct {
+	a *attempt
+
+	mu      sync.Mutex
+	journal store.Journal
+	// suspendedAs is the status a written Suspend left the execution in
+	// (suspended, queued or cancelled); "" while none was written.
+	suspendedAs store.Status
+}
+
+func newFlow(a *attempt) *flow {
+	j := make(store.Journal, len(a.lease.Steps))
+	for name, result := range a.lease.Steps {
+		j[name] = result
+	}
+	return &flow{a: a, journal: j}
+}
+
+// recorded returns the journal's result for name, if any.
+func (f *flow) recorded(name string) (json.RawMessage, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.journal[name]
+	return r, ok
+}
+
+// Step runs fn as the flow step name, once: if the journal holds name, it
+// returns the recorded result without calling fn; otherwise it calls fn
+// and records its result (JSON; nil is null) before returning it. When
+// two runs race to record one step the first record wins, and Step
+// returns that one. An error from fn records nothing and is returned as
+// it is: return it from the handler to fail (or retry) the attempt.
+//
+// Recorded once is not run once: a process that dies after fn did its
+// work and before the record runs fn again on the next attempt. Make fn's
+// effect idempotent with the execution id and the step name (an
+// idempotency key of the service it calls).
+func (j *Job) Step(ctx context.Context, name string, fn func(ctx context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+	if j == nil || j.flow == nil {
+		return nil, errNoFlow
+	}
+	if err := store.CheckStepName(name); err != nil {
+		return nil, Permanent(err)
+	}
+	if r, ok := j.flow.recorded(name); ok {
+		return r, nil
+	}
+	started := j.flow.a.w.cfg.Now()
+	result, err := fn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return j.flow.record(ctx, name, result, started)
+}
+
+// record writes a step and returns the result that won.
+func (f *flow) record(ctx context.Context, name string, result json.RawMessage, started time.Time) (json.RawMessage, error) {
+	raw := json.RawMessage("null")
+	if len(result) > 0 {
+		canon, err := store.CanonicalJSON(result)
+		if err != nil {
+			return nil, Permanent(fmt.Errorf("step %q: result is not valid JSON: %w", name, err))
+		}
+		raw = canon
+	}
+	a := f.a
+	var res *store.RecordStepResult
+	err := a.write(ctx, "step", func(ctx context.Context) (err error) {
+		res, err = a.w.cfg.Store.RecordStep(ctx, &store.RecordStepParams{
+			ExecutionID: a.lease.ExecutionID,
+			Tenant:      a.lease.Tenant,
+			Token:       a.lease.Token,
+			Name:        name,
+			Result:      raw,
+			StartedAt:   started,
+			Now:         a.w.cfg.Now(),
+		})
+		return err
+	})
+	if err != nil {
+		return nil, leaseError(err)
+	}
+	f.mu.Lock()
+	f.journal[name] = res.Step.Result
+	f.mu.Unlock()
+	return res.Step.Result, nil
+}
+
+// Sleep pauses the flow for d as the step name. If the journal holds name
+// the sleep is over and Sleep returns nil. A d of zero or less records the
+// step and returns nil at once. Otherwise the execution is suspended until
+// now+d and Sleep returns ErrSuspended: return it from the handler. The
+// execution holds no worker slot while it sleeps; when it wakes, the
+// handler runs again and this Sleep returns nil.
+func (j *Job) Sleep(ctx context.Context, name string, d time.Duration) error {
+	if j == nil || j.flow == nil {
+		return errNoFlow
+	}
+	if _, ok := j.flow.recorded(name); ok {
+		return nil
+	}
+	if d <= 0 {
+		_, err := j.Step(ctx, name, func(context.Context) (json.RawMessage, error) { return nil, nil })
+		return err
+	}
+	return j.flow.suspend(ctx, &store.SuspendParams{Step: name, Until: j.flow.a.w.cfg.Now().Add(d)})
+}
+
+// WaitSignal waits, as the step name, for the signal called signal (sent
+// with the HTTP API, the CLI or Client.Signal) and returns its data. If
+// the journal holds name the wait is over: WaitSignal returns the data
+// recorded, or ErrWaitTimedOut if the timeout passed first. Otherwise the
+// execution is suspended until the signal comes (at once, if one was
+// already sent and not yet consumed) or timeout passes (0: no timeout),
+// and WaitSignal returns ErrSuspended: return it from the handler.
+//
+// A timed-out wait is recorded as {"timed_out":true}; a signal whose data
+// is exactly that reads as a timeout too.
+func (j *Job) WaitSignal(ctx context.Context, name, signal string, timeout time.Duration) (json.RawMessage, error) {
+	if j == nil || j.flow == nil {
+		return nil, errNoFlow
+	}
+	if r, ok := j.flow.recorded(name); ok {
+		if string(r) == string(store.TimedOut) {
+			return nil, ErrWaitTimedOut
+		}
+		return r, nil
+	}
+	return nil, j.flow.suspend(ctx, &store.SuspendParams{Step: name, Signal: signal, Timeout: max(timeout, 0)})
+}
+
+// suspend writes the suspension and returns ErrSuspended once it is
+// written, whatever the store made of it (suspended, queued again at once,
+// or cancelled): the lease is over in each case.
+func (f *flow) suspend(ctx context.Context, p *store.SuspendParams) error {
+	if err := p.Check(); err != nil {
+		return Permanent(err)
+	}
+	a := f.a
+	p.ExecutionID, p.Tenant, p.Token = a.lease.ExecutionID, a.lease.Tenant, a.lease.Token
+	var x *store.Execution
+	err := a.write(ctx, "suspend", func(ctx context.Context) (err error) {
+		p.Now = a.w.cfg.Now()
+		x, err = a.w.cfg.Store.Suspend(ctx, p)
+		return err
+	})
+	if err != nil {
+		return leaseError(err)
+	}
+	f.mu.Lock()
+	f.suspendedAs = x.Status
+	f.mu.Unlock()
+	a.log.Debug("flow suspended", "step", p.Step, "status", x.Status)
+	return ErrSuspended
+}
+
+// suspension returns the status a written Suspend left the execution in,
+// or "" if the attempt did not suspend.
+func (f *flow) suspension() store.Status {
+	if f == nil {
+		return ""
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.suspendedAs
+}
+
+// leaseError turns a store's lease verdict into the engine's ErrLeaseLost,
+// which the handler returns and the worker understands; other errors pass.
+func leaseError(err error) error {
+	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrNotFound) {
+		return ErrLeaseLost
+	}
+	return err
+}

@@ -152,14 +152,15 @@ func (s *Store) Steps(ctx context.Context, p *store.StepsParams) ([]*store.Step,
 	found := false
 	steps := []*store.Step{}
 	var (
-		name   *string
-		result *string
-		st     stepRow
+		name, result *string
+		startedAt    *time.Time
+		recordedAt   *time.Time
+		attempt      *int
 	)
-	_, err = pgx.ForEachRow(rows, []any{&name, &result, &st.startedAt, &st.recordedAt, &st.attempt}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&name, &result, &startedAt, &recordedAt, &attempt}, func() error {
 		found = true
-		if name != nil {
-			st.name, st.result = *name, *result
+		if name != nil { // else the journal is empty
+			st := stepRow{name: *name, result: *result, startedAt: startedAt, recordedAt: *recordedAt, attempt: *attempt}
 			x := st.step()
 			steps = append(steps, &x)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -23,10 +24,13 @@ const (
 
 // attempt is one claimed lease being run by a Worker.
 type attempt struct {
-	w       *Worker
-	lease   *store.Lease
-	log     *slog.Logger
-	expires time.Time // the lease's current expiry, by the store's clock
+	w     *Worker
+	lease *store.Lease
+	log   *slog.Logger
+	// expires is the lease's current expiry by the store's clock, in Unix
+	// nanoseconds: heartbeats move it, and a flow's writes from the
+	// handler's goroutine read it.
+	expires atomic.Int64
 
 	returned bool  // the handler returned: its slot is free (handlerReturned)
 	flow     *flow // the job's journal and suspension
@@ -42,12 +46,12 @@ type outcome struct {
 // goroutine that talks to the store about this lease.
 func (w *Worker) execute(lease *store.Lease) {
 	a := &attempt{
-		w:       w,
-		lease:   lease,
-		expires: lease.ExpiresAt,
+		w:     w,
+		lease: lease,
 		log: w.log.With("execution_id", lease.ExecutionID, "tenant", lease.Tenant,
 			"kind", lease.Kind, "attempt", lease.Attempt),
 	}
+	a.expires.Store(lease.ExpiresAt.UnixNano())
 	defer a.settled()
 	ended, took := a.run()
 	if w.cfg.OnRun != nil {
@@ -147,17 +151,19 @@ func (a *attempt) run() (Outcome, time.Duration) {
 			fault.Point(fault.WorkerHandlerReturned)
 			took := time.Since(start)
 			a.handlerReturned()
+			// A suspended flow's lease ended with its Suspend: the
+			// heartbeats that found it gone since are no loss.
+			if st := a.flow.suspension(); st != "" {
+				return a.suspended(st, out), took
+			}
 			if lost {
 				a.log.Info("attempt ended after its lease was lost; nothing written", "err", out.err)
 				return OutcomeLeaseLost, took
 			}
-			if st := a.flow.suspension(); st != "" {
-				return a.suspended(st, out), took
-			}
 			return a.settle(ctx, context.Cause(runCtx), out), took
 
 		case <-heartbeat.C:
-			if lost {
+			if lost || a.flow.suspension() != "" {
 				continue
 			}
 			cancelRequested, err := a.heartbeat(ctx)
@@ -238,7 +244,7 @@ func (a *attempt) heartbeat(ctx context.Context) (cancelRequested bool, err erro
 	if err != nil {
 		return false, err
 	}
-	a.expires = res.ExpiresAt
+	a.expires.Store(res.ExpiresAt.UnixNano())
 	return res.CancelRequested, nil
 }
 
@@ -431,7 +437,7 @@ func (a *attempt) write(ctx context.Context, op string, f func(context.Context) 
 // least minWriteTimeout from now), so a stale worker does not write past its
 // lease and a shutdown does not drop a result.
 func (a *attempt) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	left := max(a.expires.Sub(a.w.cfg.Now()), minWriteTimeout)
+	left := max(time.Unix(0, a.expires.Load()).Sub(a.w.cfg.Now()), minWriteTimeout)
 	return context.WithTimeout(context.WithoutCancel(ctx), left)
 }
 

@@ -33,6 +33,28 @@ func TestMigrateRoundTrip(t *testing.T) {
 	if _, err := s.PutSchedule(ctx, &store.PutScheduleParams{Schedule: sc, Now: base}); err != nil {
 		t.Fatal(err)
 	}
+	// A flow asleep with a journal and a buffered signal: version 5's rows
+	// and columns hold data when its down runs.
+	admitted, err := s.Admit(ctx, &store.AdmitParams{Tenant: "acme", Items: []store.Submission{{Kind: "flow"}}, Now: base})
+	if err != nil || admitted.Items[0].Err != nil {
+		t.Fatalf("Admit: %+v, %v", admitted, err)
+	}
+	flowID := admitted.Items[0].Execution.ID
+	if _, err := s.Signal(ctx, &store.SignalParams{ExecutionID: flowID, Name: "later", Now: base}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Claim(ctx, &store.ClaimParams{Max: 1, Now: base})
+	if err != nil || len(c.Leases) != 1 {
+		t.Fatalf("Claim of the flow: %+v, %v", c, err)
+	}
+	if _, err := s.RecordStep(ctx, &store.RecordStepParams{ExecutionID: flowID, Token: c.Leases[0].Token,
+		Name: "one", Now: base}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Suspend(ctx, &store.SuspendParams{ExecutionID: flowID, Token: c.Leases[0].Token,
+		Step: "nap", Until: base.Add(time.Hour), Now: base}); err != nil {
+		t.Fatal(err)
+	}
 	fired, err := s.FireSchedule(ctx, &store.FireScheduleParams{Tenant: "acme", Name: "s",
 		Tick: sc.NextRunAt, Expected: sc.NextRunAt, Next: sc.NextRunAt.Add(time.Minute), Now: sc.NextRunAt})
 	if err != nil {
@@ -50,8 +72,9 @@ func TestMigrateRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The two newest: 4 (fair claims) and 3 (keys and sessions), newest first.
-	downs := []migration.Migration{ms[len(ms)-1], ms[len(ms)-2]}
+	// The three newest: 5 (flows), 4 (fair claims) and 3 (keys and
+	// sessions), newest first.
+	downs := []migration.Migration{ms[len(ms)-1], ms[len(ms)-2], ms[len(ms)-3]}
 	db, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {
 		t.Fatal(err)
@@ -74,10 +97,13 @@ func TestMigrateRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := schemaObjects(t, db)
-	// Version 4 (fair claims) replaces the queue index across tenants by
-	// one per tenant and adds the tenants' turns; version 3 adds key ids
-	// and console sessions.
-	for _, gone := range []string{"index executions_ready_tenant", "index tenants_ready", "index tenants_turn",
+	// Version 5 adds the journal, the signals and the wake index; version 4
+	// (fair claims) replaces the queue index across tenants by one per
+	// tenant and adds the tenants' turns; version 3 adds key ids and
+	// console sessions.
+	for _, gone := range []string{"table flow_steps", "index flow_steps_name", "table flow_signals",
+		"index flow_signals_pending", "index flow_signals_key", "index executions_wake",
+		"index executions_ready_tenant", "index tenants_ready", "index tenants_turn",
 		"table console_sessions", "index console_sessions_expires", "index api_keys_key_id", "index api_keys_tenant"} {
 		if after[gone] {
 			t.Errorf("%s survives the down migration", gone)
@@ -158,6 +184,7 @@ func TestQueryPlans(t *testing.T) {
 	due := time.Unix(1, 0)
 	claimSQL, claimArgs, _ := claimQuery(&store.ClaimParams{Kinds: []string{"x"}}, due, "acme", 1)
 	turnSQL, turnArgs := turnQuery(&store.ClaimParams{Queues: []string{"q"}}, due, turnMark{turn: -1}, 1)
+	stepsSQL, stepsArgs := stepsQuery(&store.StepsParams{Tenant: "acme", ID: "x"})
 	for what, c := range map[string]struct {
 		query
 		want string
@@ -173,6 +200,9 @@ func TestQueryPlans(t *testing.T) {
 		"claim's tenants in turn order":             {query{turnSQL, turnArgs}, "tenants_ready ((turn,name)>(?,?))"},
 		"claim's probe of a tenant's queue":         {query{turnSQL, turnArgs}, "executions_ready_tenant (tenant=?)"},
 		"due":                                       {list(store.ListSchedulesParams{DueBy: due}), "schedules_due"},
+		"due suspensions":                           {query{sqlDue, []any{1, 10}}, "executions_wake (wake_at<?)"},
+		"journal in record order":                   {query{stepsSQL, stepsArgs}, "SEARCH s USING PRIMARY KEY (execution_id=?)"},
+		"oldest buffered signal":                    {query{sqlOldestSignal, []any{"x", "s"}}, "flow_signals_pending (execution_id=? AND name=?)"},
 		"all":                                       {list(store.ListSchedulesParams{}), "PRIMARY KEY ((tenant,name)>(?,?))"},
 		"all of a tenant":                           {list(store.ListSchedulesParams{Tenant: "acme"}), "PRIMARY KEY (tenant=?)"},
 		"bucket": {query{`SELECT ` + rateLimitColumns + ` FROM rate_limits WHERE tenant = ? AND rate_key = ?`,

@@ -362,7 +362,7 @@ func testFlow(t *testing.T, ns NewStore) {
 
 		_, err = e.s.Retry(e.ctx, &store.RetryParams{Tenant: acme, ID: l.ExecutionID, Now: at(time.Minute)})
 		wantErr(t, "Retry of a running execution", err, store.ErrNotFailed)
-		_, err = e.complete(again, at(2*time.Minute), nil)
+		_, err = e.complete(again, at(time.Minute+time.Second), nil)
 		e.must(err, "Complete")
 		_, err = e.s.Retry(e.ctx, &store.RetryParams{Tenant: acme, ID: l.ExecutionID, Now: at(3 * time.Minute)})
 		wantErr(t, "Retry of a succeeded execution", err, store.ErrNotFailed)

@@ -21,7 +21,9 @@ import (
 func demo(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ExitOnError)
 	url := fs.String("store", "", "store URL (default: a SQLite file in a temporary directory)")
-	fs.Parse(args)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 	if *url == "" {
 		dir, err := os.MkdirTemp("", "orderflow-")
 		if err != nil {
@@ -43,7 +45,11 @@ func demo(ctx context.Context, args []string) error {
 	if err := w.Start(ctx); err != nil {
 		return err
 	}
-	defer w.Stop(context.WithoutCancel(ctx))
+	defer func() {
+		if err := w.Stop(context.WithoutCancel(ctx)); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the worker:", err)
+		}
+	}()
 
 	o := Order{ID: "o-1", Amount: 4200, Shop: srv.URL, DeliveryAt: time.Now().Add(2 * time.Second).UTC()}
 	x, _, err := c.Submit(ctx, tenant, latch.SubmitRequest{Kind: "order", Payload: o, DedupKey: "order:" + o.ID})
@@ -121,7 +127,7 @@ func (f *fakeShop) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.answers[key] = answer
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Write(answer)
+	_, _ = w.Write(answer) // a caller that went away retries the step
 }
 
 func (f *fakeShop) summary() string {

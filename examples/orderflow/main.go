@@ -84,7 +84,9 @@ func worker(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("worker", flag.ExitOnError)
 	url := fs.String("store", "sqlite:orderflow.db", "store URL")
 	lease := fs.Duration("lease", 30*time.Second, "lease of each run: how soon a killed worker's order runs elsewhere")
-	fs.Parse(args)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 	c, err := open(ctx, *url)
 	if err != nil {
 		return err
@@ -109,7 +111,9 @@ func submit(ctx context.Context, args []string) error {
 	fs.IntVar(&o.Amount, "amount", 4200, "amount in cents")
 	fs.StringVar(&o.Shop, "shop", "http://127.0.0.1:8090", "base URL of the shop's services")
 	delivery := fs.Duration("delivery", 3*time.Second, "delivery window opens this long from now")
-	fs.Parse(args)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 	o.DeliveryAt = time.Now().Add(*delivery).UTC()
 	c, err := open(ctx, *url)
 	if err != nil {
@@ -128,7 +132,9 @@ func approve(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("approve", flag.ExitOnError)
 	url := fs.String("store", "sqlite:orderflow.db", "store URL")
 	by := fs.String("by", "ann", "who approves")
-	fs.Parse(args)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 	if fs.NArg() != 1 {
 		return fmt.Errorf("approve takes one execution id")
 	}
@@ -150,7 +156,9 @@ func approve(ctx context.Context, args []string) error {
 func show(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("show", flag.ExitOnError)
 	url := fs.String("store", "sqlite:orderflow.db", "store URL")
-	fs.Parse(args)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 	if fs.NArg() != 1 {
 		return fmt.Errorf("show takes one execution id")
 	}

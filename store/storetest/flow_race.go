@@ -69,7 +69,7 @@ func testFlowRace(t *testing.T, ns NewStore) {
 					Tenant: acme, ExecutionID: ids[i], Name: "approve", Data: mustJSON(fmt.Sprint(i)), Now: due,
 				})
 				if err != nil {
-					errs <- fmt.Errorf("Signal %d: %w", i, err)
+					errs <- fmt.Errorf("signal %d: %w", i, err)
 					return
 				}
 				delivered[i] = res.Delivered
@@ -81,7 +81,7 @@ func testFlowRace(t *testing.T, ns NewStore) {
 				for range 4 {
 					res, err := e.s.Wake(e.ctx, &store.WakeParams{Now: due, Limit: 5})
 					if err != nil {
-						errs <- fmt.Errorf("Wake %d: %w", w, err)
+						errs <- fmt.Errorf("wake %d: %w", w, err)
 						return
 					}
 					woken.Store(fmt.Sprint(w, "-", time.Now().UnixNano()), res.Woken)
@@ -153,7 +153,7 @@ func testFlowRace(t *testing.T, ns NewStore) {
 					Signal: "approve", Timeout: time.Hour, Now: now,
 				})
 				if err != nil {
-					errs <- fmt.Errorf("Suspend %d: %w", i, err)
+					errs <- fmt.Errorf("suspend %d: %w", i, err)
 					return
 				}
 				suspendedTo[i] = x.Status
@@ -163,7 +163,7 @@ func testFlowRace(t *testing.T, ns NewStore) {
 					Tenant: acme, ExecutionID: l.ExecutionID, Name: "approve", Data: mustJSON(fmt.Sprint(i)), Now: now,
 				})
 				if err != nil {
-					errs <- fmt.Errorf("Signal %d: %w", i, err)
+					errs <- fmt.Errorf("signal %d: %w", i, err)
 					return
 				}
 				delivered[i] = res.Delivered

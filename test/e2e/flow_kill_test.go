@@ -52,7 +52,7 @@ var orderflowBin = sync.OnceValues(func() (string, error) {
 	}
 	cmd := exec.Command("go", append(args, "github.com/latch-run/latch/examples/orderflow")...)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build examples/orderflow: %v\n%s", err, out)
+		return "", fmt.Errorf("build examples/orderflow: %w\n%s", err, out)
 	}
 	return bin, nil
 })

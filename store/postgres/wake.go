@@ -13,16 +13,19 @@ import (
 // sqlWake ends the suspensions due by $1, up to $2, oldest wake_at first
 // (latch_executions_wake): each step is recorded (null after a sleep,
 // store.TimedOut after a wait, $3) and the execution queued again at $1,
-// a resume. The rows are locked with SKIP LOCKED: one that a Signal,
-// Cancel or Delete holds is left to it and looked at by the next Wake, and
-// one that changed since the snapshot is re-checked on its newest version
-// (still suspended and due), so a suspension ends once (suspend.go).
+// a resume. The rows are locked in (wake_at, id) order, waiting for any
+// that a Signal, Cancel or Delete holds: skipping them (SKIP LOCKED) would
+// leave a due suspension for a later Wake whenever a signal that is only
+// being kept touched it, and Wake promises every due one. A row that
+// changed meanwhile is re-checked on its newest version (still suspended
+// and due), so a suspension ends once (suspend.go); two Wakes lock in one
+// order, so they do not deadlock.
 const sqlWake = `
 WITH x AS (
     SELECT id, suspend_step, waiting_for, attempt FROM latch_executions
     WHERE status = 'suspended' AND wake_at <= $1
-    ORDER BY wake_at LIMIT $2
-    FOR UPDATE SKIP LOCKED
+    ORDER BY wake_at, id LIMIT $2
+    FOR UPDATE
 ), ins AS (
     INSERT INTO latch_steps (execution_id, name, result, recorded_at, attempt)
     SELECT x.id, x.suspend_step, CASE WHEN x.waiting_for IS NULL THEN 'null' ELSE $3 END, $1, x.attempt

@@ -20,7 +20,7 @@ func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Execu
 			return false, err
 		}
 		switch cur.Status {
-		case store.StatusQueued, store.StatusScheduled:
+		case store.StatusQueued, store.StatusScheduled, store.StatusSuspended:
 			if err := finish(ctx, tx, cur.ID, cur.Tenant, store.StatusCancelled, sql.NullString{}, "", t); err != nil {
 				return false, err
 			}
@@ -46,8 +46,9 @@ func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Execu
 }
 
 // Delete implements store.Store. The row, its dedup key (compare-and-delete:
-// only a key that still names this execution) and, for an execution still in
-// flight, its quota slot all go in one transaction.
+// only a key that still names this execution), its journal and signals and,
+// for an execution still in flight, its quota slot all go in one
+// transaction.
 func (s *Store) Delete(ctx context.Context, p *store.DeleteParams) error {
 	return s.feed.Deleted(p.ID, s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		cur, err := getExecution(ctx, tx, p.Tenant, p.ID)
@@ -69,12 +70,15 @@ func (s *Store) Delete(ctx context.Context, p *store.DeleteParams) error {
 	}))
 }
 
-// deleteExecutions removes executions and the dedup keys that still map to
-// them. It does not touch quota.
+// deleteExecutions removes executions, the dedup keys that still map to
+// them, their journals and their signals. It does not touch quota.
 func deleteExecutions(ctx context.Context, tx *sql.Tx, ids []string) error {
 	for _, id := range ids {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM dedup_keys WHERE execution_id = ?`, id); err != nil {
 			return fmt.Errorf("sqlite: delete dedup key: %w", err)
+		}
+		if err := deleteFlow(ctx, tx, `execution_id = ?`, id); err != nil {
+			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM executions WHERE id = ?`, id); err != nil {
 			return fmt.Errorf("sqlite: delete execution: %w", err)

@@ -116,6 +116,8 @@ type candidate struct {
 	ckey   sql.NullString
 	climit sql.NullInt64
 	rkey   sql.NullString
+	resume bool // a flow's resume: its start counts no attempt
+	steps  int  // entries in its journal
 }
 
 // maxDeferred bounds the candidates one claim defers for their rate limits,
@@ -291,7 +293,7 @@ func (c *claim) candidates(ctx context.Context, tenant string, share int) (cands
 		var payload string
 		if err := rows.Scan(&cand.lease.ExecutionID, &cand.lease.Tenant, &cand.lease.Kind, &cand.lease.Queue,
 			&payload, &cand.lease.Attempt, &cand.lease.MaxAttempts, &cand.lease.TimeoutSeconds,
-			&cand.ckey, &cand.climit, &cand.rkey); err != nil {
+			&cand.ckey, &cand.climit, &cand.rkey, &cand.resume, &cand.steps); err != nil {
 			return nil, false, fmt.Errorf("sqlite: claim: %w", err)
 		}
 		cand.lease.Payload = json.RawMessage(payload)
@@ -334,19 +336,30 @@ func (c *claim) try(ctx context.Context, cand *candidate) (done bool, err error)
 	if cand.ckey.Valid {
 		c.running[k]++
 	}
-	return true, c.start(ctx, cand.lease)
+	return true, c.start(ctx, cand)
 }
 
-// sqlStart leases an execution to the claiming worker.
+// sqlStart leases an execution to the claiming worker. A resume's start
+// counts no attempt; its resume flag stays set while the run lasts (Release
+// of an unstarted lease gives it back) and every end of the run clears it.
 const sqlStart = `UPDATE executions SET status = 'running',
-		attempt = attempt + 1, lease_token = ?, worker_id = ?, lease_expires_at = ?,
+		attempt = attempt + 1 - resume, lease_token = ?, worker_id = ?, lease_expires_at = ?,
 		started_at = ? WHERE id = ?`
 
-// start leases the candidate to the claiming worker.
-func (c *claim) start(ctx context.Context, l store.Lease) error {
+// start leases the candidate to the claiming worker, with its journal.
+func (c *claim) start(ctx context.Context, cand *candidate) error {
+	l := cand.lease
 	l.Token = uuid.NewString()
-	l.Attempt++
+	if !cand.resume {
+		l.Attempt++
+	}
 	l.ExpiresAt = c.expires.UTC()
+	if cand.steps > 0 {
+		var err error
+		if l.Steps, err = readJournal(ctx, c.tx, l.ExecutionID, cand.steps); err != nil {
+			return fmt.Errorf("sqlite: claim: %w", err)
+		}
+	}
 	args := []any{l.Token, nullString(c.p.WorkerID), ns(c.expires), ns(c.t), l.ExecutionID}
 	var err error
 	if c.stmts.start != nil {
@@ -442,7 +455,7 @@ func claimQuery(p *store.ClaimParams, t time.Time, tenant string, share int) (qu
 	// A few spare candidates let the in-batch concurrency count skip some.
 	limit = share*2 + 8
 	query = `SELECT id, tenant, kind, queue, payload, attempt, max_attempts, timeout_seconds,
-		concurrency_key, concurrency_limit, rate_key FROM executions e INDEXED BY executions_ready_tenant
+		concurrency_key, concurrency_limit, rate_key, resume, steps FROM executions e INDEXED BY executions_ready_tenant
 		WHERE e.tenant = ? AND ` + ready + ` ORDER BY e.priority DESC, e.run_at, e.id LIMIT ?`
 	args = append(append([]any{tenant}, rargs...), limit)
 	return query, args, limit

@@ -16,6 +16,8 @@ type leased struct {
 	attempt         int
 	maxAttempts     int
 	cancelRequested bool
+	// resume: the run resumes a flow (its claim counted no start).
+	resume bool
 }
 
 // fence loads a running execution of tenant whose current, unexpired lease
@@ -26,12 +28,12 @@ type leased struct {
 func fence(ctx context.Context, tx *sql.Tx, id, tenant, token string, now time.Time) (*leased, error) {
 	var l leased
 	var status string
-	var cancel int
+	var cancel, resume int
 	var curToken sql.NullString
 	var expires sql.NullInt64
-	err := tx.QueryRowContext(ctx, `SELECT tenant, attempt, max_attempts, cancel_requested, status,
+	err := tx.QueryRowContext(ctx, `SELECT tenant, attempt, max_attempts, cancel_requested, resume, status,
 		lease_token, lease_expires_at FROM executions WHERE id = ?`, id).
-		Scan(&l.tenant, &l.attempt, &l.maxAttempts, &cancel, &status, &curToken, &expires)
+		Scan(&l.tenant, &l.attempt, &l.maxAttempts, &cancel, &resume, &status, &curToken, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("execution %s: %w", id, store.ErrLeaseLost)
 	}
@@ -42,7 +44,7 @@ func fence(ctx context.Context, tx *sql.Tx, id, tenant, token string, now time.T
 		!curToken.Valid || curToken.String != token || (!now.IsZero() && expires.Int64 < ns(now)) {
 		return nil, fmt.Errorf("execution %s: %w", id, store.ErrLeaseLost)
 	}
-	l.cancelRequested = cancel != 0
+	l.cancelRequested, l.resume = cancel != 0, resume != 0
 	return &l, nil
 }
 
@@ -98,11 +100,13 @@ func (s *Store) Fail(ctx context.Context, p *store.FailParams) (*store.Execution
 	}))
 }
 
-// Release implements store.Store.
+// Release implements store.Store. An unstarted lease gives its claim back:
+// a start's count, or a resume's flag (its claim counted no start), which
+// requeue clears and this sets again.
 func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Execution, error) {
 	t := now(p.Now)
 	return s.feed.Execution(s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, func(tx *sql.Tx, l *leased) error {
-		if p.Unstarted {
+		if p.Unstarted && !l.resume {
 			if _, err := tx.ExecContext(ctx, `UPDATE executions SET attempt = attempt - 1 WHERE id = ?`, p.ExecutionID); err != nil {
 				return fmt.Errorf("sqlite: release: %w", err)
 			}
@@ -110,7 +114,15 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Exe
 		if l.cancelRequested {
 			return finish(ctx, tx, p.ExecutionID, l.tenant, store.StatusCancelled, sql.NullString{}, "", t)
 		}
-		return requeue(ctx, tx, p.ExecutionID, "", t, t)
+		if err := requeue(ctx, tx, p.ExecutionID, "", t, t); err != nil {
+			return err
+		}
+		if p.Unstarted && l.resume {
+			if _, err := tx.ExecContext(ctx, `UPDATE executions SET resume = 1 WHERE id = ?`, p.ExecutionID); err != nil {
+				return fmt.Errorf("sqlite: release: %w", err)
+			}
+		}
+		return nil
 	}))
 }
 
@@ -136,14 +148,15 @@ func (s *Store) afterLease(ctx context.Context, id, tenant, token string, now ti
 }
 
 // requeue ends a running attempt and makes the execution claimable again at
-// runAt (scheduled if that is later than t). The quota slot stays taken.
+// runAt (scheduled if that is later than t), its next claim a start (not a
+// resume). The quota slot stays taken.
 func requeue(ctx context.Context, tx *sql.Tx, id, errMsg string, runAt, t time.Time) error {
 	status := store.StatusQueued
 	if runAt.After(t) {
 		status = store.StatusScheduled
 	}
 	_, err := tx.ExecContext(ctx, `UPDATE executions SET status = ?, run_at = ?,
-		error = COALESCE(?, error),
+		error = COALESCE(?, error), resume = 0,
 		lease_token = NULL, worker_id = NULL, lease_expires_at = NULL WHERE id = ?`,
 		string(status), ns(runAt), nullString(errMsg), id)
 	if err != nil {
@@ -155,11 +168,13 @@ func requeue(ctx context.Context, tx *sql.Tx, id, errMsg string, runAt, t time.T
 // finish moves an in-flight execution to a terminal status and frees its
 // tenant's quota slot in the same transaction (I3). A success clears the
 // error an earlier attempt left; other ends keep it unless errMsg replaces it.
+// A suspension (a suspended execution cancelled) ends with it.
 func finish(ctx context.Context, tx *sql.Tx, id, tenant string, status store.Status,
 	result sql.NullString, errMsg string, t time.Time) error {
 	_, err := tx.ExecContext(ctx, `UPDATE executions SET status = ?, result = ?,
 		error = CASE WHEN ? THEN NULL ELSE COALESCE(?, error) END, finished_at = ?,
-		lease_token = NULL, worker_id = NULL, lease_expires_at = NULL WHERE id = ?`,
+		lease_token = NULL, worker_id = NULL, lease_expires_at = NULL,
+		resume = 0, wake_at = NULL, waiting_for = NULL, suspend_step = NULL WHERE id = ?`,
 		string(status), result, status == store.StatusSucceeded, nullString(errMsg), ns(t), id)
 	if err != nil {
 		return fmt.Errorf("sqlite: finish: %w", err)

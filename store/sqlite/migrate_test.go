@@ -50,8 +50,9 @@ func TestMigrateRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The two newest: 4 (fair claims) and 3 (keys and sessions), newest first.
-	downs := []migration.Migration{ms[len(ms)-1], ms[len(ms)-2]}
+	// The three newest: 5 (flows), 4 (fair claims) and 3 (keys and
+	// sessions), newest first.
+	downs := []migration.Migration{ms[len(ms)-1], ms[len(ms)-2], ms[len(ms)-3]}
 	db, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {
 		t.Fatal(err)
@@ -74,10 +75,13 @@ func TestMigrateRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := schemaObjects(t, db)
-	// Version 4 (fair claims) replaces the queue index across tenants by
-	// one per tenant and adds the tenants' turns; version 3 adds key ids
-	// and console sessions.
-	for _, gone := range []string{"index executions_ready_tenant", "index tenants_ready", "index tenants_turn",
+	// Version 5 adds the journal, the signals and the wake index; version 4
+	// (fair claims) replaces the queue index across tenants by one per
+	// tenant and adds the tenants' turns; version 3 adds key ids and
+	// console sessions.
+	for _, gone := range []string{"table flow_steps", "index flow_steps_name", "table flow_signals",
+		"index flow_signals_pending", "index flow_signals_key", "index executions_wake",
+		"index executions_ready_tenant", "index tenants_ready", "index tenants_turn",
 		"table console_sessions", "index console_sessions_expires", "index api_keys_key_id", "index api_keys_tenant"} {
 		if after[gone] {
 			t.Errorf("%s survives the down migration", gone)
@@ -158,6 +162,7 @@ func TestQueryPlans(t *testing.T) {
 	due := time.Unix(1, 0)
 	claimSQL, claimArgs, _ := claimQuery(&store.ClaimParams{Kinds: []string{"x"}}, due, "acme", 1)
 	turnSQL, turnArgs := turnQuery(&store.ClaimParams{Queues: []string{"q"}}, due, turnMark{turn: -1}, 1)
+	stepsSQL, stepsArgs := stepsQuery(&store.StepsParams{Tenant: "acme", ID: "x"})
 	for what, c := range map[string]struct {
 		query
 		want string
@@ -173,6 +178,9 @@ func TestQueryPlans(t *testing.T) {
 		"claim's tenants in turn order":             {query{turnSQL, turnArgs}, "tenants_ready ((turn,name)>(?,?))"},
 		"claim's probe of a tenant's queue":         {query{turnSQL, turnArgs}, "executions_ready_tenant (tenant=?)"},
 		"due":                                       {list(store.ListSchedulesParams{DueBy: due}), "schedules_due"},
+		"due suspensions":                           {query{sqlDue, []any{1, 10}}, "executions_wake (wake_at<?)"},
+		"journal in record order":                   {query{stepsSQL, stepsArgs}, "SEARCH s USING PRIMARY KEY (execution_id=?)"},
+		"oldest buffered signal":                    {query{sqlOldestSignal, []any{"x", "s"}}, "flow_signals_pending (execution_id=? AND name=?)"},
 		"all":                                       {list(store.ListSchedulesParams{}), "PRIMARY KEY ((tenant,name)>(?,?))"},
 		"all of a tenant":                           {list(store.ListSchedulesParams{Tenant: "acme"}), "PRIMARY KEY (tenant=?)"},
 		"bucket": {query{`SELECT ` + rateLimitColumns + ` FROM rate_limits WHERE tenant = ? AND rate_key = ?`,

@@ -270,7 +270,7 @@ func fireTick(ctx context.Context, tx *sql.Tx, sc *store.Schedule, p *store.Fire
 }
 
 const sqlScheduleInFlight = `SELECT EXISTS (SELECT 1 FROM executions
-	WHERE tenant = ? AND schedule = ? AND status IN ('scheduled', 'queued', 'running'))`
+	WHERE tenant = ? AND schedule = ? AND status IN ('scheduled', 'queued', 'running', 'suspended'))`
 
 // scheduleInFlight reports whether an execution of the tenant's schedule is
 // not terminal: a seek on the executions_schedule index.

@@ -99,8 +99,8 @@ func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (
 
 // DeleteTenant implements store.Store, as one transaction. The foreign
 // keys remove its keys, schedules and rate limits with the tenant row;
-// executions and dedup keys have none (admission does not look the tenant
-// up by key), so they are deleted here.
+// executions, their journals and signals, and dedup keys have none
+// (admission does not look the tenant up by key), so they are deleted here.
 func (s *Store) DeleteTenant(ctx context.Context, p *store.DeleteTenantParams) error {
 	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		if _, err := getTenant(ctx, tx, p.Name); err != nil {
@@ -109,12 +109,15 @@ func (s *Store) DeleteTenant(ctx context.Context, p *store.DeleteTenantParams) e
 		if !p.Force {
 			var n int
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM executions
-				WHERE tenant = ? AND status IN ('scheduled', 'queued', 'running')`, p.Name).Scan(&n); err != nil {
+				WHERE tenant = ? AND status IN ('scheduled', 'queued', 'running', 'suspended')`, p.Name).Scan(&n); err != nil {
 				return false, fmt.Errorf("sqlite: delete tenant: %w", err)
 			}
 			if n > 0 {
 				return false, fmt.Errorf("tenant %q has %d executions in flight: %w", p.Name, n, store.ErrNotTerminal)
 			}
+		}
+		if err := deleteFlow(ctx, tx, `execution_id IN (SELECT id FROM executions WHERE tenant = ?)`, p.Name); err != nil {
+			return false, err
 		}
 		for _, q := range []string{
 			`DELETE FROM console_sessions WHERE key_hash IN (SELECT hash FROM api_keys WHERE tenant = ?)`,

@@ -1,0 +1,11 @@
+DROP INDEX flow_signals_key;
+DROP INDEX flow_signals_pending;
+DROP TABLE flow_signals;
+DROP INDEX flow_steps_name;
+DROP TABLE flow_steps;
+DROP INDEX executions_wake;
+ALTER TABLE executions DROP COLUMN steps;
+ALTER TABLE executions DROP COLUMN resume;
+ALTER TABLE executions DROP COLUMN suspend_step;
+ALTER TABLE executions DROP COLUMN waiting_for;
+ALTER TABLE executions DROP COLUMN wake_at;

@@ -1,0 +1,77 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/latch-run/latch/store"
+)
+
+// Suspend implements store.Store, in one fenced step (afterLease). A
+// suspended execution keeps its quota slot (tenants.inflight is not
+// touched) and holds no concurrency-key slot: claims count running
+// executions only.
+func (s *Store) Suspend(ctx context.Context, p *store.SuspendParams) (*store.Execution, error) {
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	t := now(p.Now)
+	id := p.ExecutionID
+	return s.feed.Execution(s.afterLease(ctx, id, p.Tenant, p.Token, t, func(tx *sql.Tx, l *leased) error {
+		if l.cancelRequested {
+			return finish(ctx, tx, id, l.tenant, store.StatusCancelled, sql.NullString{}, "", t)
+		}
+		prev, err := getStep(ctx, tx, id, p.Step)
+		if err != nil {
+			return err
+		}
+		if prev != nil {
+			return resumeAt(ctx, tx, id, t)
+		}
+		var outcome json.RawMessage
+		switch {
+		case p.Signal == "" && !p.Until.After(t):
+			outcome = json.RawMessage("null")
+		case p.Signal != "":
+			if outcome, err = consumeSignal(ctx, tx, id, p.Signal); err != nil {
+				return err
+			}
+		}
+		if outcome != nil {
+			st := store.Step{Name: p.Step, Result: outcome, RecordedAt: t, Attempt: l.attempt}
+			if _, _, err := recordStep(ctx, tx, id, &st); err != nil {
+				return err
+			}
+			return resumeAt(ctx, tx, id, t)
+		}
+		var wake sql.NullInt64
+		switch {
+		case p.Signal == "":
+			wake = sql.NullInt64{Int64: ns(p.Until), Valid: true}
+		case p.Timeout > 0:
+			wake = sql.NullInt64{Int64: ns(t.Add(p.Timeout)), Valid: true}
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE executions SET status = 'suspended', resume = 0,
+			wake_at = ?, waiting_for = ?, suspend_step = ?,
+			lease_token = NULL, worker_id = NULL, lease_expires_at = NULL WHERE id = ?`,
+			wake, nullString(p.Signal), p.Step, id); err != nil {
+			return fmt.Errorf("sqlite: suspend: %w", err)
+		}
+		return nil
+	}))
+}
+
+// resumeAt queues execution id again at t by its flow's own progress: a
+// resume, whose claim counts no start. Whatever it held — a lease, a
+// suspension — ends; the quota slot stays taken.
+func resumeAt(ctx context.Context, tx *sql.Tx, id string, t time.Time) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE executions SET status = 'queued', run_at = ?, resume = 1,
+		wake_at = NULL, waiting_for = NULL, suspend_step = NULL,
+		lease_token = NULL, worker_id = NULL, lease_expires_at = NULL WHERE id = ?`, ns(t), id); err != nil {
+		return fmt.Errorf("sqlite: resume: %w", err)
+	}
+	return nil
+}

@@ -18,24 +18,30 @@ var (
 	sqlLockExecution = `SELECT ` + executionColumnsPlain + ` FROM latch_executions
 WHERE id = $1 AND ($2 = '' OR tenant = $2) FOR UPDATE`
 
-	// $2 now.
-	sqlCancelWaiting = `UPDATE latch_executions SET status = 'cancelled', finished_at = $2
+	// $2 now. A suspension ends with it.
+	sqlCancelWaiting = `UPDATE latch_executions SET status = 'cancelled', finished_at = $2, resume = false,
+    wake_at = NULL, waiting_for = NULL, suspend_step = NULL
 WHERE id = $1 RETURNING ` + executionColumnsPlain
 
 	sqlRequestCancel = `UPDATE latch_executions SET cancel_requested = true
 WHERE id = $1 RETURNING ` + executionColumnsPlain
 
 	// The dedup key goes with its execution, compare-and-delete: only while
-	// it still maps to this execution ($2 tenant, $3 key).
+	// it still maps to this execution ($2 tenant, $3 key); its journal and
+	// signals go too.
 	sqlDeleteExecution = `
-WITH x AS (DELETE FROM latch_executions WHERE id = $1 RETURNING id)
+WITH x AS (DELETE FROM latch_executions WHERE id = $1 RETURNING id
+), st AS (DELETE FROM latch_steps WHERE execution_id = $1
+), sg AS (DELETE FROM latch_signals WHERE execution_id = $1)
 DELETE FROM latch_dedup_keys d USING x
 WHERE d.tenant = $2 AND d.dedup_key = $3 AND d.execution_id = x.id`
 )
 
 // Cancel implements store.Store, as one transaction: the execution is
-// locked, and cancelled at once (its quota unit given back) if scheduled or
-// queued, or marked cancel-requested if running.
+// locked, and cancelled at once (its quota unit given back) if scheduled,
+// queued or suspended, or marked cancel-requested if running. The lock
+// makes a suspension end once: a Signal or Wake that comes after finds it
+// cancelled.
 func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Execution, error) {
 	t := now(p.Now)
 	id, ok := parseID(p.ID)
@@ -49,7 +55,8 @@ func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Execu
 			return false, err
 		}
 		switch {
-		case cur.Status == store.StatusQueued || cur.Status == store.StatusScheduled:
+		case cur.Status == store.StatusQueued || cur.Status == store.StatusScheduled ||
+			cur.Status == store.StatusSuspended:
 			if e, err = scanExecution(tx.QueryRow(ctx, sqlCancelWaiting, id, t)); err != nil {
 				return false, err
 			}

@@ -67,13 +67,20 @@ SELECT c.id::text, c.tenant, c.concurrency_key, c.concurrency_limit, c.rate_key,
         * cardinality($3::text[]) + array_position($3::text[], c.tenant) - 1 AS ord
 FROM c ORDER BY ord`
 
+	// sqlStart: what a claim adds to the attempt: one start, but none for a
+	// resume of a flow (x.resume, which stays set while the run holds the
+	// lease: see sqlReleaseSet).
+	sqlStart = `CASE WHEN x.resume THEN 0 ELSE 1 END`
+
 	// What a claim sets: $1 now, $3 worker, $4 lease expiry. A fresh random
 	// token per attempt fences every later call (I5).
-	sqlClaimSet = `status = 'running', attempt = x.attempt + 1, lease_token = gen_random_uuid(),
+	sqlClaimSet = `status = 'running', attempt = x.attempt + ` + sqlStart + `, lease_token = gen_random_uuid(),
     worker_id = $3, lease_expires_at = $4, started_at = $1`
 
+	// has_steps says whether the claim must read the execution's journal
+	// (journals.go).
 	sqlClaimReturning = `x.id::text, x.tenant, x.kind, x.queue, x.payload, x.attempt, x.max_attempts,
-    x.timeout_seconds, x.lease_token::text`
+    x.timeout_seconds, x.lease_token::text, x.has_steps`
 
 	// The candidates of claimTx's later rounds ({filters} of the form
 	// claimFilters renders, numbered from $%[1]d): not seen by an earlier
@@ -129,10 +136,16 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 			return nil, err
 		}
 	}
-	res := &store.ClaimResult{Leases: leasesInOrder(got, expires), RetryAt: retryAt}
 	if len(got) > 0 {
 		s.changes.announce()
 	}
+	if err := s.readJournals(ctx, got); err != nil {
+		// The claim committed: its leases, which no worker gets, are
+		// rescued once they expire.
+		s.feed.PublishAll()
+		return nil, fmt.Errorf("postgres: claim: %w", interpretError(err))
+	}
+	res := &store.ClaimResult{Leases: leasesInOrder(got, expires), RetryAt: retryAt}
 	return s.feed.Claimed(res, nil)
 }
 
@@ -159,8 +172,9 @@ func claimFilters(p *store.ClaimParams, first int) (string, []any) {
 
 // claimed is one leased execution and its place in claim order.
 type claimed struct {
-	lease store.Lease
-	ord   int64
+	lease    store.Lease
+	ord      int64
+	hasSteps bool // its journal is not empty (readJournals)
 }
 
 // scanClaimed reads sqlClaimReturning's columns (nullable: sqlClaimMany
@@ -169,9 +183,10 @@ func scanClaimed(row pgx.Row, prefix ...any) (*claimed, error) {
 	var (
 		id, tenant, kind, queue, payload, token *string
 		attempt, maxAttempts, timeout           *int
+		hasSteps                                *bool
 	)
 	dest := append(prefix, &id, &tenant, &kind, &queue, &payload, &attempt, &maxAttempts,
-		&timeout, &token)
+		&timeout, &token, &hasSteps)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -184,6 +199,7 @@ func scanClaimed(row pgx.Row, prefix ...any) (*claimed, error) {
 			Payload: json.RawMessage(*payload), Attempt: *attempt, MaxAttempts: *maxAttempts,
 			TimeoutSeconds: *timeout, Token: *token,
 		},
+		hasSteps: *hasSteps,
 	}, nil
 }
 

@@ -148,8 +148,9 @@
 // latch_quota_shards (quotaShards). Admission takes units from a shard no
 // other transaction holds (FOR UPDATE SKIP LOCKED), in the statement or
 // transaction that inserts the executions; every way an execution leaves
-// scheduled/queued/running gives its unit back in the transaction that moves
-// it. Up to 32 transactions of one tenant move quota at once: there is no
+// scheduled/queued/running/suspended gives its unit back in the transaction
+// that moves it (a suspension keeps it; Retry of a failed execution takes
+// one again, as an admission does). Up to 32 transactions of one tenant move quota at once: there is no
 // per-tenant counter row that every submit of a tenant must queue for (the
 // design that caps a tenant near one commit at a
 // time). Tenant.Inflight is exact and cheap: max_inflight minus the free
@@ -184,7 +185,36 @@
 // the fence: the execution is running, under this lease token, with a lease
 // not expired at Now, of this tenant. Check and change are one step; a
 // concurrent change of the row (a rescue, a force delete, a cancel) is waited
-// for and the fence re-checked on the row it left.
+// for and the fence re-checked on the row it left. RecordStep and Suspend
+// lock the row with the same conditions before they change anything.
+//
+// # Flows (I10, I11)
+//
+// An execution's journal is latch_steps, its buffered signals
+// latch_signals, both keyed by the execution's id and deleted with it in
+// the statements that delete it (Delete, Prune, DeleteTenant), found by id
+// on their primary keys: no foreign key, so a record costs no key check.
+// The first record of a step name wins on latch_steps' primary key (ON
+// CONFLICT DO NOTHING); a record under a lease locks the row (the fence),
+// so records of one execution run one after the other.
+//
+// A suspension ends once. Suspend, Signal and Cancel lock the execution row
+// (FOR UPDATE) before they read anything that decides, in a statement after
+// the lock, so the read shows what the lock's previous holder committed;
+// Wake locks its due rows with SKIP LOCKED and re-checks each on its newest
+// version (still suspended, still due). So a signal and a timeout never
+// both end one wait, a signal that comes while Suspend decides is either
+// seen by it (consumed at once) or comes after and finds the wait, and a
+// buffered signal is consumed by one wait only, in arrival order (seq,
+// taken under the same row lock).
+//
+// A claim that resumes a flow counts no start: the row's resume flag, set
+// by the flow's own progress (Suspend queuing at once, Signal, Wake), keeps
+// the attempt, and stays set while that run holds the lease so that a
+// Release of an unstarted lease gives it back as it was; every other end of
+// the run clears it. A claim reads journals only for the executions whose
+// has_steps flag is set, in one read after the claim commits (readJournals):
+// a claim of executions without steps costs nothing more.
 //
 // # Group commit
 //

@@ -127,7 +127,7 @@ func unavailable(err error) bool {
 func isSentinel(err error) bool {
 	for _, s := range []error{store.ErrNotFound, store.ErrExists, store.ErrQuotaExceeded,
 		store.ErrDedupKeyReused, store.ErrLeaseLost, store.ErrNotTerminal, store.ErrInvalid, store.ErrUnavailable,
-		store.ErrScheduleLimit} {
+		store.ErrScheduleLimit, store.ErrNotActive, store.ErrNotFailed} {
 		if errors.Is(err, s) {
 			return true
 		}

@@ -31,7 +31,7 @@ UPDATE latch_executions e SET
     error = CASE WHEN e.cancel_requested THEN e.error ELSE $3 END,
     run_at = CASE WHEN NOT e.cancel_requested AND e.attempt < e.max_attempts THEN $1 ELSE e.run_at END,
     finished_at = CASE WHEN e.cancel_requested OR e.attempt >= e.max_attempts THEN $1 END,
-    lease_token = NULL, worker_id = NULL, lease_expires_at = NULL
+    lease_token = NULL, worker_id = NULL, lease_expires_at = NULL, resume = false
 FROM x WHERE e.id = x.id
 RETURNING e.tenant, e.status`
 
@@ -41,7 +41,8 @@ WHERE id IN (SELECT id FROM latch_executions WHERE status = 'scheduled' AND run_
              LIMIT $2 FOR UPDATE SKIP LOCKED)`
 
 	// Terminal executions past their tenant's retention go, each with the
-	// dedup key that still maps to it (compare-and-delete).
+	// dedup key that still maps to it (compare-and-delete), its journal and
+	// its signals (found by id on their primary keys).
 	sqlPruneExecutions = `
 WITH x AS (
     SELECT e.id FROM latch_executions e JOIN latch_tenants t ON t.name = e.tenant
@@ -55,6 +56,10 @@ WITH x AS (
 ), k AS (
     DELETE FROM latch_dedup_keys dk USING d
     WHERE dk.tenant = d.tenant AND dk.dedup_key = d.dedup_key AND dk.execution_id = d.id
+), st AS (
+    DELETE FROM latch_steps WHERE execution_id = ANY(ARRAY(SELECT id FROM d))
+), sg AS (
+    DELETE FROM latch_signals WHERE execution_id = ANY(ARRAY(SELECT id FROM d))
 )
 SELECT count(*) FROM d`
 

@@ -14,7 +14,8 @@ import (
 const quotaShards = 32
 
 // Quota statements. A unit of quota is one execution in flight (scheduled,
-// queued or running); latch_quota_shards.free counts the units not in use.
+// queued, running or suspended: store.Status.Inflight); latch_quota_shards.free
+// counts the units not in use.
 const (
 	// Take up to $2 units from one shard that has some and that no other
 	// transaction holds. FOR UPDATE locks the newest version of the row, so
@@ -49,7 +50,7 @@ FROM unnest($2::int[], $3::int[], $4::int[]) AS u(shard, free, debt)
 WHERE q.tenant = $1 AND q.shard = u.shard AND (q.free, q.debt) IS DISTINCT FROM (u.free, u.debt)`
 
 	sqlCountInflight = `SELECT count(*) FROM latch_executions
-WHERE tenant = $1 AND status IN ('scheduled', 'queued', 'running')`
+WHERE tenant = $1 AND status IN ('scheduled', 'queued', 'running', 'suspended')`
 )
 
 // shardState is one locked shard row.

@@ -20,7 +20,8 @@ const executionColumns = `{x}id::text, {x}tenant, {x}kind, {x}queue, {x}priority
 	coalesce({x}dedup_key, ''), coalesce({x}concurrency_key, ''), coalesce({x}concurrency_limit, 0),
 	coalesce({x}rate_key, ''), {x}payload, {x}result, coalesce({x}error, ''), {x}attempt,
 	{x}max_attempts, {x}timeout_seconds, coalesce({x}schedule, ''), {x}created_at, {x}run_at,
-	{x}started_at, {x}finished_at, {x}cancel_requested, coalesce({x}worker_id, ''), {x}lease_expires_at`
+	{x}started_at, {x}finished_at, {x}cancel_requested, coalesce({x}worker_id, ''), {x}lease_expires_at,
+	{x}wake_at, coalesce({x}waiting_for, ''), coalesce({x}suspend_step, '')`
 
 // columns returns executionColumns qualified by alias ("" for none).
 func columns(alias string) string {
@@ -49,7 +50,8 @@ func scanExecution(row pgx.Row) (*store.Execution, error) {
 		&e.DedupKey, &e.ConcurrencyKey, &e.ConcurrencyLimit,
 		&e.RateKey, &payload, &result, &e.Error, &e.Attempt,
 		&e.MaxAttempts, &e.TimeoutSeconds, &e.Schedule, &e.CreatedAt, &e.RunAt,
-		&e.StartedAt, &e.FinishedAt, &e.CancelRequested, &e.WorkerID, &e.LeaseExpiresAt)
+		&e.StartedAt, &e.FinishedAt, &e.CancelRequested, &e.WorkerID, &e.LeaseExpiresAt,
+		&e.WakeAt, &e.WaitingFor, &e.SuspendStep)
 	if err != nil {
 		return nil, err
 	}
@@ -60,6 +62,7 @@ func scanExecution(row pgx.Row) (*store.Execution, error) {
 	}
 	e.CreatedAt, e.RunAt = e.CreatedAt.UTC(), e.RunAt.UTC()
 	e.StartedAt, e.FinishedAt, e.LeaseExpiresAt = utcPtr(e.StartedAt), utcPtr(e.FinishedAt), utcPtr(e.LeaseExpiresAt)
+	e.WakeAt = utcPtr(e.WakeAt)
 	return &e, nil
 }
 

@@ -86,7 +86,7 @@ WHERE tenant = $1 AND name = $2`
 	// before this transaction commits (Complete, Fail, Cancel, Rescue and
 	// Delete all lock it): the answer holds at the commit (doc.go).
 	sqlLiveExecution = `SELECT id FROM latch_executions
-WHERE tenant = $1 AND schedule = $2 AND status IN ('scheduled', 'queued', 'running')
+WHERE tenant = $1 AND schedule = $2 AND status IN ('scheduled', 'queued', 'running', 'suspended')
 LIMIT 1 FOR SHARE`
 )
 

@@ -110,7 +110,7 @@ RETURNING u.n, x.cancel_requested`
     status = CASE WHEN x.cancel_requested THEN 'cancelled' ELSE 'succeeded' END,
     error = CASE WHEN x.cancel_requested THEN x.error END,
     result = u.result, finished_at = u.now,
-    lease_token = NULL, worker_id = NULL, lease_expires_at = NULL`
+    lease_token = NULL, worker_id = NULL, lease_expires_at = NULL, resume = false`
 
 	// Fail: u.retry wanted, u.run_at of the retry, u.error (NULL = keep).
 	// Cancelled if requested; queued again (scheduled if run_at is later than
@@ -125,13 +125,16 @@ RETURNING u.n, x.cancel_requested`
     finished_at = CASE WHEN x.cancel_requested OR NOT (u.retry AND x.attempt < x.max_attempts)
                        THEN u.now END,
     error = coalesce(u.error, x.error),
-    lease_token = NULL, worker_id = NULL, lease_expires_at = NULL`
+    lease_token = NULL, worker_id = NULL, lease_expires_at = NULL, resume = false`
 
 	// Release: queued again at once, or cancelled if requested. The attempt
-	// still counts as a start.
+	// still counts as a start, unless the handler never ran (u.unstarted):
+	// then the claim is undone, a resume's included (it counted no start
+	// and stays a resume).
 	sqlReleaseSet = `
     status = CASE WHEN x.cancel_requested THEN 'cancelled' ELSE 'queued' END,
-    attempt = CASE WHEN u.unstarted THEN x.attempt - 1 ELSE x.attempt END,
+    attempt = CASE WHEN u.unstarted AND NOT x.resume THEN x.attempt - 1 ELSE x.attempt END,
+    resume = u.unstarted AND x.resume AND NOT x.cancel_requested,
     run_at = CASE WHEN x.cancel_requested THEN x.run_at ELSE u.now END,
     finished_at = CASE WHEN x.cancel_requested THEN u.now END,
     lease_token = NULL, worker_id = NULL, lease_expires_at = NULL`
@@ -528,7 +531,7 @@ WITH r AS (
           WHERE NOT EXISTS (SELECT 1 FROM c WHERE c.limited)) o
     JOIN r ON o.k > r.after AND o.k <= r.upto
 ), u AS (
-    UPDATE latch_executions x SET status = 'running', attempt = x.attempt + 1,
+    UPDATE latch_executions x SET status = 'running', attempt = x.attempt + ` + sqlStart + `,
         lease_token = gen_random_uuid(), worker_id = a.worker, lease_expires_at = a.expires,
         started_at = a.now
     FROM a WHERE x.id = ANY(ARRAY(SELECT id FROM a)) AND x.id = a.id

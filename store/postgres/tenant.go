@@ -55,17 +55,22 @@ WHERE name = $1`
 
 	sqlDeleteTenantLockSchedules = `SELECT 1 FROM latch_schedules WHERE tenant = $1 ORDER BY name FOR UPDATE`
 	sqlDeleteTenantLockInflight  = `SELECT 1 FROM latch_executions
-WHERE tenant = $1 AND status IN ('scheduled', 'queued', 'running') ORDER BY id FOR UPDATE`
+WHERE tenant = $1 AND status IN ('scheduled', 'queued', 'running', 'suspended') ORDER BY id FOR UPDATE`
 
-	// Everything of the tenant without a foreign key to it, then the tenant
-	// (the foreign keys take the rest).
+	// Everything of the tenant without a foreign key to it (executions with
+	// their journals and signals), then the tenant (the foreign keys take
+	// the rest).
 	sqlDeleteTenant = `
 WITH ses AS (
     DELETE FROM latch_console_sessions WHERE key_hash IN (SELECT hash FROM latch_api_keys WHERE tenant = $1)
 ), d AS (
     DELETE FROM latch_dedup_keys WHERE tenant = $1
 ), e AS (
-    DELETE FROM latch_executions WHERE tenant = $1
+    DELETE FROM latch_executions WHERE tenant = $1 RETURNING id
+), st AS (
+    DELETE FROM latch_steps WHERE execution_id = ANY(ARRAY(SELECT id FROM e))
+), sg AS (
+    DELETE FROM latch_signals WHERE execution_id = ANY(ARRAY(SELECT id FROM e))
 )
 DELETE FROM latch_tenants WHERE name = $1`
 

@@ -1,0 +1,53 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/latch-run/latch/store"
+)
+
+// sqlRetry queues failed execution $1 again at $2, as new but for its
+// journal (and its has_steps): attempts start again from 0.
+var sqlRetry = `
+UPDATE latch_executions SET status = 'queued', attempt = 0, error = NULL, result = NULL,
+    finished_at = NULL, run_at = $2, resume = false, cancel_requested = false
+WHERE id = $1 RETURNING ` + executionColumnsPlain
+
+// Retry implements store.Store, as one transaction: the execution is
+// locked (a Prune that comes later passes it by, one that holds it first
+// leaves nothing to retry), checked to be failed, and queued again with a
+// quota unit taken as an admission takes it (takeQuota: a refusal is never
+// spurious, and rolls everything back).
+func (s *Store) Retry(ctx context.Context, p *store.RetryParams) (*store.Execution, error) {
+	t := now(p.Now)
+	id, ok := parseID(p.ID)
+	if !ok {
+		return nil, fmt.Errorf("execution %q: %w", p.ID, store.ErrNotFound)
+	}
+	var e *store.Execution
+	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
+		cur, err := lockExecution(ctx, tx, id, p.Tenant, p.ID)
+		if err != nil {
+			return false, err
+		}
+		if cur.Status != store.StatusFailed {
+			return false, fmt.Errorf("execution %s is %s: %w", cur.ID, cur.Status, store.ErrNotFailed)
+		}
+		got, err := takeQuota(ctx, tx, cur.Tenant, 1)
+		if err != nil {
+			return false, err
+		}
+		if got < 1 {
+			return false, fmt.Errorf("tenant %q: %w", cur.Tenant, store.ErrQuotaExceeded)
+		}
+		e, err = scanExecution(tx.QueryRow(ctx, sqlRetry, id, t))
+		return true, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: retry: %w", err)
+	}
+	return s.feed.Execution(e, nil)
+}

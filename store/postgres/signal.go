@@ -1,0 +1,101 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/latch-run/latch/store"
+)
+
+// Signal statements (I11). Signals of one execution are decided one after
+// the other on its row lock (suspend.go), so seq, taken under it, is their
+// arrival order.
+const (
+	// The execution, locked: $1 id, $2 tenant ('' = any).
+	sqlSignalLock = `SELECT status, coalesce(waiting_for, '') FROM latch_executions
+WHERE id = $1 AND ($2 = '' OR tenant = $2) FOR UPDATE`
+
+	// The first answer to a signal with idempotency key $2.
+	sqlSignalAnswered = `SELECT delivered FROM latch_signals WHERE execution_id = $1 AND idempotency_key = $2`
+
+	// Keep signal $3 with data $4 ($2 now, $5 idempotency key) for a later
+	// wait.
+	sqlSignalBuffer = `INSERT INTO latch_signals (execution_id, name, data, consumed, delivered, idempotency_key, sent_at)
+VALUES ($1, $3, $4, false, false, $5, $2)`
+
+	// End the wait with the signal: its step is recorded with the data and
+	// the execution queued again at $2, a resume. A signal with a key
+	// keeps its row, consumed, for its answer.
+	sqlSignalDeliver = `
+WITH sg AS (
+    INSERT INTO latch_signals (execution_id, name, data, consumed, delivered, idempotency_key, sent_at)
+    SELECT $1, $3, $4, true, true, $5, $2 WHERE $5::text IS NOT NULL
+), ins AS (
+    INSERT INTO latch_steps (execution_id, name, result, recorded_at, attempt)
+    SELECT id, suspend_step, $4, $2, attempt FROM latch_executions WHERE id = $1
+    ON CONFLICT (execution_id, name) DO NOTHING
+)
+UPDATE latch_executions SET status = 'queued', run_at = $2, resume = true, has_steps = true,
+    wake_at = NULL, waiting_for = NULL, suspend_step = NULL
+WHERE id = $1`
+)
+
+// Signal implements store.Store, as one transaction: the execution is
+// locked, then a repeat of an idempotency key is answered as the first
+// time, and a new signal ends the execution's wait for it or is buffered.
+func (s *Store) Signal(ctx context.Context, p *store.SignalParams) (*store.SignalResult, error) {
+	if err := store.CheckSignalName(p.Name); err != nil {
+		return nil, err
+	}
+	t := now(p.Now)
+	id, ok := parseID(p.ExecutionID)
+	if !ok {
+		return nil, fmt.Errorf("execution %q: %w", p.ExecutionID, store.ErrNotFound)
+	}
+	data := "null"
+	if p.Data != nil {
+		data = string(p.Data)
+	}
+	key := strPtr(p.IdempotencyKey)
+	var res store.SignalResult
+	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
+		res = store.SignalResult{}
+		var status, waiting string
+		err := tx.QueryRow(ctx, sqlSignalLock, id, p.Tenant).Scan(&status, &waiting)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, fmt.Errorf("execution %s: %w", p.ExecutionID, store.ErrNotFound)
+		}
+		if err != nil {
+			return false, err
+		}
+		if key != nil {
+			err := tx.QueryRow(ctx, sqlSignalAnswered, id, *key).Scan(&res.Delivered)
+			if err == nil {
+				return false, nil
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return false, err
+			}
+		}
+		if store.Status(status).Terminal() {
+			return false, fmt.Errorf("execution %s is %s: %w", p.ExecutionID, status, store.ErrNotActive)
+		}
+		if store.Status(status) != store.StatusSuspended || waiting != p.Name {
+			_, err := tx.Exec(ctx, sqlSignalBuffer, id, t, p.Name, data, key)
+			return false, err
+		}
+		res.Delivered = true
+		_, err = tx.Exec(ctx, sqlSignalDeliver, id, t, p.Name, data, key)
+		return true, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: signal: %w", err)
+	}
+	if res.Delivered {
+		s.feed.Publish(p.ExecutionID)
+	}
+	return &res, nil
+}

@@ -1,0 +1,133 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/latch-run/latch/store"
+)
+
+// Suspend statements. Suspend, Signal and Wake each lock the execution row
+// before they decide (Wake with SKIP LOCKED): a suspension ends once, by
+// whichever comes first, and the one after finds it ended; a buffered
+// signal is consumed under the same lock, by one wait only. Every read that
+// decides comes in a statement after the lock, so that its snapshot shows
+// what the lock's previous holder committed.
+const (
+	// The fence (sqlFence's conditions), locking the row. $1 id, $2 token,
+	// $3 tenant, $4 now.
+	sqlSuspendLock = `SELECT tenant, cancel_requested FROM latch_executions
+WHERE id = $1 AND status = 'running' AND lease_token = $2 AND ($3 = '' OR tenant = $3)
+  AND lease_expires_at >= $4
+FOR UPDATE`
+
+	// Whether step $2 is recorded, and the oldest buffered signal named $3
+	// ('' for a sleep: no signal has that name).
+	sqlSuspendProbe = `
+SELECT EXISTS (SELECT 1 FROM latch_steps WHERE execution_id = $1 AND name = $2), b.seq, b.data
+FROM (SELECT 1) one LEFT JOIN LATERAL (
+    SELECT seq, data FROM latch_signals WHERE execution_id = $1 AND name = $3 AND NOT consumed
+    ORDER BY seq LIMIT 1) b ON true`
+)
+
+var (
+	// The lease ends and so does the run: queued again at once, a resume
+	// ($2 now). With $3 the step $4 is recorded with result $5; the
+	// buffered signal $6 (NULL: none) is consumed, its row kept only for
+	// its idempotency key.
+	sqlSuspendQueue = `
+WITH del AS (
+    DELETE FROM latch_signals WHERE execution_id = $1 AND seq = $6 AND idempotency_key IS NULL
+), con AS (
+    UPDATE latch_signals SET consumed = true
+    WHERE execution_id = $1 AND seq = $6 AND idempotency_key IS NOT NULL
+), ins AS (
+    INSERT INTO latch_steps (execution_id, name, result, recorded_at, attempt)
+    SELECT id, $4, $5, $2, attempt FROM latch_executions WHERE id = $1 AND $3
+    ON CONFLICT (execution_id, name) DO NOTHING
+)
+UPDATE latch_executions SET status = 'queued', run_at = $2, resume = true, has_steps = has_steps OR $3,
+    lease_token = NULL, worker_id = NULL, lease_expires_at = NULL
+WHERE id = $1 RETURNING ` + executionColumnsPlain
+
+	// Suspended: $2 wake_at, $3 waiting_for, $4 the step.
+	sqlSuspendWait = `
+UPDATE latch_executions SET status = 'suspended', wake_at = $2, waiting_for = $3, suspend_step = $4,
+    resume = false, lease_token = NULL, worker_id = NULL, lease_expires_at = NULL
+WHERE id = $1 RETURNING ` + executionColumnsPlain
+
+	// A cancel requested: cancelled, as Complete would end it ($2 now).
+	sqlSuspendCancelled = `
+UPDATE latch_executions SET status = 'cancelled', finished_at = $2, resume = false,
+    lease_token = NULL, worker_id = NULL, lease_expires_at = NULL
+WHERE id = $1 RETURNING ` + executionColumnsPlain
+)
+
+// Suspend implements store.Store, as one transaction: the fence locks the
+// row, then the step and the buffered signals are read and the execution
+// is cancelled, queued again (a resume) or suspended; a cancelled one
+// gives its quota unit back, the others keep it.
+func (s *Store) Suspend(ctx context.Context, p *store.SuspendParams) (*store.Execution, error) {
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	t := now(p.Now)
+	f, err := newFence(p.ExecutionID, p.Token, p.Tenant, t)
+	if err != nil {
+		return nil, err
+	}
+	var e *store.Execution
+	err = s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
+		var tenant string
+		var cancel bool
+		err := tx.QueryRow(ctx, sqlSuspendLock, f.id, f.token, f.tenant, t).Scan(&tenant, &cancel)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, fmt.Errorf("execution %s: %w", p.ExecutionID, store.ErrLeaseLost)
+		}
+		if err != nil {
+			return false, err
+		}
+		if cancel {
+			if e, err = scanExecution(tx.QueryRow(ctx, sqlSuspendCancelled, f.id, t)); err != nil {
+				return false, err
+			}
+			return true, returnQuota(ctx, tx, tenant, 1)
+		}
+		var (
+			recorded bool
+			seq      *int64
+			data     *string
+		)
+		if err := tx.QueryRow(ctx, sqlSuspendProbe, f.id, p.Step, p.Signal).Scan(&recorded, &seq, &data); err != nil {
+			return false, err
+		}
+		switch {
+		case recorded: // nothing to wait for: the step's outcome is known
+			e, err = scanExecution(tx.QueryRow(ctx, sqlSuspendQueue, f.id, t, false, p.Step, nil, nil))
+		case p.Signal == "" && !p.Until.After(t): // a sleep already over
+			e, err = scanExecution(tx.QueryRow(ctx, sqlSuspendQueue, f.id, t, true, p.Step, "null", nil))
+		case seq != nil: // the signal came first
+			e, err = scanExecution(tx.QueryRow(ctx, sqlSuspendQueue, f.id, t, true, p.Step, *data, *seq))
+		default:
+			var wakeAt *time.Time
+			switch {
+			case p.Signal == "":
+				w := micro(p.Until)
+				wakeAt = &w
+			case p.Timeout > 0:
+				w := micro(t.Add(p.Timeout))
+				wakeAt = &w
+			}
+			e, err = scanExecution(tx.QueryRow(ctx, sqlSuspendWait, f.id, wakeAt, strPtr(p.Signal), p.Step))
+		}
+		return true, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: suspend: %w", err)
+	}
+	return s.feed.Execution(e, nil)
+}

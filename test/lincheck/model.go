@@ -28,10 +28,13 @@ type TenantState struct {
 }
 
 // Exec is the model's execution: what the store shows, plus the current
-// lease token (known to the model from the Claim that issued it).
+// lease token (known to the model from the Claim that issued it) and
+// whether its next (or current) run resumes a flow: queued again by the
+// flow's own progress (Suspend, Signal, Wake), so its claim counts no start.
 type Exec struct {
 	View
-	Token string
+	Token  string
+	Resume bool
 }
 
 type tenantKey struct{ tenant, key string }
@@ -62,14 +65,16 @@ type State struct {
 	Tenants    map[string]TenantState
 	Execs      map[string]Exec
 	Keys       map[tenantKey]KeyState
-	TurnSeq    int64 // the largest turn given
+	Flows      map[string]Flow // execution id -> its journal and signals; absent when empty
+	TurnSeq    int64           // the largest turn given
 	Concurrent bool
 }
 
 // NewState returns the state of a store holding the given tenants and no
 // executions. Zero settings take the store defaults.
 func NewState(tenants ...store.CreateTenantParams) *State {
-	s := &State{Tenants: map[string]TenantState{}, Execs: map[string]Exec{}, Keys: map[tenantKey]KeyState{}}
+	s := &State{Tenants: map[string]TenantState{}, Execs: map[string]Exec{}, Keys: map[tenantKey]KeyState{},
+		Flows: map[string]Flow{}}
 	for _, p := range tenants {
 		ts := TenantState{MaxInflight: p.MaxInflight, DedupTTL: int64(p.DedupTTL), Retention: int64(p.Retention)}
 		if ts.MaxInflight == 0 {
@@ -86,16 +91,17 @@ func NewState(tenants ...store.CreateTenantParams) *State {
 	return s
 }
 
-// Clone returns a deep copy (all values are plain structs).
+// Clone returns a deep copy: all values are plain structs, but for a
+// Flow's slices, which are never changed in place (copy on write).
 func (s *State) Clone() *State {
 	return &State{Tenants: maps.Clone(s.Tenants), Execs: maps.Clone(s.Execs), Keys: maps.Clone(s.Keys),
-		TurnSeq: s.TurnSeq, Concurrent: s.Concurrent}
+		Flows: maps.Clone(s.Flows), TurnSeq: s.TurnSeq, Concurrent: s.Concurrent}
 }
 
 // Equal reports whether two states are the same.
 func (s *State) Equal(o *State) bool {
 	return maps.Equal(s.Tenants, o.Tenants) && maps.Equal(s.Execs, o.Execs) && maps.Equal(s.Keys, o.Keys) &&
-		s.TurnSeq == o.TurnSeq
+		maps.EqualFunc(s.Flows, o.Flows, Flow.equal) && s.TurnSeq == o.TurnSeq
 }
 
 // Hash is an order-independent hash of the state: Equal states hash equal.
@@ -104,7 +110,19 @@ func (s *State) Hash() uint64 {
 	f := fnv.New64a()
 	for id, x := range s.Execs {
 		f.Reset()
-		fmt.Fprintf(f, "%s|%s|%d|%t|%s|%d|%d", id, x.Status, x.Attempt, x.CancelRequested, x.Token, x.FinishedAt, x.LeaseExpires)
+		fmt.Fprintf(f, "%s|%s|%d|%t|%s|%d|%d|%t|%d|%s", id, x.Status, x.Attempt, x.CancelRequested, x.Token,
+			x.FinishedAt, x.LeaseExpires, x.Resume, x.WakeAt, x.WaitingFor)
+		h ^= f.Sum64()
+	}
+	for id, fl := range s.Flows {
+		f.Reset()
+		fmt.Fprintf(f, "f|%s|%d|%d|%d", id, len(fl.Steps), len(fl.Signals), len(fl.Answers))
+		for _, st := range fl.Steps {
+			fmt.Fprintf(f, "|%s=%s", st.Name, st.Result)
+		}
+		for _, sg := range fl.Signals {
+			fmt.Fprintf(f, "|%s:%s", sg.Name, sg.Data)
+		}
 		h ^= f.Sum64()
 	}
 	for k, v := range s.Keys {
@@ -187,11 +205,20 @@ func (s *State) Apply(in Input, out Output) error {
 		if x == nil {
 			return err
 		}
-		// The attempt still counts as a start.
+		// The attempt still counts as a start, unless it never started:
+		// then the claim is given back, a start's count or a resume's flag.
+		resume := x.Resume
+		if in.Unstarted && !resume {
+			x.Attempt--
+		}
 		if x.CancelRequested {
 			s.finish(x, store.StatusCancelled, in.Now)
 		} else {
 			s.requeue(x, in.Now, in.Now)
+			if in.Unstarted && resume {
+				x.Resume = true
+				s.Execs[x.ID] = *x
+			}
 		}
 		return wantView(out.X, x.View)
 	case OpTenant:
@@ -213,6 +240,8 @@ func (s *State) Apply(in Input, out Output) error {
 		return s.promote(in, out)
 	case OpPrune:
 		return s.prune(in, out)
+	case OpRecordStep, OpSuspend, OpSignal, OpWake, OpRetry, OpSteps:
+		return s.applyFlow(in, out)
 	}
 	return fmt.Errorf("unknown operation %v", in.Op)
 }
@@ -260,6 +289,9 @@ func wantView(got, want View) error {
 	add("run_at", fmtNS(got.RunAt), fmtNS(want.RunAt))
 	add("finished_at", fmtNS(got.FinishedAt), fmtNS(want.FinishedAt))
 	add("lease_expires", fmtNS(got.LeaseExpires), fmtNS(want.LeaseExpires))
+	add("wake_at", fmtNS(got.WakeAt), fmtNS(want.WakeAt))
+	add("waiting_for", got.WaitingFor, want.WaitingFor)
+	add("suspend_step", got.SuspendStep, want.SuspendStep)
 	return fmt.Errorf("execution %s differs: %s", short(want.ID), strings.Join(d, ", "))
 }
 
@@ -361,24 +393,26 @@ func (s *State) admit(in Input, out Output) error {
 }
 
 // finish moves an in-flight execution to a terminal status and frees its
-// quota slot.
+// quota slot. A suspension ends with it.
 func (s *State) finish(x *Exec, st store.Status, now int64) {
 	if x.Status.Inflight() {
 		t := s.Tenants[x.Tenant]
 		t.Inflight--
 		s.Tenants[x.Tenant] = t
 	}
-	x.Status, x.FinishedAt, x.Token, x.LeaseExpires = st, now, "", 0
+	x.Status, x.FinishedAt, x.Token, x.LeaseExpires, x.Resume = st, now, "", 0, false
+	x.WakeAt, x.WaitingFor, x.SuspendStep = 0, "", ""
 	s.Execs[x.ID] = *x
 }
 
-// requeue ends a running attempt; the execution is claimable again at runAt.
+// requeue ends a running attempt; the execution is claimable again at runAt
+// and its next claim counts a start.
 func (s *State) requeue(x *Exec, runAt, now int64) {
 	x.Status = store.StatusQueued
 	if runAt > now {
 		x.Status = store.StatusScheduled
 	}
-	x.RunAt, x.Token, x.LeaseExpires = runAt, "", 0
+	x.RunAt, x.Token, x.LeaseExpires, x.Resume = runAt, "", 0, false
 	s.Execs[x.ID] = *x
 }
 
@@ -408,7 +442,7 @@ func (s *State) cancel(in Input, out Output) error {
 		return err
 	}
 	switch x.Status {
-	case store.StatusQueued, store.StatusScheduled:
+	case store.StatusQueued, store.StatusScheduled, store.StatusSuspended:
 		s.finish(&x, store.StatusCancelled, in.Now)
 	case store.StatusRunning:
 		x.CancelRequested = true
@@ -432,8 +466,10 @@ func (s *State) delete(in Input, out Output) error {
 	return nil
 }
 
-// remove deletes an execution with its dedup key and quota slot.
+// remove deletes an execution with its dedup key, quota slot, journal and
+// signals.
 func (s *State) remove(x Exec) {
+	delete(s.Flows, x.ID)
 	if x.Status.Inflight() {
 		t := s.Tenants[x.Tenant]
 		t.Inflight--
@@ -533,11 +569,16 @@ func (s *State) claim(in Input, out Output) error {
 		}
 		taken[l.ID] = true
 		served = append(slices.DeleteFunc(served, func(t string) bool { return t == x.Tenant }), x.Tenant)
-		x.Attempt++
+		// A resume keeps its attempt; its flag stays for the run (an
+		// unstarted Release gives it back).
+		if !x.Resume {
+			x.Attempt++
+		}
 		x.Status = store.StatusRunning
 		x.LeaseExpires = in.Now + leaseOf(in.Lease)
 		wantL := LeaseOut{ID: x.ID, Tenant: x.Tenant, Token: l.Token, Kind: x.Kind, Payload: x.Payload,
-			Attempt: x.Attempt, MaxAttempts: x.MaxAttempts, Expires: x.LeaseExpires}
+			Attempt: x.Attempt, MaxAttempts: x.MaxAttempts, Expires: x.LeaseExpires,
+			Steps: s.Flows[x.ID].journal()}
 		if l != wantL {
 			return fmt.Errorf("lease %+v, want %+v", l, wantL)
 		}
@@ -650,6 +691,22 @@ func (s *State) String() string {
 		}
 		if x.CancelRequested {
 			b.WriteString("!c")
+		}
+		if x.Resume {
+			b.WriteString("(resume)")
+		}
+		if x.Status == store.StatusSuspended {
+			fmt.Fprintf(&b, "{%s", x.SuspendStep)
+			if x.WaitingFor != "" {
+				fmt.Fprintf(&b, " waits %s", x.WaitingFor)
+			}
+			if x.WakeAt != 0 {
+				fmt.Fprintf(&b, " until %s", fmtNS(x.WakeAt))
+			}
+			b.WriteString("}")
+		}
+		if fl, ok := s.Flows[x.ID]; ok {
+			b.WriteString(fl.String())
 		}
 		b.WriteString(" ")
 	}

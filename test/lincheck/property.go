@@ -84,7 +84,9 @@ func outcome(in Input, out Output) []string {
 		return []string{fmt.Sprintf("claim:%d", len(out.Leases))}
 	case in.Op == OpRescue:
 		return []string{fmt.Sprintf("rescue:%d/%d/%d", out.Counts[0], out.Counts[1], out.Counts[2])}
-	case in.Op == OpPromote || in.Op == OpPrune:
+	case in.Op == OpRecordStep || in.Op == OpSignal:
+		return []string{op + flowOutcome(in, out)}
+	case in.Op == OpPromote || in.Op == OpPrune || in.Op == OpWake:
 		return []string{fmt.Sprintf("%s:%d", op, min(out.Counts[0], 2))}
 	case out.X.Status != "":
 		return []string{op + ":" + string(out.X.Status)}
@@ -122,18 +124,10 @@ func newPropCase(ctx context.Context, rt *rapid.T, s store.Store, n int) *propCa
 }
 
 // cleanup force-deletes the case's executions so that the next case's
-// Rescue, Promote and Prune see only their own.
+// Rescue, Promote, Prune and Wake see only their own.
 func (p *propCase) cleanup() {
-	for _, tn := range p.tenants {
-		for range 10 {
-			res, err := p.s.List(p.ctx, &store.ListParams{Tenant: tn, Limit: 500})
-			if err != nil || len(res.Items) == 0 {
-				break
-			}
-			for _, x := range res.Items {
-				_ = p.s.Delete(p.ctx, &store.DeleteParams{Tenant: tn, ID: x.ID, Force: true, Now: timeOf(p.now)})
-			}
-		}
+	if err := forceDeleteAll(p.ctx, p.s, p.tenants); err != nil {
+		p.rt.Fatalf("cleanup: %v", err)
 	}
 }
 
@@ -173,6 +167,11 @@ var (
 		30 * time.Second, 45 * time.Second, time.Minute, 2 * time.Minute, 10 * time.Minute}
 	leaseLens = []time.Duration{0, 10 * time.Second, 45 * time.Second}
 	delays    = []time.Duration{0, 0, 5 * time.Second, 90 * time.Second}
+	// Sleeps end before, at or after now, waits time out or not; steps and
+	// signals carry null (""), numbers, strings and objects.
+	sleeps   = []time.Duration{-time.Second, 0, time.Second, 10 * time.Second, 45 * time.Second, 2 * time.Minute}
+	timeouts = []time.Duration{0, 0, time.Second, 10 * time.Second, 45 * time.Second}
+	propData = []string{"", `1`, `2`, `"x"`, `{"n":3}`}
 )
 
 func (p *propCase) tenant(rt *rapid.T, label string) string {
@@ -260,6 +259,22 @@ func (p *propCase) actions() map[string]func(*rapid.T) {
 			case OpFail:
 				in.Retry = rapid.Bool().Draw(rt, "retry")
 				in.Delay = int64(rapid.SampledFrom(delays).Draw(rt, "retryDelay"))
+			case OpRelease:
+				in.Unstarted = rapid.IntRange(0, 3).Draw(rt, "unstarted") == 2
+			case OpRecordStep:
+				in.Name = rapid.SampledFrom(recordNames).Draw(rt, "step")
+				in.Data = rapid.SampledFrom(propData).Draw(rt, "result")
+				if rapid.Bool().Draw(rt, "startedAt") {
+					in.StartedAt = p.now - int64(time.Second)
+				}
+			case OpSuspend:
+				in.Name = rapid.SampledFrom(suspendNames).Draw(rt, "step")
+				if rapid.Bool().Draw(rt, "wait") {
+					in.Signal = rapid.SampledFrom(signalNames).Draw(rt, "signal")
+					in.Timeout = int64(rapid.SampledFrom(timeouts).Draw(rt, "timeout"))
+				} else {
+					in.Until = p.now + int64(rapid.SampledFrom(sleeps).Draw(rt, "until"))
+				}
 			}
 			p.do(in)
 		}
@@ -299,9 +314,22 @@ func (p *propCase) actions() map[string]func(*rapid.T) {
 		"complete":  fenced(OpComplete),
 		"fail":      fenced(OpFail),
 		"release":   fenced(OpRelease),
-		"cancel":    byID(OpCancel),
-		"delete":    byID(OpDelete),
-		"get":       byID(OpGet),
+		"record":    fenced(OpRecordStep),
+		"suspend":   fenced(OpSuspend),
+		"signal": func(rt *rapid.T) {
+			id, own := p.pickID(rt)
+			p.do(Input{Op: OpSignal, ID: id, Tenant: p.scopeTenant(rt, own),
+				Name:    rapid.SampledFrom(signalNames).Draw(rt, "signal"),
+				Data:    rapid.SampledFrom(propData).Draw(rt, "data"),
+				IdemKey: rapid.SampledFrom([]string{"", "", "i1", "i2"}).Draw(rt, "idempotencyKey"),
+			})
+		},
+		"wake":   func(rt *rapid.T) { p.do(Input{Op: OpWake}) },
+		"retry":  byID(OpRetry),
+		"steps":  byID(OpSteps),
+		"cancel": byID(OpCancel),
+		"delete": byID(OpDelete),
+		"get":    byID(OpGet),
 		"getTenant": func(rt *rapid.T) {
 			p.do(Input{Op: OpTenant, Tenant: rapid.SampledFrom(append([]string{"nobody"}, p.tenants...)).Draw(rt, "tenant")})
 		},
@@ -375,9 +403,30 @@ func (p *propCase) compare(rt *rapid.T) {
 		if tnr.Inflight != mt.Inflight {
 			diffs = append(diffs, fmt.Sprintf("I3: inflight %d, want %d", tnr.Inflight, mt.Inflight))
 		}
+		diffs = append(diffs, p.compareJournals(rt, tn, want)...)
 		if len(diffs) > 0 {
 			rt.Fatalf("after step %d, tenant %s differs from the model:\n  %s\nmodel: %s",
 				p.steps, tn, strings.Join(diffs, "\n  "), p.m)
 		}
 	}
+}
+
+// compareJournals reads the journal of each of the tenant's executions and
+// compares it with the model's (I10: every record, in record order).
+func (p *propCase) compareJournals(rt *rapid.T, tn string, want map[string]View) []string {
+	var diffs []string
+	for _, id := range slices.Sorted(maps.Keys(want)) {
+		got, err := p.s.Steps(p.ctx, &store.StepsParams{Tenant: tn, ID: id})
+		if err != nil {
+			rt.Fatalf("Steps %s: %v", short(id), err)
+		}
+		var g []StepOut
+		for _, st := range got {
+			g = append(g, stepOf(st))
+		}
+		if w := p.m.Flows[id].Steps; !slices.Equal(g, w) {
+			diffs = append(diffs, fmt.Sprintf("I10: journal of %s is %+v, want %+v", short(id), g, w))
+		}
+	}
+	return diffs
 }

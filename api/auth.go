@@ -101,7 +101,7 @@ func (s *Server) authenticate(r *http.Request, leased bool) (*principal, error) 
 	case err != nil:
 		return nil, err
 	case id.Disabled && !id.Admin && !leased:
-		return nil, problem(CodeTenantDisabled, "tenant %q is disabled; only the calls of leases its workers hold (heartbeat, complete, fail) are answered", id.Tenant)
+		return nil, problem(CodeTenantDisabled, "tenant %q is disabled; only the calls of leases its workers hold (heartbeat, complete, fail, steps, suspend) are answered", id.Tenant)
 	}
 	p := principal{admin: id.Admin, tenant: id.Tenant}
 	if name, given := headerValue(r, tenantHeader); given {

@@ -1,6 +1,6 @@
 // Package api is latch's HTTP API: the endpoints of docs/api.md's sections
-// "Authentication and tenants", "Executions", "Workers", "Schedules" and
-// "Rate limits", and the operational endpoints /healthz, /readyz, /metrics
+// "Authentication and tenants", "Executions", "Workers", "Flows",
+// "Schedules" and "Rate limits", and the operational endpoints /healthz, /readyz, /metrics
 // and /api/openapi.json.
 //
 // New returns a Server, an http.Handler; the caller owns the http.Server

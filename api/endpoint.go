@@ -21,6 +21,9 @@ import (
 type spec struct {
 	// body: the request carries a JSON object, decoded strictly into Req.
 	body bool
+	// optional: the body may be left out (no bytes at all), then Req
+	// stays as if {} was sent.
+	optional bool
 	// limit is the body limit in bytes; 0 = Server.bodyLimit.
 	limit int64
 	// hold is how long the endpoint may hold a request on purpose (a long
@@ -77,7 +80,7 @@ func endpoint[Req, Resp any](s *Server, sp spec, fn func(context.Context, *Req) 
 				r = r.WithContext(ctx)
 			}
 			req := new(Req)
-			if sp.body {
+			if sp.body && !(sp.optional && r.ContentLength == 0) {
 				limit := sp.limit
 				if limit == 0 {
 					limit = s.bodyLimit()

@@ -91,7 +91,7 @@ func (r *listRequest) bind(hr *http.Request) error {
 	p := &r.params
 	if v := q.Get("status"); v != "" {
 		if !store.Status(v).Valid() {
-			return invalid("status", "must be one of scheduled, queued, running, succeeded, failed, cancelled, skipped")
+			return invalid("status", "must be one of scheduled, queued, running, suspended, succeeded, failed, cancelled, skipped")
 		}
 		p.Status = store.Status(v)
 	}

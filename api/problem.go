@@ -35,6 +35,8 @@ const (
 	CodeTenantExists         Code = "tenant_exists"
 	CodeNotTerminal          Code = "not_terminal"
 	CodeLeaseLost            Code = "lease_lost"
+	CodeNotActive            Code = "not_active"
+	CodeNotFailed            Code = "not_failed"
 	CodeMethodNotAllowed     Code = "method_not_allowed"
 	CodeInternal             Code = "internal"
 	CodeUnavailable          Code = "unavailable"
@@ -60,6 +62,8 @@ var codeInfo = map[Code]struct {
 	CodeTenantExists:         {http.StatusConflict, "Tenant exists"},
 	CodeNotTerminal:          {http.StatusConflict, "Execution not terminal"},
 	CodeLeaseLost:            {http.StatusConflict, "Lease lost"},
+	CodeNotActive:            {http.StatusConflict, "Execution not active"},
+	CodeNotFailed:            {http.StatusConflict, "Execution not failed"},
 	CodeMethodNotAllowed:     {http.StatusMethodNotAllowed, "Method not allowed"},
 	CodeInternal:             {http.StatusInternalServerError, "Internal error"},
 	CodeUnavailable:          {http.StatusServiceUnavailable, "Service unavailable"},
@@ -142,6 +146,10 @@ func problemFor(err error) *Problem {
 		return problem(CodeNotTerminal, "the execution is not terminal; cancel it first or delete with force=true")
 	case errors.Is(err, store.ErrLeaseLost):
 		return problem(CodeLeaseLost, "the lease token is not the execution's current lease; abandon this attempt")
+	case errors.Is(err, store.ErrNotActive):
+		return problem(CodeNotActive, "the execution has ended; no wait can consume a new signal")
+	case errors.Is(err, store.ErrNotFailed):
+		return problem(CodeNotFailed, "only a failed execution can be retried")
 	case errors.Is(err, store.ErrInvalid):
 		// The store's validation messages name the rule broken; they hold
 		// no internals, so they are safe to echo.

@@ -83,6 +83,8 @@ func TestProblemGolden(t *testing.T) {
 		{"lease_lost", func() *resp {
 			return e.do("POST", "/api/executions/"+l.ExecutionID+"/heartbeat", key, `{"lease_token":"`+l.LeaseToken+`"}`)
 		}},
+		{"not_active", func() *resp { return e.do("POST", "/api/executions/"+l.ExecutionID+"/signals/go", key, `{}`) }},
+		{"not_failed", func() *resp { return e.do("POST", "/api/executions/"+l.ExecutionID+"/retry", key, nil) }},
 		{"method_not_allowed", func() *resp { return e.do("PUT", "/api/executions", key, nil) }},
 		{"internal", func() *resp { return broken.do("GET", "/api/executions/x", bkey, nil) }},
 		{"unavailable", func() *resp { return down.do("GET", "/readyz", "", nil) }},

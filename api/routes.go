@@ -49,6 +49,12 @@ func (s *Server) routes() []route {
 		{"POST /api/executions/{id}/complete", endpoint(s, leased, s.complete)},
 		{"POST /api/executions/{id}/fail", endpoint(s, leased, s.failAttempt)},
 
+		{"POST /api/executions/{id}/steps", endpoint(s, leased, s.recordStep)},
+		{"POST /api/executions/{id}/suspend", endpoint(s, leased, s.suspend)},
+		{"POST /api/executions/{id}/signals/{name}", endpoint(s, spec{body: true, optional: true}, s.signal)},
+		{"GET /api/executions/{id}/steps", endpoint(s, spec{}, s.listSteps)},
+		{"POST /api/executions/{id}/retry", endpoint(s, spec{}, s.retryExecution)},
+
 		{"PUT /api/schedules/{name}", endpoint(s, body, s.putSchedule)},
 		{"GET /api/schedules", endpoint(s, spec{}, s.listSchedules)},
 		{"GET /api/schedules/{name}", endpoint(s, spec{}, s.getSchedule)},

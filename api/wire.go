@@ -39,6 +39,10 @@ type execution struct {
 	// CancelRequested: a cancel was asked for while the execution was
 	// running; it ends cancelled when the worker stops or its lease ends.
 	CancelRequested bool `json:"cancel_requested"`
+	// WakeAt and WaitingFor describe a suspended flow: when it resumes by
+	// itself, and the signal it waits for. null in every other status.
+	WakeAt     *time.Time `json:"wake_at"`
+	WaitingFor *string    `json:"waiting_for"`
 	// Deduplicated appears only in the answer to a submit.
 	Deduplicated *bool `json:"deduplicated,omitempty"`
 }
@@ -66,6 +70,8 @@ func toExecution(e *store.Execution) *execution {
 		StartedAt:       optTime(e.StartedAt),
 		FinishedAt:      optTime(e.FinishedAt),
 		CancelRequested: e.CancelRequested,
+		WakeAt:          optTime(e.WakeAt),
+		WaitingFor:      optString(e.WaitingFor),
 	}
 	if e.ConcurrencyKey != "" {
 		limit := e.ConcurrencyLimit
@@ -98,6 +104,9 @@ type lease struct {
 	Queue          string          `json:"queue"`
 	MaxAttempts    int             `json:"max_attempts"`
 	TimeoutSeconds int             `json:"timeout_seconds"`
+	// Steps is the execution's journal, {} when empty: a flow skips the
+	// steps recorded before this run.
+	Steps store.Journal `json:"steps"`
 }
 
 func toLease(l *store.Lease) lease {
@@ -112,9 +121,13 @@ func toLease(l *store.Lease) lease {
 		Queue:          l.Queue,
 		MaxAttempts:    l.MaxAttempts,
 		TimeoutSeconds: l.TimeoutSeconds,
+		Steps:          l.Steps,
 	}
 	if len(out.Payload) == 0 {
 		out.Payload = json.RawMessage("{}")
+	}
+	if out.Steps == nil {
+		out.Steps = store.Journal{}
 	}
 	return out
 }

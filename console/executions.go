@@ -29,7 +29,7 @@ type executionsPage struct {
 }
 
 var allStatuses = []store.Status{store.StatusScheduled, store.StatusQueued, store.StatusRunning,
-	store.StatusSucceeded, store.StatusFailed, store.StatusCancelled, store.StatusSkipped}
+	store.StatusSuspended, store.StatusSucceeded, store.StatusFailed, store.StatusCancelled, store.StatusSkipped}
 
 // scope is the tenant a request reads: a tenant key's own, or the tenant
 // the admin filters on ("" = every tenant).

@@ -2,7 +2,8 @@
 // databases that hold its state.
 //
 // A Store speaks in business operations — Admit, Claim, Heartbeat, Complete,
-// Fail, Cancel, Delete, Rescue, Prune, FireSchedule, plus reads and the
+// Fail, Cancel, Delete, Rescue, Prune, FireSchedule, the flow operations
+// (RecordStep, Suspend, Signal, Wake, Retry), plus reads and the
 // tenant, schedule and rate-limit records — and
 // every operation that changes state is atomic: one SQL transaction or one
 // Lua script. No caller ever checks in one call and acts in another; the
@@ -15,7 +16,7 @@
 //
 //	I1 dedup      a live (tenant, dedup_key) maps to exactly one execution.
 //	I2 queue      each queued execution has one queue entry; an attempt starts once.
-//	I3 quota      Tenant.Inflight == count of queued+scheduled+running, never above
+//	I3 quota      Tenant.Inflight == count of queued+scheduled+running+suspended, never above
 //	              MaxInflight through admission, never leaked by any exit path.
 //	I4 concurrency running executions of a tenant with one concurrency key never
 //	              exceed its limit (decided inside Claim).
@@ -28,6 +29,13 @@
 //	I8 durability an operation that returned nil is committed.
 //	I9 liveness   an execution whose worker died is claimable again after its lease
 //	              expires and Rescue runs.
+//	I10 journal   a flow step is recorded at most once per execution (first record
+//	              wins, fenced like Complete); every later lease carries every step
+//	              recorded before it.
+//	I11 signals   each signal is consumed by at most one wait, in arrival order per
+//	              name; a wait ends exactly once (signal or timeout); a signal sent to
+//	              a non-terminal execution is never lost; a suspended execution holds
+//	              quota but no lease and no concurrency slot.
 //
 // The package imports only the standard library so that backends, the engine
 // and the API can all depend on it without cycles.

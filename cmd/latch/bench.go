@@ -39,7 +39,7 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer work.Close()
-	tenant, err := storebench.Setup(ctx, s, *n*5+64*10+int(duration.Seconds()*float64(*rate)))
+	tenant, err := storebench.Setup(ctx, s, *n*6+64*10+int(duration.Seconds()*float64(*rate)))
 	if err != nil {
 		return err
 	}
@@ -49,6 +49,7 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 		func() (*storebench.Result, error) { return storebench.Submit(ctx, s, tenant, *n, *clients) },
 		func() (*storebench.Result, error) { return storebench.SubmitBatch(ctx, s, tenant, *n, *batch) },
 		func() (*storebench.Result, error) { return storebench.Drain(ctx, s, *slots, 10) },
+		func() (*storebench.Result, error) { return storebench.Flow(ctx, s, tenant, *n, *slots, 10) },
 		func() (*storebench.Result, error) { return storebench.Contended(ctx, s, tenant, 20, 64) },
 		func() (*storebench.Result, error) { return enginebench.WorkerDrain(ctx, s, tenant, *n, *workerSlots) },
 		func() (*storebench.Result, error) {

@@ -24,6 +24,8 @@ func TestExitCodes(t *testing.T) {
 		{"payload too large", problem(413, "payload_too_large"), 2},
 		{"not found", problem(404, "not_found"), 3},
 		{"not terminal", problem(409, "not_terminal"), 4},
+		{"signal to an ended flow", problem(409, "not_active"), 4},
+		{"retry of one not failed", problem(409, "not_failed"), 4},
 		{"quota", problem(429, "quota_exceeded"), 4},
 		{"unauthorized", problem(401, "unauthorized"), 5},
 		{"tenant disabled", problem(403, "tenant_disabled"), 5},

@@ -102,7 +102,8 @@ func TestRulesCatchEachBreach(t *testing.T) {
 		{"api: auth store console", "the API does not depend on the console: api -> console"},
 		{"kinds: engine store/storetest", "a package that imports testing is imported by tests and other test helpers only: kinds -> store/storetest"},
 		{"store/storebench: store", ""},
-		{"cmd/latch: latch api console store/postgres", "the latch binary reaches a backend through the facade (latch.Open, latch.Migrate), never by import: cmd/latch -> store/postgres"},
+		{"cmd/latch: latch api console store/postgres", "the latch binary and the examples reach a backend through the facade (latch.Open, latch.Migrate), never by import: cmd/latch -> store/postgres"},
+		{"examples/orderflow: latch store/sqlite", "the latch binary and the examples reach a backend through the facade (latch.Open, latch.Migrate), never by import: examples/orderflow -> store/sqlite"},
 		{"kinds: engine store/storebench", "store/storebench is for benchmark drivers: latch bench, engine/enginebench, storetest.Benchmarks: kinds -> store/storebench"},
 	} {
 		lines := append([]string(nil), base...)

@@ -11,6 +11,7 @@ var backends = []string{"store/sqlite", "store/postgres", "store/redis"}
 // Rules are latch's layering, for the module whose path is module:
 //
 //	cmd/latch, bench/...        the binaries
+//	examples/...                example programs, built on the facade
 //	latch (the facade)          opens a backend by URL; the Go API
 //	api, console                the front ends; both authenticate through auth
 //	kinds, engine               the built-in kinds; the worker and services
@@ -34,11 +35,11 @@ func Rules(module string) []Rule {
 		Deny: anyOf(m.is(""), m.under(above...)),
 	}, {
 		Name: "only the facade (package latch) and the binaries choose a backend",
-		From: m.in(not(anyOf(m.is(""), m.under("cmd", "bench", "test"), m.under(backends...)))),
+		From: m.in(not(anyOf(m.is(""), m.under("cmd", "bench", "test", "examples"), m.under(backends...)))),
 		Deny: m.under(backends...),
 	}, {
-		Name:   "the latch binary reaches a backend through the facade (latch.Open, latch.Migrate), never by import",
-		From:   m.under("cmd"),
+		Name:   "the latch binary and the examples reach a backend through the facade (latch.Open, latch.Migrate), never by import",
+		From:   m.under("cmd", "examples"),
 		Deny:   m.under(backends...),
 		Direct: true,
 	}, {

@@ -221,11 +221,11 @@ func (r *runner) drain(ctx context.Context) bool {
 	}
 }
 
-// unfinished counts the tenant's scheduled, queued and running executions,
-// up to one of each.
+// unfinished counts the tenant's scheduled, queued, running and suspended
+// executions, up to one of each.
 func (r *runner) unfinished(ctx context.Context) (int, error) {
 	n := 0
-	for _, s := range []store.Status{store.StatusScheduled, store.StatusQueued, store.StatusRunning} {
+	for _, s := range []store.Status{store.StatusScheduled, store.StatusQueued, store.StatusRunning, store.StatusSuspended} {
 		page, err := r.st.List(ctx, &store.ListParams{Tenant: r.tenant, Status: s, Limit: 1})
 		if err != nil {
 			return 0, err

@@ -68,17 +68,6 @@ ORDER BY s.seq`
 	// The journals of claimed executions, read after the claim.
 	sqlJournals = `SELECT execution_id::text, name, result FROM latch_steps
 WHERE execution_id = ANY($1::text[]::uuid[])`
-
-	// insertStep records step $2 of execution $1 with result $3 at $4, by a
-	// suspension's end (no lease: attempt is the execution's, not running).
-	// A step of that name already recorded stays as it is.
-	sqlInsertStep = `
-WITH ins AS (
-    INSERT INTO latch_steps (execution_id, name, result, recorded_at, attempt)
-    SELECT id, $2, $3, $4, attempt FROM latch_executions WHERE id = $1
-    ON CONFLICT (execution_id, name) DO NOTHING
-)
-UPDATE latch_executions SET has_steps = true WHERE id = $1 AND NOT has_steps`
 )
 
 // RecordStep implements store.Store: one statement (sqlRecordStep), fenced

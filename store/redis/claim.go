@@ -24,8 +24,9 @@ const claimDueLimit = 1000
 // a concurrency key's running count and a rate key's bucket are checked and
 // moved in the same step; a candidate its bucket refuses is deferred there
 // too (scheduled at the bucket's next free start), and RetryAt is the
-// earliest such start. Lease tokens are a random 128-bit value per call,
-// suffixed per lease.
+// earliest such start. Each lease carries its journal, read in the same
+// script; a resume's claim keeps the attempt. Lease tokens are a random
+// 128-bit value per call, suffixed per lease.
 func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
 	t := now(p.Now)
 	maxN, lease := p.Bounds()
@@ -63,8 +64,12 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 	}
 	for _, v := range arr[2:] {
 		f, _ := v.([]any)
-		if len(f) != 9 {
+		if len(f) != 10 {
 			return nil, fmt.Errorf("redis: claim: unexpected lease %v", v)
+		}
+		steps, err := journal(f[9])
+		if err != nil {
+			return nil, err
 		}
 		res.Leases = append(res.Leases, store.Lease{
 			ExecutionID:    asString(f[0]),
@@ -77,6 +82,7 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 			TimeoutSeconds: int(asInt(f[7])),
 			Token:          asString(f[8]),
 			ExpiresAt:      fromUS(expires),
+			Steps:          steps,
 		})
 	}
 	return s.feed.Claimed(res, nil)

@@ -122,9 +122,24 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 			if e["ckey"] != "" {
 				ckRun[scoped(t, e["ckey"])]++
 			}
+		case e["status"] == "suspended":
+			inflight[t]++
+			if e["wake_at"] != "" {
+				expect(s.k.wake(), id, num(e["wake_at"]))
+			} else if e["waiting"] == "" {
+				report("exec %s: a suspended sleep without wake_at", id)
+			}
+			if e["sstep"] == "" {
+				report("exec %s: suspended without its step", id)
+			}
+			for _, f := range []string{"token", "worker", "lease_exp", "resume"} {
+				if _, ok := e[f]; ok {
+					report("exec %s: suspended with field %s", id, f)
+				}
+			}
 		case store.Status(e["status"]).Terminal():
 			expect(s.k.done(t), id, num(e["finished"]))
-			for _, f := range []string{"token", "worker", "lease_exp", "parked", "due"} {
+			for _, f := range []string{"token", "worker", "lease_exp", "parked", "due", "resume"} {
 				if _, ok := e[f]; ok {
 					report("exec %s: terminal with field %s", id, f)
 				}
@@ -135,7 +150,18 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 		if e["parked"] != "" && !queuedLike {
 			report("exec %s: parked while %s", id, e["status"])
 		}
+		if e["status"] != "suspended" {
+			for _, f := range []string{"wake_at", "waiting", "sstep"} {
+				if _, ok := e[f]; ok {
+					report("exec %s: %s with field %s", id, e["status"], f)
+				}
+			}
+		}
+		if (e["journal"] == "1") != all[s.k.steps(id)] {
+			report("exec %s: journal flag %q, steps key present %v", id, e["journal"], all[s.k.steps(id)])
+		}
 	}
+	bad = append(bad, s.checkFlows(ctx, all, execs)...)
 	// Schedules: each in its tenant's name index, and in nextrun exactly
 	// while enabled, scored by its next run; each index entry names one.
 	schedules, err := hashes(s.k.schedule(""))
@@ -175,7 +201,7 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 		}
 	}
 	// Compare every sorted set of the namespace with its expectation.
-	zsetKeys := []string{s.k.list(), s.k.sched(), s.k.due(), s.k.running(), s.k.nextRun()}
+	zsetKeys := []string{s.k.list(), s.k.sched(), s.k.due(), s.k.running(), s.k.nextRun(), s.k.wake()}
 	zsetPrefixes := []string{s.k.listTenant(""), s.k.readyTenant(""), s.k.readyQueue(""), s.k.readyKind(""),
 		s.k.concPark(""), s.k.done(""), s.k.schedules("")}
 	for key := range all {

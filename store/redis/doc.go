@@ -97,6 +97,14 @@
 //	                          hash   rate, per, burst, iv (interval) and the
 //	                                 bucket's tat, for tenant T's rate key
 //	{p}:ratelimits:<T>        set    a tenant's rate keys that have a limit
+//	{p}:steps:<id>            hash   an execution's journal: step name ->
+//	                                 "<seq>:<started>:<recorded>:<attempt>:<result>"
+//	{p}:sigbuf:<len(id)>:<id><name>
+//	                          list   an execution's buffered signals of one
+//	                                 name (their data), oldest first
+//	{p}:signames:<id>         set    the signal names with a buffer
+//	{p}:sigkeys:<id>          hash   signal idempotency key -> first answer
+//	{p}:wake                  zset   suspended execution ids by wake_at (Wake)
 //	{p}:schema                string the layout version (upgrade.go)
 //	{p}:version               string change counter (Notifier)
 //	{p}:changed               pub/sub channel carrying the counter
@@ -157,6 +165,23 @@
 // records of its tenant) are derived inside the script from the same
 // prefix, which is legal because they are in the same slot. Open connects
 // to a single server (or primary) today; a ClusterClient is not yet wired.
+//
+// # Flows
+//
+// A flow's records hang off its execution (steps, sigbuf, signames,
+// sigkeys) and go with it, in the scripts that delete it (lib.lua,
+// remove). Each flow operation that changes state is one script:
+// RecordStep (step.lua, fenced like Complete; HSETNX-like, the first
+// record wins), Suspend (suspend.lua), Signal (signal.lua), Wake
+// (wake.lua) and Retry (retry.lua). A wait ends by a signal or by its
+// timeout in whichever of signal.lua and wake.lua runs first, and that
+// script takes it out of the suspended state for the other: a wait ends
+// once (I11). A suspended execution counts in its tenant's inflight but is
+// in no ready index, not in running and not counted in its concurrency
+// key's run. A claim hands each lease its journal, read in the claim
+// (HGETALL) only for an execution whose journal flag is set, and does not
+// count a start for a resume (the execution's resume field, set when the
+// flow's own progress queued it).
 //
 // # Wake-ups
 //

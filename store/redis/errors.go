@@ -85,6 +85,10 @@ func status(arr []any, what string) error {
 		return fmt.Errorf("%s: tenant has %v in flight: %w", what, at(arr, 1), store.ErrQuotaExceeded)
 	case "LIMIT":
 		return fmt.Errorf("%s has %v schedules: %w", what, at(arr, 1), store.ErrScheduleLimit)
+	case "NOTACTIVE":
+		return fmt.Errorf("%s is %v: %w", what, at(arr, 1), store.ErrNotActive)
+	case "NOTFAILED":
+		return fmt.Errorf("%s is %v: %w", what, at(arr, 1), store.ErrNotFailed)
 	case "IDEXISTS":
 		return fmt.Errorf("%s: execution id %v: %w", what, at(arr, 1), store.ErrExists)
 	}

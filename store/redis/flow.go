@@ -1,35 +1,82 @@
 package redis
 
 import (
-	"context"
-	"errors"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/latch-run/latch/store"
 )
 
-// errFlowsNotBuilt stands in for the flow operations until they land.
-var errFlowsNotBuilt = errors.New("redis: flows are not built yet")
+// Flows (docs/flows.md) are kept per execution, beside its hash: the
+// journal (steps:<id>), buffered signals (sigbuf and signames) and the
+// first answers of its signals' idempotency keys (sigkeys), all removed
+// with the execution (lib.lua, remove); a suspended execution with a
+// wake_at is in the wake set. Every change is one script: step.lua,
+// suspend.lua, signal.lua, wake.lua and retry.lua.
 
-func (s *Store) RecordStep(context.Context, *store.RecordStepParams) (*store.RecordStepResult, error) {
-	return nil, errFlowsNotBuilt
+// stepEntry is one journal entry as steps:<id> stores it (lib.lua,
+// record): "<seq>:<started_us or ”>:<recorded_us>:<attempt>:<result>".
+type stepEntry struct {
+	seq  int64
+	step store.Step
 }
 
-func (s *Store) Suspend(context.Context, *store.SuspendParams) (*store.Execution, error) {
-	return nil, errFlowsNotBuilt
+func parseStep(name, v string) (stepEntry, error) {
+	f := strings.SplitN(v, ":", 5)
+	if len(f) != 5 {
+		return stepEntry{}, fmt.Errorf("redis: journal entry %q: malformed", name)
+	}
+	seq, err1 := strconv.ParseInt(f[0], 10, 64)
+	rec, err2 := strconv.ParseInt(f[2], 10, 64)
+	att, err3 := strconv.Atoi(f[3])
+	if err1 != nil || err2 != nil || err3 != nil {
+		return stepEntry{}, fmt.Errorf("redis: journal entry %q: malformed", name)
+	}
+	st := store.Step{Name: name, Result: json.RawMessage(f[4]), RecordedAt: fromUS(rec), Attempt: att}
+	if f[1] != "" {
+		started, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			return stepEntry{}, fmt.Errorf("redis: journal entry %q: malformed", name)
+		}
+		st.StartedAt = fromUS(started)
+	}
+	return stepEntry{seq: seq, step: st}, nil
 }
 
-func (s *Store) Signal(context.Context, *store.SignalParams) (*store.SignalResult, error) {
-	return nil, errFlowsNotBuilt
+// journal turns a claim's HGETALL of steps:<id> (a flat array) into the
+// lease's Journal: nil when empty.
+func journal(v any) (store.Journal, error) {
+	arr, _ := v.([]any)
+	if len(arr) == 0 {
+		return nil, nil
+	}
+	j := make(store.Journal, len(arr)/2)
+	for i := 0; i+1 < len(arr); i += 2 {
+		name := asString(arr[i])
+		e, err := parseStep(name, asString(arr[i+1]))
+		if err != nil {
+			return nil, err
+		}
+		j[name] = e.step.Result
+	}
+	return j, nil
 }
 
-func (s *Store) Wake(context.Context, *store.WakeParams) (*store.WakeResult, error) {
-	return nil, errFlowsNotBuilt
+// jsonOrNull is a result or signal data as stored: nil is JSON null.
+func jsonOrNull(r json.RawMessage) string {
+	if len(r) == 0 {
+		return "null"
+	}
+	return string(r)
 }
 
-func (s *Store) Retry(context.Context, *store.RetryParams) (*store.Execution, error) {
-	return nil, errFlowsNotBuilt
-}
-
-func (s *Store) Steps(context.Context, *store.StepsParams) ([]*store.Step, error) {
-	return nil, errFlowsNotBuilt
+// optUS is a time as a script argument: ” for none.
+func optUS(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return itoa(us(t))
 }

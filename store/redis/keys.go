@@ -91,6 +91,16 @@ func (k keys) nextRun() string                  { return k.ns + ":nextrun" }
 func (k keys) scheduleLive(scope string) string { return k.ns + ":schedlive:" + scope }
 func (k keys) rateLimit(scope string) string    { return k.ns + ":ratelimit:" + scope }
 
+// A flow's records, per execution (lib.lua's flows section): its journal,
+// its buffered signals (a list per signal name, scope scoped(id, name),
+// and the set of names that have one) and its signals' idempotency keys;
+// and the suspended executions by wake_at.
+func (k keys) steps(id string) string     { return k.ns + ":steps:" + id }
+func (k keys) sigBuf(scope string) string { return k.ns + ":sigbuf:" + scope }
+func (k keys) sigNames(id string) string  { return k.ns + ":signames:" + id }
+func (k keys) sigKeys(id string) string   { return k.ns + ":sigkeys:" + id }
+func (k keys) wake() string               { return k.ns + ":wake" }
+
 // dedupMember names (tenant, dedup key) in the dedupexp sorted set: the
 // tenant's length first, so that no tenant/key pair can be read two ways.
 func dedupMember(tenant, key string) string {
@@ -100,8 +110,9 @@ func dedupMember(tenant, key string) string {
 // scoped names a tenant's concurrency key (for conc and concPark), schedule
 // (schedule, scheduleLive and the nextrun set) or rate key (rateLimit):
 // each is scoped per tenant, and like dedupMember the tenant's length comes
-// first, so that no tenant/name pair can be read two ways. lib.lua's scoped
-// is the same function.
+// first, so that no tenant/name pair can be read two ways. An execution's
+// signal buffer (sigBuf) is scoped(id, signal name) the same way. lib.lua's
+// scoped is the same function.
 func scoped(tenant, name string) string {
 	return strconv.Itoa(len(tenant)) + ":" + tenant + name
 }

@@ -56,7 +56,13 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Exe
 
 // afterLease runs a fenced script that answers {'OK', version, HGETALL}.
 func (s *Store) afterLease(ctx context.Context, op string, sc *luaScript, id string, args ...any) (*store.Execution, error) {
-	arr, err := s.run(ctx, op, sc, []string{s.k.exec(id)}, args...)
+	return s.runExec(ctx, op, sc, id, []string{s.k.exec(id)}, args...)
+}
+
+// runExec runs a script on execution id that answers {'OK', version,
+// HGETALL} or a refusal.
+func (s *Store) runExec(ctx context.Context, op string, sc *luaScript, id string, keys []string, args ...any) (*store.Execution, error) {
+	arr, err := s.run(ctx, op, sc, keys, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -49,6 +49,9 @@ func parseExecution(m map[string]string) *store.Execution {
 		CancelRequested:  m["cancel"] == "1",
 		WorkerID:         m["worker"],
 		LeaseExpiresAt:   tm("lease_exp"),
+		WakeAt:           tm("wake_at"),
+		WaitingFor:       m["waiting"],
+		SuspendStep:      m["sstep"],
 	}
 	if r, ok := m["result"]; ok {
 		e.Result = json.RawMessage(r)

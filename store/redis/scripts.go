@@ -59,6 +59,11 @@ var (
 	scriptTouchAPIKey     = mustScript("touch_api_key")
 	scriptBackfill        = mustScript("backfill")
 	scriptSeedTurns       = mustScript("seed_turns")
+	scriptStep            = mustScript("step")
+	scriptSuspend         = mustScript("suspend")
+	scriptSignal          = mustScript("signal")
+	scriptWake            = mustScript("wake")
+	scriptRetry           = mustScript("retry")
 
 	allScripts = []*luaScript{
 		scriptAdmit, scriptClaim, scriptHeartbeat, scriptComplete, scriptFail, scriptRelease,
@@ -66,7 +71,7 @@ var (
 		scriptCreateTenant, scriptUpdateTenant, scriptAddAPIKey, scriptEnsureAdminKey,
 		scriptPutSchedule, scriptDeleteSchedule, scriptFireSchedule, scriptPutRateLimit, scriptDeleteRateLimit,
 		scriptDeleteTenant, scriptDeleteAPIKey, scriptTouchAPIKey, scriptBackfill,
-		scriptSeedTurns,
+		scriptSeedTurns, scriptStep, scriptSuspend, scriptSignal, scriptWake, scriptRetry,
 	}
 
 	// libName and librarySource are the function library that holds every

@@ -14,7 +14,9 @@ import (
 // layoutVersion is the version of the namespace's layout this build
 // writes, kept in the key schema. Version 2 added key ids (the key_id
 // field, keyids:<T>) and the index of a tenant's rate limits
-// (ratelimits:<T>), which DeleteTenant and ListAPIKeys read.
+// (ratelimits:<T>), which DeleteTenant and ListAPIKeys read. Flows
+// needed no new version: their fields and keys are absent from older
+// data, and absent means none (no journal, not a resume, not suspended).
 const layoutVersion = 2
 
 // upgrade brings records written by an older latch to layoutVersion: the

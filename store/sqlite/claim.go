@@ -35,6 +35,11 @@ import (
 // flight are not in tenants_ready and cost nothing. A single-tenant queue
 // pays one probe, one candidate read and one turn update per claim besides
 // what it paid before.
+//
+// Flows: a lease carries its execution's journal, read (one primary-key
+// range) only for executions with steps (executions.steps); a resume
+// (executions.resume, set by Suspend, Signal and Wake) starts without
+// counting an attempt.
 func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
 	t := now(p.Now)
 	maxN, lease := p.Bounds()

@@ -10,7 +10,10 @@
 // follow the same rule: FireSchedule's compare-and-set on the next tick, its
 // overlap check and the insert of the tick's execution are one transaction,
 // and so are a claim's token from a rate key's bucket and the start it pays
-// for.
+// for. Flows too: a step's record, a suspension, a signal's delivery and
+// a wake each change the execution, its journal (flow_steps) and its
+// signals (flow_signals) in one transaction, so a wait ends once, by a
+// signal or by its timeout.
 //
 // Durability: synchronous=FULL, so a transaction that returned is on disk
 // before the caller answers (I8).

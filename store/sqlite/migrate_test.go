@@ -33,6 +33,28 @@ func TestMigrateRoundTrip(t *testing.T) {
 	if _, err := s.PutSchedule(ctx, &store.PutScheduleParams{Schedule: sc, Now: base}); err != nil {
 		t.Fatal(err)
 	}
+	// A flow asleep with a journal and a buffered signal: version 5's rows
+	// and columns hold data when its down runs.
+	admitted, err := s.Admit(ctx, &store.AdmitParams{Tenant: "acme", Items: []store.Submission{{Kind: "flow"}}, Now: base})
+	if err != nil || admitted.Items[0].Err != nil {
+		t.Fatalf("Admit: %+v, %v", admitted, err)
+	}
+	flowID := admitted.Items[0].Execution.ID
+	if _, err := s.Signal(ctx, &store.SignalParams{ExecutionID: flowID, Name: "later", Now: base}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Claim(ctx, &store.ClaimParams{Max: 1, Now: base})
+	if err != nil || len(c.Leases) != 1 {
+		t.Fatalf("Claim of the flow: %+v, %v", c, err)
+	}
+	if _, err := s.RecordStep(ctx, &store.RecordStepParams{ExecutionID: flowID, Token: c.Leases[0].Token,
+		Name: "one", Now: base}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Suspend(ctx, &store.SuspendParams{ExecutionID: flowID, Token: c.Leases[0].Token,
+		Step: "nap", Until: base.Add(time.Hour), Now: base}); err != nil {
+		t.Fatal(err)
+	}
 	fired, err := s.FireSchedule(ctx, &store.FireScheduleParams{Tenant: "acme", Name: "s",
 		Tick: sc.NextRunAt, Expected: sc.NextRunAt, Next: sc.NextRunAt.Add(time.Minute), Now: sc.NextRunAt})
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 type Result struct {
 	Name      string
 	Ops       int           // operations completed (executions submitted or run)
+	Steps     int           // flow steps recorded (the Flow workload)
 	Elapsed   time.Duration // wall time of the whole workload
 	Latencies []time.Duration
 }
@@ -32,6 +33,14 @@ func (r *Result) PerSecond() float64 {
 		return 0
 	}
 	return float64(r.Ops) / r.Elapsed.Seconds()
+}
+
+// StepsPerSecond is the flow steps recorded per second.
+func (r *Result) StepsPerSecond() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Steps) / r.Elapsed.Seconds()
 }
 
 // Percentile returns the q-th latency percentile (0 < q <= 1), 0 without samples.
@@ -47,6 +56,9 @@ func (r *Result) Percentile(q float64) time.Duration {
 
 func (r *Result) String() string {
 	s := fmt.Sprintf("%-34s %8d ops in %8.3fs  %10.0f ops/s", r.Name, r.Ops, r.Elapsed.Seconds(), r.PerSecond())
+	if r.Steps > 0 {
+		s += fmt.Sprintf("  %8.0f steps/s", r.StepsPerSecond())
+	}
 	if len(r.Latencies) > 0 {
 		s += fmt.Sprintf("  p50 %-9v p99 %v", r.Percentile(0.5).Round(time.Microsecond), r.Percentile(0.99).Round(time.Microsecond))
 	}
@@ -116,10 +128,12 @@ func SubmitBatch(ctx context.Context, s store.Store, tenant string, n, size int)
 
 // Drain claims and completes every ready execution of the store with slots
 // concurrent workers claiming up to batch at a time, until none is left.
+// Latencies holds every Complete's latency.
 func Drain(ctx context.Context, s store.Store, slots, batch int) (*Result, error) {
 	res := &Result{Name: fmt.Sprintf("drain/slots=%d", slots)}
 	var done atomic.Int64
-	err := fanOut(slots, func() error {
+	lat := make([][]time.Duration, slots)
+	err := fanOutN(slots, func(w int) error {
 		for {
 			c, err := s.Claim(ctx, &store.ClaimParams{WorkerID: "bench", Max: batch, LeaseDuration: time.Minute})
 			if err != nil {
@@ -129,14 +143,19 @@ func Drain(ctx context.Context, s store.Store, slots, batch int) (*Result, error
 				return nil
 			}
 			for _, l := range c.Leases {
+				t0 := time.Now()
 				if _, err := s.Complete(ctx, &store.CompleteParams{ExecutionID: l.ExecutionID, Token: l.Token}); err != nil {
 					return err
 				}
+				lat[w] = append(lat[w], time.Since(t0))
 				done.Add(1)
 			}
 		}
 	}, &res.Elapsed)
 	res.Ops = int(done.Load())
+	for _, l := range lat {
+		res.Latencies = append(res.Latencies, l...)
+	}
 	return res, err
 }
 

@@ -25,7 +25,11 @@ func Benchmarks(b *testing.B, open func(b *testing.B) store.Store) {
 			b.Fatal(err)
 		}
 		b.ReportMetric(r.PerSecond(), "ops/s")
+		if r.Steps > 0 {
+			b.ReportMetric(r.StepsPerSecond(), "steps/s")
+		}
 		if len(r.Latencies) > 0 {
+			b.ReportMetric(float64(r.Percentile(0.5).Microseconds()), "p50-µs")
 			b.ReportMetric(float64(r.Percentile(0.99).Microseconds()), "p99-µs")
 		}
 	}
@@ -52,6 +56,15 @@ func Benchmarks(b *testing.B, open func(b *testing.B) store.Store) {
 		r, err := storebench.Drain(ctx, s, 16, 10)
 		if err == nil && r.Ops != b.N {
 			b.Fatalf("drained %d of %d", r.Ops, b.N)
+		}
+		report(b, r, err)
+	})
+	b.Run("Flow/slots=16", func(b *testing.B) {
+		s, tenant := setup(b)
+		b.ResetTimer()
+		r, err := storebench.Flow(ctx, s, tenant, b.N, 16, 10)
+		if err == nil && r.Ops != b.N {
+			b.Fatalf("ran %d of %d flows", r.Ops, b.N)
 		}
 		report(b, r, err)
 	})

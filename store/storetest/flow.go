@@ -248,6 +248,16 @@ func testFlow(t *testing.T, ns NewStore) {
 		}
 	})
 
+	t.Run("OverlapSkipCountsASuspendedFlow", func(t *testing.T) {
+		e := start(t, ns)
+		e.putSchedule(sched("s", store.OverlapSkip), base)
+		fired(t, "tick 1", e.fire(acme, "s", at(time.Minute), at(time.Minute)), store.StatusQueued)
+		l := e.claimOne(acme, at(time.Minute))
+		_, err := e.wait(l, at(time.Minute+time.Second), "approval", "approve", 0)
+		e.must(err, "Suspend")
+		fired(t, "tick 2 while tick 1 waits", e.fire(acme, "s", at(2*time.Minute), at(2*time.Minute)), store.StatusSkipped)
+	})
+
 	t.Run("CancelEndsSuspendedAtOnce", func(t *testing.T) {
 		e := start(t, ns)
 		l := e.run(acme, base, job("flow"))
@@ -362,7 +372,7 @@ func testFlow(t *testing.T, ns NewStore) {
 
 		_, err = e.s.Retry(e.ctx, &store.RetryParams{Tenant: acme, ID: l.ExecutionID, Now: at(time.Minute)})
 		wantErr(t, "Retry of a running execution", err, store.ErrNotFailed)
-		_, err = e.complete(again, at(2*time.Minute), nil)
+		_, err = e.complete(again, at(time.Minute+time.Second), nil)
 		e.must(err, "Complete")
 		_, err = e.s.Retry(e.ctx, &store.RetryParams{Tenant: acme, ID: l.ExecutionID, Now: at(3 * time.Minute)})
 		wantErr(t, "Retry of a succeeded execution", err, store.ErrNotFailed)

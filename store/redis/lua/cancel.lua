@@ -1,10 +1,10 @@
--- cancel.lua: Store.Cancel. Scheduled or queued: cancelled at once, quota
--- freed. Running: the cancel request is recorded durably on the execution
+-- cancel.lua: Store.Cancel. Scheduled, queued or suspended: cancelled at
+-- once, quota freed. Running: the cancel request is recorded durably on the execution
 -- (the worker reads it from its heartbeat; Complete, Fail, Release or
 -- Rescue turn it into the cancelled status). Terminal: unchanged.
 --
 -- KEYS[1] exec:<id>
---   derived: sched, the ready indexes, tenant:<T>, done:<T>, ck:<c>,
+--   derived: sched, wake, the ready indexes, tenant:<T>, done:<T>, ck:<c>,
 --   ckpark:<c>
 -- ARGV[1] NS  ARGV[2] id  ARGV[3] tenant ('' = any)  ARGV[4] now_us
 -- Returns {'NOTFOUND'} or {'OK', version, HGETALL}; version 0 when nothing
@@ -13,7 +13,7 @@
 local e = owned(ARGV[2], ARGV[3])
 if not e then return {'NOTFOUND'} end
 local v = 0
-if e.status == 'queued' or e.status == 'scheduled' then
+if e.status == 'queued' or e.status == 'scheduled' or e.status == 'suspended' then
   finish(e, 'cancelled', ARGV[4], nil, '')
   v = changed()
 elseif e.status == 'running' and e.cancel ~= '1' then

@@ -29,6 +29,10 @@
 -- whose filters take every kind and queue the tenants have work of never
 -- meet the bounds.
 --
+-- A claimed execution's attempt grows by one, except for a resume (its
+-- field resume, set when a flow's own progress queued it: lib.lua,
+-- resume): that run continues the attempt it resumes.
+--
 -- A claim for one tenant is that tenant's turn: it walks the ready indexes
 -- its filters allow — the tenant's, the queues' or the kinds', whichever
 -- set is smallest by ZCARD — merging them in member order and checking the
@@ -65,7 +69,10 @@
 -- ARGV[8] due_limit  ARGV[9] nq  ARGV[10] nk
 -- ARGV[11 .. 10+nq] queues   ARGV[11+nq .. 10+nq+nk] kinds
 -- Returns {version, retry_at, lease_1, ..., lease_n}, each lease
--- {id, tenant, kind, queue, payload, attempt, max_attempts, timeout, token};
+-- {id, tenant, kind, queue, payload, attempt, max_attempts, timeout, token,
+-- journal} (journal: HGETALL of steps:<id>, read only when the execution's
+-- journal flag is set, so a claim of executions without steps reads
+-- nothing more);
 -- version is 0 when nothing changed; retry_at is the earliest run_at_us
 -- given to a deferred execution, '' when none was deferred.
 
@@ -235,13 +242,17 @@ local function take(e, m)
     redis.call('ZREM', k_due(), e.id)
     redis.call('HDEL', ek, 'due')
   end
-  local attempt = tonumber(e.attempt) + 1
+  local attempt = tonumber(e.attempt)
+  if not e.resume then attempt = attempt + 1 end
   local token = token_base .. '-' .. #out
   redis.call('HSET', ek, 'status', 'running', 'attempt', attempt, 'token', token,
     'worker', worker, 'lease_exp', expires, 'started', now)
   leased[#leased + 1] = expires
   leased[#leased + 1] = e.id
-  out[#out + 1] = {e.id, e.tenant, e.kind, e.queue, e.payload, attempt, tonumber(e.maxatt), tonumber(e.timeout), token}
+  local journal = {}
+  if e.journal then journal = redis.call('HGETALL', k_steps(e.id)) end
+  out[#out + 1] = {e.id, e.tenant, e.kind, e.queue, e.payload, attempt, tonumber(e.maxatt), tonumber(e.timeout), token,
+    journal}
   if served_at[e.tenant] then table.remove(served, served_at[e.tenant]) end
   served[#served + 1] = e.tenant
   for i, t in ipairs(served) do served_at[t] = i end

@@ -1,19 +1,21 @@
 -- delete.lua: Store.Delete — remove a terminal execution, or with force any
--- execution: the hash, its list and retention entries, its queue or lease
--- entry, its quota slot when it was in flight, and its dedup key when the
--- key still names it (compare-and-delete), all in this one script. A worker
+-- execution: the hash, its list and retention entries, its queue, lease or
+-- wake entry, its quota slot when it was in flight, its dedup key when the
+-- key still names it (compare-and-delete), and its journal, buffered
+-- signals and signal idempotency keys, all in this one script. A worker
 -- holding its lease is fenced from then on: the hash (and token) are gone.
 --
 -- KEYS[1] exec:<id>
 --   derived: list, list:<T>, done:<T>, dedup:<T>, dedupexp, tenant:<T>,
---   sched, running, the ready indexes, ck:<c>, ckpark:<c>
+--   sched, running, wake, the ready indexes, ck:<c>, ckpark:<c>, steps:<id>,
+--   signames:<id>, sigbuf:<scoped(id, name)>, sigkeys:<id>
 -- ARGV[1] NS  ARGV[2] id  ARGV[3] tenant ('' = any)  ARGV[4] force (0/1)
 -- Returns {'NOTFOUND'}, {'NOTTERMINAL', status} (nothing changed) or
 -- {'OK', version}.
 
 local e = owned(ARGV[2], ARGV[3])
 if not e then return {'NOTFOUND'} end
-local inflight = e.status == 'queued' or e.status == 'scheduled' or e.status == 'running'
+local inflight = in_flight(e.status)
 if inflight and ARGV[4] ~= '1' then return {'NOTTERMINAL', e.status} end
 if inflight then
   leave(e)

@@ -10,7 +10,8 @@
 -- KEYS[5] dedupexp   KEYS[6] schedules:<T>   KEYS[7] nextrun
 -- KEYS[8] ratelimits:<T>   KEYS[9] keyids:<T>
 --   derived: exec:<id> of each execution, the ready indexes, sched, due,
---   running, ck:<c> and ckpark:<c> of its keys, list, done:<T>,
+--   running, wake, ck:<c> and ckpark:<c> of its keys, list, done:<T>, each
+--   execution's flow records (steps, signames, sigbuf, sigkeys),
 --   schedule:<s> and schedlive:<s> of its schedules, ratelimit:<c>,
 --   apikey:<hash>
 -- ARGV[1] NS  ARGV[2] tenant  ARGV[3] force (0/1)
@@ -20,11 +21,10 @@
 local t = ARGV[2]
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'NOTFOUND'} end
 local ids = redis.call('ZRANGE', KEYS[3], 0, -1)
-local function inflight(st) return st == 'queued' or st == 'scheduled' or st == 'running' end
 if ARGV[3] ~= '1' then
   local n = 0
   for _, id in ipairs(ids) do
-    if inflight(redis.call('HGET', k_exec(id), 'status')) then n = n + 1 end
+    if in_flight(redis.call('HGET', k_exec(id), 'status')) then n = n + 1 end
   end
   if n > 0 then return {'NOTTERMINAL', n .. ' executions in flight'} end
 end
@@ -33,7 +33,7 @@ local cks, live = {}, {}
 for _, id in ipairs(ids) do
   local e = load(id)
   if e then
-    if inflight(e.status) then leave(e) end
+    if in_flight(e.status) then leave(e) end
     if e.ckey then cks[ck_of(e)] = true end
     local sname = redis.call('HGET', k_exec(id), 'schedule')
     if sname then live[scoped(t, sname)] = true end

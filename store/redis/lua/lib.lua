@@ -23,8 +23,11 @@
 --
 -- Execution hash fields: id tenant kind queue prio status payload attempt
 -- maxatt timeout created run_at qp ra cancel, and when set: dkey ckey climit
--- rkey schedule result error started finished worker token lease_exp, and
--- the placement flags parked and due (see leave).
+-- rkey schedule result error started finished worker token lease_exp, the
+-- placement flags parked and due (see leave), and of a flow (see the flows
+-- section below): journal ("1" once a step is recorded), resume, and while
+-- suspended wake_at, waiting (the awaited signal) and sstep (the step the
+-- suspension's outcome is recorded under).
 
 local NS = ARGV[1]
 
@@ -58,6 +61,15 @@ local function k_ratelimit(c) return NS .. ':ratelimit:' .. c end
 local function k_ratelimits(t) return NS .. ':ratelimits:' .. t end
 local function k_apikey(h) return NS .. ':apikey:' .. h end
 local function k_keyids(t) return NS .. ':keyids:' .. t end
+-- A flow's records, per execution: its journal, its buffered signals (a
+-- list per signal name, sigbuf:<scoped(id, name)>, and the set of names
+-- that have one), the first answers of its signals' idempotency keys; and
+-- the suspended executions by wake_at.
+local function k_steps(id) return NS .. ':steps:' .. id end
+local function k_sigbuf(c) return NS .. ':sigbuf:' .. c end
+local function k_signames(id) return NS .. ':signames:' .. id end
+local function k_sigkeys(id) return NS .. ':sigkeys:' .. id end
+local function k_wake() return NS .. ':wake' end
 
 local MEMBER_ID = 33 -- queue members: 16 hex priority, 16 hex run_at, id
 
@@ -94,7 +106,8 @@ end
 local function dedup_member(t, key) return string.len(t) .. ':' .. t .. key end
 
 local FIELDS = {'tenant', 'queue', 'kind', 'status', 'ckey', 'climit', 'qp', 'ra',
-  'parked', 'attempt', 'maxatt', 'cancel', 'token', 'dkey', 'lease_exp', 'run_at', 'due', 'rkey'}
+  'parked', 'attempt', 'maxatt', 'cancel', 'token', 'dkey', 'lease_exp', 'run_at', 'due', 'rkey',
+  'resume', 'wake_at'}
 
 -- LEASE_FIELDS are FIELDS and what a lease carries, so that a claim reads
 -- each candidate with one HMGET. (No unpack or ipairs: in the function
@@ -103,6 +116,12 @@ local LEASE_FIELDS = {}
 for i = 1, #FIELDS do LEASE_FIELDS[i] = FIELDS[i] end
 LEASE_FIELDS[#FIELDS + 1] = 'payload'
 LEASE_FIELDS[#FIELDS + 2] = 'timeout'
+LEASE_FIELDS[#FIELDS + 3] = 'journal'
+-- SUSPEND_FIELDS are FIELDS and what a suspension's end reads.
+local SUSPEND_FIELDS = {}
+for i = 1, #FIELDS do SUSPEND_FIELDS[i] = FIELDS[i] end
+SUSPEND_FIELDS[#FIELDS + 1] = 'waiting'
+SUSPEND_FIELDS[#FIELDS + 2] = 'sstep'
 
 -- load reads the fields the scripts decide on (fields, FIELDS when nil);
 -- nil if there is no such execution. Absent fields are false.
@@ -226,6 +245,9 @@ end
 --                       scheduled until Promote (or a claim that leases
 --                       it): a claim changes nothing it does not lease.
 --   running             the running set
+--   suspended           the wake set while it has a wake_at, else nowhere
+--                       (it waits for a signal); it holds its quota slot
+--                       but no lease and no concurrency-key slot
 -- leave takes it out of there. The caller settles its concurrency key once
 -- the execution is placed anew.
 local function leave(e)
@@ -247,7 +269,15 @@ local function leave(e)
   elseif e.status == 'running' then
     redis.call('ZREM', k_running(), e.id)
     if e.ckey then redis.call('HINCRBY', k_ck(ck_of(e)), 'run', -1) end
+  elseif e.status == 'suspended' then
+    if e.wake_at then redis.call('ZREM', k_wake(), e.id) end
+    redis.call('HDEL', k_exec(e.id), 'wake_at', 'waiting', 'sstep')
   end
+end
+
+-- in_flight tells whether an execution of status st holds a quota slot.
+local function in_flight(st)
+  return st == 'queued' or st == 'scheduled' or st == 'running' or st == 'suspended'
 end
 
 -- zadd_pairs adds sm = {score, member, ...} to sorted set key with as few
@@ -276,10 +306,10 @@ local function finish(e, status, now, result, err, ended)
     redis.call('HSET', ek, 'status', status, 'finished', now)
   end
   if status == 'succeeded' then
-    redis.call('HDEL', ek, 'token', 'worker', 'lease_exp', 'error')
+    redis.call('HDEL', ek, 'token', 'worker', 'lease_exp', 'error', 'resume')
   else
     if err and err ~= '' then redis.call('HSET', ek, 'error', err) end
-    redis.call('HDEL', ek, 'token', 'worker', 'lease_exp')
+    redis.call('HDEL', ek, 'token', 'worker', 'lease_exp', 'resume')
   end
   if ended then
     local t = ended[e.tenant]
@@ -305,9 +335,10 @@ local function ended_flush(ended)
   end
 end
 
--- requeue ends a running attempt and makes the execution claimable again at
--- run_at (scheduled if that is after now). The attempt stays counted (it
--- counts starts) and the quota slot stays taken.
+-- requeue ends a running attempt (or a suspension) and makes the execution
+-- claimable again at run_at (scheduled if that is after now). The attempt
+-- stays counted (it counts starts) and the quota slot stays taken. The
+-- next claim counts a start: see resume for a flow's own progress.
 local function requeue(e, run_at, ra, now, err)
   leave(e)
   local ek = k_exec(e.id)
@@ -315,8 +346,8 @@ local function requeue(e, run_at, ra, now, err)
   if tonumber(run_at) > tonumber(now) then status = 'scheduled' end
   redis.call('HSET', ek, 'status', status, 'run_at', run_at, 'ra', ra)
   if err and err ~= '' then redis.call('HSET', ek, 'error', err) end
-  redis.call('HDEL', ek, 'token', 'worker', 'lease_exp')
-  e.status, e.ra = status, ra
+  redis.call('HDEL', ek, 'token', 'worker', 'lease_exp', 'resume')
+  e.status, e.ra, e.resume = status, ra, false
   if status == 'queued' then
     enqueue(e)
   else
@@ -403,9 +434,15 @@ local function owned(id, tenant)
 end
 
 -- remove deletes an execution and every trace of it: list entries, the
--- retention index and its dedup key if the key still names it
--- (compare-and-delete). Its status must have been left (see leave) first.
+-- retention index, its dedup key if the key still names it
+-- (compare-and-delete), and a flow's journal, buffered signals and signal
+-- idempotency keys. Its status must have been left (see leave) first.
 local function remove(e)
+  local names = k_signames(e.id)
+  for _, name in ipairs(redis.call('SMEMBERS', names)) do
+    redis.call('DEL', k_sigbuf(scoped(e.id, name)))
+  end
+  redis.call('DEL', names, k_steps(e.id), k_sigkeys(e.id))
   redis.call('ZREM', k_list(), e.id)
   redis.call('ZREM', k_list_t(e.tenant), e.id)
   redis.call('ZREM', k_done(e.tenant), e.id)
@@ -519,13 +556,52 @@ local function sched_busy(s)
   local busy = false
   for _, id in ipairs(redis.call('SMEMBERS', live)) do
     local st = redis.call('HGET', k_exec(id), 'status')
-    if st == 'queued' or st == 'scheduled' or st == 'running' then
+    if in_flight(st) then
       busy = true
     else
       redis.call('SREM', live, id)
     end
   end
   return busy
+end
+
+-- Flows. steps:<id> maps each recorded step's name to
+-- "<seq>:<started_us or ''>:<recorded_us>:<attempt>:<result JSON>", seq its
+-- place in record order (1, 2, ...): one key holds the journal, its order
+-- and its metadata, and a claim reads it with one HGETALL, only when the
+-- execution's journal flag says there is one. A step is never removed
+-- alone: the key goes with the execution (remove).
+--
+-- record records step name of execution e at now (first record wins) and
+-- returns true, or false when the name was recorded already. started is
+-- '' when not given.
+local function record(e, name, result, started, now)
+  local sk = k_steps(e.id)
+  if redis.call('HEXISTS', sk, name) == 1 then return false end
+  local seq = redis.call('HLEN', sk) + 1
+  redis.call('HSET', sk, name, seq .. ':' .. started .. ':' .. now .. ':' .. e.attempt .. ':' .. result)
+  redis.call('HSET', k_exec(e.id), 'journal', 1)
+  return true
+end
+
+-- resume queues a running or suspended execution again at now by the
+-- flow's own progress (a step it already has, a signal, a wake): its next
+-- claim keeps the attempt (claim.lua), and the field resume stays until
+-- the run that claim starts ends (finish, requeue).
+local function resume(e, now, ra)
+  requeue(e, now, ra, now, '')
+  redis.call('HSET', k_exec(e.id), 'resume', 1)
+  e.resume = '1'
+end
+
+-- sig_pop consumes the oldest buffered signal of that name sent to
+-- execution id and returns its data, or nil when none is buffered.
+local function sig_pop(id, name)
+  local b = k_sigbuf(scoped(id, name))
+  local data = redis.call('LPOP', b)
+  if not data then return nil end
+  if redis.call('LLEN', b) == 0 then redis.call('SREM', k_signames(id), name) end
+  return data
 end
 
 -- each_call runs a group of calls (see group.go for the protocol): for

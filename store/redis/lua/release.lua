@@ -1,8 +1,9 @@
 -- release.lua: Store.Release — hand a running attempt back (graceful
 -- shutdown): queued again at once, or cancelled if a cancel was requested.
 -- The attempt still counts as a start, unless the handler never started
--- (unstarted): then the claim's start is given back. Fenced by the lease
--- token and its expiry (I5).
+-- (unstarted): then the claim's start is given back, and a resume's claim,
+-- which counted none, stays a resume. Fenced by the lease token and its
+-- expiry (I5).
 --
 -- KEYS[1] exec:<id>
 --   derived: running, the ready indexes, tenant:<T>, done:<T>, ck:<c>,
@@ -14,9 +15,13 @@
 
 local e = fence(ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 if not e then return {'LEASELOST'} end
-if ARGV[7] == '1' then redis.call('HINCRBY', KEYS[1], 'attempt', -1) end
+local unstarted = ARGV[7] == '1'
+local was_resume = e.resume
+if unstarted and not was_resume then redis.call('HINCRBY', KEYS[1], 'attempt', -1) end
 if e.cancel == '1' then
   finish(e, 'cancelled', ARGV[5], nil, '')
+elseif unstarted and was_resume then
+  resume(e, ARGV[5], ARGV[6])
 else
   requeue(e, ARGV[5], ARGV[6], ARGV[5], '')
 end

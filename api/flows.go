@@ -1,0 +1,290 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/latch-run/latch/store"
+)
+
+// The endpoints of flows (docs/api.md, "Flows"): a worker records steps and
+// suspends on its lease; anyone with the tenant's key sends signals, reads
+// the journal and retries a failed execution.
+
+// maxSignalTimeout bounds timeout_seconds of a wait: a year. A longer wait
+// is a wait without a timeout.
+const maxSignalTimeout = 365 * 24 * 60 * 60
+
+// canonicalResult returns raw in canonical form, nil (null) when absent or
+// null, refusing more than max bytes like a payload.
+func canonicalResult(field string, raw json.RawMessage, max int) (json.RawMessage, error) {
+	if len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return nil, nil
+	}
+	c, err := store.CanonicalJSON(raw)
+	if err != nil {
+		return nil, invalid(field, "must be JSON")
+	}
+	if err := fieldProblem(store.CheckPayloadSize(field, c, max)); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// parseTime reads an RFC 3339 time of field.
+func parseTime(field, v string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, invalid(field, "must be an RFC 3339 time such as 2030-01-02T15:04:05Z")
+	}
+	return t.UTC(), nil
+}
+
+// stepRequest is the body of POST /api/executions/{id}/steps.
+type stepRequest struct {
+	tokenRequest
+	Name      *string         `json:"name"`
+	Result    json.RawMessage `json:"result"`
+	StartedAt *string         `json:"started_at"`
+
+	startedAt time.Time
+}
+
+func (r *stepRequest) validate() error {
+	if err := r.tokenRequest.validate(); err != nil {
+		return err
+	}
+	if r.Name == nil {
+		return invalid("name", "required")
+	}
+	if err := fieldProblem(renamed(store.CheckStepName(*r.Name), "name")); err != nil {
+		return err
+	}
+	if r.StartedAt != nil {
+		t, err := parseTime("started_at", *r.StartedAt)
+		if err != nil {
+			return err
+		}
+		r.startedAt = t
+	}
+	return nil
+}
+
+// stepRecord is the answer of POST .../steps: the step as recorded, by
+// this call (recorded) or an earlier one, whose result wins.
+type stepRecord struct {
+	Name     string          `json:"name"`
+	Result   json.RawMessage `json:"result"`
+	Recorded bool            `json:"recorded"`
+}
+
+// recordStep is POST /api/executions/{id}/steps, fenced by the lease.
+func (s *Server) recordStep(ctx context.Context, req *stepRequest) (*stepRecord, error) {
+	result, err := canonicalResult("result", req.Result, s.cfg.MaxPayloadBytes)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.cfg.Store.RecordStep(ctx, &store.RecordStepParams{
+		ExecutionID: req.id,
+		Tenant:      principalFrom(ctx).scope(),
+		Token:       *req.LeaseToken,
+		Name:        *req.Name,
+		Result:      result,
+		StartedAt:   req.startedAt,
+		Now:         s.cfg.Now(),
+	})
+	if err != nil {
+		return nil, executionErr(err, req.id)
+	}
+	return &stepRecord{Name: res.Step.Name, Result: jsonOrNull(res.Step.Result), Recorded: res.Recorded}, nil
+}
+
+// suspendRequest is the body of POST /api/executions/{id}/suspend: a sleep
+// (until) or a wait (signal, timeout_seconds).
+type suspendRequest struct {
+	tokenRequest
+	Step           *string `json:"step"`
+	Until          *string `json:"until"`
+	Signal         *string `json:"signal"`
+	TimeoutSeconds *int64  `json:"timeout_seconds"`
+}
+
+func (r *suspendRequest) validate() error {
+	if err := r.tokenRequest.validate(); err != nil {
+		return err
+	}
+	if r.Step == nil {
+		return invalid("step", "required")
+	}
+	if err := fieldProblem(store.CheckStepName(*r.Step)); err != nil {
+		return err
+	}
+	switch {
+	case r.Until != nil && r.Signal != nil:
+		return invalid("until", "give until (a sleep) or signal (a wait), not both")
+	case r.Until == nil && r.Signal == nil:
+		return invalid("until", "required for a sleep; a wait gives signal instead")
+	case r.Until != nil:
+		if r.TimeoutSeconds != nil {
+			return invalid("timeout_seconds", "bounds a wait: only with signal")
+		}
+		_, err := parseTime("until", *r.Until)
+		return err
+	}
+	if err := fieldProblem(store.CheckSignalName(*r.Signal)); err != nil {
+		return err
+	}
+	return optRange("timeout_seconds", r.TimeoutSeconds, 0, maxSignalTimeout)
+}
+
+// suspend is POST /api/executions/{id}/suspend, fenced by the lease: the
+// attempt ends suspended, or queued at once when the sleep is over or the
+// signal already came.
+func (s *Server) suspend(ctx context.Context, req *suspendRequest) (*execution, error) {
+	now := s.cfg.Now()
+	p := store.SuspendParams{
+		ExecutionID: req.id,
+		Tenant:      principalFrom(ctx).scope(),
+		Token:       *req.LeaseToken,
+		Step:        *req.Step,
+		Now:         now,
+	}
+	if req.Until != nil {
+		p.Until, _ = parseTime("until", *req.Until) // validated
+		if err := fieldProblem(store.CheckRunAt("until", p.Until, now)); err != nil {
+			return nil, err
+		}
+	} else {
+		p.Signal = *req.Signal
+		p.Timeout = time.Duration(orDefault(req.TimeoutSeconds, 0)) * time.Second
+	}
+	if err := fieldProblem(p.Check()); err != nil {
+		return nil, err
+	}
+	e, err := s.cfg.Store.Suspend(ctx, &p)
+	if err != nil {
+		return nil, executionErr(err, req.id)
+	}
+	return toExecution(e), nil
+}
+
+// signalRequest is POST /api/executions/{id}/signals/{name}: the body
+// ({"data"?}) may be left out, and Idempotency-Key makes it once-only.
+type signalRequest struct {
+	idRequest
+	Data json.RawMessage `json:"data"`
+
+	name           string
+	idempotencyKey string
+}
+
+func (r *signalRequest) bind(hr *http.Request) error {
+	if err := r.idRequest.bind(hr); err != nil {
+		return err
+	}
+	r.name = hr.PathValue("name")
+	if err := fieldProblem(store.CheckSignalName(r.name)); err != nil {
+		return err
+	}
+	if k, ok := headerValue(hr, idempotencyHeader); ok {
+		if err := fieldProblem(store.CheckKey(idempotencyHeader, k)); err != nil {
+			return err
+		}
+		r.idempotencyKey = k
+	}
+	return nil
+}
+
+// signalResponse is a signal's 202 answer.
+type signalResponse struct {
+	Delivered bool `json:"delivered"`
+}
+
+func (*signalResponse) statusCode() int { return http.StatusAccepted }
+
+// signal is POST /api/executions/{id}/signals/{name}.
+func (s *Server) signal(ctx context.Context, req *signalRequest) (*signalResponse, error) {
+	data, err := canonicalResult("data", req.Data, s.cfg.MaxPayloadBytes)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.cfg.Store.Signal(ctx, &store.SignalParams{
+		Tenant:         principalFrom(ctx).scope(),
+		ExecutionID:    req.id,
+		Name:           req.name,
+		Data:           data,
+		IdempotencyKey: req.idempotencyKey,
+		Now:            s.cfg.Now(),
+	})
+	if err != nil {
+		return nil, executionErr(err, req.id)
+	}
+	return &signalResponse{Delivered: res.Delivered}, nil
+}
+
+// step is one entry of GET /api/executions/{id}/steps.
+type step struct {
+	Name       string          `json:"name"`
+	Result     json.RawMessage `json:"result"`
+	StartedAt  *time.Time      `json:"started_at"`
+	RecordedAt time.Time       `json:"recorded_at"`
+	Attempt    int             `json:"attempt"`
+}
+
+type stepsResponse struct {
+	Items []step `json:"items"`
+}
+
+// listSteps is GET /api/executions/{id}/steps: the journal in record order.
+func (s *Server) listSteps(ctx context.Context, req *idRequest) (*stepsResponse, error) {
+	steps, err := s.cfg.Store.Steps(ctx, &store.StepsParams{Tenant: principalFrom(ctx).scope(), ID: req.id})
+	if err != nil {
+		return nil, executionErr(err, req.id)
+	}
+	out := &stepsResponse{Items: make([]step, 0, len(steps))}
+	for _, st := range steps {
+		item := step{Name: st.Name, Result: jsonOrNull(st.Result), RecordedAt: st.RecordedAt.UTC(), Attempt: st.Attempt}
+		if !st.StartedAt.IsZero() {
+			t := st.StartedAt.UTC()
+			item.StartedAt = &t
+		}
+		out.Items = append(out.Items, item)
+	}
+	return out, nil
+}
+
+// retryExecution is POST /api/executions/{id}/retry: a failed execution
+// queued again with its journal, its attempts counted afresh.
+func (s *Server) retryExecution(ctx context.Context, req *idRequest) (*execution, error) {
+	e, err := s.cfg.Store.Retry(ctx, &store.RetryParams{
+		Tenant: principalFrom(ctx).scope(), ID: req.id, Now: s.cfg.Now(),
+	})
+	if err != nil {
+		return nil, executionErr(err, req.id)
+	}
+	return toExecution(e), nil
+}
+
+// renamed gives a store.FieldError the field name of this request: the
+// store names a step name "step", which the steps body calls "name".
+func renamed(err error, field string) error {
+	var fe *store.FieldError
+	if errors.As(err, &fe) {
+		c := *fe
+		c.Field = field
+		return &c
+	}
+	return err
+}
+
+// jsonOrNull is raw, or null when empty.
+func jsonOrNull(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("null")
+	}
+	return raw
+}

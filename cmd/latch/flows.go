@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"text/tabwriter"
+	"time"
+)
+
+// The flow commands: a signal to a waiting flow, a retry of a failed one
+// (its journal kept), and its journal.
+
+func runSignal(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("signal", "EXECUTION_ID NAME [DATA_JSON]")
+	c := clientFlags(fs)
+	idemKey := fs.String("idempotency-key", "",
+		"sent as Idempotency-Key: a repeat with the same key answers the first signal's answer and sends nothing")
+	if err := parse(fs, args, 2); err != nil {
+		return err
+	}
+	if fs.NArg() > 3 {
+		return fmt.Errorf("%w: want at most 3 arguments, got %d", errUsage, fs.NArg())
+	}
+	body := map[string]any{}
+	if fs.NArg() == 3 {
+		if !json.Valid([]byte(fs.Arg(2))) {
+			return fmt.Errorf("%w: data is not valid JSON", errUsage)
+		}
+		body["data"] = json.RawMessage(fs.Arg(2))
+	}
+	var hdr http.Header
+	if *idemKey != "" {
+		hdr = http.Header{"Idempotency-Key": {*idemKey}}
+	}
+	path := "/api/executions/" + url.PathEscape(fs.Arg(0)) + "/signals/" + url.PathEscape(fs.Arg(1))
+	var res json.RawMessage
+	if _, err := c.do(ctx, "POST", path, body, hdr, &res); err != nil {
+		return err
+	}
+	return printJSON(out, res)
+}
+
+func runRetry(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("retry", "EXECUTION_ID")
+	c := clientFlags(fs)
+	if err := parse(fs, args, 1); err != nil {
+		return err
+	}
+	var e json.RawMessage
+	if _, err := c.do(ctx, "POST", "/api/executions/"+url.PathEscape(fs.Arg(0))+"/retry", nil, nil, &e); err != nil {
+		return err
+	}
+	return printJSON(out, e)
+}
+
+// maxResultShown cuts a step's result in the table; --json shows it whole.
+const maxResultShown = 60
+
+func runSteps(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("steps", "EXECUTION_ID")
+	c := clientFlags(fs)
+	asJSON := fs.Bool("json", false, "print the raw JSON journal")
+	if err := parse(fs, args, 1); err != nil {
+		return err
+	}
+	var page struct {
+		Items []struct {
+			Name       string          `json:"name"`
+			Result     json.RawMessage `json:"result"`
+			RecordedAt time.Time       `json:"recorded_at"`
+			Attempt    int             `json:"attempt"`
+		} `json:"items"`
+	}
+	var raw json.RawMessage
+	if _, err := c.do(ctx, "GET", "/api/executions/"+url.PathEscape(fs.Arg(0))+"/steps", nil, nil, &raw); err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(out, raw)
+	}
+	if err := json.Unmarshal(raw, &page); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tATTEMPT\tRECORDED\tRESULT")
+	for _, st := range page.Items {
+		result := []rune(string(st.Result))
+		if len(result) > maxResultShown {
+			result = append(result[:maxResultShown-3], []rune("...")...)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", st.Name, st.Attempt, st.RecordedAt.Format(time.RFC3339), string(result))
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,57 @@
+-- suspend.lua: Store.Suspend — end a running attempt to sleep or to wait
+-- for a signal, fenced by the lease token and its expiry (I5). The lease
+-- and the concurrency-key slot end here; the quota slot is kept.
+--
+--   cancel requested     cancelled, as Complete would end it
+--   step recorded        nothing recorded; queued again at once (resume)
+--   sleep not after now  the step recorded (null); queued again at once
+--   wait, a signal of    the oldest one consumed and its data recorded as
+--   that name buffered   the step; queued again at once
+--   else                 suspended: wake_at = until (a sleep) or the wait's
+--                        timeout ('' = none), waiting = the signal, sstep =
+--                        the step; in the wake set while it has a wake_at
+--
+-- A signal or a wake ends the suspension (signal.lua, wake.lua). This is
+-- one script, and so are they: which of them ends a wait is decided in one
+-- step, once (I11).
+--
+-- KEYS[1] exec:<id>   KEYS[2] steps:<id>   KEYS[3] wake
+--   derived: running, the ready indexes, tenant:<T>, done:<T>, ck:<c>,
+--   ckpark:<c>, sigbuf:<scoped(id, signal)>, signames:<id>
+-- ARGV[1] NS  ARGV[2] id  ARGV[3] tenant ('' = any)  ARGV[4] token
+-- ARGV[5] now_us  ARGV[6] ra (now as a queue member part)  ARGV[7] step
+-- ARGV[8] until_us ('' for a wait)  ARGV[9] signal ('' for a sleep)
+-- ARGV[10] the wait's timeout as wake_at_us ('' = none)
+-- Returns {'LEASELOST'} (nothing changed) or {'OK', version, HGETALL}.
+
+local now, ra, step, untl, sig = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
+local e = fence(ARGV[2], ARGV[3], ARGV[4], now)
+if not e then return {'LEASELOST'} end
+if e.cancel == '1' then
+  finish(e, 'cancelled', now, nil, '')
+elseif redis.call('HEXISTS', KEYS[2], step) == 1 then
+  resume(e, now, ra)
+elseif untl ~= '' and tonumber(untl) <= tonumber(now) then
+  record(e, step, 'null', '', now)
+  resume(e, now, ra)
+else
+  local data = nil
+  if sig ~= '' then data = sig_pop(e.id, sig) end
+  if data then
+    record(e, step, data, '', now)
+    resume(e, now, ra)
+  else
+    leave(e)
+    local wake_at = untl
+    if sig ~= '' then wake_at = ARGV[10] end
+    redis.call('HSET', KEYS[1], 'status', 'suspended', 'sstep', step)
+    redis.call('HDEL', KEYS[1], 'token', 'worker', 'lease_exp', 'resume')
+    if sig ~= '' then redis.call('HSET', KEYS[1], 'waiting', sig) end
+    if wake_at ~= '' then
+      redis.call('HSET', KEYS[1], 'wake_at', wake_at)
+      redis.call('ZADD', KEYS[3], wake_at, e.id)
+    end
+    if e.ckey then ck_settle(ck_of(e)) end
+  end
+end
+return {'OK', changed(), redis.call('HGETALL', KEYS[1])}

@@ -89,6 +89,11 @@ func (o Options) withDefaults(t *testing.T) Options {
 //	Contention  the same operations without a binding quota, many clients
 //	            on two kinds with two hot dedup keys each; claims filter by
 //	            kind, one partition per kind.
+//	Flows       the same and the flow operations with Wake, 8 clients on
+//	            one tenant's flows: one partition, as Wake acts on all.
+//
+// Tenants and Contention record steps, sleep (until now or before), wait
+// (without timeout), signal, retry and read journals too.
 //
 // An illegal history fails the test and is written out as porcupine's HTML
 // visualization; the log names the file and what the model refused.
@@ -167,14 +172,14 @@ func forceDeleteAll(ctx context.Context, s store.Store, tenants []string) error 
 		for {
 			res, err := s.List(ctx, &store.ListParams{Tenant: tn, Limit: 500})
 			if err != nil {
-				return fmt.Errorf("List %s: %w", tn, err)
+				return fmt.Errorf("list %s: %w", tn, err)
 			}
 			if len(res.Items) == 0 {
 				break
 			}
 			for _, x := range res.Items {
 				if err := s.Delete(ctx, &store.DeleteParams{Tenant: tn, ID: x.ID, Force: true, Now: base}); err != nil {
-					return fmt.Errorf("Delete %s: %w", x.ID, err)
+					return fmt.Errorf("force delete %s: %w", x.ID, err)
 				}
 			}
 		}

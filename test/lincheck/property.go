@@ -322,14 +322,31 @@ func (p *propCase) actions() map[string]func(*rapid.T) {
 		"suspend":   fenced(OpSuspend),
 		"signal": func(rt *rapid.T) {
 			id, own := p.pickID(rt)
-			p.do(Input{Op: OpSignal, ID: id, Tenant: p.scopeTenant(rt, own),
-				Name:    rapid.SampledFrom(signalNames).Draw(rt, "signal"),
+			name := rapid.SampledFrom(signalNames).Draw(rt, "signal")
+			// Mostly to a suspended execution, and mostly the signal it
+			// waits for.
+			if w := p.withStatus(store.StatusSuspended); len(w) > 0 && rapid.IntRange(0, 2).Draw(rt, "toWait") != 1 {
+				x := p.m.Execs[rapid.SampledFrom(w).Draw(rt, "wait")]
+				id, own = x.ID, x.Tenant
+				if x.WaitingFor != "" && rapid.IntRange(0, 3).Draw(rt, "itsSignal") != 1 {
+					name = x.WaitingFor
+				}
+			}
+			p.do(Input{Op: OpSignal, ID: id, Tenant: p.scopeTenant(rt, own), Name: name,
 				Data:    rapid.SampledFrom(propData).Draw(rt, "data"),
 				IdemKey: rapid.SampledFrom([]string{"", "", "i1", "i2"}).Draw(rt, "idempotencyKey"),
 			})
 		},
-		"wake":   func(rt *rapid.T) { p.do(Input{Op: OpWake}) },
-		"retry":  byID(OpRetry),
+		"flow": p.flow,
+		"wake": func(rt *rapid.T) { p.do(Input{Op: OpWake}) },
+		"retry": func(rt *rapid.T) {
+			id, own := p.pickID(rt)
+			if f := p.withStatus(store.StatusFailed); len(f) > 0 && rapid.Bool().Draw(rt, "failed") {
+				id = rapid.SampledFrom(f).Draw(rt, "failedID")
+				own = p.m.Execs[id].Tenant
+			}
+			p.do(Input{Op: OpRetry, ID: id, Tenant: p.scopeTenant(rt, own)})
+		},
 		"steps":  byID(OpSteps),
 		"cancel": byID(OpCancel),
 		"delete": byID(OpDelete),
@@ -438,4 +455,48 @@ func (p *propCase) compareJournals(rt *rapid.T, tn string, want map[string]View)
 		}
 	}
 	return diffs
+}
+
+// withStatus lists the case's executions in a status, in id order.
+func (p *propCase) withStatus(st store.Status) []string {
+	var ids []string
+	for id, x := range p.m.Execs {
+		if x.Status == st {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// flow runs a piece of a flow as a worker would: claim one execution,
+// record a step or two under its lease, then sleep, wait, complete or fail.
+func (p *propCase) flow(rt *rapid.T) {
+	out := p.do(Input{Op: OpClaim, Client: 1, Tenant: p.tenant(rt, "tenant"), Max: 1})
+	if len(out.Leases) == 0 {
+		return
+	}
+	l := out.Leases[0]
+	in := Input{ID: l.ID, Token: l.Token, Tenant: l.Tenant}
+	for range rapid.IntRange(0, 2).Draw(rt, "records") {
+		rec := in
+		rec.Op = OpRecordStep
+		rec.Name = rapid.SampledFrom(recordNames).Draw(rt, "step")
+		rec.Data = rapid.SampledFrom(propData).Draw(rt, "result")
+		p.do(rec)
+	}
+	switch rapid.IntRange(0, 5).Draw(rt, "end") {
+	case 0:
+		in.Op = OpComplete
+	case 1:
+		in.Op, in.Retry = OpFail, rapid.Bool().Draw(rt, "retry")
+	case 2, 3:
+		in.Op, in.Name = OpSuspend, rapid.SampledFrom(suspendNames).Draw(rt, "sleepStep")
+		in.Until = p.now + int64(rapid.SampledFrom(sleeps).Draw(rt, "until"))
+	default:
+		in.Op, in.Name = OpSuspend, rapid.SampledFrom(suspendNames).Draw(rt, "waitStep")
+		in.Signal = rapid.SampledFrom(signalNames).Draw(rt, "signal")
+		in.Timeout = int64(rapid.SampledFrom(timeouts).Draw(rt, "timeout"))
+	}
+	p.do(in)
 }

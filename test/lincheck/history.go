@@ -209,6 +209,16 @@ func (p *pool) pickID(r *rand.Rand) (string, bool) {
 	return p.ids[r.IntN(len(p.ids))], true
 }
 
+// signalName is mostly the first name: signals of one name pile up, so
+// that waits show the order they consume them in; the other name's are
+// kept meanwhile.
+func signalName(r *rand.Rand) string {
+	if r.IntN(4) == 0 {
+		return signalNames[1]
+	}
+	return signalNames[0]
+}
+
 // peekLease picks a lease and keeps it: a worker records several steps
 // under one lease.
 func (p *pool) peekLease(r *rand.Rand) (LeaseOut, bool) {
@@ -315,7 +325,7 @@ func (w *workload) next(r *rand.Rand, sc *scope, p *pool, clk *clock) Input {
 			in.Op, in.Name = OpSuspend, suspendNames[r.IntN(len(suspendNames))]
 		default:
 			in.Op, in.Name = OpSuspend, suspendNames[r.IntN(len(suspendNames))]
-			in.Signal = signalNames[r.IntN(len(signalNames))]
+			in.Signal = signalName(r)
 		}
 	case actSignal, actRetry, actSteps:
 		id, ok := p.pickID(r)
@@ -326,7 +336,7 @@ func (w *workload) next(r *rand.Rand, sc *scope, p *pool, clk *clock) Input {
 		in.ID = id
 		switch act {
 		case actSignal:
-			in.Op, in.Name = OpSignal, signalNames[r.IntN(len(signalNames))]
+			in.Op, in.Name = OpSignal, signalName(r)
 			in.Data = fmt.Sprintf(`{"s":%d}`, r.IntN(1_000_000)) // distinct: the journal shows which one a wait consumed
 			if r.IntN(3) == 0 {
 				in.IdemKey = idemKeys[r.IntN(len(idemKeys))]

@@ -485,7 +485,18 @@ func (p *propCase) flow(rt *rapid.T) {
 		rec.Data = rapid.SampledFrom(propData).Draw(rt, "result")
 		p.do(rec)
 	}
-	switch rapid.IntRange(0, 5).Draw(rt, "end") {
+	// Signals that come while it runs are kept, each with data of its
+	// own, so that the waits' records show the order they are consumed in.
+	early := rapid.SampledFrom(signalNames).Draw(rt, "early signal")
+	n := rapid.IntRange(0, 3).Draw(rt, "early signals")
+	for range n {
+		p.do(Input{Op: OpSignal, ID: l.ID, Tenant: l.Tenant, Name: early, Data: fmt.Sprintf(`{"seq":%d}`, p.steps)})
+	}
+	end := rapid.IntRange(0, 5).Draw(rt, "end")
+	if n > 0 && end < 4 && rapid.Bool().Draw(rt, "waitForEarly") {
+		end = 4
+	}
+	switch end {
 	case 0:
 		in.Op = OpComplete
 	case 1:
@@ -496,6 +507,9 @@ func (p *propCase) flow(rt *rapid.T) {
 	default:
 		in.Op, in.Name = OpSuspend, rapid.SampledFrom(suspendNames).Draw(rt, "waitStep")
 		in.Signal = rapid.SampledFrom(signalNames).Draw(rt, "signal")
+		if n > 0 && rapid.IntRange(0, 3).Draw(rt, "otherSignal") != 1 {
+			in.Signal = early
+		}
 		in.Timeout = int64(rapid.SampledFrom(timeouts).Draw(rt, "timeout"))
 	}
 	p.do(in)

@@ -24,7 +24,10 @@
 //     every exit path frees the slot exactly once;
 //   - claims: only ready executions (queued, or scheduled and due), each
 //     attempt to one claim, each claim starting a new attempt with a fresh
-//     token; alone (Property), higher priority first then older run_at, as
+//     token; one with a concurrency key only while fewer than its limit of
+//     its tenant's executions with that key run (I4; suspended ones hold
+//     no slot), which of a key's startable executions goes first being
+//     left to the backend; alone (Property), higher priority first then older run_at, as
 //     many as Max allows and are ready; under concurrency (Check, with
 //     State.Concurrent) any of those ready, up to Max, since store.Store's
 //     Claim lets a claim pass by what concurrent operations hold;
@@ -106,12 +109,16 @@
 // # Property test (Property)
 //
 // Property drives random operation sequences (all of the above plus
-// heartbeat, release (started or not), rescue, promote, prune, wake and a
-// fake clock that advances onto and past leases, retry delays, dedup TTLs,
-// retention, sleeps and wait timeouts) against the store and State with
+// heartbeat, release (started or not), rescue, promote, prune, wake,
+// concurrency keys of limit 1 and 2, and a fake clock that advances onto
+// and past leases, retry delays, dedup TTLs, retention, sleeps and wait
+// timeouts) against the store and State with
 // pgregory.net/rapid, and after every step compares every execution, each
 // tenant's inflight counter and the journal of every execution ever
 // claimed. Failures print rapid's seed and fail file for replay.
+// Concurrency keys are in Property only: under concurrency a claim may pass
+// by any execution, so only a claim alone shows a slot wrongly held (by a
+// suspended execution, say).
 //
 // # Running
 //

@@ -482,7 +482,11 @@ func describe(in Input, out Output) string {
 			if it.RunAt != 0 {
 				sched = " sched"
 			}
-			fmt.Fprintf(&b, " [%s key=%s p%d%s]", it.Kind, k, it.Priority, sched)
+			ck := ""
+			if it.CKey != "" {
+				ck = fmt.Sprintf(" ck=%s/%d", it.CKey, it.CLimit)
+			}
+			fmt.Fprintf(&b, " [%s key=%s p%d%s%s]", it.Kind, k, it.Priority, sched, ck)
 		}
 		b.WriteString(" →")
 		for _, it := range out.Items {

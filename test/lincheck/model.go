@@ -282,6 +282,8 @@ func wantView(got, want View) error {
 	add("key", got.Key, want.Key)
 	add("payload", got.Payload, want.Payload)
 	add("priority", got.Priority, want.Priority)
+	add("concurrency_key", got.CKey, want.CKey)
+	add("concurrency_limit", got.CLimit, want.CLimit)
 	add("status", got.Status, want.Status)
 	add("attempt", got.Attempt, want.Attempt)
 	add("max_attempts", got.MaxAttempts, want.MaxAttempts)
@@ -375,6 +377,12 @@ func (s *State) admit(in Input, out Output) error {
 			Priority: sub.Priority, Status: store.StatusQueued, MaxAttempts: sub.MaxAttempts, RunAt: in.Now}}
 		if x.MaxAttempts <= 0 {
 			x.MaxAttempts = store.DefaultMaxAttempts
+		}
+		if x.CKey = sub.CKey; x.CKey != "" {
+			x.CLimit = sub.CLimit
+			if x.CLimit <= 0 {
+				x.CLimit = store.DefaultConcurrencyLimit
+			}
 		}
 		if sub.RunAt > in.Now {
 			x.RunAt, x.Status = sub.RunAt, store.StatusScheduled
@@ -503,13 +511,10 @@ func before(a, b Exec) bool {
 }
 
 // turnOrder returns the tenants of the leases a claim alone must hand out,
-// in order (I12): rounds over the tenants with candidates, smallest turn
-// first (ties by name), one execution each a round, until want.
-func (s *State) turnOrder(cands []Exec, want int) []string {
-	left := map[string]int{}
-	for _, c := range cands {
-		left[c.Tenant]++
-	}
+// in order (I12): rounds over the tenants with candidates (left: how many
+// each can start), smallest turn first (ties by name), one execution each a
+// round, until want.
+func (s *State) turnOrder(left map[string]int, want int) []string {
 	order := slices.Collect(maps.Keys(left))
 	slices.SortFunc(order, func(a, b string) int {
 		if d := cmp.Compare(s.Tenants[a].Turn, s.Tenants[b].Turn); d != 0 {
@@ -539,16 +544,47 @@ func (s *State) claim(in Input, out Output) error {
 			cands = append(cands, x)
 		}
 	}
-	want := min(max(in.Max, 1), len(cands))
+	// I4: a candidate with a concurrency key starts only while fewer than
+	// its limit of its tenant's executions with that key run (suspended
+	// ones hold no slot), counting those this claim starts.
+	running := map[tenantKey]int{}
+	for _, x := range s.Execs {
+		if x.CKey != "" && x.Status == store.StatusRunning {
+			running[tenantKey{x.Tenant, x.CKey}]++
+		}
+	}
+	startable := func(c Exec) bool {
+		return c.CKey == "" || running[tenantKey{c.Tenant, c.CKey}] < c.CLimit
+	}
+	// How many each tenant can start. (The workloads give every key one
+	// limit, so the count does not depend on which of a key's candidates
+	// come first.)
+	left, keyed := map[string]int{}, map[tenantKey]int{}
+	for _, c := range cands {
+		if c.CKey == "" {
+			left[c.Tenant]++
+			continue
+		}
+		k := tenantKey{c.Tenant, c.CKey}
+		if running[k]+keyed[k] < c.CLimit {
+			keyed[k]++
+			left[c.Tenant]++
+		}
+	}
+	n := 0
+	for _, v := range left {
+		n += v
+	}
+	want := min(max(in.Max, 1), n)
 	switch {
 	case s.Concurrent && len(out.Leases) > want:
-		return fmt.Errorf("claim handed out %d leases, want at most %d (%d ready)", len(out.Leases), want, len(cands))
+		return fmt.Errorf("claim handed out %d leases, want at most %d (%d ready, %d startable)", len(out.Leases), want, len(cands), n)
 	case !s.Concurrent && len(out.Leases) != want:
-		return fmt.Errorf("claim handed out %d leases, want %d (%d ready)", len(out.Leases), want, len(cands))
+		return fmt.Errorf("claim handed out %d leases, want %d (%d ready, %d startable)", len(out.Leases), want, len(cands), n)
 	}
 	var turns []string
 	if !s.Concurrent {
-		turns = s.turnOrder(cands, want)
+		turns = s.turnOrder(left, want)
 	}
 	taken := map[string]bool{}
 	var served []string // in the order last served
@@ -561,13 +597,24 @@ func (s *State) claim(in Input, out Output) error {
 			return fmt.Errorf("claim handed out %s of tenant %s as lease %d, want one of %s's (turn order %v)",
 				short(x.ID), x.Tenant, i+1, turns[i], turns)
 		}
+		if !startable(x) {
+			return fmt.Errorf("I4: claim handed out %s with concurrency key %s at its limit %d (%d running)",
+				short(x.ID), x.CKey, x.CLimit, running[tenantKey{x.Tenant, x.CKey}])
+		}
+		// Which of its startable candidates a key starts first is left
+		// free: a backend may keep a blocked one aside until its key's
+		// other candidates have gone (Redis parks it, and an execution of
+		// the key queued again meanwhile passes it).
 		for _, c := range cands {
-			if !s.Concurrent && !taken[c.ID] && c.Tenant == x.Tenant && before(c, x) {
+			if !s.Concurrent && !taken[c.ID] && c.Tenant == x.Tenant && c.CKey == "" && before(c, x) {
 				return fmt.Errorf("claim handed out %s (priority %d, run_at %s) before %s (priority %d, run_at %s) of its tenant",
 					short(x.ID), x.Priority, fmtNS(x.RunAt), short(c.ID), c.Priority, fmtNS(c.RunAt))
 			}
 		}
 		taken[l.ID] = true
+		if x.CKey != "" {
+			running[tenantKey{x.Tenant, x.CKey}]++
+		}
 		served = append(slices.DeleteFunc(served, func(t string) bool { return t == x.Tenant }), x.Tenant)
 		// A resume keeps its attempt; its flag stays for the run (an
 		// unstarted Release gives it back).

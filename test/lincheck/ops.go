@@ -60,6 +60,8 @@ type Sub struct {
 	Priority    int
 	RunAt       int64 // unix ns; 0 = now
 	MaxAttempts int   // 0 = store default
+	CKey        string
+	CLimit      int // 0 = store default, with CKey
 }
 
 // Input is the invocation of one operation: everything the store is given.
@@ -149,6 +151,8 @@ type View struct {
 	Key             string
 	Payload         string
 	Priority        int
+	CKey            string
+	CLimit          int
 	Status          store.Status
 	Attempt         int
 	MaxAttempts     int
@@ -168,7 +172,7 @@ func viewOf(x *store.Execution) View {
 	}
 	v := View{
 		ID: x.ID, Tenant: x.Tenant, Kind: x.Kind, Key: x.DedupKey, Payload: string(x.Payload),
-		Priority: x.Priority, Status: x.Status, Attempt: x.Attempt, MaxAttempts: x.MaxAttempts,
+		Priority: x.Priority, CKey: x.ConcurrencyKey, CLimit: x.ConcurrencyLimit, Status: x.Status, Attempt: x.Attempt, MaxAttempts: x.MaxAttempts,
 		CancelRequested: x.CancelRequested, RunAt: x.RunAt.UnixNano(),
 	}
 	if x.FinishedAt != nil {
@@ -240,7 +244,7 @@ func Do(ctx context.Context, s store.Store, in Input) Output {
 		subs := make([]store.Submission, len(in.Items))
 		for i, it := range in.Items {
 			subs[i] = store.Submission{Kind: it.Kind, DedupKey: it.Key, Priority: it.Priority,
-				RunAt: timeOf(it.RunAt), MaxAttempts: it.MaxAttempts}
+				RunAt: timeOf(it.RunAt), MaxAttempts: it.MaxAttempts, ConcurrencyKey: it.CKey, ConcurrencyLimit: it.CLimit}
 			if it.Payload != "" {
 				subs[i].Payload = json.RawMessage(it.Payload)
 			}

@@ -24,7 +24,8 @@ import (
 // quota refusals, reused keys, lost leases, not-terminal deletes.
 //
 // Operations: admit (single and batches; random kinds, keys, payloads,
-// priorities, run_at and max_attempts; an empty kind now and then), claim
+// priorities, run_at, max_attempts and concurrency keys; an empty kind now
+// and then), claim
 // (by tenant, kinds, max and lease length), heartbeat, complete, fail (retry
 // or not, with or without delay), release (started or not), cancel, delete
 // and force delete, get, get tenant, rescue, promote, prune, the flow
@@ -205,6 +206,11 @@ func (p *propCase) sub(rt *rapid.T) Sub {
 		Payload:     rapid.SampledFrom([]string{"", `{"n":1}`}).Draw(rt, "payload"),
 		Priority:    rapid.IntRange(0, 2).Draw(rt, "priority"),
 		MaxAttempts: rapid.IntRange(0, 3).Draw(rt, "maxAttempts"),
+		// Each key one limit: ck1 runs one at a time, ck2 two.
+		CKey: rapid.SampledFrom([]string{"", "", "ck1", "ck1", "ck2"}).Draw(rt, "concurrencyKey"),
+	}
+	if s.CKey == "ck2" {
+		s.CLimit = 2
 	}
 	// rapid favours the ends of a range, so rare cases test a middle value.
 	if rapid.IntRange(0, 40).Draw(rt, "emptyKind") == 17 {

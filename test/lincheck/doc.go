@@ -6,10 +6,14 @@
 //
 // State (model.go) is the sequential specification: per tenant, the quota
 // counter and its max_inflight; every execution's status, attempt, cancel
-// request, run_at, finished_at, lease expiry and current lease token; and
-// the dedup map (tenant, key) -> execution with its TTL. State.Apply takes
-// one operation's input and the store's answer, checks the answer (errors by
-// sentinel) and advances. It encodes:
+// request, run_at, finished_at, lease expiry, current lease token, its
+// suspension (wake_at, waiting_for, the step) and whether its next run is a
+// resume; every execution's flow state (flow_model.go): its journal in
+// record order, the signals kept for a later wait in arrival order, and the
+// first answers of its idempotent signals; and the dedup map (tenant, key)
+// -> execution with its TTL. State.Apply takes one operation's input and
+// the store's answer, checks the answer (errors by sentinel) and advances.
+// It encodes:
 //
 //   - dedup: a live key maps to one execution; a submit with it is answered
 //     with that execution as it is now (deduplicated), or ErrDedupKeyReused
@@ -20,7 +24,10 @@
 //     every exit path frees the slot exactly once;
 //   - claims: only ready executions (queued, or scheduled and due), each
 //     attempt to one claim, each claim starting a new attempt with a fresh
-//     token; alone (Property), higher priority first then older run_at, as
+//     token; one with a concurrency key only while fewer than its limit of
+//     its tenant's executions with that key run (I4; suspended ones hold
+//     no slot), which of a key's startable executions goes first being
+//     left to the backend; alone (Property), higher priority first then older run_at, as
 //     many as Max allows and are ready; under concurrency (Check, with
 //     State.Concurrent) any of those ready, up to Max, since store.Store's
 //     Claim lets a claim pass by what concurrent operations hold;
@@ -28,9 +35,31 @@
 //     current, unexpired token (CodeLeaseLost otherwise, also for a missing
 //     or another tenant's execution); Complete or Fail after a cancel
 //     request end cancelled; Fail retries while attempts remain;
-//   - cancel and delete: queued/scheduled cancel at once, running records
-//     the request, terminal is unchanged; Delete needs a terminal execution
-//     unless forced.
+//   - cancel and delete: queued/scheduled/suspended cancel at once, running
+//     records the request, terminal is unchanged; Delete needs a terminal
+//     execution unless forced, and takes the journal and signals with it;
+//   - the journal (I10): RecordStep is fenced like Complete and the first
+//     record of a name wins (a later one answers it, Recorded false); every
+//     lease carries every step recorded before its claim; Steps reads them
+//     all in record order, with their attempt and times;
+//   - suspensions and signals (I11): Suspend is fenced, ends the lease and
+//     keeps the quota slot; after a cancel request it cancels, on a recorded
+//     step it queues again, a sleep not in the future or a wait whose
+//     signal is kept records at once (consuming the oldest signal of that
+//     name) and queues again, else the execution is suspended. Signal
+//     answers an idempotency key's first answer whatever the status, is
+//     refused for a terminal execution (not_active), ends a wait for its
+//     name (Delivered) or is kept, in arrival order. Wake ends every
+//     suspension due (a sleep's null, a wait's TimedOut). A wait thus ends
+//     exactly once, by the first of its signal and its timeout; a signal is
+//     consumed once, oldest first, and never lost while the execution is
+//     not terminal;
+//   - resumes: an execution queued again by Suspend, Signal or Wake keeps
+//     its attempt at its next claim; a crash (rescue), a failure or a
+//     release after it counts the next start; an unstarted Release gives
+//     its claim back (the start, or the resume);
+//   - retry: only a failed execution, under the quota, queued with its
+//     journal and its attempts counted from 0.
 //
 // What the contract leaves to a backend is learned from its answers, never
 // pinned: the ids and tokens it mints, and which of several equally ranked
@@ -40,7 +69,9 @@
 //
 // Check records histories of 12 concurrent clients (admit with and without
 // dedup keys, batches, get, cancel, delete, force delete, claim, complete,
-// fail with and without retry, the tenant's quota counter) against a real
+// fail with and without retry, the tenant's quota counter, and the flow
+// operations: record a step under a current or stale token, sleep, wait,
+// signal with and without idempotency keys, retry, read the journal) against a real
 // database opened by three stores at once — as three latch servers would
 // open it, each with its own connections, grouping of concurrent operations
 // and wake-ups, the clients spread over them — with porcupine's timestamps from a monotonic clock fenced by atomic
@@ -53,6 +84,18 @@
 //	Contention  one tenant whose quota never binds, two kinds with two hot
 //	            keys each; claims filter by kind, so each kind is a
 //	            partition, and many clients race inside it.
+//	Flows       one tenant running flows, 8 clients (the search over one
+//	            partition of journals and signal buffers grows fast with
+//	            more), whose quota suspended executions hold; sleeps until
+//	            the past or a few milliseconds ahead, waits with and without
+//	            timeouts, signals of two names with distinct data (so the
+//	            journal shows which one a wait consumed), Wake at the
+//	            advancing clock. Wake acts on every tenant, so the workload
+//	            is one partition, and each history's executions are force
+//	            deleted after it.
+//
+// In Tenants and Contention, where nothing wakes, sleeps end at once and
+// waits have no timeout: a signal, a cancel or a delete ends them.
 //
 // A non-linearizable history fails the test, and porcupine's HTML
 // visualization is written to $LATCH_LINCHECK_OUT (or the test's temporary
@@ -61,15 +104,21 @@
 //
 // Rescue, Promote and Prune act on every tenant at once, so they would join
 // all partitions into one; they are checked by the property test instead.
+// Wake does too, and is checked by both: Flows is one partition.
 //
 // # Property test (Property)
 //
 // Property drives random operation sequences (all of the above plus
-// heartbeat, release, rescue, promote, prune and a fake clock that advances
-// onto and past leases, retry delays, dedup TTLs and retention) against the
-// store and State with pgregory.net/rapid, and after every step compares
-// every execution and each tenant's inflight counter. Failures print rapid's
-// seed and fail file for replay.
+// heartbeat, release (started or not), rescue, promote, prune, wake,
+// concurrency keys of limit 1 and 2, and a fake clock that advances onto
+// and past leases, retry delays, dedup TTLs, retention, sleeps and wait
+// timeouts) against the store and State with
+// pgregory.net/rapid, and after every step compares every execution, each
+// tenant's inflight counter and the journal of every execution ever
+// claimed. Failures print rapid's seed and fail file for replay.
+// Concurrency keys are in Property only: under concurrency a claim may pass
+// by any execution, so only a claim alone shows a slot wrongly held (by a
+// suspended execution, say).
 //
 // # Running
 //
@@ -109,9 +158,9 @@
 //	go test ./test/lincheck -run Property -rapid.checks=2000 -rapid.steps=100
 //
 // Every backend runs the defaults below. Under -race on two cores, Check
-// takes a few seconds per backend and Property 5-25 s (Redis the fastest);
-// go test -race ./store/... ./test/lincheck with both URLs set takes about a
-// minute.
+// takes 5-30 s per backend (Flows the longest: porcupine's search over its
+// one partition) and Property 3-15 s (Redis the fastest); go test -race
+// ./test/lincheck takes under a minute, the racy-store tests included.
 //
 // Environment: LATCH_LINCHECK_OPS (operations per workload, default 900),
 // LATCH_LINCHECK_HISTORY_OPS (per history, default 300), LATCH_LINCHECK_CLIENTS
@@ -124,6 +173,12 @@
 // 30 cases under -race (the SQLite driver is some twenty times slower
 // there) and 100 without; store/postgres and store/redis run rapid's
 // default 100 either way.
+//
+// TestCheckerCatchesCheckThenActSignal does the same for I11: a wrapper
+// whose Signal reads the execution, then keeps the signal aside when it is
+// not waiting, and whose wait suspends, then looks aside (a signal between
+// the two is lost to the wait, or consumed out of order), is rejected on
+// the Flows workload; run by a single client it is accepted.
 //
 // TestCheckerCatchesCheckThenActDedup shows the check is not vacuous: a
 // test-only wrapper that reintroduces a check-then-act dedup (the race

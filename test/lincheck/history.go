@@ -60,12 +60,23 @@ type scope struct {
 	keys   []string // dedup keys, bound to kind
 }
 
-// workload describes the clients of one history.
+// workload describes the clients of one history. A workload with wake
+// sets drives Wake, which acts on every tenant: it must be one partition,
+// and its histories' executions are force deleted after each, so that the
+// next history's Wake counts only its own; without it, sleeps end at once
+// (until not in the future) and waits have no timeout, as nothing would
+// wake them.
 type workload struct {
 	name    string
 	tenants []store.CreateTenantParams
 	scopes  []scope
 	weights [numActions]int
+	wake    bool
+	// clients caps the clients of a history (0: Options.Clients): one
+	// partition of many concurrent operations whose orders all leave
+	// different states (journals, signal buffers) is a search porcupine
+	// takes seconds over with 12 clients, milliseconds with 8.
+	clients int
 }
 
 // The client actions a workload draws from.
@@ -81,7 +92,25 @@ const (
 	actForceDelete
 	actGet
 	actTenant
+	actRecordStep
+	actSleep
+	actWait
+	actSignal
+	actWake
+	actRetry
+	actSteps
 	numActions
+)
+
+// Flow names the clients draw from: a few step names that records use,
+// wait and sleep steps of their own (one shared with records, so that a
+// suspension on a recorded step occurs), two signal names and two
+// idempotency keys per execution.
+var (
+	recordNames  = []string{"a", "b", "c"}
+	suspendNames = []string{"w1", "w2", "w3", "w4", "w5", "a"}
+	signalNames  = []string{"go", "stop"}
+	idemKeys     = []string{"i1", "i2"}
 )
 
 // tenantWorkload: several tenants, each one partition, with a small
@@ -98,6 +127,7 @@ func tenantWorkload(h int) workload {
 	w.weights = [numActions]int{
 		actAdmitKeyed: 26, actAdmitPlain: 6, actAdmitBatch: 4, actClaim: 16, actComplete: 12, actFail: 10,
 		actCancel: 6, actDelete: 4, actForceDelete: 6, actGet: 6, actTenant: 4,
+		actRecordStep: 6, actSleep: 2, actWait: 2, actSignal: 4, actRetry: 2, actSteps: 2,
 	}
 	return w
 }
@@ -117,6 +147,26 @@ func contentionWorkload(h int) workload {
 	w.weights = [numActions]int{
 		actAdmitKeyed: 30, actAdmitPlain: 3, actAdmitBatch: 3, actClaim: 18, actComplete: 12, actFail: 10,
 		actCancel: 6, actDelete: 3, actForceDelete: 8, actGet: 7,
+		actRecordStep: 6, actSleep: 3, actWait: 3, actSignal: 5, actRetry: 2, actSteps: 2,
+	}
+	return w
+}
+
+// flowWorkload: one tenant running flows, whose quota binds now and then
+// (suspended executions hold it), every client on one kind. Clients record
+// steps under current and stale tokens, sleep (until past or future),
+// wait (with and without timeout), signal (some with idempotency keys),
+// wake at the advancing clock, retry failed executions and read journals,
+// among claims, completes, failures, cancels and deletes. Wake acts on
+// every tenant, so the workload is one partition.
+func flowWorkload(h int) workload {
+	tenant := fmt.Sprintf("h%d-flow", h)
+	w := workload{name: "flows", wake: true, clients: 8, tenants: []store.CreateTenantParams{{Name: tenant, MaxInflight: 6}}}
+	w.scopes = []scope{{name: "flow", tenant: tenant, kind: "flow", keys: []string{"f-a", "f-b"}}}
+	w.weights = [numActions]int{
+		actAdmitKeyed: 8, actAdmitPlain: 8, actClaim: 16, actComplete: 5, actFail: 6,
+		actCancel: 3, actDelete: 2, actForceDelete: 2, actGet: 3, actTenant: 2,
+		actRecordStep: 12, actSleep: 6, actWait: 8, actSignal: 12, actWake: 8, actRetry: 4, actSteps: 4,
 	}
 	return w
 }
@@ -157,6 +207,27 @@ func (p *pool) pickID(r *rand.Rand) (string, bool) {
 		return "", false
 	}
 	return p.ids[r.IntN(len(p.ids))], true
+}
+
+// signalName is mostly the first name: signals of one name pile up, so
+// that waits show the order they consume them in; the other name's are
+// kept meanwhile.
+func signalName(r *rand.Rand) string {
+	if r.IntN(4) == 0 {
+		return signalNames[1]
+	}
+	return signalNames[0]
+}
+
+// peekLease picks a lease and keeps it: a worker records several steps
+// under one lease.
+func (p *pool) peekLease(r *rand.Rand) (LeaseOut, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.leases) == 0 {
+		return LeaseOut{}, false
+	}
+	return p.leases[r.IntN(len(p.leases))], true
 }
 
 // takeLease picks a lease and usually forgets it (a worker finishes an
@@ -235,12 +306,67 @@ func (w *workload) next(r *rand.Rand, sc *scope, p *pool, clk *clock) Input {
 		}
 	case actTenant:
 		in.Op = OpTenant
+	case actRecordStep, actSleep, actWait:
+		take := p.takeLease
+		if act == actRecordStep {
+			take = p.peekLease
+		}
+		l, ok := take(r)
+		if !ok {
+			in.Op, in.Kinds, in.Max = OpClaim, sc.kinds, 1
+			break
+		}
+		in.ID, in.Token = l.ID, l.Token
+		switch act {
+		case actRecordStep:
+			in.Op, in.Name = OpRecordStep, recordNames[r.IntN(len(recordNames))]
+			in.Data = fmt.Sprintf(`{"r":%d}`, r.IntN(1_000_000))
+		case actSleep:
+			in.Op, in.Name = OpSuspend, suspendNames[r.IntN(len(suspendNames))]
+		default:
+			in.Op, in.Name = OpSuspend, suspendNames[r.IntN(len(suspendNames))]
+			in.Signal = signalName(r)
+		}
+	case actSignal, actRetry, actSteps:
+		id, ok := p.pickID(r)
+		if !ok {
+			in.Op, in.Items = OpAdmit, []Sub{sub(false)}
+			break
+		}
+		in.ID = id
+		switch act {
+		case actSignal:
+			in.Op, in.Name = OpSignal, signalName(r)
+			in.Data = fmt.Sprintf(`{"s":%d}`, r.IntN(1_000_000)) // distinct: the journal shows which one a wait consumed
+			if r.IntN(3) == 0 {
+				in.IdemKey = idemKeys[r.IntN(len(idemKeys))]
+			}
+		case actRetry:
+			in.Op = OpRetry
+		default:
+			in.Op = OpSteps
+		}
+	case actWake:
+		in.Op = OpWake
 	case actAdmitBatch:
 		in.Op, in.Items = OpAdmit, []Sub{sub(r.IntN(2) == 0), sub(true)}
 	default:
 		in.Op, in.Items = OpAdmit, []Sub{sub(act == actAdmitKeyed)}
 	}
 	in.Now = clk.fakeNow()
+	switch {
+	case in.Op == OpRecordStep && r.IntN(2) == 0:
+		in.StartedAt = in.Now - int64(time.Millisecond)
+	case in.Op == OpSuspend && in.Signal == "":
+		// A sleep until the past, now or (when Wake runs) a little later.
+		ahead := []time.Duration{-time.Millisecond, 0}
+		if w.wake {
+			ahead = append(ahead, 2*time.Millisecond, 5*time.Millisecond, 10*time.Millisecond)
+		}
+		in.Until = in.Now + int64(ahead[r.IntN(len(ahead))])
+	case in.Op == OpSuspend && w.wake && r.IntN(2) == 0:
+		in.Timeout = int64(time.Duration(2+r.IntN(8)) * time.Millisecond)
+	}
 	if in.Op == OpAdmit {
 		for i := range in.Items {
 			if r.IntN(8) == 0 && in.Items[i].Key == "" {
@@ -356,7 +482,11 @@ func describe(in Input, out Output) string {
 			if it.RunAt != 0 {
 				sched = " sched"
 			}
-			fmt.Fprintf(&b, " [%s key=%s p%d%s]", it.Kind, k, it.Priority, sched)
+			ck := ""
+			if it.CKey != "" {
+				ck = fmt.Sprintf(" ck=%s/%d", it.CKey, it.CLimit)
+			}
+			fmt.Fprintf(&b, " [%s key=%s p%d%s%s]", it.Kind, k, it.Priority, sched, ck)
 		}
 		b.WriteString(" →")
 		for _, it := range out.Items {
@@ -379,6 +509,29 @@ func describe(in Input, out Output) string {
 		}
 	case OpTenant:
 		fmt.Fprintf(&b, " → inflight %d/%d", out.Inflight, out.MaxInflight)
+	case OpWake:
+		fmt.Fprintf(&b, " → %d", out.Counts[0])
+	case OpRecordStep, OpSignal, OpSteps:
+		fmt.Fprintf(&b, " %s", short(in.ID))
+		if in.Token != "" {
+			fmt.Fprintf(&b, " tok %s", short(in.Token))
+		}
+		fmt.Fprintf(&b, " %s %s", in.Name, in.Data)
+		if in.IdemKey != "" {
+			fmt.Fprintf(&b, " key %s", in.IdemKey)
+		}
+		b.WriteString(" →")
+		switch {
+		case out.Err != OK:
+		case in.Op == OpRecordStep:
+			fmt.Fprintf(&b, " %s=%s recorded=%t", out.Step.Name, out.Step.Result, out.Recorded)
+		case in.Op == OpSignal:
+			fmt.Fprintf(&b, " delivered=%t", out.Delivered)
+		default:
+			for _, st := range out.Steps {
+				fmt.Fprintf(&b, " %s=%s", st.Name, st.Result)
+			}
+		}
 	default:
 		fmt.Fprintf(&b, " %s", short(in.ID))
 		if in.Token != "" {
@@ -389,6 +542,14 @@ func describe(in Input, out Output) string {
 		}
 		if in.Op == OpFail {
 			fmt.Fprintf(&b, " retry=%t", in.Retry)
+		}
+		if in.Op == OpSuspend {
+			fmt.Fprintf(&b, " step %s", in.Name)
+			if in.Signal != "" {
+				fmt.Fprintf(&b, " wait %s timeout %v", in.Signal, time.Duration(in.Timeout))
+			} else {
+				fmt.Fprintf(&b, " until now%+v", time.Duration(in.Until-in.Now))
+			}
 		}
 		b.WriteString(" →")
 		if out.X.ID != "" {
@@ -517,6 +678,10 @@ func tally(hist []porcupine.Operation) string {
 			continue
 		case in.Op == OpClaim:
 			key += fmt.Sprintf(":%d", len(out.Leases))
+		case in.Op == OpWake:
+			key += fmt.Sprintf(":%d", min(out.Counts[0], 2))
+		case in.Op == OpRecordStep || in.Op == OpSignal:
+			key += flowOutcome(in, out)
 		case out.X.Status != "":
 			key += ":" + string(out.X.Status)
 		}
@@ -533,4 +698,17 @@ func tally(hist []porcupine.Operation) string {
 	}
 	fmt.Fprintf(&b, "| overlapping pairs=%d", overlap)
 	return b.String()
+}
+
+// flowOutcome names the answer of a record or a signal for the tallies.
+func flowOutcome(in Input, out Output) string {
+	switch {
+	case in.Op == OpRecordStep && out.Recorded:
+		return ":new"
+	case in.Op == OpRecordStep:
+		return ":first-wins"
+	case out.Delivered:
+		return ":delivered"
+	}
+	return ":kept"
 }

@@ -89,6 +89,11 @@ func (o Options) withDefaults(t *testing.T) Options {
 //	Contention  the same operations without a binding quota, many clients
 //	            on two kinds with two hot dedup keys each; claims filter by
 //	            kind, one partition per kind.
+//	Flows       the same and the flow operations with Wake, 8 clients on
+//	            one tenant's flows: one partition, as Wake acts on all.
+//
+// Tenants and Contention record steps, sleep (until now or before), wait
+// (without timeout), signal, retry and read journals too.
 //
 // An illegal history fails the test and is written out as porcupine's HTML
 // visualization; the log names the file and what the model refused.
@@ -102,7 +107,7 @@ func CheckWith(t *testing.T, newServers NewServers, opts Options) {
 	for _, wl := range []struct {
 		name string
 		mk   func(h int) workload
-	}{{"Tenants", tenantWorkload}, {"Contention", contentionWorkload}} {
+	}{{"Tenants", tenantWorkload}, {"Contention", contentionWorkload}, {"Flows", flowWorkload}} {
 		t.Run(wl.name, func(t *testing.T) {
 			o := opts.withDefaults(t)
 			servers := newServers(t, o.Servers)
@@ -130,7 +135,11 @@ func runHistory(ctx context.Context, servers []store.Store, w workload, o Option
 			return verdict{}, fmt.Errorf("CreateTenant %s: %w", p.Name, err)
 		}
 	}
-	hist := record(ctx, servers, &w, o.Clients, o.HistoryOps, seed)
+	clients := o.Clients
+	if w.clients > 0 {
+		clients = min(clients, w.clients)
+	}
+	hist := record(ctx, servers, &w, clients, o.HistoryOps, seed)
 	for _, op := range hist {
 		if out := op.Output.(Output); out.Err.unexpected() {
 			return verdict{}, fmt.Errorf("client %d: %s: %s", op.ClientId, op.Input.(Input).Op, out.Err)
@@ -141,9 +150,41 @@ func runHistory(ctx context.Context, servers []store.Store, w workload, o Option
 			}
 		}
 	}
+	if w.wake {
+		names := make([]string, len(w.tenants))
+		for i, p := range w.tenants {
+			names[i] = p.Name
+		}
+		if err := forceDeleteAll(ctx, servers[0], names); err != nil {
+			return verdict{}, err
+		}
+	}
 	tenants := w.tenants
 	model := porcupineModel(func() *State { return NewState(tenants...) })
 	return check(model, hist, o.Timeout, o.OutDir, name), nil
+}
+
+// forceDeleteAll force-deletes every execution of the tenants, so that the
+// global operations (Wake, Rescue, Promote, Prune) of what runs next on the
+// store see only their own.
+func forceDeleteAll(ctx context.Context, s store.Store, tenants []string) error {
+	for _, tn := range tenants {
+		for {
+			res, err := s.List(ctx, &store.ListParams{Tenant: tn, Limit: 500})
+			if err != nil {
+				return fmt.Errorf("list %s: %w", tn, err)
+			}
+			if len(res.Items) == 0 {
+				break
+			}
+			for _, x := range res.Items {
+				if err := s.Delete(ctx, &store.DeleteParams{Tenant: tn, ID: x.ID, Force: true, Now: base}); err != nil {
+					return fmt.Errorf("force delete %s: %w", x.ID, err)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func report(t *testing.T, h int, v verdict) {

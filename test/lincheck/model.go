@@ -28,10 +28,13 @@ type TenantState struct {
 }
 
 // Exec is the model's execution: what the store shows, plus the current
-// lease token (known to the model from the Claim that issued it).
+// lease token (known to the model from the Claim that issued it) and
+// whether its next (or current) run resumes a flow: queued again by the
+// flow's own progress (Suspend, Signal, Wake), so its claim counts no start.
 type Exec struct {
 	View
-	Token string
+	Token  string
+	Resume bool
 }
 
 type tenantKey struct{ tenant, key string }
@@ -62,14 +65,16 @@ type State struct {
 	Tenants    map[string]TenantState
 	Execs      map[string]Exec
 	Keys       map[tenantKey]KeyState
-	TurnSeq    int64 // the largest turn given
+	Flows      map[string]Flow // execution id -> its journal and signals; absent when empty
+	TurnSeq    int64           // the largest turn given
 	Concurrent bool
 }
 
 // NewState returns the state of a store holding the given tenants and no
 // executions. Zero settings take the store defaults.
 func NewState(tenants ...store.CreateTenantParams) *State {
-	s := &State{Tenants: map[string]TenantState{}, Execs: map[string]Exec{}, Keys: map[tenantKey]KeyState{}}
+	s := &State{Tenants: map[string]TenantState{}, Execs: map[string]Exec{}, Keys: map[tenantKey]KeyState{},
+		Flows: map[string]Flow{}}
 	for _, p := range tenants {
 		ts := TenantState{MaxInflight: p.MaxInflight, DedupTTL: int64(p.DedupTTL), Retention: int64(p.Retention)}
 		if ts.MaxInflight == 0 {
@@ -86,16 +91,17 @@ func NewState(tenants ...store.CreateTenantParams) *State {
 	return s
 }
 
-// Clone returns a deep copy (all values are plain structs).
+// Clone returns a deep copy: all values are plain structs, but for a
+// Flow's slices, which are never changed in place (copy on write).
 func (s *State) Clone() *State {
 	return &State{Tenants: maps.Clone(s.Tenants), Execs: maps.Clone(s.Execs), Keys: maps.Clone(s.Keys),
-		TurnSeq: s.TurnSeq, Concurrent: s.Concurrent}
+		Flows: maps.Clone(s.Flows), TurnSeq: s.TurnSeq, Concurrent: s.Concurrent}
 }
 
 // Equal reports whether two states are the same.
 func (s *State) Equal(o *State) bool {
 	return maps.Equal(s.Tenants, o.Tenants) && maps.Equal(s.Execs, o.Execs) && maps.Equal(s.Keys, o.Keys) &&
-		s.TurnSeq == o.TurnSeq
+		maps.EqualFunc(s.Flows, o.Flows, Flow.equal) && s.TurnSeq == o.TurnSeq
 }
 
 // Hash is an order-independent hash of the state: Equal states hash equal.
@@ -104,7 +110,19 @@ func (s *State) Hash() uint64 {
 	f := fnv.New64a()
 	for id, x := range s.Execs {
 		f.Reset()
-		fmt.Fprintf(f, "%s|%s|%d|%t|%s|%d|%d", id, x.Status, x.Attempt, x.CancelRequested, x.Token, x.FinishedAt, x.LeaseExpires)
+		fmt.Fprintf(f, "%s|%s|%d|%t|%s|%d|%d|%t|%d|%s", id, x.Status, x.Attempt, x.CancelRequested, x.Token,
+			x.FinishedAt, x.LeaseExpires, x.Resume, x.WakeAt, x.WaitingFor)
+		h ^= f.Sum64()
+	}
+	for id, fl := range s.Flows {
+		f.Reset()
+		fmt.Fprintf(f, "f|%s|%d|%d|%d", id, len(fl.Steps), len(fl.Signals), len(fl.Answers))
+		for _, st := range fl.Steps {
+			fmt.Fprintf(f, "|%s=%s", st.Name, st.Result)
+		}
+		for _, sg := range fl.Signals {
+			fmt.Fprintf(f, "|%s:%s", sg.Name, sg.Data)
+		}
 		h ^= f.Sum64()
 	}
 	for k, v := range s.Keys {
@@ -187,11 +205,20 @@ func (s *State) Apply(in Input, out Output) error {
 		if x == nil {
 			return err
 		}
-		// The attempt still counts as a start.
+		// The attempt still counts as a start, unless it never started:
+		// then the claim is given back, a start's count or a resume's flag.
+		resume := x.Resume
+		if in.Unstarted && !resume {
+			x.Attempt--
+		}
 		if x.CancelRequested {
 			s.finish(x, store.StatusCancelled, in.Now)
 		} else {
 			s.requeue(x, in.Now, in.Now)
+			if in.Unstarted && resume {
+				x.Resume = true
+				s.Execs[x.ID] = *x
+			}
 		}
 		return wantView(out.X, x.View)
 	case OpTenant:
@@ -213,6 +240,8 @@ func (s *State) Apply(in Input, out Output) error {
 		return s.promote(in, out)
 	case OpPrune:
 		return s.prune(in, out)
+	case OpRecordStep, OpSuspend, OpSignal, OpWake, OpRetry, OpSteps:
+		return s.applyFlow(in, out)
 	}
 	return fmt.Errorf("unknown operation %v", in.Op)
 }
@@ -253,6 +282,8 @@ func wantView(got, want View) error {
 	add("key", got.Key, want.Key)
 	add("payload", got.Payload, want.Payload)
 	add("priority", got.Priority, want.Priority)
+	add("concurrency_key", got.CKey, want.CKey)
+	add("concurrency_limit", got.CLimit, want.CLimit)
 	add("status", got.Status, want.Status)
 	add("attempt", got.Attempt, want.Attempt)
 	add("max_attempts", got.MaxAttempts, want.MaxAttempts)
@@ -260,6 +291,9 @@ func wantView(got, want View) error {
 	add("run_at", fmtNS(got.RunAt), fmtNS(want.RunAt))
 	add("finished_at", fmtNS(got.FinishedAt), fmtNS(want.FinishedAt))
 	add("lease_expires", fmtNS(got.LeaseExpires), fmtNS(want.LeaseExpires))
+	add("wake_at", fmtNS(got.WakeAt), fmtNS(want.WakeAt))
+	add("waiting_for", got.WaitingFor, want.WaitingFor)
+	add("suspend_step", got.SuspendStep, want.SuspendStep)
 	return fmt.Errorf("execution %s differs: %s", short(want.ID), strings.Join(d, ", "))
 }
 
@@ -344,6 +378,12 @@ func (s *State) admit(in Input, out Output) error {
 		if x.MaxAttempts <= 0 {
 			x.MaxAttempts = store.DefaultMaxAttempts
 		}
+		if x.CKey = sub.CKey; x.CKey != "" {
+			x.CLimit = sub.CLimit
+			if x.CLimit <= 0 {
+				x.CLimit = store.DefaultConcurrencyLimit
+			}
+		}
 		if sub.RunAt > in.Now {
 			x.RunAt, x.Status = sub.RunAt, store.StatusScheduled
 		}
@@ -361,24 +401,26 @@ func (s *State) admit(in Input, out Output) error {
 }
 
 // finish moves an in-flight execution to a terminal status and frees its
-// quota slot.
+// quota slot. A suspension ends with it.
 func (s *State) finish(x *Exec, st store.Status, now int64) {
 	if x.Status.Inflight() {
 		t := s.Tenants[x.Tenant]
 		t.Inflight--
 		s.Tenants[x.Tenant] = t
 	}
-	x.Status, x.FinishedAt, x.Token, x.LeaseExpires = st, now, "", 0
+	x.Status, x.FinishedAt, x.Token, x.LeaseExpires, x.Resume = st, now, "", 0, false
+	x.WakeAt, x.WaitingFor, x.SuspendStep = 0, "", ""
 	s.Execs[x.ID] = *x
 }
 
-// requeue ends a running attempt; the execution is claimable again at runAt.
+// requeue ends a running attempt; the execution is claimable again at runAt
+// and its next claim counts a start.
 func (s *State) requeue(x *Exec, runAt, now int64) {
 	x.Status = store.StatusQueued
 	if runAt > now {
 		x.Status = store.StatusScheduled
 	}
-	x.RunAt, x.Token, x.LeaseExpires = runAt, "", 0
+	x.RunAt, x.Token, x.LeaseExpires, x.Resume = runAt, "", 0, false
 	s.Execs[x.ID] = *x
 }
 
@@ -408,7 +450,7 @@ func (s *State) cancel(in Input, out Output) error {
 		return err
 	}
 	switch x.Status {
-	case store.StatusQueued, store.StatusScheduled:
+	case store.StatusQueued, store.StatusScheduled, store.StatusSuspended:
 		s.finish(&x, store.StatusCancelled, in.Now)
 	case store.StatusRunning:
 		x.CancelRequested = true
@@ -432,8 +474,10 @@ func (s *State) delete(in Input, out Output) error {
 	return nil
 }
 
-// remove deletes an execution with its dedup key and quota slot.
+// remove deletes an execution with its dedup key, quota slot, journal and
+// signals.
 func (s *State) remove(x Exec) {
+	delete(s.Flows, x.ID)
 	if x.Status.Inflight() {
 		t := s.Tenants[x.Tenant]
 		t.Inflight--
@@ -467,13 +511,10 @@ func before(a, b Exec) bool {
 }
 
 // turnOrder returns the tenants of the leases a claim alone must hand out,
-// in order (I12): rounds over the tenants with candidates, smallest turn
-// first (ties by name), one execution each a round, until want.
-func (s *State) turnOrder(cands []Exec, want int) []string {
-	left := map[string]int{}
-	for _, c := range cands {
-		left[c.Tenant]++
-	}
+// in order (I12): rounds over the tenants with candidates (left: how many
+// each can start), smallest turn first (ties by name), one execution each a
+// round, until want.
+func (s *State) turnOrder(left map[string]int, want int) []string {
 	order := slices.Collect(maps.Keys(left))
 	slices.SortFunc(order, func(a, b string) int {
 		if d := cmp.Compare(s.Tenants[a].Turn, s.Tenants[b].Turn); d != 0 {
@@ -503,16 +544,47 @@ func (s *State) claim(in Input, out Output) error {
 			cands = append(cands, x)
 		}
 	}
-	want := min(max(in.Max, 1), len(cands))
+	// I4: a candidate with a concurrency key starts only while fewer than
+	// its limit of its tenant's executions with that key run (suspended
+	// ones hold no slot), counting those this claim starts.
+	running := map[tenantKey]int{}
+	for _, x := range s.Execs {
+		if x.CKey != "" && x.Status == store.StatusRunning {
+			running[tenantKey{x.Tenant, x.CKey}]++
+		}
+	}
+	startable := func(c Exec) bool {
+		return c.CKey == "" || running[tenantKey{c.Tenant, c.CKey}] < c.CLimit
+	}
+	// How many each tenant can start. (The workloads give every key one
+	// limit, so the count does not depend on which of a key's candidates
+	// come first.)
+	left, keyed := map[string]int{}, map[tenantKey]int{}
+	for _, c := range cands {
+		if c.CKey == "" {
+			left[c.Tenant]++
+			continue
+		}
+		k := tenantKey{c.Tenant, c.CKey}
+		if running[k]+keyed[k] < c.CLimit {
+			keyed[k]++
+			left[c.Tenant]++
+		}
+	}
+	n := 0
+	for _, v := range left {
+		n += v
+	}
+	want := min(max(in.Max, 1), n)
 	switch {
 	case s.Concurrent && len(out.Leases) > want:
-		return fmt.Errorf("claim handed out %d leases, want at most %d (%d ready)", len(out.Leases), want, len(cands))
+		return fmt.Errorf("claim handed out %d leases, want at most %d (%d ready, %d startable)", len(out.Leases), want, len(cands), n)
 	case !s.Concurrent && len(out.Leases) != want:
-		return fmt.Errorf("claim handed out %d leases, want %d (%d ready)", len(out.Leases), want, len(cands))
+		return fmt.Errorf("claim handed out %d leases, want %d (%d ready, %d startable)", len(out.Leases), want, len(cands), n)
 	}
 	var turns []string
 	if !s.Concurrent {
-		turns = s.turnOrder(cands, want)
+		turns = s.turnOrder(left, want)
 	}
 	taken := map[string]bool{}
 	var served []string // in the order last served
@@ -525,19 +597,35 @@ func (s *State) claim(in Input, out Output) error {
 			return fmt.Errorf("claim handed out %s of tenant %s as lease %d, want one of %s's (turn order %v)",
 				short(x.ID), x.Tenant, i+1, turns[i], turns)
 		}
+		if !startable(x) {
+			return fmt.Errorf("I4: claim handed out %s with concurrency key %s at its limit %d (%d running)",
+				short(x.ID), x.CKey, x.CLimit, running[tenantKey{x.Tenant, x.CKey}])
+		}
+		// Which of its startable candidates a key starts first is left
+		// free: a backend may keep a blocked one aside until its key's
+		// other candidates have gone (Redis parks it, and an execution of
+		// the key queued again meanwhile passes it).
 		for _, c := range cands {
-			if !s.Concurrent && !taken[c.ID] && c.Tenant == x.Tenant && before(c, x) {
+			if !s.Concurrent && !taken[c.ID] && c.Tenant == x.Tenant && c.CKey == "" && before(c, x) {
 				return fmt.Errorf("claim handed out %s (priority %d, run_at %s) before %s (priority %d, run_at %s) of its tenant",
 					short(x.ID), x.Priority, fmtNS(x.RunAt), short(c.ID), c.Priority, fmtNS(c.RunAt))
 			}
 		}
 		taken[l.ID] = true
+		if x.CKey != "" {
+			running[tenantKey{x.Tenant, x.CKey}]++
+		}
 		served = append(slices.DeleteFunc(served, func(t string) bool { return t == x.Tenant }), x.Tenant)
-		x.Attempt++
+		// A resume keeps its attempt; its flag stays for the run (an
+		// unstarted Release gives it back).
+		if !x.Resume {
+			x.Attempt++
+		}
 		x.Status = store.StatusRunning
 		x.LeaseExpires = in.Now + leaseOf(in.Lease)
 		wantL := LeaseOut{ID: x.ID, Tenant: x.Tenant, Token: l.Token, Kind: x.Kind, Payload: x.Payload,
-			Attempt: x.Attempt, MaxAttempts: x.MaxAttempts, Expires: x.LeaseExpires}
+			Attempt: x.Attempt, MaxAttempts: x.MaxAttempts, Expires: x.LeaseExpires,
+			Steps: s.Flows[x.ID].journal()}
 		if l != wantL {
 			return fmt.Errorf("lease %+v, want %+v", l, wantL)
 		}
@@ -650,6 +738,22 @@ func (s *State) String() string {
 		}
 		if x.CancelRequested {
 			b.WriteString("!c")
+		}
+		if x.Resume {
+			b.WriteString("(resume)")
+		}
+		if x.Status == store.StatusSuspended {
+			fmt.Fprintf(&b, "{%s", x.SuspendStep)
+			if x.WaitingFor != "" {
+				fmt.Fprintf(&b, " waits %s", x.WaitingFor)
+			}
+			if x.WakeAt != 0 {
+				fmt.Fprintf(&b, " until %s", fmtNS(x.WakeAt))
+			}
+			b.WriteString("}")
+		}
+		if fl, ok := s.Flows[x.ID]; ok {
+			b.WriteString(fl.String())
 		}
 		b.WriteString(" ")
 	}

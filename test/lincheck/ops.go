@@ -31,10 +31,19 @@ const (
 	OpRescue
 	OpPromote
 	OpPrune
+	// The flow operations (flow_ops.go). Wake, like Rescue, acts on every
+	// tenant at once: only a workload of one partition drives it.
+	OpRecordStep
+	OpSuspend
+	OpSignal
+	OpWake
+	OpRetry
+	OpSteps
 )
 
 var opNames = [...]string{"admit", "get", "cancel", "delete", "claim", "heartbeat", "complete",
-	"fail", "release", "tenant", "rescue", "promote", "prune"}
+	"fail", "release", "tenant", "rescue", "promote", "prune", "record", "suspend", "signal", "wake",
+	"retry", "steps"}
 
 func (k OpKind) String() string {
 	if int(k) < len(opNames) {
@@ -51,6 +60,8 @@ type Sub struct {
 	Priority    int
 	RunAt       int64 // unix ns; 0 = now
 	MaxAttempts int   // 0 = store default
+	CKey        string
+	CLimit      int // 0 = store default, with CKey
 }
 
 // Input is the invocation of one operation: everything the store is given.
@@ -64,11 +75,20 @@ type Input struct {
 
 	Items []Sub // Admit
 
-	ID    string // Get, Cancel, Delete, Heartbeat, Complete, Fail, Release
-	Token string // Heartbeat, Complete, Fail, Release
-	Force bool   // Delete
-	Retry bool   // Fail
-	Delay int64  // Fail: retry delay in ns
+	ID        string // Get, Cancel, Delete, Heartbeat, Complete, Fail, Release and the flow operations
+	Token     string // Heartbeat, Complete, Fail, Release, RecordStep, Suspend
+	Force     bool   // Delete
+	Retry     bool   // Fail
+	Delay     int64  // Fail: retry delay in ns
+	Unstarted bool   // Release
+
+	Name      string // RecordStep, Suspend: the step; Signal: the signal
+	Data      string // RecordStep: the result; Signal: the data (canonical JSON, "" = null)
+	StartedAt int64  // RecordStep (0 = not given)
+	Until     int64  // Suspend: a sleep's end (0 for a wait)
+	Signal    string // Suspend: a wait's signal ("" for a sleep)
+	Timeout   int64  // Suspend: a wait's timeout in ns (0 = none)
+	IdemKey   string // Signal
 
 	Kinds []string // Claim filter (nil = every kind)
 	Max   int      // Claim
@@ -89,6 +109,8 @@ const (
 	CodeNotTerminal  Code = "not_terminal"
 	CodeInvalid      Code = "invalid"
 	CodeTenantExists Code = "tenant_exists"
+	CodeNotActive    Code = "not_active"
+	CodeNotFailed    Code = "not_failed"
 )
 
 func codeOf(err error) Code {
@@ -109,6 +131,10 @@ func codeOf(err error) Code {
 		return CodeInvalid
 	case errors.Is(err, store.ErrTenantExists):
 		return CodeTenantExists
+	case errors.Is(err, store.ErrNotActive):
+		return CodeNotActive
+	case errors.Is(err, store.ErrNotFailed):
+		return CodeNotFailed
 	}
 	return Code("other: " + err.Error())
 }
@@ -125,6 +151,8 @@ type View struct {
 	Key             string
 	Payload         string
 	Priority        int
+	CKey            string
+	CLimit          int
 	Status          store.Status
 	Attempt         int
 	MaxAttempts     int
@@ -132,6 +160,10 @@ type View struct {
 	RunAt           int64
 	FinishedAt      int64
 	LeaseExpires    int64
+	// A suspended execution's wait (all empty in every other status).
+	WakeAt      int64
+	WaitingFor  string
+	SuspendStep string
 }
 
 func viewOf(x *store.Execution) View {
@@ -140,7 +172,7 @@ func viewOf(x *store.Execution) View {
 	}
 	v := View{
 		ID: x.ID, Tenant: x.Tenant, Kind: x.Kind, Key: x.DedupKey, Payload: string(x.Payload),
-		Priority: x.Priority, Status: x.Status, Attempt: x.Attempt, MaxAttempts: x.MaxAttempts,
+		Priority: x.Priority, CKey: x.ConcurrencyKey, CLimit: x.ConcurrencyLimit, Status: x.Status, Attempt: x.Attempt, MaxAttempts: x.MaxAttempts,
 		CancelRequested: x.CancelRequested, RunAt: x.RunAt.UnixNano(),
 	}
 	if x.FinishedAt != nil {
@@ -149,6 +181,10 @@ func viewOf(x *store.Execution) View {
 	if x.LeaseExpiresAt != nil {
 		v.LeaseExpires = x.LeaseExpiresAt.UnixNano()
 	}
+	if x.WakeAt != nil {
+		v.WakeAt = x.WakeAt.UnixNano()
+	}
+	v.WaitingFor, v.SuspendStep = x.WaitingFor, x.SuspendStep
 	return v
 }
 
@@ -169,6 +205,7 @@ type LeaseOut struct {
 	Attempt     int
 	MaxAttempts int
 	Expires     int64
+	Steps       string // the journal it carries (journalString)
 }
 
 // Output is what the store answered.
@@ -184,6 +221,11 @@ type Output struct {
 	Counts [3]int // Rescue: requeued, failed, cancelled; Promote: promoted; Prune: executions
 
 	Inflight, MaxInflight int // Tenant
+
+	Step      StepOut   // RecordStep
+	Recorded  bool      // RecordStep
+	Delivered bool      // Signal
+	Steps     []StepOut // Steps
 }
 
 func timeOf(ns int64) time.Time {
@@ -202,7 +244,7 @@ func Do(ctx context.Context, s store.Store, in Input) Output {
 		subs := make([]store.Submission, len(in.Items))
 		for i, it := range in.Items {
 			subs[i] = store.Submission{Kind: it.Kind, DedupKey: it.Key, Priority: it.Priority,
-				RunAt: timeOf(it.RunAt), MaxAttempts: it.MaxAttempts}
+				RunAt: timeOf(it.RunAt), MaxAttempts: it.MaxAttempts, ConcurrencyKey: it.CKey, ConcurrencyLimit: it.CLimit}
 			if it.Payload != "" {
 				subs[i].Payload = json.RawMessage(it.Payload)
 			}
@@ -232,7 +274,7 @@ func Do(ctx context.Context, s store.Store, in Input) Output {
 			for _, l := range res.Leases {
 				out.Leases = append(out.Leases, LeaseOut{ID: l.ExecutionID, Tenant: l.Tenant, Token: l.Token,
 					Kind: l.Kind, Payload: string(l.Payload), Attempt: l.Attempt, MaxAttempts: l.MaxAttempts,
-					Expires: l.ExpiresAt.UnixNano()})
+					Expires: l.ExpiresAt.UnixNano(), Steps: journalString(l.Steps)})
 			}
 		}
 	case OpHeartbeat:
@@ -251,7 +293,8 @@ func Do(ctx context.Context, s store.Store, in Input) Output {
 			Error: "boom", Retry: in.Retry, RetryDelay: time.Duration(in.Delay), Now: now})
 		out.Err, out.X = codeOf(err), viewOf(x)
 	case OpRelease:
-		x, err := s.Release(ctx, &store.ReleaseParams{ExecutionID: in.ID, Tenant: in.Tenant, Token: in.Token, Now: now})
+		x, err := s.Release(ctx, &store.ReleaseParams{ExecutionID: in.ID, Tenant: in.Tenant, Token: in.Token,
+			Unstarted: in.Unstarted, Now: now})
 		out.Err, out.X = codeOf(err), viewOf(x)
 	case OpTenant:
 		tn, err := s.GetTenant(ctx, &store.GetTenantParams{Name: in.Tenant})
@@ -277,6 +320,8 @@ func Do(ctx context.Context, s store.Store, in Input) Output {
 		if err == nil && res != nil {
 			out.Counts[0] = res.Executions
 		}
+	case OpRecordStep, OpSuspend, OpSignal, OpWake, OpRetry, OpSteps:
+		out = doFlow(ctx, s, in)
 	default:
 		out.Err = Code(fmt.Sprintf("other: unknown op %v", in.Op))
 	}

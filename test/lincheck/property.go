@@ -24,11 +24,16 @@ import (
 // quota refusals, reused keys, lost leases, not-terminal deletes.
 //
 // Operations: admit (single and batches; random kinds, keys, payloads,
-// priorities, run_at and max_attempts; an empty kind now and then), claim
+// priorities, run_at, max_attempts and concurrency keys; an empty kind now
+// and then), claim
 // (by tenant, kinds, max and lease length), heartbeat, complete, fail (retry
-// or not, with or without delay), release, cancel, delete and force delete,
-// get, get tenant, rescue, promote, prune, and advancing the clock — past
-// leases, retry delays, dedup TTLs and retention. Ids and tokens are drawn
+// or not, with or without delay), release (started or not), cancel, delete
+// and force delete, get, get tenant, rescue, promote, prune, the flow
+// operations (record a step, sleep, wait with or without timeout, signal
+// with or without idempotency key, wake, retry, read the journal), and
+// advancing the clock — past leases, retry delays, dedup TTLs, retention,
+// sleeps and timeouts. After every step it also compares the journal of
+// every execution ever claimed. Ids and tokens are drawn
 // from everything seen so far, so stale tokens, deleted ids, ids of the
 // other tenant and unknown ids all occur.
 //
@@ -84,7 +89,9 @@ func outcome(in Input, out Output) []string {
 		return []string{fmt.Sprintf("claim:%d", len(out.Leases))}
 	case in.Op == OpRescue:
 		return []string{fmt.Sprintf("rescue:%d/%d/%d", out.Counts[0], out.Counts[1], out.Counts[2])}
-	case in.Op == OpPromote || in.Op == OpPrune:
+	case in.Op == OpRecordStep || in.Op == OpSignal:
+		return []string{op + flowOutcome(in, out)}
+	case in.Op == OpPromote || in.Op == OpPrune || in.Op == OpWake:
 		return []string{fmt.Sprintf("%s:%d", op, min(out.Counts[0], 2))}
 	case out.X.Status != "":
 		return []string{op + ":" + string(out.X.Status)}
@@ -122,18 +129,10 @@ func newPropCase(ctx context.Context, rt *rapid.T, s store.Store, n int) *propCa
 }
 
 // cleanup force-deletes the case's executions so that the next case's
-// Rescue, Promote and Prune see only their own.
+// Rescue, Promote, Prune and Wake see only their own.
 func (p *propCase) cleanup() {
-	for _, tn := range p.tenants {
-		for range 10 {
-			res, err := p.s.List(p.ctx, &store.ListParams{Tenant: tn, Limit: 500})
-			if err != nil || len(res.Items) == 0 {
-				break
-			}
-			for _, x := range res.Items {
-				_ = p.s.Delete(p.ctx, &store.DeleteParams{Tenant: tn, ID: x.ID, Force: true, Now: timeOf(p.now)})
-			}
-		}
+	if err := forceDeleteAll(p.ctx, p.s, p.tenants); err != nil {
+		p.rt.Fatalf("cleanup: %v", err)
 	}
 }
 
@@ -173,6 +172,11 @@ var (
 		30 * time.Second, 45 * time.Second, time.Minute, 2 * time.Minute, 10 * time.Minute}
 	leaseLens = []time.Duration{0, 10 * time.Second, 45 * time.Second}
 	delays    = []time.Duration{0, 0, 5 * time.Second, 90 * time.Second}
+	// Sleeps end before, at or after now, waits time out or not; steps and
+	// signals carry null (""), numbers, strings and objects.
+	sleeps   = []time.Duration{-time.Second, 0, time.Second, 10 * time.Second, 45 * time.Second, 2 * time.Minute}
+	timeouts = []time.Duration{0, 0, time.Second, 10 * time.Second, 45 * time.Second}
+	propData = []string{"", `1`, `2`, `"x"`, `{"n":3}`}
 )
 
 func (p *propCase) tenant(rt *rapid.T, label string) string {
@@ -202,6 +206,11 @@ func (p *propCase) sub(rt *rapid.T) Sub {
 		Payload:     rapid.SampledFrom([]string{"", `{"n":1}`}).Draw(rt, "payload"),
 		Priority:    rapid.IntRange(0, 2).Draw(rt, "priority"),
 		MaxAttempts: rapid.IntRange(0, 3).Draw(rt, "maxAttempts"),
+		// Each key one limit: ck1 runs one at a time, ck2 two.
+		CKey: rapid.SampledFrom([]string{"", "", "ck1", "ck1", "ck2"}).Draw(rt, "concurrencyKey"),
+	}
+	if s.CKey == "ck2" {
+		s.CLimit = 2
 	}
 	// rapid favours the ends of a range, so rare cases test a middle value.
 	if rapid.IntRange(0, 40).Draw(rt, "emptyKind") == 17 {
@@ -260,6 +269,22 @@ func (p *propCase) actions() map[string]func(*rapid.T) {
 			case OpFail:
 				in.Retry = rapid.Bool().Draw(rt, "retry")
 				in.Delay = int64(rapid.SampledFrom(delays).Draw(rt, "retryDelay"))
+			case OpRelease:
+				in.Unstarted = rapid.IntRange(0, 3).Draw(rt, "unstarted") == 2
+			case OpRecordStep:
+				in.Name = rapid.SampledFrom(recordNames).Draw(rt, "step")
+				in.Data = rapid.SampledFrom(propData).Draw(rt, "result")
+				if rapid.Bool().Draw(rt, "startedAt") {
+					in.StartedAt = p.now - int64(time.Second)
+				}
+			case OpSuspend:
+				in.Name = rapid.SampledFrom(suspendNames).Draw(rt, "step")
+				if rapid.Bool().Draw(rt, "wait") {
+					in.Signal = rapid.SampledFrom(signalNames).Draw(rt, "signal")
+					in.Timeout = int64(rapid.SampledFrom(timeouts).Draw(rt, "timeout"))
+				} else {
+					in.Until = p.now + int64(rapid.SampledFrom(sleeps).Draw(rt, "until"))
+				}
 			}
 			p.do(in)
 		}
@@ -299,9 +324,39 @@ func (p *propCase) actions() map[string]func(*rapid.T) {
 		"complete":  fenced(OpComplete),
 		"fail":      fenced(OpFail),
 		"release":   fenced(OpRelease),
-		"cancel":    byID(OpCancel),
-		"delete":    byID(OpDelete),
-		"get":       byID(OpGet),
+		"record":    fenced(OpRecordStep),
+		"suspend":   fenced(OpSuspend),
+		"signal": func(rt *rapid.T) {
+			id, own := p.pickID(rt)
+			name := rapid.SampledFrom(signalNames).Draw(rt, "signal")
+			// Mostly to a suspended execution, and mostly the signal it
+			// waits for.
+			if w := p.withStatus(store.StatusSuspended); len(w) > 0 && rapid.IntRange(0, 2).Draw(rt, "toWait") != 1 {
+				x := p.m.Execs[rapid.SampledFrom(w).Draw(rt, "wait")]
+				id, own = x.ID, x.Tenant
+				if x.WaitingFor != "" && rapid.IntRange(0, 3).Draw(rt, "itsSignal") != 1 {
+					name = x.WaitingFor
+				}
+			}
+			p.do(Input{Op: OpSignal, ID: id, Tenant: p.scopeTenant(rt, own), Name: name,
+				Data:    rapid.SampledFrom(propData).Draw(rt, "data"),
+				IdemKey: rapid.SampledFrom([]string{"", "", "i1", "i2"}).Draw(rt, "idempotencyKey"),
+			})
+		},
+		"flow": p.flow,
+		"wake": func(rt *rapid.T) { p.do(Input{Op: OpWake}) },
+		"retry": func(rt *rapid.T) {
+			id, own := p.pickID(rt)
+			if f := p.withStatus(store.StatusFailed); len(f) > 0 && rapid.Bool().Draw(rt, "failed") {
+				id = rapid.SampledFrom(f).Draw(rt, "failedID")
+				own = p.m.Execs[id].Tenant
+			}
+			p.do(Input{Op: OpRetry, ID: id, Tenant: p.scopeTenant(rt, own)})
+		},
+		"steps":  byID(OpSteps),
+		"cancel": byID(OpCancel),
+		"delete": byID(OpDelete),
+		"get":    byID(OpGet),
 		"getTenant": func(rt *rapid.T) {
 			p.do(Input{Op: OpTenant, Tenant: rapid.SampledFrom(append([]string{"nobody"}, p.tenants...)).Draw(rt, "tenant")})
 		},
@@ -375,9 +430,93 @@ func (p *propCase) compare(rt *rapid.T) {
 		if tnr.Inflight != mt.Inflight {
 			diffs = append(diffs, fmt.Sprintf("I3: inflight %d, want %d", tnr.Inflight, mt.Inflight))
 		}
+		diffs = append(diffs, p.compareJournals(rt, tn, want)...)
 		if len(diffs) > 0 {
 			rt.Fatalf("after step %d, tenant %s differs from the model:\n  %s\nmodel: %s",
 				p.steps, tn, strings.Join(diffs, "\n  "), p.m)
 		}
 	}
+}
+
+// compareJournals reads the journal of each of the tenant's executions that
+// can have one and compares it with the model's (I10: every record, in
+// record order). One never claimed has none: only a lease records, and
+// only a suspension (which a lease starts) takes a signal's record.
+func (p *propCase) compareJournals(rt *rapid.T, tn string, want map[string]View) []string {
+	var diffs []string
+	for _, id := range slices.Sorted(maps.Keys(want)) {
+		if _, ok := p.m.Flows[id]; !ok && want[id].Attempt == 0 {
+			continue
+		}
+		got, err := p.s.Steps(p.ctx, &store.StepsParams{Tenant: tn, ID: id})
+		if err != nil {
+			rt.Fatalf("Steps %s: %v", short(id), err)
+		}
+		var g []StepOut
+		for _, st := range got {
+			g = append(g, stepOf(st))
+		}
+		if w := p.m.Flows[id].Steps; !slices.Equal(g, w) {
+			diffs = append(diffs, fmt.Sprintf("I10: journal of %s is %+v, want %+v", short(id), g, w))
+		}
+	}
+	return diffs
+}
+
+// withStatus lists the case's executions in a status, in id order.
+func (p *propCase) withStatus(st store.Status) []string {
+	var ids []string
+	for id, x := range p.m.Execs {
+		if x.Status == st {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// flow runs a piece of a flow as a worker would: claim one execution,
+// record a step or two under its lease, then sleep, wait, complete or fail.
+func (p *propCase) flow(rt *rapid.T) {
+	out := p.do(Input{Op: OpClaim, Client: 1, Tenant: p.tenant(rt, "tenant"), Max: 1})
+	if len(out.Leases) == 0 {
+		return
+	}
+	l := out.Leases[0]
+	in := Input{ID: l.ID, Token: l.Token, Tenant: l.Tenant}
+	for range rapid.IntRange(0, 2).Draw(rt, "records") {
+		rec := in
+		rec.Op = OpRecordStep
+		rec.Name = rapid.SampledFrom(recordNames).Draw(rt, "step")
+		rec.Data = rapid.SampledFrom(propData).Draw(rt, "result")
+		p.do(rec)
+	}
+	// Signals that come while it runs are kept, each with data of its
+	// own, so that the waits' records show the order they are consumed in.
+	early := rapid.SampledFrom(signalNames).Draw(rt, "early signal")
+	n := rapid.IntRange(0, 3).Draw(rt, "early signals")
+	for range n {
+		p.do(Input{Op: OpSignal, ID: l.ID, Tenant: l.Tenant, Name: early, Data: fmt.Sprintf(`{"seq":%d}`, p.steps)})
+	}
+	end := rapid.IntRange(0, 5).Draw(rt, "end")
+	if n > 0 && end < 4 && rapid.Bool().Draw(rt, "waitForEarly") {
+		end = 4
+	}
+	switch end {
+	case 0:
+		in.Op = OpComplete
+	case 1:
+		in.Op, in.Retry = OpFail, rapid.Bool().Draw(rt, "retry")
+	case 2, 3:
+		in.Op, in.Name = OpSuspend, rapid.SampledFrom(suspendNames).Draw(rt, "sleepStep")
+		in.Until = p.now + int64(rapid.SampledFrom(sleeps).Draw(rt, "until"))
+	default:
+		in.Op, in.Name = OpSuspend, rapid.SampledFrom(suspendNames).Draw(rt, "waitStep")
+		in.Signal = rapid.SampledFrom(signalNames).Draw(rt, "signal")
+		if n > 0 && rapid.IntRange(0, 3).Draw(rt, "otherSignal") != 1 {
+			in.Signal = early
+		}
+		in.Timeout = int64(rapid.SampledFrom(timeouts).Draw(rt, "timeout"))
+	}
+	p.do(in)
 }

@@ -146,6 +146,14 @@ func (r *racyStore) Release(ctx context.Context, p *store.ReleaseParams) (*store
 	return r.show(r.Store.Release(ctx, p))
 }
 
+func (r *racyStore) Suspend(ctx context.Context, p *store.SuspendParams) (*store.Execution, error) {
+	return r.show(r.Store.Suspend(ctx, p))
+}
+
+func (r *racyStore) Retry(ctx context.Context, p *store.RetryParams) (*store.Execution, error) {
+	return r.show(r.Store.Retry(ctx, p))
+}
+
 func openSQLite(t *testing.T) store.Store {
 	t.Helper()
 	s, err := sqlite.Open(t.Context(), testdb.SQLite(t))

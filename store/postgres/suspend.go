@@ -108,7 +108,7 @@ func (s *Store) Suspend(ctx context.Context, p *store.SuspendParams) (*store.Exe
 		switch {
 		case recorded: // nothing to wait for: the step's outcome is known
 			e, err = scanExecution(tx.QueryRow(ctx, sqlSuspendQueue, f.id, t, false, p.Step, nil, nil))
-		case p.Signal == "" && !p.Until.After(t): // a sleep already over
+		case p.Signal == "" && !micro(p.Until).After(t): // a sleep already over (to the microsecond stored)
 			e, err = scanExecution(tx.QueryRow(ctx, sqlSuspendQueue, f.id, t, true, p.Step, "null", nil))
 		case seq != nil: // the signal came first
 			e, err = scanExecution(tx.QueryRow(ctx, sqlSuspendQueue, f.id, t, true, p.Step, *data, *seq))

@@ -24,8 +24,9 @@ const (
 
 // Run is one recorded run of an execution.
 type Run struct {
-	// Attempt is the execution's Attempt during the run. A run that resumes
-	// a flow continues the attempt, so two runs may share one.
+	// Attempt is the execution's Attempt during the run. Two runs may
+	// share one: a run that resumes a flow continues its attempt, and a
+	// lease released unstarted gives its start back.
 	Attempt   int
 	WorkerID  string
 	ClaimedAt time.Time

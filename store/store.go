@@ -180,6 +180,14 @@ type Store interface {
 	// a missing execution or another tenant's.
 	Steps(ctx context.Context, p *StepsParams) ([]*Step, error)
 
+	// Runs reads an execution's attempt history, oldest run first: each
+	// lease Claim gave, with its worker, when it was claimed and how it
+	// ended (see Run). Claim records a run and Complete, Fail, Release,
+	// Suspend and Rescue end it, each in its own atomic step; at most
+	// MaxRunsKept are kept, the latest. ErrNotFound for a missing
+	// execution or another tenant's.
+	Runs(ctx context.Context, p *RunsParams) ([]*Run, error)
+
 	// Get reads one execution. Tenant "" reads any tenant's.
 	Get(ctx context.Context, p *GetParams) (*Execution, error)
 

@@ -99,6 +99,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Flow", testFlow},
 		{"FlowSignal", testFlowSignal},
 		{"FlowRace", testFlowRace},
+		{"Runs", testRuns},
 	}
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {

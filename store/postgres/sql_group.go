@@ -512,7 +512,9 @@ func strPtr(s string) *string {
 // its tenant has a rate limit for — nothing is leased and limited > 0 (one
 // row of NULLs): the limit must be decided under its lock, in claimTx.
 //
-// The tenants served get their new turns in the same statement: the
+// The run of each lease is recorded in the same statement, by one INSERT
+// for them all (sqlRecordRuns). The tenants served get their new turns in
+// the same statement too: the
 // function moves them (its move argument), knowing what this statement
 // leases: its first sum(max) candidates by ord, or none if one is limited.
 //

@@ -15,7 +15,9 @@ ALTER TABLE latch_executions ADD COLUMN runs integer NOT NULL DEFAULT 0;
 -- their execution in the statements that delete it (Delete, Prune,
 -- DeleteTenant), found by execution_id on the primary key, as the journal.
 -- A run is updated once, when it ends, and no indexed column changes then:
--- fillfactor leaves room on the page for that update to be HOT.
+-- fillfactor leaves room on the page for that update to be HOT (ending
+-- every run of a full table: about 80% HOT at 50, a third at 70, almost
+-- none at the default 100; drain was faster at 50 than at 70).
 CREATE TABLE latch_runs (
     execution_id  uuid NOT NULL,
     run           integer NOT NULL,
@@ -27,4 +29,4 @@ CREATE TABLE latch_runs (
                   ('succeeded', 'failed', 'cancelled', 'released', 'suspended', 'expired')),
     error         text,
     PRIMARY KEY (execution_id, run)
-) WITH (fillfactor = 70);
+) WITH (fillfactor = 50);

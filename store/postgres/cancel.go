@@ -27,12 +27,13 @@ WHERE id = $1 RETURNING ` + executionColumnsPlain
 WHERE id = $1 RETURNING ` + executionColumnsPlain
 
 	// The dedup key goes with its execution, compare-and-delete: only while
-	// it still maps to this execution ($2 tenant, $3 key); its journal and
-	// signals go too.
+	// it still maps to this execution ($2 tenant, $3 key); its journal,
+	// signals and runs go too.
 	sqlDeleteExecution = `
 WITH x AS (DELETE FROM latch_executions WHERE id = $1 RETURNING id
 ), st AS (DELETE FROM latch_steps WHERE execution_id = $1
-), sg AS (DELETE FROM latch_signals WHERE execution_id = $1)
+), sg AS (DELETE FROM latch_signals WHERE execution_id = $1
+), ru AS (DELETE FROM latch_runs WHERE execution_id = $1)
 DELETE FROM latch_dedup_keys d USING x
 WHERE d.tenant = $2 AND d.dedup_key = $3 AND d.execution_id = x.id`
 )

@@ -74,13 +74,17 @@ FROM c ORDER BY ord`
 
 	// What a claim sets: $1 now, $3 worker, $4 lease expiry. A fresh random
 	// token per attempt fences every later call (I5).
+	// The claim also starts a run (runs.go).
 	sqlClaimSet = `status = 'running', attempt = x.attempt + ` + sqlStart + `, lease_token = gen_random_uuid(),
-    worker_id = $3, lease_expires_at = $4, started_at = $1`
+    worker_id = $3, lease_expires_at = $4, started_at = $1, runs = x.runs + 1`
 
 	// has_steps says whether the claim must read the execution's journal
-	// (journals.go).
-	sqlClaimReturning = `x.id::text, x.tenant, x.kind, x.queue, x.payload, x.attempt, x.max_attempts,
-    x.timeout_seconds, x.lease_token::text, x.has_steps`
+	// (journals.go). The columns are named, so that a statement can return
+	// them from its CTE u (sqlClaimed) and leave out sqlRunReturning's.
+	sqlClaimReturning = `x.id::text AS id, x.tenant, x.kind, x.queue, x.payload, x.attempt, x.max_attempts,
+    x.timeout_seconds, x.lease_token::text AS lease_token, x.has_steps`
+	sqlClaimed = `u.id, u.tenant, u.kind, u.queue, u.payload, u.attempt, u.max_attempts,
+    u.timeout_seconds, u.lease_token, u.has_steps`
 
 	// The candidates of claimTx's later rounds ({filters} of the form
 	// claimFilters renders, numbered from $%[1]d): not seen by an earlier
@@ -95,11 +99,14 @@ FROM c ORDER BY ord`
        OR (e.tenant, e.rate_key) IN (SELECT * FROM unnest($%[4]d::text[], $%[5]d::text[]))
        OR NOT EXISTS (SELECT 1 FROM latch_rate_limits l WHERE l.tenant = e.tenant AND l.rate_key = e.rate_key))`
 
-	// Lease what claimTx chose; its rows are already locked by it.
+	// Lease what claimTx chose; its rows are already locked by it. Their
+	// runs are recorded in the same statement (sqlRecordRuns).
 	sqlClaimChosen = `
-UPDATE latch_executions x SET ` + sqlClaimSet + `
-WHERE x.id = ANY($2::text[]::uuid[])
-RETURNING ` + sqlClaimReturning
+WITH u AS (
+    UPDATE latch_executions x SET ` + sqlClaimSet + `
+    WHERE x.id = ANY($2::text[]::uuid[])
+    RETURNING ` + sqlClaimReturning + `, ` + sqlRunReturning + sqlRecordRuns + `
+SELECT ` + sqlClaimed + ` FROM u`
 
 	// Running executions per (tenant, concurrency key); $1 and $2 are the
 	// tenants and keys, pairwise.

@@ -216,6 +216,24 @@
 // has_steps flag is set, in one read after the claim commits (readJournals):
 // a claim of executions without steps costs nothing more.
 //
+// # Attempt history
+//
+// Each lease is a run, a row of latch_runs keyed (execution_id, run), run
+// being the execution's runs counter, which only a claim moves (by one, in
+// the UPDATE that leases the row). The claim records the runs of all its
+// leases with one INSERT in its own statement (sqlRecordRuns: a CTE of
+// sqlClaimMany, and of claimTx's sqlClaimChosen), and drops, for an
+// execution past MaxRunsKept, its oldest run in the same statement. The
+// statements that end a lease — Complete, Fail and Release (grouped),
+// Suspend's, Rescue's — end its run in a CTE too, finding it on the
+// primary key by the counter their UPDATE returns (Suspend: its fence's
+// locking read): a run is ended by the
+// operation that ends its lease, in its atomic step, and by no other (the
+// fence holds the lease's row, and a later claim changes the token). Runs
+// go with their execution, as its journal does. Each claimed lease thus
+// costs one inserted row and one update when it ends, HOT as a rule (the
+// table's fillfactor leaves the room).
+//
 // # Group commit
 //
 // The hot operations — a one-item Admit, Claim, Heartbeat, Complete, Fail,

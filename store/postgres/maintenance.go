@@ -17,23 +17,30 @@ const (
 	// worker finishing its execution right now is not waited for: its
 	// lease is left to it, and looked at again by the next rescue. A lease
 	// extended or ended since the snapshot fails the re-check on the newest
-	// version and is skipped: the fence is the row itself.
+	// version and is skipped: the fence is the row itself. The run under
+	// each lease ends, expired, in the same statement (runs.go).
 	sqlRescue = `
 WITH x AS (
     SELECT id FROM latch_executions
     WHERE status = 'running' AND lease_expires_at < $1
     ORDER BY lease_expires_at LIMIT $2
     FOR UPDATE SKIP LOCKED
+), u AS (
+    UPDATE latch_executions e SET
+        status = CASE WHEN e.cancel_requested THEN 'cancelled'
+                      WHEN e.attempt < e.max_attempts THEN 'queued' ELSE 'failed' END,
+        error = CASE WHEN e.cancel_requested THEN e.error ELSE $3 END,
+        run_at = CASE WHEN NOT e.cancel_requested AND e.attempt < e.max_attempts THEN $1 ELSE e.run_at END,
+        finished_at = CASE WHEN e.cancel_requested OR e.attempt >= e.max_attempts THEN $1 END,
+        lease_token = NULL, worker_id = NULL, lease_expires_at = NULL, resume = false
+    FROM x WHERE e.id = x.id
+    RETURNING e.id, e.runs, e.tenant, e.status
+), re AS (
+    UPDATE latch_runs r SET ended_at = $1, outcome = 'expired'
+    FROM u WHERE r.execution_id = ANY(ARRAY(SELECT id FROM u))
+      AND r.execution_id = u.id AND r.run = u.runs
 )
-UPDATE latch_executions e SET
-    status = CASE WHEN e.cancel_requested THEN 'cancelled'
-                  WHEN e.attempt < e.max_attempts THEN 'queued' ELSE 'failed' END,
-    error = CASE WHEN e.cancel_requested THEN e.error ELSE $3 END,
-    run_at = CASE WHEN NOT e.cancel_requested AND e.attempt < e.max_attempts THEN $1 ELSE e.run_at END,
-    finished_at = CASE WHEN e.cancel_requested OR e.attempt >= e.max_attempts THEN $1 END,
-    lease_token = NULL, worker_id = NULL, lease_expires_at = NULL, resume = false
-FROM x WHERE e.id = x.id
-RETURNING e.tenant, e.status`
+SELECT tenant, status FROM u`
 
 	sqlPromote = `
 UPDATE latch_executions SET status = 'queued'
@@ -41,8 +48,8 @@ WHERE id IN (SELECT id FROM latch_executions WHERE status = 'scheduled' AND run_
              LIMIT $2 FOR UPDATE SKIP LOCKED)`
 
 	// Terminal executions past their tenant's retention go, each with the
-	// dedup key that still maps to it (compare-and-delete), its journal and
-	// its signals (found by id on their primary keys).
+	// dedup key that still maps to it (compare-and-delete), its journal,
+	// its signals and its runs (found by id on their primary keys).
 	sqlPruneExecutions = `
 WITH x AS (
     SELECT e.id FROM latch_executions e JOIN latch_tenants t ON t.name = e.tenant
@@ -60,6 +67,8 @@ WITH x AS (
     DELETE FROM latch_steps WHERE execution_id = ANY(ARRAY(SELECT id FROM d))
 ), sg AS (
     DELETE FROM latch_signals WHERE execution_id = ANY(ARRAY(SELECT id FROM d))
+), ru AS (
+    DELETE FROM latch_runs WHERE execution_id = ANY(ARRAY(SELECT id FROM d))
 )
 SELECT count(*) FROM d`
 

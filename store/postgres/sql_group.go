@@ -163,10 +163,11 @@ FROM e`
 
 // endAttemptSQL builds an end-of-attempt statement: the fenced UPDATE for
 // inputs (extra array parameters after the fence's four, and their names)
-// with set, answering n and the execution after the change. With giveBack
-// it also returns quota units (the grouped fast path); without, the caller
-// returns them in its transaction (endAttemptTx).
-func endAttemptSQL(extraInputs, extraNames, set string, giveBack bool) string {
+// with set, ending the run under the lease (runs, from endRunsSQL) and
+// answering n, the execution after the change and its run number. With
+// giveBack it also returns quota units (the grouped fast path); without,
+// the caller returns them in its transaction (endAttemptTx).
+func endAttemptSQL(extraInputs, extraNames, set, runs string, giveBack bool) string {
 	update := `
 WITH u AS (
     SELECT * FROM unnest(` + sqlFenceInputs + extraInputs + `)
@@ -174,7 +175,7 @@ WITH u AS (
 ), e AS (
     UPDATE latch_executions x SET ` + set + `
     FROM u WHERE ` + sqlFence + `
-    RETURNING u.n, ` + columns("x")
+    RETURNING u.n, ` + columns("x") + `, x.runs AS run` + runs
 	if giveBack {
 		return update + sqlGiveBackMany
 	}
@@ -183,14 +184,23 @@ WITH u AS (
 SELECT e.*, NULL::boolean FROM e`
 }
 
+// The runs' ends: a Complete succeeded, a Fail failed with its error, a
+// Release released, unless the execution ended cancelled.
 var (
-	sqlCompleteMany, sqlCompleteOne = endAttemptSQL(`, $5::text[]`, `, result`, sqlCompleteSet, true),
-		endAttemptSQL(`, $5::text[]`, `, result`, sqlCompleteSet, false)
+	sqlCompleteRuns = endRunsSQL(store.RunSucceeded, `NULL`)
+	sqlFailRuns     = endRunsSQL(store.RunFailed, `CASE WHEN e.status <> 'cancelled' THEN u.error END`)
+	sqlReleaseRuns  = endRunsSQL(store.RunReleased, `NULL`)
+)
+
+var (
+	sqlCompleteMany, sqlCompleteOne = endAttemptSQL(`, $5::text[]`, `, result`, sqlCompleteSet, sqlCompleteRuns, true),
+		endAttemptSQL(`, $5::text[]`, `, result`, sqlCompleteSet, sqlCompleteRuns, false)
 	sqlFailMany, sqlFailOne = endAttemptSQL(`, $5::boolean[], $6::timestamptz[], $7::text[]`,
-		`, retry, run_at, error`, sqlFailSet, true),
-		endAttemptSQL(`, $5::boolean[], $6::timestamptz[], $7::text[]`, `, retry, run_at, error`, sqlFailSet, false)
-	sqlReleaseMany, sqlReleaseOne = endAttemptSQL(`, $5::boolean[]`, `, unstarted`, sqlReleaseSet, true),
-		endAttemptSQL(`, $5::boolean[]`, `, unstarted`, sqlReleaseSet, false)
+		`, retry, run_at, error`, sqlFailSet, sqlFailRuns, true),
+		endAttemptSQL(`, $5::boolean[], $6::timestamptz[], $7::text[]`, `, retry, run_at, error`, sqlFailSet,
+			sqlFailRuns, false)
+	sqlReleaseMany, sqlReleaseOne = endAttemptSQL(`, $5::boolean[]`, `, unstarted`, sqlReleaseSet, sqlReleaseRuns, true),
+		endAttemptSQL(`, $5::boolean[]`, `, unstarted`, sqlReleaseSet, sqlReleaseRuns, false)
 )
 
 // admitOp is one submission for sqlAdmitMany: its input, and the slot
@@ -430,8 +440,9 @@ func buildFinish(k opKind, ops []groupOp, giveBack bool) statement {
 			defer rows.Close()
 			for rows.Next() {
 				var n int64
+				var run int
 				var abort *bool
-				e, err := scanExecution(wrapped{rows, []any{&n}, []any{&abort}})
+				e, err := scanExecution(wrapped{rows, []any{&n}, []any{&run, &abort}})
 				if err != nil {
 					return err
 				}
@@ -501,7 +512,9 @@ func strPtr(s string) *string {
 // its tenant has a rate limit for — nothing is leased and limited > 0 (one
 // row of NULLs): the limit must be decided under its lock, in claimTx.
 //
-// The tenants served get their new turns in the same statement: the
+// The run of each lease is recorded in the same statement, by one INSERT
+// for them all (sqlRecordRuns). The tenants served get their new turns in
+// the same statement too: the
 // function moves them (its move argument), knowing what this statement
 // leases: its first sum(max) candidates by ord, or none if one is limited.
 //
@@ -533,11 +546,11 @@ WITH r AS (
 ), u AS (
     UPDATE latch_executions x SET status = 'running', attempt = x.attempt + ` + sqlStart + `,
         lease_token = gen_random_uuid(), worker_id = a.worker, lease_expires_at = a.expires,
-        started_at = a.now
+        started_at = a.now, runs = x.runs + 1
     FROM a WHERE x.id = ANY(ARRAY(SELECT id FROM a)) AND x.id = a.id
-    RETURNING a.n, a.k, ` + sqlClaimReturning + `
-)
-SELECT k.limited, u.* FROM (SELECT count(*) FILTER (WHERE limited) AS limited FROM c) k LEFT JOIN u ON true`
+    RETURNING a.n, a.k, ` + sqlClaimReturning + `, ` + sqlRunReturning + sqlRecordRuns + `
+SELECT k.limited, u.n, u.k, ` + sqlClaimed + `
+FROM (SELECT count(*) FILTER (WHERE limited) AS limited FROM c) k LEFT JOIN u ON true`
 
 // sqlTurns (claimTx's, as latch_claim_candidates does for sqlClaimMany)
 // moves the turns of the tenants in s (tenant, i): s.i, from 1,

@@ -19,8 +19,9 @@ import (
 // what the lock's previous holder committed.
 const (
 	// The fence (sqlFence's conditions), locking the row. $1 id, $2 token,
-	// $3 tenant, $4 now.
-	sqlSuspendLock = `SELECT tenant, cancel_requested FROM latch_executions
+	// $3 tenant, $4 now. runs names the run under the lease, which the
+	// statement that follows ends (runs.go).
+	sqlSuspendLock = `SELECT tenant, cancel_requested, runs FROM latch_executions
 WHERE id = $1 AND status = 'running' AND lease_token = $2 AND ($3 = '' OR tenant = $3)
   AND lease_expires_at >= $4
 FOR UPDATE`
@@ -35,12 +36,12 @@ FROM (SELECT 1) one LEFT JOIN LATERAL (
 )
 
 var (
-	// The lease ends and so does the run: queued again at once, a resume
-	// ($2 now). With $3 the step $4 is recorded with result $5; the
-	// buffered signal $6 (NULL: none) is consumed, its row kept only for
-	// its idempotency key.
+	// The lease ends and so does the run ($7, suspended): queued again at
+	// once, a resume ($2 now). With $3 the step $4 is recorded with result
+	// $5; the buffered signal $6 (NULL: none) is consumed, its row kept
+	// only for its idempotency key.
 	sqlSuspendQueue = `
-WITH del AS (
+WITH ` + endRunSQL(7, 2, store.RunSuspended) + `, del AS (
     DELETE FROM latch_signals WHERE execution_id = $1 AND seq = $6 AND idempotency_key IS NULL
 ), con AS (
     UPDATE latch_signals SET consumed = true
@@ -54,14 +55,18 @@ UPDATE latch_executions SET status = 'queued', run_at = $2, resume = true, has_s
     lease_token = NULL, worker_id = NULL, lease_expires_at = NULL
 WHERE id = $1 RETURNING ` + executionColumnsPlain
 
-	// Suspended: $2 wake_at, $3 waiting_for, $4 the step.
+	// Suspended: $2 wake_at, $3 waiting_for, $4 the step; the run $6 ends
+	// at $5, suspended.
 	sqlSuspendWait = `
+WITH ` + endRunSQL(6, 5, store.RunSuspended) + `
 UPDATE latch_executions SET status = 'suspended', wake_at = $2, waiting_for = $3, suspend_step = $4,
     resume = false, lease_token = NULL, worker_id = NULL, lease_expires_at = NULL
 WHERE id = $1 RETURNING ` + executionColumnsPlain
 
-	// A cancel requested: cancelled, as Complete would end it ($2 now).
+	// A cancel requested: cancelled, as Complete would end it ($2 now),
+	// and so is the run $3.
 	sqlSuspendCancelled = `
+WITH ` + endRunSQL(3, 2, store.RunCancelled) + `
 UPDATE latch_executions SET status = 'cancelled', finished_at = $2, resume = false,
     lease_token = NULL, worker_id = NULL, lease_expires_at = NULL
 WHERE id = $1 RETURNING ` + executionColumnsPlain
@@ -84,7 +89,8 @@ func (s *Store) Suspend(ctx context.Context, p *store.SuspendParams) (*store.Exe
 	err = s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
 		var tenant string
 		var cancel bool
-		err := tx.QueryRow(ctx, sqlSuspendLock, f.id, f.token, f.tenant, t).Scan(&tenant, &cancel)
+		var run int
+		err := tx.QueryRow(ctx, sqlSuspendLock, f.id, f.token, f.tenant, t).Scan(&tenant, &cancel, &run)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return false, fmt.Errorf("execution %s: %w", p.ExecutionID, store.ErrLeaseLost)
 		}
@@ -92,7 +98,7 @@ func (s *Store) Suspend(ctx context.Context, p *store.SuspendParams) (*store.Exe
 			return false, err
 		}
 		if cancel {
-			if e, err = scanExecution(tx.QueryRow(ctx, sqlSuspendCancelled, f.id, t)); err != nil {
+			if e, err = scanExecution(tx.QueryRow(ctx, sqlSuspendCancelled, f.id, t, run)); err != nil {
 				return false, err
 			}
 			return true, returnQuota(ctx, tx, tenant, 1)
@@ -107,11 +113,11 @@ func (s *Store) Suspend(ctx context.Context, p *store.SuspendParams) (*store.Exe
 		}
 		switch {
 		case recorded: // nothing to wait for: the step's outcome is known
-			e, err = scanExecution(tx.QueryRow(ctx, sqlSuspendQueue, f.id, t, false, p.Step, nil, nil))
+			e, err = scanExecution(tx.QueryRow(ctx, sqlSuspendQueue, f.id, t, false, p.Step, nil, nil, run))
 		case p.Signal == "" && !micro(p.Until).After(t): // a sleep already over (to the microsecond stored)
-			e, err = scanExecution(tx.QueryRow(ctx, sqlSuspendQueue, f.id, t, true, p.Step, "null", nil))
+			e, err = scanExecution(tx.QueryRow(ctx, sqlSuspendQueue, f.id, t, true, p.Step, "null", nil, run))
 		case seq != nil: // the signal came first
-			e, err = scanExecution(tx.QueryRow(ctx, sqlSuspendQueue, f.id, t, true, p.Step, *data, *seq))
+			e, err = scanExecution(tx.QueryRow(ctx, sqlSuspendQueue, f.id, t, true, p.Step, *data, *seq, run))
 		default:
 			var wakeAt *time.Time
 			switch {
@@ -122,7 +128,7 @@ func (s *Store) Suspend(ctx context.Context, p *store.SuspendParams) (*store.Exe
 				w := micro(t.Add(p.Timeout))
 				wakeAt = &w
 			}
-			e, err = scanExecution(tx.QueryRow(ctx, sqlSuspendWait, f.id, wakeAt, strPtr(p.Signal), p.Step))
+			e, err = scanExecution(tx.QueryRow(ctx, sqlSuspendWait, f.id, wakeAt, strPtr(p.Signal), p.Step, t, run))
 		}
 		return true, err
 	})

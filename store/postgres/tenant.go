@@ -58,7 +58,7 @@ WHERE name = $1`
 WHERE tenant = $1 AND status IN ('scheduled', 'queued', 'running', 'suspended') ORDER BY id FOR UPDATE`
 
 	// Everything of the tenant without a foreign key to it (executions with
-	// their journals and signals), then the tenant (the foreign keys take
+	// their journals, signals and runs), then the tenant (the foreign keys take
 	// the rest).
 	sqlDeleteTenant = `
 WITH ses AS (
@@ -71,6 +71,8 @@ WITH ses AS (
     DELETE FROM latch_steps WHERE execution_id = ANY(ARRAY(SELECT id FROM e))
 ), sg AS (
     DELETE FROM latch_signals WHERE execution_id = ANY(ARRAY(SELECT id FROM e))
+), ru AS (
+    DELETE FROM latch_runs WHERE execution_id = ANY(ARRAY(SELECT id FROM e))
 )
 DELETE FROM latch_tenants WHERE name = $1`
 

@@ -1,0 +1,2 @@
+DROP TABLE latch_runs;
+ALTER TABLE latch_executions DROP COLUMN runs;

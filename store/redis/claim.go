@@ -25,7 +25,8 @@ const claimDueLimit = 1000
 // moved in the same step; a candidate its bucket refuses is deferred there
 // too (scheduled at the bucket's next free start), and RetryAt is the
 // earliest such start. Each lease carries its journal, read in the same
-// script; a resume's claim keeps the attempt. Lease tokens are a random
+// script; a resume's claim keeps the attempt. Each lease is recorded as a
+// run of its execution's attempt history in the same script. Lease tokens are a random
 // 128-bit value per call, suffixed per lease.
 func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
 	t := now(p.Now)
@@ -43,7 +44,7 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 		keys = append(keys, s.k.readyKind(k))
 	}
 	args := []any{s.k.ns, itoa(nowUS), maxN, itoa(expires), p.WorkerID, p.Tenant, newToken(),
-		claimDueLimit, len(queues), len(kinds)}
+		claimDueLimit, len(queues), len(kinds), store.MaxRunsKept}
 	for _, q := range queues {
 		args = append(args, q)
 	}

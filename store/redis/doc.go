@@ -105,6 +105,9 @@
 //	{p}:signames:<id>         set    the signal names with a buffer
 //	{p}:sigkeys:<id>          hash   signal idempotency key -> first answer
 //	{p}:wake                  zset   suspended execution ids by wake_at (Wake)
+//	{p}:runs:<id>             list   an execution's attempt history, oldest
+//	                                 run first, at most store.MaxRunsKept
+//	                                 (lib.lua, run_start)
 //	{p}:schema                string the layout version (upgrade.go)
 //	{p}:version               string change counter (Notifier)
 //	{p}:changed               pub/sub channel carrying the counter
@@ -182,6 +185,14 @@
 // (HGETALL) only for an execution whose journal flag is set, and does not
 // count a start for a resume (the execution's resume field, set when the
 // flow's own progress queued it).
+//
+// # Attempt history
+//
+// Each lease is a run in its execution's runs list, written by the scripts
+// that start and end it: claim.lua adds it with one RPUSH (an LTRIM past
+// store.MaxRunsKept), and complete, fail, release, suspend and rescue
+// rewrite that last element with the run's end and outcome (lib.lua,
+// run_end). The list goes with its execution (lib.lua, remove).
 //
 // # Wake-ups
 //

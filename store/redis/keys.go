@@ -101,6 +101,10 @@ func (k keys) sigNames(id string) string  { return k.ns + ":signames:" + id }
 func (k keys) sigKeys(id string) string   { return k.ns + ":sigkeys:" + id }
 func (k keys) wake() string               { return k.ns + ":wake" }
 
+// An execution's attempt history: a list of its runs, oldest first
+// (lib.lua's runs section).
+func (k keys) runs(id string) string { return k.ns + ":runs:" + id }
+
 // dedupMember names (tenant, dedup key) in the dedupexp sorted set: the
 // tenant's length first, so that no tenant/key pair can be read two ways.
 func dedupMember(tenant, key string) string {

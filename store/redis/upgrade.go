@@ -16,7 +16,9 @@ import (
 // field, keyids:<T>) and the index of a tenant's rate limits
 // (ratelimits:<T>), which DeleteTenant and ListAPIKeys read. Flows
 // needed no new version: their fields and keys are absent from older
-// data, and absent means none (no journal, not a resume, not suspended).
+// data, and absent means none (no journal, not a resume, not suspended);
+// nor did the attempt history (runs:<id>): an execution without one has
+// no run recorded yet, and a lease claimed before it ends without one.
 const layoutVersion = 2
 
 // upgrade brings records written by an older latch to layoutVersion: the

@@ -31,7 +31,8 @@
 --
 -- A claimed execution's attempt grows by one, except for a resume (its
 -- field resume, set when a flow's own progress queued it: lib.lua,
--- resume): that run continues the attempt it resumes.
+-- resume): that run continues the attempt it resumes. Each lease adds its
+-- run to the execution's attempt history (lib.lua, run_start): one RPUSH.
 --
 -- A claim for one tenant is that tenant's turn: it walks the ready indexes
 -- its filters allow — the tenant's, the queues' or the kinds', whichever
@@ -63,11 +64,12 @@
 --   tenant's concurrency key, ratelimit:<c> of its tenant's rate key, the
 --   ready indexes of the tenants in turns, the other ready indexes of a
 --   leased or deferred execution, tenant:<T> of a served tenant, and
---   ready:k:<kind> of every kind in readykinds for a claim without filters.
+--   ready:k:<kind> of every kind in readykinds for a claim without filters,
+--   runs:<id> of each leased execution.
 -- ARGV[1] NS  ARGV[2] now_us  ARGV[3] max  ARGV[4] lease_expires_us
 -- ARGV[5] worker_id  ARGV[6] tenant ('' = every tenant)  ARGV[7] token base
--- ARGV[8] due_limit  ARGV[9] nq  ARGV[10] nk
--- ARGV[11 .. 10+nq] queues   ARGV[11+nq .. 10+nq+nk] kinds
+-- ARGV[8] due_limit  ARGV[9] nq  ARGV[10] nk  ARGV[11] runs kept
+-- ARGV[12 .. 11+nq] queues   ARGV[12+nq .. 11+nq+nk] kinds
 -- Returns {version, retry_at, lease_1, ..., lease_n}, each lease
 -- {id, tenant, kind, queue, payload, attempt, max_attempts, timeout, token,
 -- journal} (journal: HGETALL of steps:<id>, read only when the execution's
@@ -78,6 +80,7 @@
 
 local now, max, expires, worker, tenant, token_base = ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local nq, nk = tonumber(ARGV[9]), tonumber(ARGV[10])
+local runs_kept, wtag = tonumber(ARGV[11]), ':' .. string.len(worker) .. ':' .. worker
 local TURNS, TURNSEQ = KEYS[6], KEYS[7]
 
 make_due(now, tonumber(ARGV[8]))
@@ -85,11 +88,11 @@ make_due(now, tonumber(ARGV[8]))
 local queues, kinds = {}, {}
 local qkeys, kkeys = {}, {}
 for i = 1, nq do
-  queues[ARGV[10 + i]] = true
+  queues[ARGV[11 + i]] = true
   qkeys[#qkeys + 1] = KEYS[7 + i]
 end
 for i = 1, nk do
-  kinds[ARGV[10 + nq + i]] = true
+  kinds[ARGV[11 + nq + i]] = true
   kkeys[#kkeys + 1] = KEYS[7 + nq + i]
 end
 
@@ -249,6 +252,7 @@ local function take(e, m)
     'worker', worker, 'lease_exp', expires, 'started', now)
   leased[#leased + 1] = expires
   leased[#leased + 1] = e.id
+  run_start(e.id, attempt, now, wtag, runs_kept)
   local journal = {}
   if e.journal then journal = redis.call('HGETALL', k_steps(e.id)) end
   out[#out + 1] = {e.id, e.tenant, e.kind, e.queue, e.payload, attempt, tonumber(e.maxatt), tonumber(e.timeout), token,

@@ -1,12 +1,14 @@
 -- complete.lua: Store.Complete — end the attempt as succeeded, or as
 -- cancelled when a cancel was requested, and free the quota slot. Fenced by
 -- the lease token and its expiry (I5). One or more calls (a group gathered
--- by the Store from concurrent callers), each decided on its own.
+-- by the Store from concurrent callers), each decided on its own. The
+-- attempt's run ends with the same outcome (lib.lua, run_end).
 --
 -- Group protocol (group.go, lib.lua each_call).
 -- KEYS[1] running
 -- each call's keys: exec:<id>
---   derived: tenant:<T>, done:<T>, the ready indexes, ck:<c>, ckpark:<c>
+--   derived: tenant:<T>, done:<T>, the ready indexes, ck:<c>, ckpark:<c>,
+--   runs:<id>
 -- each call's ARGV: id, tenant ('' = any), token, now_us, has_result (0/1),
 --   result JSON
 -- Returns {version, reply_1, ...}; a reply is {'LEASELOST'} (nothing
@@ -21,6 +23,7 @@ local res = each_call(1, function(k, a)
   if not e then return {'LEASELOST'}, false end
   local status = 'succeeded'
   if e.cancel == '1' then status = 'cancelled' end
+  run_end(e, ARGV[a + 3], status) -- the outcomes are named as the statuses
   local result = nil
   if ARGV[a + 4] == '1' then result = ARGV[a + 5] end
   finish(e, status, ARGV[a + 3], result, '', ended)

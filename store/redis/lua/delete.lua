@@ -1,14 +1,15 @@
 -- delete.lua: Store.Delete — remove a terminal execution, or with force any
 -- execution: the hash, its list and retention entries, its queue, lease or
 -- wake entry, its quota slot when it was in flight, its dedup key when the
--- key still names it (compare-and-delete), and its journal, buffered
--- signals and signal idempotency keys, all in this one script. A worker
--- holding its lease is fenced from then on: the hash (and token) are gone.
+-- key still names it (compare-and-delete), its attempt history, and its
+-- journal, buffered signals and signal idempotency keys, all in this one
+-- script. A worker holding its lease is fenced from then on: the hash (and
+-- token) are gone.
 --
 -- KEYS[1] exec:<id>
 --   derived: list, list:<T>, done:<T>, dedup:<T>, dedupexp, tenant:<T>,
 --   sched, running, wake, the ready indexes, ck:<c>, ckpark:<c>, steps:<id>,
---   signames:<id>, sigbuf:<scoped(id, name)>, sigkeys:<id>
+--   signames:<id>, sigbuf:<scoped(id, name)>, sigkeys:<id>, runs:<id>
 -- ARGV[1] NS  ARGV[2] id  ARGV[3] tenant ('' = any)  ARGV[4] force (0/1)
 -- Returns {'NOTFOUND'}, {'NOTTERMINAL', status} (nothing changed) or
 -- {'OK', version}.

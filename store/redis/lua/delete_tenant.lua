@@ -11,7 +11,8 @@
 -- KEYS[8] ratelimits:<T>   KEYS[9] keyids:<T>
 --   derived: exec:<id> of each execution, the ready indexes, sched, due,
 --   running, wake, ck:<c> and ckpark:<c> of its keys, list, done:<T>, each
---   execution's flow records (steps, signames, sigbuf, sigkeys),
+--   execution's flow records (steps, signames, sigbuf, sigkeys) and
+--   attempt history (runs),
 --   schedule:<s> and schedlive:<s> of its schedules, ratelimit:<c>,
 --   apikey:<hash>
 -- ARGV[1] NS  ARGV[2] tenant  ARGV[3] force (0/1)

@@ -1,11 +1,12 @@
 -- fail.lua: Store.Fail — end the attempt. Cancelled if a cancel was
 -- requested; else queued again (scheduled at run_at) when retry is asked
 -- and attempts remain; else failed, freeing the quota slot. Fenced by the
--- lease token and its expiry (I5).
+-- lease token and its expiry (I5). The attempt's run ends failed with the
+-- error, or cancelled (lib.lua, run_end).
 --
 -- KEYS[1] exec:<id>
 --   derived: running, sched, the ready indexes, tenant:<T>, done:<T>,
---   ck:<c>, ckpark:<c>
+--   ck:<c>, ckpark:<c>, runs:<id>
 -- ARGV[1] NS  ARGV[2] id  ARGV[3] tenant ('' = any)  ARGV[4] token
 -- ARGV[5] now_us  ARGV[6] error  ARGV[7] retry (0/1)  ARGV[8] run_at_us of
 -- the retry  ARGV[9] ra (run_at as a queue member part)
@@ -13,6 +14,7 @@
 
 local e = fence(ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 if not e then return {'LEASELOST'} end
+if e.cancel == '1' then run_end(e, ARGV[5], 'cancelled') else run_end(e, ARGV[5], 'failed', ARGV[6]) end
 if e.cancel == '1' then
   finish(e, 'cancelled', ARGV[5], nil, ARGV[6])
 elseif ARGV[7] == '1' and tonumber(e.attempt) < tonumber(e.maxatt) then

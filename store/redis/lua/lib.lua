@@ -70,6 +70,8 @@ local function k_sigbuf(c) return NS .. ':sigbuf:' .. c end
 local function k_signames(id) return NS .. ':signames:' .. id end
 local function k_sigkeys(id) return NS .. ':sigkeys:' .. id end
 local function k_wake() return NS .. ':wake' end
+-- An execution's attempt history: its runs, oldest first (see run_start).
+local function k_runs(id) return NS .. ':runs:' .. id end
 
 local MEMBER_ID = 33 -- queue members: 16 hex priority, 16 hex run_at, id
 
@@ -435,14 +437,15 @@ end
 
 -- remove deletes an execution and every trace of it: list entries, the
 -- retention index, its dedup key if the key still names it
--- (compare-and-delete), and a flow's journal, buffered signals and signal
--- idempotency keys. Its status must have been left (see leave) first.
+-- (compare-and-delete), its attempt history, and a flow's journal,
+-- buffered signals and signal idempotency keys. Its status must have been
+-- left (see leave) first.
 local function remove(e)
   local names = k_signames(e.id)
   for _, name in ipairs(redis.call('SMEMBERS', names)) do
     redis.call('DEL', k_sigbuf(scoped(e.id, name)))
   end
-  redis.call('DEL', names, k_steps(e.id), k_sigkeys(e.id))
+  redis.call('DEL', names, k_steps(e.id), k_sigkeys(e.id), k_runs(e.id))
   redis.call('ZREM', k_list(), e.id)
   redis.call('ZREM', k_list_t(e.tenant), e.id)
   redis.call('ZREM', k_done(e.tenant), e.id)
@@ -602,6 +605,39 @@ local function sig_pop(id, name)
   if not data then return nil end
   if redis.call('LLEN', b) == 0 then redis.call('SREM', k_signames(id), name) end
   return data
+end
+
+-- The attempt history (store/attempt.go). runs:<id> is a list of the
+-- execution's runs, oldest first, each one string:
+--
+--   <outcome>:<ended_us>:<attempt>:<claimed_us>:<len(worker)>:<worker><error>
+--
+-- outcome and ended_us empty while the run goes on, so a running run
+-- starts with ':' and no ended one does; the worker id's length comes
+-- first so that it may hold any byte, and the error (a failure's message)
+-- is the rest. A claim adds a run with one RPUSH (an LTRIM only when that
+-- passes the bound), and the script that ends the lease rewrites the last
+-- element in place: the run it ends is the last one added, since only a
+-- claim adds one and an execution holds one lease at a time.
+--
+-- run_start adds the run a claim starts: wtag is ':' .. len .. ':' ..
+-- worker, built once per claim; kept is store.MaxRunsKept.
+local function run_start(id, attempt, now, wtag, kept)
+  local k = k_runs(id)
+  if redis.call('RPUSH', k, '::' .. attempt .. ':' .. now .. wtag) > kept then
+    redis.call('LTRIM', k, -kept, -1)
+  end
+end
+
+-- run_end ends execution e's current run at now with outcome (err: the
+-- failure's message, or nil). A lease without a running run (claimed
+-- before this history was kept, or by an older latch sharing the server)
+-- leaves the history as it is rather than end another run.
+local function run_end(e, now, outcome, err)
+  local k = k_runs(e.id)
+  local cur = redis.call('LINDEX', k, -1)
+  if not cur or string.sub(cur, 1, 1) ~= ':' then return end
+  redis.call('LSET', k, -1, outcome .. ':' .. now .. string.sub(cur, 2) .. (err or ''))
 end
 
 -- each_call runs a group of calls (see group.go for the protocol): for

@@ -4,7 +4,8 @@
 --
 -- KEYS[1] tenants   KEYS[2] dedupexp
 --   derived: tenant:<T> and done:<T> of every tenant, exec:<id> and the
---   list entries of each pruned execution, dedup:<T> of each expired key
+--   list entries, flow records and runs:<id> of each pruned execution,
+--   dedup:<T> of each expired key
 -- ARGV[1] NS  ARGV[2] now_us  ARGV[3] limit
 -- Returns {version, executions, dedup_keys}; version 0 when no execution
 -- was deleted.

@@ -1,6 +1,8 @@
 -- suspend.lua: Store.Suspend — end a running attempt to sleep or to wait
 -- for a signal, fenced by the lease token and its expiry (I5). The lease
--- and the concurrency-key slot end here; the quota slot is kept.
+-- and the concurrency-key slot end here; the quota slot is kept. The
+-- attempt's run ends suspended, whatever follows, or cancelled (lib.lua,
+-- run_end).
 --
 --   cancel requested     cancelled, as Complete would end it
 --   step recorded        nothing recorded; queued again at once (resume)
@@ -17,7 +19,7 @@
 --
 -- KEYS[1] exec:<id>   KEYS[2] steps:<id>   KEYS[3] wake
 --   derived: running, the ready indexes, tenant:<T>, done:<T>, ck:<c>,
---   ckpark:<c>, sigbuf:<scoped(id, signal)>, signames:<id>
+--   ckpark:<c>, sigbuf:<scoped(id, signal)>, signames:<id>, runs:<id>
 -- ARGV[1] NS  ARGV[2] id  ARGV[3] tenant ('' = any)  ARGV[4] token
 -- ARGV[5] now_us  ARGV[6] ra (now as a queue member part)  ARGV[7] step
 -- ARGV[8] until_us ('' for a wait)  ARGV[9] signal ('' for a sleep)
@@ -27,6 +29,7 @@
 local now, ra, step, untl, sig = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
 local e = fence(ARGV[2], ARGV[3], ARGV[4], now)
 if not e then return {'LEASELOST'} end
+if e.cancel == '1' then run_end(e, now, 'cancelled') else run_end(e, now, 'suspended') end
 if e.cancel == '1' then
   finish(e, 'cancelled', now, nil, '')
 elseif redis.call('HEXISTS', KEYS[2], step) == 1 then

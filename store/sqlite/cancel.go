@@ -46,9 +46,9 @@ func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Execu
 }
 
 // Delete implements store.Store. The row, its dedup key (compare-and-delete:
-// only a key that still names this execution), its journal and signals and,
-// for an execution still in flight, its quota slot all go in one
-// transaction.
+// only a key that still names this execution), its journal, signals and
+// history and, for an execution still in flight, its quota slot all go in
+// one transaction.
 func (s *Store) Delete(ctx context.Context, p *store.DeleteParams) error {
 	return s.feed.Deleted(p.ID, s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		cur, err := getExecution(ctx, tx, p.Tenant, p.ID)
@@ -71,13 +71,16 @@ func (s *Store) Delete(ctx context.Context, p *store.DeleteParams) error {
 }
 
 // deleteExecutions removes executions, the dedup keys that still map to
-// them, their journals and their signals. It does not touch quota.
+// them, their journals, signals and histories. It does not touch quota.
 func deleteExecutions(ctx context.Context, tx *sql.Tx, ids []string) error {
 	for _, id := range ids {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM dedup_keys WHERE execution_id = ?`, id); err != nil {
 			return fmt.Errorf("sqlite: delete dedup key: %w", err)
 		}
 		if err := deleteFlow(ctx, tx, `execution_id = ?`, id); err != nil {
+			return err
+		}
+		if err := deleteRuns(ctx, tx, `execution_id = ?`, id); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM executions WHERE id = ?`, id); err != nil {

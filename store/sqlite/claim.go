@@ -121,8 +121,9 @@ type candidate struct {
 	ckey   sql.NullString
 	climit sql.NullInt64
 	rkey   sql.NullString
-	resume bool // a flow's resume: its start counts no attempt
-	steps  int  // entries in its journal
+	resume bool  // a flow's resume: its start counts no attempt
+	steps  int   // entries in its journal
+	runs   int64 // its runs so far (executions.runs)
 }
 
 // maxDeferred bounds the candidates one claim defers for their rate limits,
@@ -298,7 +299,7 @@ func (c *claim) candidates(ctx context.Context, tenant string, share int) (cands
 		var payload string
 		if err := rows.Scan(&cand.lease.ExecutionID, &cand.lease.Tenant, &cand.lease.Kind, &cand.lease.Queue,
 			&payload, &cand.lease.Attempt, &cand.lease.MaxAttempts, &cand.lease.TimeoutSeconds,
-			&cand.ckey, &cand.climit, &cand.rkey, &cand.resume, &cand.steps); err != nil {
+			&cand.ckey, &cand.climit, &cand.rkey, &cand.resume, &cand.steps, &cand.runs); err != nil {
 			return nil, false, fmt.Errorf("sqlite: claim: %w", err)
 		}
 		cand.lease.Payload = json.RawMessage(payload)
@@ -344,14 +345,17 @@ func (c *claim) try(ctx context.Context, cand *candidate) (done bool, err error)
 	return true, c.start(ctx, cand)
 }
 
-// sqlStart leases an execution to the claiming worker. A resume's start
-// counts no attempt; its resume flag stays set while the run lasts (Release
-// of an unstarted lease gives it back) and every end of the run clears it.
+// sqlStart leases an execution to the claiming worker. The row then holds
+// the run it starts (runs.go): its number (runs), attempt, worker and
+// claim time (started_at). A resume's start counts no attempt; its resume
+// flag stays set while the run lasts (Release of an unstarted lease gives
+// it back) and every end of the run clears it.
 const sqlStart = `UPDATE executions SET status = 'running',
-		attempt = attempt + 1 - resume, lease_token = ?, worker_id = ?, lease_expires_at = ?,
+		attempt = attempt + 1 - resume, runs = runs + 1, lease_token = ?, worker_id = ?, lease_expires_at = ?,
 		started_at = ? WHERE id = ?`
 
-// start leases the candidate to the claiming worker, with its journal.
+// start leases the candidate to the claiming worker, with its journal; a
+// run past store.MaxRunsKept drops the oldest from the history.
 func (c *claim) start(ctx context.Context, cand *candidate) error {
 	l := cand.lease
 	l.Token = uuid.NewString()
@@ -374,6 +378,9 @@ func (c *claim) start(ctx context.Context, cand *candidate) error {
 	}
 	if err != nil {
 		return fmt.Errorf("sqlite: claim: %w", err)
+	}
+	if err := dropOldRuns(ctx, c.tx, l.ExecutionID, cand.runs+1); err != nil {
+		return err
 	}
 	c.res.Leases = append(c.res.Leases, l)
 	return nil
@@ -460,7 +467,7 @@ func claimQuery(p *store.ClaimParams, t time.Time, tenant string, share int) (qu
 	// A few spare candidates let the in-batch concurrency count skip some.
 	limit = share*2 + 8
 	query = `SELECT id, tenant, kind, queue, payload, attempt, max_attempts, timeout_seconds,
-		concurrency_key, concurrency_limit, rate_key, resume, steps FROM executions e INDEXED BY executions_ready_tenant
+		concurrency_key, concurrency_limit, rate_key, resume, steps, runs FROM executions e INDEXED BY executions_ready_tenant
 		WHERE e.tenant = ? AND ` + ready + ` ORDER BY e.priority DESC, e.run_at, e.id LIMIT ?`
 	args = append(append([]any{tenant}, rargs...), limit)
 	return query, args, limit

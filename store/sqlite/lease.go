@@ -48,6 +48,15 @@ func fence(ctx context.Context, tx *sql.Tx, id, tenant, token string, now time.T
 	return &l, nil
 }
 
+// outcome is how the lease's run ends when its worker ends it as o: a
+// cancel request makes every such end the execution's cancellation.
+func (l *leased) outcome(o store.RunOutcome) store.RunOutcome {
+	if l.cancelRequested {
+		return store.RunCancelled
+	}
+	return o
+}
+
 // Heartbeat implements store.Store.
 func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
 	t := now(p.Now)
@@ -75,7 +84,8 @@ func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store
 // Complete implements store.Store.
 func (s *Store) Complete(ctx context.Context, p *store.CompleteParams) (*store.Execution, error) {
 	t := now(p.Now)
-	return s.feed.Execution(s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, func(tx *sql.Tx, l *leased) error {
+	ends := runEnd{outcome: store.RunSucceeded}
+	return s.feed.Execution(s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, ends, func(tx *sql.Tx, l *leased) error {
 		result := sql.NullString{String: string(p.Result), Valid: p.Result != nil}
 		status := store.StatusSucceeded
 		if l.cancelRequested {
@@ -88,7 +98,8 @@ func (s *Store) Complete(ctx context.Context, p *store.CompleteParams) (*store.E
 // Fail implements store.Store.
 func (s *Store) Fail(ctx context.Context, p *store.FailParams) (*store.Execution, error) {
 	t := now(p.Now)
-	return s.feed.Execution(s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, func(tx *sql.Tx, l *leased) error {
+	ends := runEnd{outcome: store.RunFailed, err: p.Error}
+	return s.feed.Execution(s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, ends, func(tx *sql.Tx, l *leased) error {
 		switch {
 		case l.cancelRequested:
 			return finish(ctx, tx, p.ExecutionID, l.tenant, store.StatusCancelled, sql.NullString{}, p.Error, t)
@@ -105,7 +116,8 @@ func (s *Store) Fail(ctx context.Context, p *store.FailParams) (*store.Execution
 // requeue clears and this sets again.
 func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Execution, error) {
 	t := now(p.Now)
-	return s.feed.Execution(s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, func(tx *sql.Tx, l *leased) error {
+	ends := runEnd{outcome: store.RunReleased}
+	return s.feed.Execution(s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, ends, func(tx *sql.Tx, l *leased) error {
 		if p.Unstarted && !l.resume {
 			if _, err := tx.ExecContext(ctx, `UPDATE executions SET attempt = attempt - 1 WHERE id = ?`, p.ExecutionID); err != nil {
 				return fmt.Errorf("sqlite: release: %w", err)
@@ -126,13 +138,19 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Exe
 	}))
 }
 
-// afterLease runs a fenced state change and returns the execution after it.
-func (s *Store) afterLease(ctx context.Context, id, tenant, token string, now time.Time,
+// afterLease runs a fenced state change that ends the lease, and returns
+// the execution after it. The lease's run ends as ends says, in the same
+// step.
+func (s *Store) afterLease(ctx context.Context, id, tenant, token string, now time.Time, ends runEnd,
 	change func(tx *sql.Tx, l *leased) error) (*store.Execution, error) {
 	var e *store.Execution
+	end := s.prepared(ctx, sqlEndRun)
 	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		l, err := fence(ctx, tx, id, tenant, token, now)
 		if err != nil {
+			return false, err
+		}
+		if err := endRun(ctx, tx, end, id, now, l.outcome(ends.outcome), ends.err); err != nil {
 			return false, err
 		}
 		if err := change(tx, l); err != nil {

@@ -33,8 +33,9 @@ func TestMigrateRoundTrip(t *testing.T) {
 	if _, err := s.PutSchedule(ctx, &store.PutScheduleParams{Schedule: sc, Now: base}); err != nil {
 		t.Fatal(err)
 	}
-	// A flow asleep with a journal and a buffered signal: version 5's rows
-	// and columns hold data when its down runs.
+	// A flow asleep with a journal, a buffered signal and a run in its
+	// history: version 5's and 6's rows and columns hold data when their
+	// downs run.
 	admitted, err := s.Admit(ctx, &store.AdmitParams{Tenant: "acme", Items: []store.Submission{{Kind: "flow"}}, Now: base})
 	if err != nil || admitted.Items[0].Err != nil {
 		t.Fatalf("Admit: %+v, %v", admitted, err)
@@ -72,9 +73,9 @@ func TestMigrateRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The three newest: 5 (flows), 4 (fair claims) and 3 (keys and
-	// sessions), newest first.
-	downs := []migration.Migration{ms[len(ms)-1], ms[len(ms)-2], ms[len(ms)-3]}
+	// The four newest: 6 (attempt history), 5 (flows), 4 (fair claims)
+	// and 3 (keys and sessions), newest first.
+	downs := []migration.Migration{ms[len(ms)-1], ms[len(ms)-2], ms[len(ms)-3], ms[len(ms)-4]}
 	db, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {
 		t.Fatal(err)
@@ -97,11 +98,11 @@ func TestMigrateRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := schemaObjects(t, db)
-	// Version 5 adds the journal, the signals and the wake index; version 4
-	// (fair claims) replaces the queue index across tenants by one per
-	// tenant and adds the tenants' turns; version 3 adds key ids and
-	// console sessions.
-	for _, gone := range []string{"table flow_steps", "index flow_steps_name", "table flow_signals",
+	// Version 6 adds the attempt history; version 5 adds the journal, the
+	// signals and the wake index; version 4 (fair claims) replaces the
+	// queue index across tenants by one per tenant and adds the tenants'
+	// turns; version 3 adds key ids and console sessions.
+	for _, gone := range []string{"table execution_runs", "table flow_steps", "index flow_steps_name", "table flow_signals",
 		"index flow_signals_pending", "index flow_signals_key", "index executions_wake",
 		"index executions_ready_tenant", "index tenants_ready", "index tenants_turn",
 		"table console_sessions", "index console_sessions_expires", "index api_keys_key_id", "index api_keys_tenant"} {
@@ -120,6 +121,10 @@ func TestMigrateRoundTrip(t *testing.T) {
 	var n int
 	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM executions WHERE id = ?`, fired.Execution.ID).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("the tick's execution after the down migration: %d rows, %v", n, err)
+	}
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('executions') WHERE name = 'runs'`).
+		Scan(&n); err != nil || n != 0 {
+		t.Errorf("executions.runs after the down migration: %d columns, %v", n, err)
 	}
 	// A key stored before the migration: the up gives it a key id.
 	if _, err := db.ExecContext(ctx, `INSERT INTO api_keys (hash, tenant, created_at) VALUES ('hash-old', 'acme', ?)`,
@@ -143,6 +148,15 @@ func TestMigrateRoundTrip(t *testing.T) {
 	res, err := s.Claim(ctx, &store.ClaimParams{Max: 1, Now: sc.NextRunAt})
 	if err != nil || len(res.Leases) != 1 || res.Leases[0].ExecutionID != fired.Execution.ID {
 		t.Errorf("Claim after down and up = %+v, %v; want the tick's execution", res, err)
+	}
+	// The history starts again: the flow's run went with the down, the
+	// claim after the up is recorded.
+	if runs, err := s.Runs(ctx, &store.RunsParams{ID: flowID}); err != nil || len(runs) != 0 {
+		t.Errorf("Runs of the flow after down and up = %v, %v; want none", runs, err)
+	}
+	if runs, err := s.Runs(ctx, &store.RunsParams{ID: fired.Execution.ID}); err != nil || len(runs) != 1 ||
+		runs[0].Attempt != 1 || !runs[0].ClaimedAt.Equal(sc.NextRunAt) || runs[0].Ended() {
+		t.Errorf("Runs of the tick's execution after down and up = %v, %v; want its running claim", runs, err)
 	}
 	ks, err := s.ListAPIKeys(ctx, &store.ListAPIKeysParams{Tenant: "acme"})
 	if err != nil {
@@ -185,6 +199,7 @@ func TestQueryPlans(t *testing.T) {
 	claimSQL, claimArgs, _ := claimQuery(&store.ClaimParams{Kinds: []string{"x"}}, due, "acme", 1)
 	turnSQL, turnArgs := turnQuery(&store.ClaimParams{Queues: []string{"q"}}, due, turnMark{turn: -1}, 1)
 	stepsSQL, stepsArgs := stepsQuery(&store.StepsParams{Tenant: "acme", ID: "x"})
+	runsSQL, runsArgs := runsQuery(&store.RunsParams{Tenant: "acme", ID: "x"})
 	for what, c := range map[string]struct {
 		query
 		want string
@@ -202,6 +217,7 @@ func TestQueryPlans(t *testing.T) {
 		"due":                                       {list(store.ListSchedulesParams{DueBy: due}), "schedules_due"},
 		"due suspensions":                           {query{sqlDue, []any{1, 10}}, "executions_wake (wake_at<?)"},
 		"journal in record order":                   {query{stepsSQL, stepsArgs}, "SEARCH s USING PRIMARY KEY (execution_id=?)"},
+		"history in run order":                      {query{runsSQL, runsArgs}, "SEARCH r USING PRIMARY KEY (execution_id=?)"},
 		"oldest buffered signal":                    {query{sqlOldestSignal, []any{"x", "s"}}, "flow_signals_pending (execution_id=? AND name=?)"},
 		"all":                                       {list(store.ListSchedulesParams{}), "PRIMARY KEY ((tenant,name)>(?,?))"},
 		"all of a tenant":                           {list(store.ListSchedulesParams{Tenant: "acme"}), "PRIMARY KEY (tenant=?)"},

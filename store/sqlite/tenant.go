@@ -99,7 +99,7 @@ func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (
 
 // DeleteTenant implements store.Store, as one transaction. The foreign
 // keys remove its keys, schedules and rate limits with the tenant row;
-// executions, their journals and signals, and dedup keys have none
+// executions, their journals, signals and histories, and dedup keys have none
 // (admission does not look the tenant up by key), so they are deleted here.
 func (s *Store) DeleteTenant(ctx context.Context, p *store.DeleteTenantParams) error {
 	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
@@ -116,7 +116,11 @@ func (s *Store) DeleteTenant(ctx context.Context, p *store.DeleteTenantParams) e
 				return false, fmt.Errorf("tenant %q has %d executions in flight: %w", p.Name, n, store.ErrNotTerminal)
 			}
 		}
-		if err := deleteFlow(ctx, tx, `execution_id IN (SELECT id FROM executions WHERE tenant = ?)`, p.Name); err != nil {
+		owned := `execution_id IN (SELECT id FROM executions WHERE tenant = ?)`
+		if err := deleteFlow(ctx, tx, owned, p.Name); err != nil {
+			return false, err
+		}
+		if err := deleteRuns(ctx, tx, owned, p.Name); err != nil {
 			return false, err
 		}
 		for _, q := range []string{

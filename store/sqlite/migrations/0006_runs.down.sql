@@ -1,0 +1,2 @@
+DROP TABLE execution_runs;
+ALTER TABLE executions DROP COLUMN runs;

@@ -37,7 +37,7 @@ func chromium(t *testing.T) string {
 
 // A person in a real browser: logs in, watches the list take in a new
 // execution by itself (live.js and /live, under the pages' CSP), opens it
-// and cancels it.
+// and cancels it, then reads another's attempt history.
 func TestBrowserLiveListAndCancel(t *testing.T) {
 	bin := chromium(t)
 	e := newEnv(t)
@@ -109,6 +109,30 @@ func TestBrowserLiveListAndCancel(t *testing.T) {
 	status, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(".status")))
 	if got := e.get(x.ID).Status; err != nil || got != store.StatusCancelled || strings.TrimSpace(status) != "cancelled" {
 		t.Fatalf("after the cancel button: store %s, page %q (%v)", got, status, err)
+	}
+
+	// The page of an execution that failed once then succeeded shows both
+	// runs in its attempts table, the failure with its error.
+	y := e.failThenSucceed("a")
+	if err := chromedp.Do(bctx,
+		chromedp.Navigate(e.srv.URL+"/executions/"+y.ID),
+		chromedp.WaitVisible(chromedp.CSS("table.attempts")),
+	); err != nil {
+		t.Fatalf("open an execution with two runs: %v", err)
+	}
+	failed, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS("table.attempts tbody tr:nth-child(1)")))
+	if err != nil {
+		t.Fatalf("read the first run's row: %v", err)
+	}
+	succeeded, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS("table.attempts tbody tr:nth-child(2)")))
+	if err != nil {
+		t.Fatalf("read the second run's row: %v", err)
+	}
+	if !strings.Contains(failed, "worker-a") || !strings.Contains(failed, "failed") || !strings.Contains(failed, "card declined") {
+		t.Errorf("the first run's row: %q", failed)
+	}
+	if !strings.Contains(succeeded, "worker-b") || !strings.Contains(succeeded, "succeeded") {
+		t.Errorf("the second run's row: %q", succeeded)
 	}
 	select {
 	case msg := <-errs:

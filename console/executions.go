@@ -78,18 +78,28 @@ type executionPage struct {
 	E       *store.Execution
 	Payload string // indented JSON
 	Result  string // indented JSON, "" when none
+	Runs    []runRow
+	Steps   []stepRow // a flow's journal; none for other executions
 }
 
-// showExecution is GET /executions/{id}.
+// showExecution is GET /executions/{id}: the execution, its runs and its
+// steps.
 func (c *Console) showExecution(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := c.storeCtx(r)
 	defer cancel()
-	e, err := c.cfg.Store.Get(ctx, &store.GetParams{Tenant: identityFrom(r.Context()).Tenant, ID: r.PathValue("id")})
+	tenant := identityFrom(r.Context()).Tenant
+	e, err := c.cfg.Store.Get(ctx, &store.GetParams{Tenant: tenant, ID: r.PathValue("id")})
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "execution", executionPage{E: e, Payload: indent(e.Payload), Result: indent(e.Result)})
+	runs, steps, err := c.history(ctx, tenant, e.ID)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "execution", executionPage{E: e, Payload: indent(e.Payload), Result: indent(e.Result),
+		Runs: runs, Steps: steps})
 }
 
 // cancelExecution is POST /executions/{id}/cancel: as the API's cancel,

@@ -88,11 +88,8 @@ func runSteps(ctx context.Context, args []string, out io.Writer) error {
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STEP\tATTEMPT\tRECORDED\tRESULT")
 	for _, st := range page.Items {
-		result := []rune(string(st.Result))
-		if len(result) > maxResultShown {
-			result = append(result[:maxResultShown-3], []rune("...")...)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", st.Name, st.Attempt, st.RecordedAt.Format(time.RFC3339), string(result))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", st.Name, st.Attempt, st.RecordedAt.Format(time.RFC3339),
+			shorten(string(st.Result), maxResultShown))
 	}
 	return tw.Flush()
 }

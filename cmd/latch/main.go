@@ -33,6 +33,7 @@ var commands = map[string]command{
 	"signal":   {"send a signal to a flow: EXECUTION_ID NAME [DATA_JSON]", runSignal},
 	"retry":    {"queue a failed execution again, keeping its recorded steps", runRetry},
 	"steps":    {"show the steps a flow recorded", runSteps},
+	"attempts": {"show an execution's runs: worker, times, outcome, error", runAttempts},
 	"tenant":   {"manage tenants: create, get, update, disable, enable, rm; keys: key, keys, key rm", runTenant},
 	"schedule": {"manage schedules and rate limits: ls, get, apply -f FILE, trigger, rm", runSchedule},
 	"bench":    {"measure submit and drain throughput against a store", runBench},

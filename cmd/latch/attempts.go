@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// maxErrorShown cuts a run's error in the table; --json shows it whole.
+const maxErrorShown = 80
+
+// runAttempts prints an execution's attempt history, oldest run first.
+func runAttempts(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("attempts", "EXECUTION_ID")
+	c := clientFlags(fs)
+	asJSON := fs.Bool("json", false, "print the raw JSON history")
+	if err := parse(fs, args, 1); err != nil {
+		return err
+	}
+	var raw json.RawMessage
+	if _, err := c.do(ctx, "GET", "/api/executions/"+url.PathEscape(fs.Arg(0))+"/attempts", nil, nil, &raw); err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(out, raw)
+	}
+	var page struct {
+		Items []struct {
+			Attempt   int        `json:"attempt"`
+			WorkerID  string     `json:"worker_id"`
+			ClaimedAt time.Time  `json:"claimed_at"`
+			EndedAt   *time.Time `json:"ended_at"`
+			Outcome   *string    `json:"outcome"`
+			Error     *string    `json:"error"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(raw, &page); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ATTEMPT\tWORKER\tCLAIMED\tENDED\tOUTCOME\tERROR")
+	for _, r := range page.Items {
+		// A run still going has no end and no outcome yet.
+		ended, outcome, msg := "-", "running", ""
+		if r.EndedAt != nil {
+			ended = r.EndedAt.Format(time.RFC3339)
+		}
+		if r.Outcome != nil {
+			outcome = *r.Outcome
+		}
+		if r.Error != nil {
+			// One line per run: the table's columns would break on a newline.
+			msg = shorten(strings.Join(strings.Fields(*r.Error), " "), maxErrorShown)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", r.Attempt, r.WorkerID, r.ClaimedAt.Format(time.RFC3339), ended, outcome, msg)
+	}
+	return tw.Flush()
+}
+
+// shorten cuts s to at most max runes, marking the cut with "...".
+func shorten(s string, max int) string {
+	r := []rune(s)
+	if len(r) <= max {
+		return s
+	}
+	return string(r[:max-3]) + "..."
+}

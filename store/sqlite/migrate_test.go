@@ -218,6 +218,8 @@ func TestQueryPlans(t *testing.T) {
 		"due suspensions":                           {query{sqlDue, []any{1, 10}}, "executions_wake (wake_at<?)"},
 		"journal in record order":                   {query{stepsSQL, stepsArgs}, "SEARCH s USING PRIMARY KEY (execution_id=?)"},
 		"history in run order":                      {query{runsSQL, runsArgs}, "SEARCH r USING PRIMARY KEY (execution_id=?)"},
+		"run's end":                                 {query{sqlEndRun, []any{1, "succeeded", nil, "x"}}, "(id=?)"},
+		"oldest runs' drop":                         {query{sqlDropRuns, []any{"x", 1}}, "SEARCH execution_runs USING PRIMARY KEY (execution_id=? AND seq<?)"},
 		"oldest buffered signal":                    {query{sqlOldestSignal, []any{"x", "s"}}, "flow_signals_pending (execution_id=? AND name=?)"},
 		"all":                                       {list(store.ListSchedulesParams{}), "PRIMARY KEY ((tenant,name)>(?,?))"},
 		"all of a tenant":                           {list(store.ListSchedulesParams{Tenant: "acme"}), "PRIMARY KEY (tenant=?)"},

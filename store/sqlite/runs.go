@@ -114,14 +114,16 @@ func endRun(ctx context.Context, tx *sql.Tx, st *sql.Stmt, id string, t time.Tim
 	return nil
 }
 
+// sqlDropRuns deletes an execution's runs up to a number.
+const sqlDropRuns = `DELETE FROM execution_runs WHERE execution_id = ? AND seq <= ?`
+
 // dropOldRuns deletes the ended runs of execution id that its run seq, just
 // claimed, puts past store.MaxRunsKept.
 func dropOldRuns(ctx context.Context, tx *sql.Tx, id string, seq int64) error {
 	if seq <= store.MaxRunsKept {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM execution_runs WHERE execution_id = ? AND seq <= ?`,
-		id, seq-store.MaxRunsKept); err != nil {
+	if _, err := tx.ExecContext(ctx, sqlDropRuns, id, seq-store.MaxRunsKept); err != nil {
 		return fmt.Errorf("sqlite: claim: runs: %w", err)
 	}
 	return nil

@@ -32,7 +32,7 @@ func testRuns(t *testing.T, ns NewStore) {
 		l := e.run(acme, base, job("echo"))
 		_, err := e.release(l, at(time.Second))
 		e.must(err, "Release")
-		l = e.claimOne(acme, at(2*time.Second))
+		e.claimOne(acme, at(2*time.Second))
 		e.rescue(at(2*time.Second+leaseFor+time.Second), 0) // the lease expired
 		l = e.claimOne(acme, at(time.Hour))
 		_, err = e.cancel(acme, l.ExecutionID, at(time.Hour+time.Second))

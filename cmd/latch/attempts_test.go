@@ -1,31 +1,15 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/latch-run/latch/api"
-	"github.com/latch-run/latch/auth"
-	"github.com/latch-run/latch/internal/testdb"
-	"github.com/latch-run/latch/store/sqlite"
 )
 
 // TestAttemptsCommand: latch attempts shows a failed run and the run after
 // it, as a table and as JSON.
 func TestAttemptsCommand(t *testing.T) {
-	st, err := sqlite.Open(context.Background(), testdb.SQLite(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	srv := httptest.NewServer(api.New(api.Config{Store: st, AdminKeyHash: auth.HashKey(testAdminKey)}).Handler())
-	defer srv.Close()
-	key := newTenant(t, srv.URL, testAdminKey)
-	t.Setenv("LATCH_URL", srv.URL)
-	t.Setenv("LATCH_KEY", key)
+	srv, key := tenantServer(t)
 
 	var x struct {
 		ID string `json:"execution_id"`

@@ -21,6 +21,9 @@ type principal struct {
 	// tenant is the key's tenant, or for the admin the tenant named by
 	// Latch-Tenant ("" when the admin named none).
 	tenant string
+	// keyHash is the hash of the key the request sent: a stream ticket
+	// issued to it is redeemed as that key.
+	keyHash string
 }
 
 type principalKey struct{}
@@ -94,16 +97,14 @@ func (s *Server) authenticate(r *http.Request, leased bool) (*principal, error) 
 	if !ok {
 		return nil, unauthorized("missing or malformed Authorization header; send Authorization: Bearer <key>")
 	}
-	id, err := auth.Authenticator{Store: s.cfg.Store, AdminKeyHash: s.cfg.AdminKeyHash, Now: s.cfg.Now}.Identify(r.Context(), key)
-	switch {
-	case errors.Is(err, auth.ErrUnknownKey):
+	hash := auth.HashKey(key)
+	id, err := s.identify(r.Context(), hash, leased)
+	if errors.Is(err, auth.ErrUnknownKey) {
 		return nil, unauthorized("unknown API key")
-	case err != nil:
+	} else if err != nil {
 		return nil, err
-	case id.Disabled && !id.Admin && !leased:
-		return nil, problem(CodeTenantDisabled, "tenant %q is disabled; only the calls of leases its workers hold (heartbeat, complete, fail, steps, suspend) are answered", id.Tenant)
 	}
-	p := principal{admin: id.Admin, tenant: id.Tenant}
+	p := principal{admin: id.Admin, tenant: id.Tenant, keyHash: hash}
 	if name, given := headerValue(r, tenantHeader); given {
 		if err := checkTenantName(tenantHeader, name); err != nil {
 			return nil, err
@@ -116,6 +117,18 @@ func (s *Server) authenticate(r *http.Request, leased bool) (*principal, error) 
 		}
 	}
 	return &p, nil
+}
+
+// identify resolves a key by its hash (auth.Authenticator), answering
+// auth.ErrUnknownKey for an unknown one. A disabled tenant's key is refused
+// unless leased (a worker's call on a lease it holds, so running work can
+// finish).
+func (s *Server) identify(ctx context.Context, hash string, leased bool) (auth.Identity, error) {
+	id, err := auth.Authenticator{Store: s.cfg.Store, AdminKeyHash: s.cfg.AdminKeyHash, Now: s.cfg.Now}.IdentifyHash(ctx, hash)
+	if err == nil && id.Disabled && !id.Admin && !leased {
+		return id, problem(CodeTenantDisabled, "tenant %q is disabled; only the calls of leases its workers hold (heartbeat, complete, fail, steps, suspend) are answered", id.Tenant)
+	}
+	return id, err
 }
 
 // bearer extracts the key of "Bearer <key>" (scheme case-insensitive).

@@ -5,7 +5,9 @@
 //
 // New returns a Server, an http.Handler; the caller owns the http.Server
 // and its timeouts. The server holds no business state: every change is one
-// store.Store operation, so any number of servers may share one store.
+// store.Store operation, so any number of servers may share one store. The
+// one exception is the stream tickets (tickets.go): kept in the memory of
+// the server that issued them, they are redeemed on that server only.
 //
 // The contract this package keeps:
 //
@@ -42,8 +44,14 @@
 //     which changed), and a few waiting claims rather than all; everything
 //     is read again every Config.PollInterval in any case. Server.Close
 //     ends them early for a graceful shutdown.
-//   - Bounds: per tenant, open event streams and long polls are capped
-//     (429 too_many_requests, slots.go) and schedules too (409
+//   - GET /api/executions/{id}/events also takes ?ticket= in place of the
+//     key (browsers' EventSource cannot send it): a single-use ticket for
+//     that execution, valid 60 s, redeemed as the key that asked for it
+//     (streamticket.go). No other endpoint takes one; requests are logged
+//     by their path, never their query, so tickets stay out of the logs.
+//   - Bounds: per tenant, open event streams, long polls and unused stream
+//     tickets are capped (429 too_many_requests, slots.go, tickets.go) and
+//     schedules too (409
 //     schedule_limit, counted by the store); server-wide, large bodies are
 //     read within a budget of bytes (503 unavailable, budget.go).
 //   - Metrics live on a registry the Server owns (Registry), never the

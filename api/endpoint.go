@@ -141,6 +141,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		p.cause = err
 	}
 	if p.Status >= 500 {
+		// The path only: the query may carry a stream ticket, which must
+		// never reach a log.
 		level := slog.LevelError
 		if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
 			level = slog.LevelDebug // the client went away

@@ -24,7 +24,8 @@ const keepAliveInterval = 15 * time.Second
 // a not_found problem ends the stream. Each write has its own deadline
 // (Config.StreamWriteTimeout); a failed write ends the stream. A tenant has
 // at most Config.MaxStreamsPerTenant streams open on this server; one more
-// is refused with 429 too_many_requests.
+// is refused with 429 too_many_requests. A browser, which cannot send the
+// key, sends ?ticket= instead (streamCaller).
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	var req idRequest
 	var watcher *watch.Watch
@@ -32,11 +33,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	first, err := func() (*store.Execution, error) {
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 		defer cancel()
-		p, err := s.authenticate(r.WithContext(ctx), false)
+		p, err := s.streamCaller(r.WithContext(ctx))
 		if err != nil {
 			return nil, err
 		}
-		if err := req.bind(r); err != nil {
+		if _, err := query(r, "ticket"); err != nil {
+			return nil, err
+		}
+		if err := req.bindID(r); err != nil {
 			return nil, err
 		}
 		r = r.WithContext(withPrincipal(r.Context(), p))

@@ -18,10 +18,12 @@ type Code string
 // The codes of docs/api.md ("Conventions"), among them forbidden (a tenant key calling an admin
 // endpoint), unavailable (the store did not answer in time, /readyz, or
 // the server's body budget is spent), too_many_requests (a tenant's event
-// streams or long polls at their bound), schedule_limit (a tenant's
+// streams, long polls or stream tickets at their bound), invalid_ticket (a
+// stream ticket unknown, expired, used or for another execution), schedule_limit (a tenant's
 // schedules at their bound) and headers_too_large (MaxHeaderBytes).
 const (
 	CodeUnauthorized         Code = "unauthorized"
+	CodeInvalidTicket        Code = "invalid_ticket"
 	CodeForbidden            Code = "forbidden"
 	CodeTenantDisabled       Code = "tenant_disabled"
 	CodeNotFound             Code = "not_found"
@@ -49,6 +51,7 @@ var codeInfo = map[Code]struct {
 	title  string
 }{
 	CodeUnauthorized:         {http.StatusUnauthorized, "Unauthorized"},
+	CodeInvalidTicket:        {http.StatusUnauthorized, "Invalid stream ticket"},
 	CodeForbidden:            {http.StatusForbidden, "Forbidden"},
 	CodeTenantDisabled:       {http.StatusForbidden, "Tenant disabled"},
 	CodeNotFound:             {http.StatusNotFound, "Not found"},

@@ -41,6 +41,7 @@ func (s *Server) routes() []route {
 		{"GET /api/executions", endpoint(s, spec{}, s.listExecutions)},
 		{"GET /api/executions/{id}", endpoint(s, spec{hold: getHold}, s.getExecution)},
 		{"GET /api/executions/{id}/events", http.HandlerFunc(s.events)},
+		{"POST /api/executions/{id}/stream-ticket", endpoint(s, spec{}, s.issueStreamTicket)},
 		{"POST /api/executions/{id}/cancel", endpoint(s, spec{}, s.cancelExecution)},
 		{"DELETE /api/executions/{id}", endpoint(s, spec{}, s.deleteExecution)},
 		{"GET /api/executions/{id}/attempts", endpoint(s, spec{}, s.listAttempts)},

@@ -65,6 +65,12 @@ type Config struct {
 	// with 429 too_many_requests. 0 = 100; < 0 = no bound.
 	MaxLongPollsPerTenant int
 
+	// MaxStreamTicketsPerTenant bounds the stream tickets (POST
+	// /api/executions/{id}/stream-ticket) one tenant (or the admin) may
+	// hold unused on this server at once; one more is refused with 429
+	// too_many_requests. 0 = 100; < 0 = no bound.
+	MaxStreamTicketsPerTenant int
+
 	// MaxBodyBytesInFlight is the server-wide budget of request body bytes
 	// being read and handled at once (bodies over 64 KiB count, by their
 	// Content-Length, or by their limit when they declare none). A request
@@ -130,6 +136,7 @@ type Server struct {
 	hub      *watch.Hub  // what waiting requests wait on
 	streams  *slots      // event streams per tenant
 	polls    *slots      // long polls per tenant
+	tickets  *tickets    // stream tickets issued, not yet used
 	bodies   *bodyBudget // body bytes being read at once
 
 	closeOnce sync.Once
@@ -171,6 +178,9 @@ func New(cfg Config) *Server {
 	if cfg.MaxLongPollsPerTenant == 0 {
 		cfg.MaxLongPollsPerTenant = DefaultMaxLongPolls
 	}
+	if cfg.MaxStreamTicketsPerTenant == 0 {
+		cfg.MaxStreamTicketsPerTenant = DefaultMaxTickets
+	}
 	if cfg.MaxBodyBytesInFlight <= 0 {
 		cfg.MaxBodyBytesInFlight = DefaultMaxBodyInFlight
 	}
@@ -188,6 +198,7 @@ func New(cfg Config) *Server {
 			ReadTimeout: cfg.RequestTimeout}),
 		streams: newSlots(cfg.MaxStreamsPerTenant),
 		polls:   newSlots(cfg.MaxLongPollsPerTenant),
+		tickets: newTickets(cfg.MaxStreamTicketsPerTenant, time.Now),
 		bodies:  newBodyBudget(cfg.MaxBodyBytesInFlight),
 	}
 	for _, rt := range s.routes() {

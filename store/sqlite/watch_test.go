@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/latch-run/latch/internal/testdb"
 	"github.com/latch-run/latch/store"
 )
@@ -137,14 +139,23 @@ func TestWatchChangesByAnotherStore(t *testing.T) {
 	t.Fatal("the poller still runs after the feed's last subscriber stopped")
 }
 
-// Close stops a poller that still has a waiter.
+// Close stops a poller that still has a waiter, and leaves no goroutine.
 func TestClosedStopsPoller(t *testing.T) {
-	a, _ := twoStores(t)
+	before := goleak.IgnoreCurrent()
+	a, b := twoStores(t)
 	_ = a.Changed()
+	stop := b.WatchChanges(func(store.Change) {})
+	defer stop()
+	admit(t, b)
+	time.Sleep(4 * pollEvery)
 	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if _, polling := a.pollCount(); polling {
 		t.Fatal("polling after Close")
 	}
+	goleak.VerifyNone(t, before)
 }

@@ -19,5 +19,9 @@
 // before the caller answers (I8).
 //
 // Wake-ups: the Store implements store.Notifier and store.ChangeFeed (which
-// executions changed) for its own process.
+// executions changed). Its own commits wake its waiters at once. Another
+// connection's commits to the file (another process's, or another Store's)
+// are seen by polling PRAGMA data_version every 5 ms while someone waits on
+// Changed or watches the feed, and reported on the feed as a change of
+// unknown executions; an idle Store does not poll (watch.go).
 package sqlite

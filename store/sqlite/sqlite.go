@@ -27,6 +27,7 @@ type Store struct {
 	mu      sync.Mutex
 	changed chan struct{}
 	feed    store.Feed // store.ChangeFeed: which executions changed
+	w       watch      // another connection's commits (watch.go)
 
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt // prepared on write, by SQL text (prepared)
@@ -75,6 +76,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := s.startWatch(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -108,6 +113,7 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
+		s.stopPoll()
 		if s.read != nil {
 			s.steps.Close()
 			err = s.read.Close()
@@ -121,25 +127,6 @@ func (s *Store) Close() error {
 		err = errors.Join(err, s.write.Close())
 	})
 	return err
-}
-
-// Changed implements store.Notifier.
-func (s *Store) Changed() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.changed
-}
-
-// WatchChanges implements store.ChangeFeed. The feed covers the changes
-// made through this Store; like Changed, it knows nothing of other
-// processes on the same file.
-func (s *Store) WatchChanges(fn func(store.Change)) (stop func()) { return s.feed.WatchChanges(fn) }
-
-func (s *Store) notify() {
-	s.mu.Lock()
-	close(s.changed)
-	s.changed = make(chan struct{})
-	s.mu.Unlock()
 }
 
 // maxStmts bounds the statements prepared keeps (claims' statements differ

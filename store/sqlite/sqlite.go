@@ -28,6 +28,7 @@ type Store struct {
 	changed chan struct{}
 	feed    store.Feed // store.ChangeFeed: which executions changed
 	w       watch      // another connection's commits (watch.go)
+	wal     string     // the write-ahead log's file, which every commit writes (watch.go)
 
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt // prepared on write, by SQL text (prepared)
@@ -76,6 +77,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	s.wal = path + "-wal"
 	if err := s.startWatch(ctx); err != nil {
 		s.Close()
 		return nil, err

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -18,13 +19,26 @@ import (
 // second wake-up — and, when it moved, wakes Changed's waiters and
 // reports an unattributed change on the feed.
 //
+// A PRAGMA costs a trip through SQLite on the write connection, and a
+// running server always has a worker waiting, so the poller first looks at
+// the write-ahead log file: every commit, by any connection, writes it, so
+// while its size and modification time stay the same no one committed,
+// and the PRAGMA is skipped. Every readEvery-th poll reads the PRAGMA
+// anyway, bounding what a change the file's metadata could hide (a log
+// reset by a checkpoint and written back to the same size within one tick
+// of the file clock) can delay a wake-up.
+//
 // It runs only while someone may be waiting: the current Changed channel
 // was handed out, or the feed has a subscriber. It stops once a wake-up
 // closed the channel nobody has asked for again and the feed has none, so
 // an idle Store reads nothing.
 
-// pollEvery is how often the poller reads data_version.
-const pollEvery = 5 * time.Millisecond
+// pollEvery is how often the poller looks for a commit; readEvery polls,
+// it reads data_version even if the log file looks unchanged.
+const (
+	pollEvery = 5 * time.Millisecond
+	readEvery = 20
+)
 
 // watch is the poller's state, guarded by Store.mu.
 type watch struct {
@@ -35,6 +49,9 @@ type watch struct {
 
 	version int64 // data_version last read
 	polls   int64 // data_version reads, for the tests
+	looks   int64 // polls, reads or not
+	walSize int64 // the log file's size and modification time at the last look
+	walTime time.Time
 
 	ctx    context.Context // ended by Close
 	cancel context.CancelFunc
@@ -93,16 +110,22 @@ func (s *Store) poll() {
 			return
 		}
 		ctx, last := s.w.ctx, s.w.version
+		read := s.walChanged()
 		s.mu.Unlock()
 
 		var v int64
-		err := s.write.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v)
-		s.mu.Lock()
-		s.w.polls++
-		if err == nil {
-			s.w.version = v
+		var err error
+		if read {
+			err = s.write.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v)
+			s.mu.Lock()
+			s.w.polls++
+			if err == nil {
+				s.w.version = v
+			}
+			s.mu.Unlock()
+		} else {
+			v = last
 		}
-		s.mu.Unlock()
 		// The version is kept across restarts of the poller: a commit made
 		// while it was stopped, after a waiter looked, still wakes it
 		// (once more than needed if the waiter had seen it).
@@ -119,6 +142,20 @@ func (s *Store) poll() {
 		case <-tick.C:
 		}
 	}
+}
+
+// walChanged reports whether the poller should read data_version now: the
+// log file's size or time moved since the last look (or cannot be read),
+// or this is a readEvery-th look. s.mu held.
+func (s *Store) walChanged() bool {
+	s.w.looks++
+	fi, err := os.Stat(s.wal)
+	if err != nil {
+		return true
+	}
+	moved := fi.Size() != s.w.walSize || !fi.ModTime().Equal(s.w.walTime)
+	s.w.walSize, s.w.walTime = fi.Size(), fi.ModTime()
+	return moved || s.w.looks%readEvery == 0
 }
 
 // Changed implements store.Notifier. The channel is also closed by

@@ -37,7 +37,10 @@ type Store interface {
 	// claim may take are served in rounds, smallest turn first (equal turns
 	// in name order), each tenant one execution a round: its first in its
 	// own order, highest Priority first, then oldest RunAt (then id).
-	// Priority orders a tenant's own executions only. The claim then gives
+	// Priority orders a tenant's own executions only. Among executions that
+	// share a concurrency key the order is best effort: one the key held
+	// back may start after one of that key queued again later (a resume, a
+	// release, a retry); the key's limit, not their order, is what holds. The claim then gives
 	// every tenant it leased to a turn after every other tenant's, in the
 	// order it last served them; a tenant it did not reach keeps its turn,
 	// and so comes first in the next claim. Tenant filters the claim to one

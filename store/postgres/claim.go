@@ -146,7 +146,8 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 	if len(got) > 0 {
 		s.changes.announce()
 	}
-	if err := s.readJournals(ctx, got); err != nil {
+	got, err := s.readJournals(ctx, got)
+	if err != nil {
 		// The claim committed: its leases, which no worker gets, are
 		// rescued once they expire.
 		s.feed.PublishAll()

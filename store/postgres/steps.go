@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -66,8 +67,13 @@ WHERE e.id = $1 AND ($2 = '' OR e.tenant = $2)
 ORDER BY s.seq`
 
 	// The journals of claimed executions, read after the claim.
-	sqlJournals = `SELECT execution_id::text, name, result FROM latch_steps
-WHERE execution_id = ANY($1::text[]::uuid[])`
+	// Each execution still under the claim's lease (id $1[i], token $2[i])
+	// with its steps, one row with NULL name and result for none; an
+	// execution force deleted since the claim has no row.
+	sqlJournals = `SELECT e.id::text, s.name, s.result FROM latch_executions e
+LEFT JOIN latch_steps s ON s.execution_id = e.id
+WHERE e.id = ANY($1::text[]::uuid[])
+  AND (e.id::text, e.lease_token::text) IN (SELECT * FROM unnest($1::text[], $2::text[]))`
 )
 
 // RecordStep implements store.Store: one statement (sqlRecordStep), fenced
@@ -171,32 +177,48 @@ func (s *Store) Steps(ctx context.Context, p *store.StepsParams) ([]*store.Step,
 // has not got yet. The read's snapshot follows the claim's commit, so it
 // shows every step recorded before the execution became claimable (the
 // claim's own snapshot may predate a record that committed just before).
-func (s *Store) readJournals(ctx context.Context, cs []claimed) error {
-	var ids []string
+//
+// An execution force deleted between the claim and this read has lost its
+// journal with it: its lease is dropped from the answer (it is void: every
+// call under it is lease_lost), rather than handed out with an empty
+// journal, which would let a worker run recorded steps again. The claim
+// then linearizes after the delete. It returns the leases kept.
+func (s *Store) readJournals(ctx context.Context, cs []claimed) ([]claimed, error) {
+	var ids, tokens []string
 	at := map[string]int{}
 	for i, c := range cs {
 		if c.hasSteps {
 			ids = append(ids, c.lease.ExecutionID)
+			tokens = append(tokens, c.lease.Token)
 			at[c.lease.ExecutionID] = i
 		}
 	}
 	if len(ids) == 0 {
-		return nil
+		return cs, nil
 	}
-	rows, err := s.pool.Query(ctx, sqlJournals, ids)
+	rows, err := s.pool.Query(ctx, sqlJournals, ids, tokens)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var id, name, result string
+	alive := map[string]bool{}
+	var id string
+	var name, result *string
 	_, err = pgx.ForEachRow(rows, []any{&id, &name, &result}, func() error {
+		alive[id] = true
+		if name == nil { // no step left: only a deleted execution loses them
+			return nil
+		}
 		l := &cs[at[id]].lease
 		if l.Steps == nil {
 			l.Steps = store.Journal{}
 		}
-		l.Steps[name] = json.RawMessage(result)
+		l.Steps[*name] = json.RawMessage(*result)
 		return nil
 	})
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(cs, func(c claimed) bool { return c.hasSteps && !alive[c.lease.ExecutionID] }), nil
 }
 
 // stepRow is one latch_steps row as scanned.

@@ -92,6 +92,15 @@ type Execution struct {
 	WakeAt      *time.Time
 	WaitingFor  string
 	SuspendStep string
+
+	// TraceParent is the submission's W3C traceparent ("" = none).
+	TraceParent string
+	// DedupHits counts the submits and schedule fires its DedupKey
+	// answered with this execution instead of a new one (Deduplicated),
+	// the latest at LastDedupHitAt (nil: never). Each hit is counted in
+	// the step that answers it.
+	DedupHits      int
+	LastDedupHitAt *time.Time
 }
 
 // Lease is one claimed attempt handed to a worker. Token fences every later
@@ -107,6 +116,7 @@ type Lease struct {
 	MaxAttempts    int
 	TimeoutSeconds int
 	ExpiresAt      time.Time
+	TraceParent    string // the execution's ("" = none)
 	// Steps is the execution's journal at the claim: every step recorded
 	// before it, by name. Empty (nil) when none is.
 	Steps Journal
@@ -146,6 +156,7 @@ func NewExecution(id, tenant string, sub *Submission, now time.Time) *Execution 
 		MaxAttempts:    sub.MaxAttempts,
 		TimeoutSeconds: sub.TimeoutSeconds,
 		Schedule:       sub.Schedule,
+		TraceParent:    sub.TraceParent,
 		CreatedAt:      now.UTC(),
 		RunAt:          now.UTC(),
 	}

@@ -125,7 +125,8 @@ type Store interface {
 
 	// Prune deletes terminal executions finished more than their tenant's
 	// retention ago, together with their dedup keys, journals and signals,
-	// and dedup keys whose TTL has passed.
+	// and dedup keys whose TTL has passed; servers and workers not seen for
+	// PresenceKept and activity minutes older than ActivityKept.
 	Prune(ctx context.Context, p *PruneParams) (*PruneResult, error)
 
 	// RecordStep records a step in a running execution's journal (I10).
@@ -191,6 +192,20 @@ type Store interface {
 	// execution or another tenant's.
 	Runs(ctx context.Context, p *RunsParams) ([]*Run, error)
 
+	// QueueStats counts the executions that are not terminal by tenant
+	// and queue (see QueueStats), ordered by tenant then queue.
+	QueueStats(ctx context.Context, p *QueueStatsParams) ([]*QueueStats, error)
+
+	// ReportServer records a server's report in one atomic step: the
+	// server's row (LastSeenAt = Now), each worker's LastSeenAt (never
+	// moved back), and the activity deltas added to their minutes.
+	ReportServer(ctx context.Context, p *ServerReport) error
+	// Presence reads the servers and workers seen since Since.
+	Presence(ctx context.Context, p *PresenceParams) (*Presence, error)
+	// Activity reads the activity minutes at or after Since, oldest
+	// first; minutes with nothing reported are left out.
+	Activity(ctx context.Context, p *ActivityParams) ([]*ActivityMinute, error)
+
 	// Get reads one execution. Tenant "" reads any tenant's.
 	Get(ctx context.Context, p *GetParams) (*Execution, error)
 
@@ -247,6 +262,11 @@ type Store interface {
 	PutRateLimit(ctx context.Context, p *PutRateLimitParams) (*RateLimit, error)
 	// GetRateLimit reads one limit; ErrNotFound if none.
 	GetRateLimit(ctx context.Context, p *GetRateLimitParams) (*RateLimit, error)
+	// ListRateLimits reads limits ordered by tenant then key.
+	ListRateLimits(ctx context.Context, p *ListRateLimitsParams) ([]*RateLimit, error)
+	// ConcurrencyKeys reads the concurrency keys with a running
+	// execution, ordered by tenant then key.
+	ConcurrencyKeys(ctx context.Context, p *ConcurrencyKeysParams) ([]*ConcurrencyKeyUse, error)
 	// DeleteRateLimit removes a limit: executions with its key then start
 	// freely. ErrNotFound if none.
 	DeleteRateLimit(ctx context.Context, p *DeleteRateLimitParams) error
@@ -258,7 +278,8 @@ type Store interface {
 	UpdateTenant(ctx context.Context, p *UpdateTenantParams) (*Tenant, error)
 	// DeleteTenant removes a tenant and everything it owns in one atomic
 	// step: its keys, schedules, rate limits, executions (with their quota
-	// slots, concurrency-key counts and queue entries) and dedup keys.
+	// slots, concurrency-key counts and queue entries), dedup keys, and its
+	// workers and activity minutes.
 	// ErrNotTerminal while an execution of the tenant is in flight
 	// (scheduled, queued, running or suspended), unless Force: then those go too, and
 	// a worker holding a lease on one gets ErrLeaseLost from then on.
@@ -349,6 +370,9 @@ type Submission struct {
 	ConcurrencyLimit int // 0 = DefaultConcurrencyLimit when ConcurrencyKey is set
 	RateKey          string
 	Schedule         string
+	// TraceParent is the W3C traceparent of the submitting request ("" =
+	// none), kept with the execution and handed to each of its leases.
+	TraceParent string
 }
 
 // AdmitParams are the arguments of Store.Admit.
@@ -365,7 +389,8 @@ type AdmitResult struct {
 
 // Admitted is the outcome of one Submission. Exactly one of Execution and
 // Err is set. Deduplicated is true when the dedup key mapped to an existing
-// execution, which is returned as it is now. Err wraps ErrQuotaExceeded,
+// execution, which is returned as it is now, with this hit counted in its
+// DedupHits and LastDedupHitAt (Now). Err wraps ErrQuotaExceeded,
 // ErrDedupKeyReused or ErrInvalid.
 type Admitted struct {
 	Execution    *Execution
@@ -391,6 +416,9 @@ type ClaimParams struct {
 type ClaimResult struct {
 	Leases  []Lease
 	RetryAt time.Time
+	// Deferred counts the executions this claim deferred for their rate
+	// limit (each made scheduled at its bucket's next free start).
+	Deferred int
 }
 
 // HeartbeatParams are the arguments of Store.Heartbeat.

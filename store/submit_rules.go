@@ -149,7 +149,7 @@ func CheckPayloadSize(field string, canonical []byte, max int) error {
 // CheckItem is the backstop every backend's Admit applies to each item
 // before anything else (callers check first, with CheckSubmission or the
 // HTTP API's rules): a kind, and an explicit ID in the form of an
-// execution id (IsExecutionID). ErrInvalid otherwise, for that item.
+// execution id (IsExecutionID), a TraceParent that is "" or valid. ErrInvalid otherwise, for that item.
 func CheckItem(sub *Submission) error {
 	switch {
 	case sub.Kind == "":
@@ -157,7 +157,7 @@ func CheckItem(sub *Submission) error {
 	case sub.ID != "" && !IsExecutionID(sub.ID):
 		return fmt.Errorf("%w: execution id %q is not a UUID", ErrInvalid, sub.ID)
 	}
-	return nil
+	return checkTraceParentItem(sub.TraceParent)
 }
 
 // CheckSubmission holds sub, submitted at now, to the rules above, zero
@@ -183,6 +183,7 @@ func CheckSubmission(sub *Submission, now time.Time, maxPayload int) error {
 		limitWithoutKey,
 		given(sub.ConcurrencyLimit != 0, CheckConcurrencyLimit("concurrency_limit", int64(sub.ConcurrencyLimit))),
 		given(sub.RateKey != "", CheckKey("rate_key", sub.RateKey)),
+		CheckTraceParent("trace_parent", sub.TraceParent),
 	)
 }
 

@@ -64,7 +64,7 @@ type ActivityCount struct {
 	Tenant   string
 	Minute   time.Time
 	Starts   int // leases claimed
-	Failures int // runs that ended failed (Fail, retried or not; Rescue of an expired lease)
+	Failures int // runs that ended in Fail, retried or not (an expired lease is a rescue, not counted here)
 }
 
 // PresenceParams are the arguments of Store.Presence.

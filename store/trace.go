@@ -2,7 +2,7 @@ package store
 
 import "fmt"
 
-// Trace context (docs/observability.md): an execution may carry the W3C
+// Trace context (docs/tracing.md): an execution may carry the W3C
 // traceparent of the request that submitted it, so its runs join the
 // caller's trace. latch stores it as given and hands it to every lease;
 // it never makes one up.

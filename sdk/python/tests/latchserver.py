@@ -22,8 +22,9 @@ from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SDK = os.path.dirname(HERE)
+SRC = os.path.join(SDK, "src")
 REPO = os.path.dirname(os.path.dirname(SDK))
-sys.path.insert(0, SDK)  # the tests run the package from this tree
+sys.path.insert(0, SRC)  # the tests run the package from this tree
 
 from latch_client import Client  # noqa: E402
 

@@ -18,7 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def start_worker_process(srv: latchserver.Server, key: str, mode: str, **env: str) -> subprocess.Popen:
-    e = dict(os.environ, LATCH_URL=srv.url, LATCH_KEY=key, PYTHONPATH=latchserver.SDK, **env)
+    e = dict(os.environ, LATCH_URL=srv.url, LATCH_KEY=key, PYTHONPATH=latchserver.SRC, **env)
     return subprocess.Popen([sys.executable, os.path.join(HERE, "worker_proc.py"), mode], env=e,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
 

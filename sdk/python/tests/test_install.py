@@ -53,7 +53,8 @@ class InstallTest(unittest.TestCase):
                 tarfile.open(os.path.join(d, sdist)).extractall(x)
                 code = "import build_backend, sys; print(build_backend.build_wheel(sys.argv[1]))"
                 res = subprocess.run([sys.executable, "-c", code, x],
-                                     cwd=os.path.join(x, "latch_client-0.1.0"), stdout=subprocess.PIPE, text=True, timeout=60)
+                                     cwd=os.path.join(x, "latch_client-0.1.0"), stdout=subprocess.PIPE, text=True,
+                                     timeout=60)
                 self.assertEqual(res.stdout.strip(), whl)
                 self.assertEqual(sorted(zipfile.ZipFile(os.path.join(x, whl)).namelist()), sorted(names))
 

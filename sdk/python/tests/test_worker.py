@@ -12,7 +12,7 @@ import unittest
 from typing import Any, Dict, List
 
 import latchserver
-from latch_client import Fail, Job, Worker
+from latch_client import Fail, Job, Worker, parse_time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -82,7 +82,7 @@ class WorkerTest(unittest.TestCase):
         self.assertEqual((f["status"], f["error"]), ("failed", "no use"))
         lt = self.c.get(later["execution_id"])
         self.assertEqual(lt["status"], "scheduled")
-        run_at = datetime.datetime.fromisoformat(lt["run_at"].replace("Z", "+00:00"))
+        run_at = parse_time(lt["run_at"])
         ahead = (run_at - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
         self.assertTrue(3500 < ahead <= 3600, ahead)
         la = self.c.get(last["execution_id"])
@@ -160,7 +160,8 @@ class WorkerTest(unittest.TestCase):
                 p = start_worker_process(self.srv, c.key, "graceful")
                 try:
                     line = read_line(p)
-                    self.assertEqual(line.split(), ["started", first["execution_id"]], p.stderr.read() if not line else "")
+                    self.assertEqual(line.split(), ["started", first["execution_id"]],
+                                     p.stderr.read() if not line else "")
                     p.send_signal(sig)
                     out, err = p.communicate(timeout=20)
                 finally:

@@ -5,7 +5,7 @@
     e = c.submit("email", {"to": "ann"}, dedup_key="welcome-ann")
 """
 
-from .client import TERMINAL, BatchItem, Client, Execution, Page, RetryPolicy, format_time, new_key
+from .client import TERMINAL, BatchItem, Client, Execution, Page, RetryPolicy, format_time, new_key, parse_time
 from .errors import (ERRORS, Conflict, DedupKeyReused, Forbidden, HeadersTooLarge, InternalError, Invalid,
                      InvalidRequest, InvalidTicket, LatchError, LeaseLost, MethodNotAllowed, NotActive,
                      NotFailed, NotFound, NotTerminal, PayloadTooLarge, QuotaExceeded, ScheduleLimit,
@@ -17,9 +17,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "TERMINAL", "TIMED_OUT", "BatchItem", "Client", "Execution", "Page", "RetryPolicy", "format_time", "new_key",
-    "ERRORS", "Conflict", "DedupKeyReused", "Forbidden", "HeadersTooLarge", "InternalError", "Invalid",
-    "InvalidRequest", "InvalidTicket", "LatchError", "LeaseLost", "MethodNotAllowed", "NotActive", "NotFailed",
-    "NotFound", "NotTerminal", "PayloadTooLarge", "QuotaExceeded", "ScheduleLimit", "TenantDisabled",
+    "parse_time", "ERRORS", "Conflict", "DedupKeyReused", "Forbidden", "HeadersTooLarge", "InternalError",
+    "Invalid", "InvalidRequest", "InvalidTicket", "LatchError", "LeaseLost", "MethodNotAllowed", "NotActive",
+    "NotFailed", "NotFound", "NotTerminal", "PayloadTooLarge", "QuotaExceeded", "ScheduleLimit", "TenantDisabled",
     "TenantExists", "TooManyRequests", "TransportError", "Unauthorized", "Unavailable", "UnsupportedMediaType",
     "error_for", "Fail", "Job", "JobCancelled", "Suspended", "WaitTimedOut", "Worker",
 ]

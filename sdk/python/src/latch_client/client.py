@@ -4,6 +4,7 @@ import datetime
 import http.client
 import json
 import random
+import re
 import time
 import urllib.error
 import urllib.parse
@@ -30,6 +31,17 @@ def format_time(t: TimeLike) -> str:
     if t.tzinfo is None:
         t = t.replace(tzinfo=datetime.timezone.utc)
     return t.astimezone(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+_FRACTION = re.compile(r"\.(\d+)")
+
+
+def parse_time(s: str) -> datetime.datetime:
+    """An RFC 3339 time of the API as an aware datetime (nanoseconds cut to
+    microseconds, which datetime.fromisoformat before Python 3.11 refuses)."""
+    s = s.strip().replace("Z", "+00:00").replace("z", "+00:00")
+    s = _FRACTION.sub(lambda m: "." + (m.group(1) + "000000")[:6], s, count=1)
+    return datetime.datetime.fromisoformat(s)
 
 
 def new_key() -> str:

@@ -3,6 +3,8 @@ connection errors, 429 and 503, and the others are not."""
 
 import http.server
 import json
+import os
+import re
 import threading
 import unittest
 import uuid
@@ -43,8 +45,14 @@ class ProblemCodesTest(unittest.TestCase):
         return e
 
     def test_every_code_has_a_class(self) -> None:
-        # the codes of api/problem.go (docs/api.md's table)
         self.assertEqual(set(ERRORS), ALL_CODES)
+        # ALL_CODES is the server's own list: the constants of api/problem.go
+        with open(os.path.join(latchserver.REPO, "api", "problem.go")) as f:
+            server_codes = set(re.findall(r'^\s*Code\w+\s+Code\s*=\s*"([a-z_]+)"', f.read(), re.M))
+        self.assertEqual(server_codes, ALL_CODES)
+        for code, cls in ERRORS.items():
+            self.assertEqual(cls.code_name, code)
+            self.assertTrue(issubclass(cls, LatchError))
 
     def test_invalid_request(self) -> None:
         e = self.check(InvalidRequest, 400, lambda: self.c.submit("", {}))

@@ -262,12 +262,25 @@ class RetryTest(unittest.TestCase):
         with self.assertRaises(Unavailable):
             c.retry("e1")
         with self.assertRaises(TransportError):
-            c.complete("e1", "tok", {})
+            c.delete("e1")
         with self.assertRaises(Unavailable):
             c.signal("e1", "go", 1)  # no idempotency key
         with self.assertRaises(TransportError):
             c.claim("w", wait_seconds=1)
         self.assertEqual((len(f.requests), slept), (4, []))
+
+    def test_fenced_worker_calls_retried(self) -> None:
+        f = self.fake(["close", ok(200, EXEC), problem("unavailable", 503), ok(200, EXEC),
+                       "close", ok(200, EXEC), "close", ok(200, {"lease_expires_at": "x", "cancel_requested": False})])
+        c, slept = self.client(f)
+        c.complete("e1", "tok", {"r": 1})
+        c.fail("e1", "tok", "boom", retry=False)
+        c.suspend("e1", "tok", "w", signal="go")
+        c.heartbeat("e1", "tok")
+        self.assertEqual([r[1].rsplit("/", 1)[1] for r in f.requests],
+                         ["complete"] * 2 + ["fail"] * 2 + ["suspend"] * 2 + ["heartbeat"] * 2)
+        self.assertEqual(len({r[3]["lease_token"] for r in f.requests}), 1)
+        self.assertEqual(len(slept), 4)
 
     def test_signal_with_key_retried(self) -> None:
         f = self.fake([problem("unavailable", 503), ok(202, {"delivered": True})])

@@ -95,10 +95,13 @@ class Client:
     The client is safe to share between threads.
 
     Requests that are safe to repeat are retried per `retry` (a RetryPolicy):
-    GETs, PUTs, heartbeats and step records, and POSTs that carry a dedup or
-    idempotency key. Submits always carry one (a fresh UUID when the caller
-    gives none), so a submit whose answer was lost is sent again without ever
-    making a second execution.
+    GETs, PUTs, cancels, POSTs that carry a dedup or idempotency key, and the
+    worker calls fenced by a lease token (heartbeat, step, complete, fail,
+    suspend: a repeat of one that was done answers LeaseLost and changes
+    nothing). Submits always carry a key (a fresh UUID when the caller gives
+    none), so a submit whose answer was lost is sent again without ever
+    making a second execution. Claims, retries, deletes, tenant and key
+    creation and signals without a key are sent once.
     """
 
     def __init__(self, base_url: str, key: str = "", *, tenant: Optional[str] = None,
@@ -264,7 +267,8 @@ class Client:
             yield from page.items
 
     def cancel(self, execution_id: str) -> Execution:
-        """Cancels: at once unless running; a running one ends when its worker stops."""
+        """Cancels: at once unless running; a running one ends when its worker
+        stops. Retried: a repeat changes nothing."""
         return self._call("POST", f"/api/executions/{_seg(execution_id)}/cancel", retry=True)
 
     def delete(self, execution_id: str, *, force: bool = False) -> None:
@@ -404,8 +408,11 @@ class Client:
         return self._call("POST", f"/api/executions/{_seg(execution_id)}/heartbeat", body, retry=True)
 
     def complete(self, execution_id: str, lease_token: str, result: JSON = None) -> Execution:
+        """Completes the attempt with result. Retried, like fail and suspend:
+        the lease token fences them, so a repeat of one that was done answers
+        LeaseLost and changes nothing."""
         return self._call("POST", f"/api/executions/{_seg(execution_id)}/complete",
-                          {"lease_token": lease_token, "result": result})
+                          {"lease_token": lease_token, "result": result}, retry=True)
 
     def fail(self, execution_id: str, lease_token: str, error: str, *, retry: Optional[bool] = None,
              retry_after_seconds: Optional[int] = None) -> Execution:
@@ -416,7 +423,7 @@ class Client:
             body["retry"] = retry
         if retry_after_seconds is not None:
             body["retry_after_seconds"] = retry_after_seconds
-        return self._call("POST", f"/api/executions/{_seg(execution_id)}/fail", body)
+        return self._call("POST", f"/api/executions/{_seg(execution_id)}/fail", body, retry=True)
 
     def record_step(self, execution_id: str, lease_token: str, name: str, result: JSON = None, *,
                     started_at: Optional[TimeLike] = None) -> Dict[str, Any]:
@@ -438,7 +445,7 @@ class Client:
             body["signal"] = signal
         if timeout_seconds is not None:
             body["timeout_seconds"] = timeout_seconds
-        return self._call("POST", f"/api/executions/{_seg(execution_id)}/suspend", body)
+        return self._call("POST", f"/api/executions/{_seg(execution_id)}/suspend", body, retry=True)
 
     # ---------------------------------------------------------- tenants (admin)
 

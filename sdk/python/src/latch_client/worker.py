@@ -229,8 +229,15 @@ class Worker:
                 pause = min(5.0, (pause or 0.1) * 2) if e.retry_after is None else min(30.0, e.retry_after)
                 log.warning("latch worker %s: claim: %s", self.worker_id, e)
                 continue
+            except Exception:  # an answer this client cannot read: keep the thread, back off
+                pause = min(5.0, (pause or 0.1) * 2)
+                log.exception("latch worker %s: claim", self.worker_id)
+                continue
             for lease in leases:
-                self.run_lease(lease)
+                try:
+                    self.run_lease(lease)
+                except Exception:  # the lease expires and runs again; this thread goes on
+                    log.exception("latch worker %s: running %s", self.worker_id, lease.get("execution_id"))
 
     def run_lease(self, lease: Mapping[str, Any]) -> str:
         """Runs one lease with its handler, heartbeating meanwhile; answers

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -212,5 +213,68 @@ func TestDedupHitsScheduleTrigger(t *testing.T) {
 	}
 	if e, err := s.Get(ctx, &store.GetParams{ID: first.Execution.ID}); err != nil || e.DedupHits != 1 {
 		t.Errorf("Get after the hit = %+v, %v; want 1 dedup hit", e, err)
+	}
+}
+
+// TestListLiveStatusPages pages through a tenant's executions of a status
+// in flight (read through executions_live): newest first, every one once,
+// none of another status, queue or tenant.
+func TestListLiveStatusPages(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, testdb.SQLite(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	base := time.Date(2031, time.March, 14, 9, 0, 0, 0, time.UTC)
+	for _, name := range []string{"acme", "globex"} {
+		if _, err := s.CreateTenant(ctx, &store.CreateTenantParams{Name: name, Now: base}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	submit := func(tenant, queue string) string {
+		t.Helper()
+		res, err := s.Admit(ctx, &store.AdmitParams{Tenant: tenant, Items: []store.Submission{{Kind: "k", Queue: queue}}, Now: base})
+		if err != nil || res.Items[0].Err != nil {
+			t.Fatalf("Admit: %+v, %v", res, err)
+		}
+		return res.Items[0].Execution.ID
+	}
+	submit("acme", "")
+	if c, err := s.Claim(ctx, &store.ClaimParams{Tenant: "acme", Max: 1, Now: base}); err != nil || len(c.Leases) != 1 {
+		t.Fatalf("Claim: %+v, %v", c, err) // one running: not queued
+	}
+	var want []string
+	for i := range 7 {
+		want = append(want, submit("acme", ""))
+		submit("globex", "")
+		if i%3 == 0 {
+			submit("acme", "other")
+		}
+	}
+	slices.Reverse(want)
+	var got []string
+	after := ""
+	for pages := 0; ; pages++ {
+		if pages > 10 {
+			t.Fatal("List does not end")
+		}
+		res, err := s.List(ctx, &store.ListParams{Tenant: "acme", Status: store.StatusQueued, Queue: store.DefaultQueue,
+			Limit: 3, After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range res.Items {
+			if e.Tenant != "acme" || e.Status != store.StatusQueued || e.Queue != store.DefaultQueue {
+				t.Errorf("listed %s of %s, %s in %s", e.ID, e.Tenant, e.Status, e.Queue)
+			}
+			got = append(got, e.ID)
+		}
+		if after = res.Next; after == "" {
+			break
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("pages listed %v, want %v", got, want)
 	}
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -276,5 +277,44 @@ func TestListLiveStatusPages(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("pages listed %v, want %v", got, want)
+	}
+}
+
+// TestReportServerRefusesBadInput: a report without a server id, with a
+// worker without an id, or with a negative count is refused whole.
+func TestReportServerRefusesBadInput(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, testdb.SQLite(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	base := time.Date(2031, time.March, 14, 9, 0, 0, 0, time.UTC)
+	for what, r := range map[string]store.ServerReport{
+		"no server id": {Workers: []store.WorkerSeen{{ID: "w"}}, Now: base},
+		"a worker without an id": {ID: "s1", Workers: []store.WorkerSeen{{ID: "w"}, {}},
+			Activity: []store.ActivityCount{{Tenant: "acme", Minute: base, Starts: 1}}, Now: base},
+		"a negative count": {ID: "s1", Workers: []store.WorkerSeen{{ID: "w"}},
+			Activity: []store.ActivityCount{{Tenant: "acme", Minute: base, Starts: 2}, {Tenant: "acme", Minute: base, Failures: -1}}, Now: base},
+	} {
+		if err := s.ReportServer(ctx, &r); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("report with %s: %v, want ErrInvalid", what, err)
+		}
+	}
+	p, err := s.Presence(ctx, &store.PresenceParams{})
+	if err != nil || len(p.Servers) != 0 || len(p.Workers) != 0 {
+		t.Errorf("Presence after refused reports = %+v, %v; want nothing", p, err)
+	}
+	if a, err := s.Activity(ctx, &store.ActivityParams{}); err != nil || len(a) != 0 {
+		t.Errorf("Activity after refused reports = %v, %v; want nothing", a, err)
+	}
+	// A minute given off the minute counts in the minute it falls in.
+	if err := s.ReportServer(ctx, &store.ServerReport{ID: "s1", Now: base,
+		Activity: []store.ActivityCount{{Tenant: "acme", Minute: base.Add(30 * time.Second), Starts: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := s.Activity(ctx, &store.ActivityParams{Tenant: "acme"}); err != nil || len(a) != 1 ||
+		!a[0].Minute.Equal(base) || a[0].Starts != 1 {
+		t.Errorf("Activity = %v, %v; want 1 start in the minute at %v", a, err, base)
 	}
 }

@@ -23,7 +23,8 @@
 --
 -- Execution hash fields: id tenant kind queue prio status payload attempt
 -- maxatt timeout created run_at qp ra cancel, and when set: dkey ckey climit
--- rkey schedule result error started finished worker token lease_exp, the
+-- rkey schedule trace (the W3C traceparent) dhits dhit_at (dedup hits and
+-- the latest's time) result error started finished worker token lease_exp, the
 -- placement flags parked and due (see leave), and of a flow (see the flows
 -- section below): journal ("1" once a step is recorded), resume, and while
 -- suspended wake_at, waiting (the awaited signal) and sstep (the step the
@@ -119,6 +120,7 @@ for i = 1, #FIELDS do LEASE_FIELDS[i] = FIELDS[i] end
 LEASE_FIELDS[#FIELDS + 1] = 'payload'
 LEASE_FIELDS[#FIELDS + 2] = 'timeout'
 LEASE_FIELDS[#FIELDS + 3] = 'journal'
+LEASE_FIELDS[#FIELDS + 4] = 'trace'
 -- SUSPEND_FIELDS are FIELDS and what a suspension's end reads.
 local SUSPEND_FIELDS = {}
 for i = 1, #FIELDS do SUSPEND_FIELDS[i] = FIELDS[i] end
@@ -500,10 +502,19 @@ local function dedup_live(t, dkey, now)
   return string.sub(v, sep + 1)
 end
 
+-- dedup_hit counts a dedup hit on execution id at now (a submit or a
+-- schedule's tick that its dedup key answered with it) and returns the
+-- execution's new count.
+local function dedup_hit(id, now)
+  local n = redis.call('HINCRBY', k_exec(id), 'dhits', 1)
+  redis.call('HSET', k_exec(id), 'dhit_at', now)
+  return n
+end
+
 -- admit_new writes a new execution admitted at now (a string): x holds its
 -- fields (id tenant kind queue prio qp payload dkey ckey climit rkey maxatt
--- timeout schedule run_at ra, '' for none) and status is nil (queued, or
--- scheduled when run_at is after now) or 'skipped' (a tick dropped by
+-- timeout schedule run_at ra, '' for none, and trace, nil or '' for none)
+-- and status is nil (queued, or scheduled when run_at is after now) or 'skipped' (a tick dropped by
 -- overlap skip: terminal at once, finished at now, holding no quota slot).
 -- Together: the hash, its list entries, its queue, schedule or retention
 -- entry, its dedup mapping (for the tenant's dedup TTL) and, in flight, its
@@ -525,6 +536,7 @@ local function admit_new(x, status, now, q)
   end
   if x.rkey ~= '' then h[#h + 1] = 'rkey'; h[#h + 1] = x.rkey end
   if x.schedule ~= '' then h[#h + 1] = 'schedule'; h[#h + 1] = x.schedule end
+  if x.trace and x.trace ~= '' then h[#h + 1] = 'trace'; h[#h + 1] = x.trace end
   if status == 'skipped' then h[#h + 1] = 'finished'; h[#h + 1] = now end
   redis.call('HSET', k_exec(x.id), unpack(h))
   redis.call('ZADD', k_list(), 0, x.id)

@@ -36,3 +36,13 @@ func ScheduleLive(t testing.TB, s *Store, tenant, name string) []string {
 	}
 	return ids
 }
+
+// ExecFields returns the fields of execution id's hash as stored.
+func ExecFields(t testing.TB, s *Store, id string) map[string]string {
+	t.Helper()
+	m, err := s.rdb.HGetAll(context.Background(), s.k.exec(id)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}

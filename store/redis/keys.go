@@ -105,6 +105,14 @@ func (k keys) wake() string               { return k.ns + ":wake" }
 // (lib.lua's runs section).
 func (k keys) runs(id string) string { return k.ns + ":runs:" + id }
 
+// The queue statistics (lib.lua's qs_enter), scope scoped(tenant, queue):
+// the queued and the scheduled executions by run_at, the suspended ones,
+// and a tenant's queues that have had any.
+func (k keys) qQueued(scope string) string { return k.ns + ":qqueued:" + scope }
+func (k keys) qSched(scope string) string  { return k.ns + ":qsched:" + scope }
+func (k keys) qSusp(scope string) string   { return k.ns + ":qsusp:" + scope }
+func (k keys) queues(tenant string) string { return k.ns + ":queues:" + tenant }
+
 // dedupMember names (tenant, dedup key) in the dedupexp sorted set: the
 // tenant's length first, so that no tenant/key pair can be read two ways.
 func dedupMember(tenant, key string) string {

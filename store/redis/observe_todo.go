@@ -10,10 +10,6 @@ import (
 // errTODO marks the observation reads not written yet on this backend.
 var errTODO = errors.New("redis: not implemented yet")
 
-func (s *Store) QueueStats(context.Context, *store.QueueStatsParams) ([]*store.QueueStats, error) {
-	return nil, errTODO
-}
-
 func (s *Store) ReportServer(context.Context, *store.ServerReport) error { return errTODO }
 
 func (s *Store) Presence(context.Context, *store.PresenceParams) (*store.Presence, error) {

@@ -64,6 +64,7 @@ var (
 	scriptSignal          = mustScript("signal")
 	scriptWake            = mustScript("wake")
 	scriptRetry           = mustScript("retry")
+	scriptQueueStats      = mustScript("queue_stats")
 
 	allScripts = []*luaScript{
 		scriptAdmit, scriptClaim, scriptHeartbeat, scriptComplete, scriptFail, scriptRelease,
@@ -72,6 +73,7 @@ var (
 		scriptPutSchedule, scriptDeleteSchedule, scriptFireSchedule, scriptPutRateLimit, scriptDeleteRateLimit,
 		scriptDeleteTenant, scriptDeleteAPIKey, scriptTouchAPIKey, scriptBackfill,
 		scriptSeedTurns, scriptStep, scriptSuspend, scriptSignal, scriptWake, scriptRetry,
+		scriptQueueStats,
 	}
 
 	// libName and librarySource are the function library that holds every

@@ -230,6 +230,7 @@ local function take(e, m)
     leave(e)
     redis.call('HSET', ek, 'status', 'scheduled', 'run_at', istr(defer_at), 'ra', time_lex(defer_at))
     redis.call('ZADD', KEYS[1], istr(defer_at), e.id)
+    qs_enter(e, 'scheduled', istr(defer_at))
     if e.ckey then touched[ck_of(e)] = true end
     if not retry or defer_at < retry then retry = defer_at end
     out[3] = out[3] + 1
@@ -240,6 +241,7 @@ local function take(e, m)
     b.taken = true
   end
   idx_rem(e, m)
+  qs_leave(e)
   if e.ckey then
     redis.call('HINCRBY', k_ck(ck_of(e)), 'ready', -1)
     redis.call('HINCRBY', k_ck(ck_of(e)), 'run', 1)

@@ -14,7 +14,7 @@
 --   execution's flow records (steps, signames, sigbuf, sigkeys) and
 --   attempt history (runs),
 --   schedule:<s> and schedlive:<s> of its schedules, ratelimit:<c>,
---   apikey:<hash>
+--   apikey:<hash>, queues:<T> and the queue statistics' keys
 -- ARGV[1] NS  ARGV[2] tenant  ARGV[3] force (0/1)
 -- Returns {'NOTFOUND'}, {'NOTTERMINAL', n} (nothing written) or
 -- {'OK', version}.
@@ -63,6 +63,14 @@ for _, rk in ipairs(redis.call('SMEMBERS', KEYS[8])) do
   redis.call('DEL', k_ratelimit(scoped(t, rk)))
 end
 redis.call('DEL', KEYS[8])
+
+-- The queue statistics' keys are empty now that its executions are gone,
+-- but for entries of executions admitted before them (lib.lua, qs_enter).
+for _, q in ipairs(redis.call('SMEMBERS', k_queues(t))) do
+  local c = scoped(t, q)
+  redis.call('DEL', k_qqueued(c), k_qsched(c), k_qsusp(c))
+end
+redis.call('DEL', k_queues(t))
 
 for _, h in ipairs(redis.call('HVALS', KEYS[9])) do
   redis.call('DEL', k_apikey(h))

@@ -5,7 +5,8 @@
 -- (EVALSHA). Either way every Store operation is exactly one call, atomic
 -- as a whole. In the library this file runs once, at FUNCTION LOAD, not on
 -- every call: KEYS, ARGV and NS are then set by each call (scripts.go), and
--- the state a run keeps (quotas, kinds_added) is cleared by run_reset.
+-- the state a run keeps (quotas, kinds_added, queues_added) is cleared by
+-- run_reset.
 --
 -- ARGV[1] of every script is the namespace NS = "{prefix}". Keys that a
 -- script can name from its arguments alone come in KEYS; the keys that hang
@@ -73,6 +74,13 @@ local function k_sigkeys(id) return NS .. ':sigkeys:' .. id end
 local function k_wake() return NS .. ':wake' end
 -- An execution's attempt history: its runs, oldest first (see run_start).
 local function k_runs(id) return NS .. ':runs:' .. id end
+-- The queue statistics (see qs_enter), per scoped(tenant, queue): the
+-- queued and the scheduled executions by run_at, the suspended ones; and
+-- the queues of each tenant that have had any.
+local function k_qqueued(c) return NS .. ':qqueued:' .. c end
+local function k_qsched(c) return NS .. ':qsched:' .. c end
+local function k_qsusp(c) return NS .. ':qsusp:' .. c end
+local function k_queues(t) return NS .. ':queues:' .. t end
 
 local MEMBER_ID = 33 -- queue members: 16 hex priority, 16 hex run_at, id
 
@@ -241,6 +249,44 @@ local function enqueue(e)
   if e.ckey then redis.call('HINCRBY', k_ck(ck_of(e)), 'ready', 1) end
 end
 
+-- Queue statistics (Store.QueueStats), so that reading them costs the
+-- tenants' queues, not their executions: for c = scoped(tenant, queue),
+-- qqueued:<c> holds the queued executions and qsched:<c> the scheduled
+-- ones (due or not), both scored by run_at, and qsusp:<c> the suspended
+-- ones; queues:<T> names the queues of tenant T that have had any (Prune
+-- drops a name whose three keys are gone). Running executions are counted
+-- from the running set. qs_enter puts an execution that has just taken
+-- status st in its place (the queue's name added to queues:<T> once per
+-- run, as kinds are), leave takes it out. Executions admitted by a latch
+-- from before these keys are in none of them until their next change of
+-- status (no upgrade walks them).
+local queues_added = {}
+local function qs_enter(e, st, run_at)
+  local c = scoped(e.tenant, e.queue)
+  if not queues_added[c] then
+    redis.call('SADD', k_queues(e.tenant), e.queue)
+    queues_added[c] = true
+  end
+  if st == 'queued' then
+    redis.call('ZADD', k_qqueued(c), run_at, e.id)
+  elseif st == 'scheduled' then
+    redis.call('ZADD', k_qsched(c), run_at, e.id)
+  elseif st == 'suspended' then
+    redis.call('SADD', k_qsusp(c), e.id)
+  end
+end
+
+local function qs_leave(e)
+  local st = e.status
+  if st == 'queued' then
+    redis.call('ZREM', k_qqueued(scoped(e.tenant, e.queue)), e.id)
+  elseif st == 'scheduled' then
+    redis.call('ZREM', k_qsched(scoped(e.tenant, e.queue)), e.id)
+  elseif st == 'suspended' then
+    redis.call('SREM', k_qsusp(scoped(e.tenant, e.queue)), e.id)
+  end
+end
+
 -- Where an in-flight execution is, by status:
 --   queued              the ready indexes, or its key's park (parked=1)
 --   scheduled           sched, until a claim finds its run_at come; then
@@ -252,9 +298,11 @@ end
 --   suspended           the wake set while it has a wake_at, else nowhere
 --                       (it waits for a signal); it holds its quota slot
 --                       but no lease and no concurrency-key slot
+-- and, but for running, the queue statistics (qs_enter).
 -- leave takes it out of there. The caller settles its concurrency key once
 -- the execution is placed anew.
 local function leave(e)
+  qs_leave(e)
   if e.status == 'queued' or (e.status == 'scheduled' and e.due) then
     local m = member(e)
     if e.parked then
@@ -352,6 +400,7 @@ local function requeue(e, run_at, ra, now, err)
   if err and err ~= '' then redis.call('HSET', ek, 'error', err) end
   redis.call('HDEL', ek, 'token', 'worker', 'lease_exp', 'resume')
   e.status, e.ra, e.resume = status, ra, false
+  qs_enter(e, status, run_at)
   if status == 'queued' then
     enqueue(e)
   else
@@ -379,6 +428,8 @@ end
 -- promote makes a scheduled execution queued; it stays where it waits if
 -- a claim has already made it due.
 local function promote(e)
+  qs_leave(e)
+  qs_enter(e, 'queued', e.run_at)
   if e.due then
     redis.call('ZREM', k_due(), e.id)
     redis.call('HDEL', k_exec(e.id), 'due')
@@ -488,7 +539,7 @@ end
 
 -- run_reset forgets what the previous run kept: in the function library
 -- this file's locals outlive a call.
-local function run_reset() quotas, kinds_added = {}, {} end
+local function run_reset() quotas, kinds_added, queues_added = {}, {}, {} end
 
 -- dedup_live returns the id of the execution tenant t's dedup key maps to,
 -- or nil if the key maps to none or its TTL has passed by now. An expired
@@ -543,8 +594,10 @@ local function admit_new(x, status, now, q)
   redis.call('ZADD', k_list_t(x.tenant), 0, x.id)
   if status == 'queued' then
     enqueue(e)
+    qs_enter(e, status, x.run_at)
   elseif status == 'scheduled' then
     redis.call('ZADD', k_sched(), x.run_at, x.id)
+    qs_enter(e, status, x.run_at)
   else
     redis.call('ZADD', k_done(x.tenant), now, x.id)
   end

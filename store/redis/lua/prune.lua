@@ -5,7 +5,8 @@
 -- KEYS[1] tenants   KEYS[2] dedupexp
 --   derived: tenant:<T> and done:<T> of every tenant, exec:<id> and the
 --   list entries, flow records and runs:<id> of each pruned execution,
---   dedup:<T> of each expired key
+--   dedup:<T> of each expired key, queues:<T> and the queue statistics'
+--   keys of every tenant
 -- ARGV[1] NS  ARGV[2] now_us  ARGV[3] limit
 -- Returns {version, executions, dedup_keys}; version 0 when no execution
 -- was deleted.
@@ -33,6 +34,17 @@ for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[2], 'LIMIT'
   redis.call('HDEL', k_dedup(t), string.sub(m, sep + tlen + 1))
   redis.call('ZREM', KEYS[2], m)
   keys = keys + 1
+end
+
+-- A tenant's queue that holds nothing leaves queues:<T> (lib.lua,
+-- qs_enter); it comes back with its next execution.
+for _, t in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  for _, q in ipairs(redis.call('SMEMBERS', k_queues(t))) do
+    local c = scoped(t, q)
+    if redis.call('EXISTS', k_qqueued(c), k_qsched(c), k_qsusp(c)) == 0 then
+      redis.call('SREM', k_queues(t), q)
+    end
+  end
 end
 
 local v = 0

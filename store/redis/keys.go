@@ -113,6 +113,15 @@ func (k keys) qSched(scope string) string  { return k.ns + ":qsched:" + scope }
 func (k keys) qSusp(scope string) string   { return k.ns + ":qsusp:" + scope }
 func (k keys) queues(tenant string) string { return k.ns + ":queues:" + tenant }
 
+// Presence and activity (presence.go): the servers by last seen, a
+// server's report, the workers by last seen (members workerMember), the
+// activity minutes and a minute's counts.
+func (k keys) servers() string                { return k.ns + ":servers" }
+func (k keys) server(id string) string        { return k.ns + ":server:" + id }
+func (k keys) workers() string                { return k.ns + ":workers" }
+func (k keys) activity() string               { return k.ns + ":activity" }
+func (k keys) activityMinute(us int64) string { return k.ns + ":activity:" + itoa(us) }
+
 // dedupMember names (tenant, dedup key) in the dedupexp sorted set: the
 // tenant's length first, so that no tenant/key pair can be read two ways.
 func dedupMember(tenant, key string) string {

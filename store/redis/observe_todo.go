@@ -10,16 +10,6 @@ import (
 // errTODO marks the observation reads not written yet on this backend.
 var errTODO = errors.New("redis: not implemented yet")
 
-func (s *Store) ReportServer(context.Context, *store.ServerReport) error { return errTODO }
-
-func (s *Store) Presence(context.Context, *store.PresenceParams) (*store.Presence, error) {
-	return nil, errTODO
-}
-
-func (s *Store) Activity(context.Context, *store.ActivityParams) ([]*store.ActivityMinute, error) {
-	return nil, errTODO
-}
-
 func (s *Store) ListRateLimits(context.Context, *store.ListRateLimitsParams) ([]*store.RateLimit, error) {
 	return nil, errTODO
 }

@@ -42,7 +42,7 @@ func (s *Store) QueueStats(ctx context.Context, p *store.QueueStatsParams) ([]*s
 		st.Running += int(asInt(arr[i+5]))
 		st.Suspended += int(asInt(arr[i+6]))
 	}
-	out := make([]*store.QueueStats, 0, len(byQueue))
+	var out []*store.QueueStats
 	for _, st := range byQueue {
 		if st.Ready+st.Scheduled+st.Running+st.Suspended > 0 {
 			out = append(out, st)

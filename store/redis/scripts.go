@@ -65,6 +65,9 @@ var (
 	scriptWake            = mustScript("wake")
 	scriptRetry           = mustScript("retry")
 	scriptQueueStats      = mustScript("queue_stats")
+	scriptReportServer    = mustScript("report_server")
+	scriptPresence        = mustScript("presence")
+	scriptActivity        = mustScript("activity")
 
 	allScripts = []*luaScript{
 		scriptAdmit, scriptClaim, scriptHeartbeat, scriptComplete, scriptFail, scriptRelease,
@@ -73,7 +76,7 @@ var (
 		scriptPutSchedule, scriptDeleteSchedule, scriptFireSchedule, scriptPutRateLimit, scriptDeleteRateLimit,
 		scriptDeleteTenant, scriptDeleteAPIKey, scriptTouchAPIKey, scriptBackfill,
 		scriptSeedTurns, scriptStep, scriptSuspend, scriptSignal, scriptWake, scriptRetry,
-		scriptQueueStats,
+		scriptQueueStats, scriptReportServer, scriptPresence, scriptActivity,
 	}
 
 	// libName and librarySource are the function library that holds every

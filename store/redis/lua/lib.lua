@@ -81,6 +81,29 @@ local function k_qqueued(c) return NS .. ':qqueued:' .. c end
 local function k_qsched(c) return NS .. ':qsched:' .. c end
 local function k_qsusp(c) return NS .. ':qsusp:' .. c end
 local function k_queues(t) return NS .. ':queues:' .. t end
+-- Presence and activity (presence.go): the servers by last seen and each
+-- one's report, the workers by last seen (members worker_member), and the
+-- activity minutes with a hash of each minute's counts (fields s:<T> and
+-- f:<T>, the starts and failures of tenant T).
+local function k_servers() return NS .. ':servers' end
+local function k_server(id) return NS .. ':server:' .. id end
+local function k_workers() return NS .. ':workers' end
+local function k_activity() return NS .. ':activity' end
+local function k_activity_m(m) return NS .. ':activity:' .. m end
+
+-- worker_member names a worker in the workers set: its server id, its
+-- tenant and its id, each but the last after its length; presence.go's
+-- workerMember is the same function, and worker_tenant reads the tenant
+-- back.
+local function worker_member(server, t, id)
+  return string.len(server) .. ':' .. server .. string.len(t) .. ':' .. t .. id
+end
+local function worker_tenant(m)
+  local sep = string.find(m, ':', 1, true)
+  local rest = string.sub(m, sep + 1 + tonumber(string.sub(m, 1, sep - 1)))
+  sep = string.find(rest, ':', 1, true)
+  return string.sub(rest, sep + 1, sep + tonumber(string.sub(rest, 1, sep - 1)))
+end
 
 local MEMBER_ID = 33 -- queue members: 16 hex priority, 16 hex run_at, id
 

@@ -1,13 +1,19 @@
 -- prune.lua: Store.Prune — delete terminal executions finished more than
 -- their tenant's retention ago (up to limit), each with its dedup key if the
--- key still names it, then dedup keys whose TTL has passed (up to limit).
+-- key still names it, then dedup keys whose TTL has passed (up to limit);
+-- forget the names of empty queues, servers and workers not seen for
+-- store.PresenceKept and activity minutes older than store.ActivityKept
+-- (bounds computed by the caller).
 --
 -- KEYS[1] tenants   KEYS[2] dedupexp
 --   derived: tenant:<T> and done:<T> of every tenant, exec:<id> and the
 --   list entries, flow records and runs:<id> of each pruned execution,
 --   dedup:<T> of each expired key, queues:<T> and the queue statistics'
---   keys of every tenant
--- ARGV[1] NS  ARGV[2] now_us  ARGV[3] limit
+--   keys of every tenant, servers, server:<id>, workers, activity,
+--   activity:<minute>
+-- ARGV[1] NS  ARGV[2] now_us  ARGV[3] limit  ARGV[4] presence bound_us
+-- (servers and workers last seen before it go)  ARGV[5] activity
+-- bound_us (minutes before it go)
 -- Returns {version, executions, dedup_keys}; version 0 when no execution
 -- was deleted.
 
@@ -46,6 +52,20 @@ for _, t in ipairs(redis.call('SMEMBERS', KEYS[1])) do
     end
   end
 end
+
+-- Servers and workers not seen since the presence bound, activity
+-- minutes before the activity bound.
+local bound = '(' .. ARGV[4]
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', k_servers(), '-inf', bound)) do
+  redis.call('DEL', k_server(id))
+end
+redis.call('ZREMRANGEBYSCORE', k_servers(), '-inf', bound)
+redis.call('ZREMRANGEBYSCORE', k_workers(), '-inf', bound)
+bound = '(' .. ARGV[5]
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', k_activity(), '-inf', bound)) do
+  redis.call('DEL', k_activity_m(m))
+end
+redis.call('ZREMRANGEBYSCORE', k_activity(), '-inf', bound)
 
 local v = 0
 if pruned > 0 then v = changed() end

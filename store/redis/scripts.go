@@ -68,6 +68,8 @@ var (
 	scriptReportServer    = mustScript("report_server")
 	scriptPresence        = mustScript("presence")
 	scriptActivity        = mustScript("activity")
+	scriptListRateLimits  = mustScript("list_rate_limits")
+	scriptConcurrencyKeys = mustScript("concurrency_keys")
 
 	allScripts = []*luaScript{
 		scriptAdmit, scriptClaim, scriptHeartbeat, scriptComplete, scriptFail, scriptRelease,
@@ -76,7 +78,8 @@ var (
 		scriptPutSchedule, scriptDeleteSchedule, scriptFireSchedule, scriptPutRateLimit, scriptDeleteRateLimit,
 		scriptDeleteTenant, scriptDeleteAPIKey, scriptTouchAPIKey, scriptBackfill,
 		scriptSeedTurns, scriptStep, scriptSuspend, scriptSignal, scriptWake, scriptRetry,
-		scriptQueueStats, scriptReportServer, scriptPresence, scriptActivity,
+		scriptQueueStats, scriptReportServer, scriptPresence, scriptActivity, scriptListRateLimits,
+		scriptConcurrencyKeys,
 	}
 
 	// libName and librarySource are the function library that holds every

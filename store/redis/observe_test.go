@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/latch-run/latch/store"
 	"github.com/latch-run/latch/store/redis"
@@ -168,4 +171,37 @@ func showStats(st []*store.QueueStats) string {
 			q.Tenant, q.Queue, q.Ready, oldest, q.Scheduled, q.Running, q.Suspended)
 	}
 	return b.String()
+}
+
+// TestReadFunctionsWriteNothing: the observation reads are functions
+// flagged no-writes (the server runs them while it refuses writes, and
+// fails one that writes); the operations that change state are not.
+func TestReadFunctionsWriteNothing(t *testing.T) {
+	url := redisURL(t)
+	s := open(t, url, newPrefix(t, url))
+	t.Cleanup(func() { s.Close() })
+	opt, err := goredis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := goredis.NewClient(opt)
+	defer rdb.Close()
+	libs, err := rdb.FunctionList(context.Background(), goredis.FunctionListQuery{LibraryNamePattern: redis.Library()}).Result()
+	if err != nil || len(libs) != 1 {
+		t.Fatalf("FUNCTION LIST %s: %v, %v", redis.Library(), libs, err)
+	}
+	flags := map[string][]string{}
+	for _, f := range libs[0].Functions {
+		flags[strings.TrimPrefix(f.Name, redis.Library()+"_")] = f.Flags
+	}
+	for _, op := range []string{"queue_stats", "presence", "activity", "list_rate_limits", "concurrency_keys"} {
+		if !slices.Contains(flags[op], "no-writes") {
+			t.Errorf("function %s: flags %v, want no-writes", op, flags[op])
+		}
+	}
+	for _, op := range []string{"admit", "claim", "complete", "report_server", "prune"} {
+		if len(flags[op]) != 0 {
+			t.Errorf("function %s: flags %v, want none", op, flags[op])
+		}
+	}
 }

@@ -15,8 +15,9 @@
 -- each call's keys: tenant:<T>, dedup:<T>, list:<T>, and exec:<id> of each
 -- of its items
 --   derived: the ready indexes of each item's tenant, queue and kind,
---   ck:<c>, schedlive:<s> of an item with a schedule, and exec:<id> of an
---   execution a dedup key maps to.
+--   ck:<c>, schedlive:<s> of an item with a schedule, exec:<id> of an
+--   execution a dedup key maps to, and qqueued:<c> or qsched:<c> and
+--   queues:<T> of each item's queue (lib.lua, qs_enter).
 -- each call's ARGV: tenant, now_us, n (items), and 17 per item:
 --   id, explicit_id (0/1), kind, queue, priority, qp, payload, dedup_key,
 --   concurrency_key, concurrency_limit, rate_key, max_attempts,

@@ -65,7 +65,8 @@
 --   ready indexes of the tenants in turns, the other ready indexes of a
 --   leased or deferred execution, tenant:<T> of a served tenant, and
 --   ready:k:<kind> of every kind in readykinds for a claim without filters,
---   runs:<id> of each leased execution.
+--   runs:<id> of each leased execution, qqueued:<c>, qsched:<c> and
+--   queues:<T> of each leased or deferred execution (lib.lua, qs_enter).
 -- ARGV[1] NS  ARGV[2] now_us  ARGV[3] max  ARGV[4] lease_expires_us
 -- ARGV[5] worker_id  ARGV[6] tenant ('' = every tenant)  ARGV[7] token base
 -- ARGV[8] due_limit  ARGV[9] nq  ARGV[10] nk  ARGV[11] runs kept

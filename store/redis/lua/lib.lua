@@ -12,9 +12,10 @@
 -- script can name from its arguments alone come in KEYS; the keys that hang
 -- off stored data (an execution found through a dedup key or an index, the
 -- indexes of its queue and kind, its concurrency key, its tenant's records)
--- are derived here from NS. Every key carries the one hash tag of NS, so in
--- Redis Cluster they are all on the script's slot. The names must match
--- keys.go (TestLuaKeysMatchGo).
+-- are derived here from NS; so are, in every script that changes an
+-- execution's status, its queue's statistics keys (qs_enter). Every key
+-- carries the one hash tag of NS, so in Redis Cluster they are all on the
+-- script's slot. The names must match keys.go (TestLuaKeysMatchGo).
 --
 -- Times are integer microseconds since the Unix epoch (exact in a Lua
 -- double until the year 2255); they arrive as strings in ARGV and are

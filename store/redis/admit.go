@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -49,7 +50,8 @@ func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitRe
 		runAt := us(e.RunAt)
 		args = append(args, e.ID, flag(sub.ID != ""), e.Kind, e.Queue, itoa(int64(e.Priority)),
 			prioLex(e.Priority), string(e.Payload), e.DedupKey, e.ConcurrencyKey, limit, e.RateKey,
-			itoa(int64(e.MaxAttempts)), itoa(int64(e.TimeoutSeconds)), e.Schedule, itoa(runAt), timeLex(runAt))
+			itoa(int64(e.MaxAttempts)), itoa(int64(e.TimeoutSeconds)), e.Schedule, itoa(runAt), timeLex(runAt),
+			e.TraceParent)
 	}
 	if len(items) == 0 {
 		// Nothing reaches the store, but an unknown tenant is still refused.
@@ -81,11 +83,19 @@ func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitRe
 		case "D":
 			out.Execution, out.Deduplicated = parseExecution(asMap(data)), true
 		case "d":
-			shown := shownExecution(d.all, asString(data))
+			// <dedup hits>:<now_us>:<id>: this hit's count and time on an
+			// execution an earlier item of the answer carries.
+			hits, rest, _ := strings.Cut(asString(data), ":")
+			at, id, _ := strings.Cut(rest, ":")
+			shown := shownExecution(d.all, id)
 			if shown == nil {
 				return nil, fmt.Errorf("redis: admit: execution %v not in the answer", data)
 			}
-			out.Execution, out.Deduplicated = parseExecution(shown), true
+			e := parseExecution(shown)
+			e.DedupHits = int(asInt(hits))
+			hitAt := fromUS(asInt(at))
+			e.LastDedupHitAt = &hitAt
+			out.Execution, out.Deduplicated = e, true
 		case "R":
 			out.Err = fmt.Errorf("dedup key %q maps to execution %s: %w",
 				it.e.DedupKey, asString(data), store.ErrDedupKeyReused)

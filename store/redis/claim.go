@@ -27,7 +27,8 @@ const claimDueLimit = 1000
 // earliest such start. Each lease carries its journal, read in the same
 // script; a resume's claim keeps the attempt. Each lease is recorded as a
 // run of its execution's attempt history in the same script. Lease tokens are a random
-// 128-bit value per call, suffixed per lease.
+// 128-bit value per call, suffixed per lease. Each lease carries the
+// execution's traceparent; Deferred counts the candidates deferred.
 func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
 	t := now(p.Now)
 	maxN, lease := p.Bounds()
@@ -56,16 +57,16 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 		return nil, err
 	}
 	s.note.ack(asInt(at(arr, 0)))
-	if len(arr) < 2 {
+	if len(arr) < 3 {
 		return nil, fmt.Errorf("redis: claim: unexpected reply %v", arr)
 	}
-	res := &store.ClaimResult{Leases: make([]store.Lease, 0, len(arr)-2)}
+	res := &store.ClaimResult{Leases: make([]store.Lease, 0, len(arr)-3), Deferred: int(asInt(arr[2]))}
 	if retry := asString(arr[1]); retry != "" {
 		res.RetryAt = fromUS(asInt(retry))
 	}
-	for _, v := range arr[2:] {
+	for _, v := range arr[3:] {
 		f, _ := v.([]any)
-		if len(f) != 10 {
+		if len(f) != 11 {
 			return nil, fmt.Errorf("redis: claim: unexpected lease %v", v)
 		}
 		steps, err := journal(f[9])
@@ -83,6 +84,7 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 			TimeoutSeconds: int(asInt(f[7])),
 			Token:          asString(f[8]),
 			ExpiresAt:      fromUS(expires),
+			TraceParent:    asString(f[10]),
 			Steps:          steps,
 		})
 	}

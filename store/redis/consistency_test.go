@@ -73,7 +73,9 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 	inflight := map[string]int{}
 	readyKinds := map[string]bool{}
 	ckRun, ckReady := map[string]int{}, map[string]int{}
-	live := map[string][]string{} // schedlive key -> ids that must be members
+	live := map[string][]string{}      // schedlive key -> ids that must be members
+	suspended := map[string][]string{} // qsusp key -> its members
+	queues := map[string][]string{}    // tenant -> queues that queues:<T> must name
 	for id, e := range execs {
 		t := e["tenant"]
 		if sc := e["schedule"]; sc != "" && store.Status(e["status"]).Inflight() {
@@ -90,6 +92,19 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 			report("exec %s: ra %s does not encode run_at %s", id, e["ra"], e["run_at"])
 		}
 		queuedLike := e["status"] == "queued" || (e["status"] == "scheduled" && e["due"] == "1")
+		// The queue statistics (lib.lua, qs_enter).
+		qc := scoped(t, e["queue"])
+		switch e["status"] {
+		case "queued":
+			expect(s.k.qQueued(qc), id, num(e["run_at"]))
+		case "scheduled":
+			expect(s.k.qSched(qc), id, num(e["run_at"]))
+		case "suspended":
+			suspended[s.k.qSusp(qc)] = append(suspended[s.k.qSusp(qc)], id)
+		}
+		if store.Status(e["status"]).Inflight() && e["status"] != "running" {
+			queues[t] = append(queues[t], e["queue"])
+		}
 		if e["due"] != "" && e["status"] != "scheduled" {
 			report("exec %s: due while %s", id, e["status"])
 		}
@@ -201,10 +216,35 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 			}
 		}
 	}
+	// The suspended sets of the queue statistics hold exactly the
+	// suspended executions; a tenant's queues name every queue they need.
+	for key := range all {
+		if strings.HasPrefix(key, s.k.qSusp("")) && suspended[key] == nil {
+			suspended[key] = []string{}
+		}
+	}
+	for key, ids := range suspended {
+		members, err := r.SMembers(ctx, key).Result()
+		if err != nil {
+			return nil, err
+		}
+		slices.Sort(ids)
+		slices.Sort(members)
+		if !slices.Equal(ids, members) {
+			report("%s: members %q, want %q", key, members, ids)
+		}
+	}
+	for t, qs := range queues {
+		for _, q := range qs {
+			if ok, err := r.SIsMember(ctx, s.k.queues(t), q).Result(); err != nil || !ok {
+				report("%s: missing queue %q, which has executions in flight (%v)", s.k.queues(t), q, err)
+			}
+		}
+	}
 	// Compare every sorted set of the namespace with its expectation.
 	zsetKeys := []string{s.k.list(), s.k.sched(), s.k.due(), s.k.running(), s.k.nextRun(), s.k.wake()}
 	zsetPrefixes := []string{s.k.listTenant(""), s.k.readyTenant(""), s.k.readyQueue(""), s.k.readyKind(""),
-		s.k.concPark(""), s.k.done(""), s.k.schedules("")}
+		s.k.concPark(""), s.k.done(""), s.k.schedules(""), s.k.qQueued(""), s.k.qSched("")}
 	for key := range all {
 		isZ := slices.Contains(zsetKeys, key)
 		for _, p := range zsetPrefixes {
@@ -408,7 +448,7 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 		}
 	}
 	for _, prefix := range []string{s.k.keyIDs(""), s.k.rateLimits(""), s.k.schedules(""), s.k.dedup(""),
-		s.k.listTenant(""), s.k.done(""), s.k.readyTenant("")} {
+		s.k.listTenant(""), s.k.done(""), s.k.readyTenant(""), s.k.queues("")} {
 		for key := range all {
 			if t, ok := strings.CutPrefix(key, prefix); ok && !isTenant[t] {
 				report("%s left behind by tenant %q", key, t)

@@ -108,6 +108,20 @@
 //	{p}:runs:<id>             list   an execution's attempt history, oldest
 //	                                 run first, at most store.MaxRunsKept
 //	                                 (lib.lua, run_start)
+//	{p}:qqueued:<len(T)>:<T><queue>
+//	                          zset   queued execution ids of tenant T's queue by run_at
+//	{p}:qsched:<len(T)>:<T><queue>
+//	                          zset   its scheduled execution ids (due or not) by run_at
+//	{p}:qsusp:<len(T)>:<T><queue>
+//	                          set    its suspended execution ids
+//	{p}:queues:<T>            set    a tenant's queues that have had one of those
+//	                                 (QueueStats; Prune drops the empty ones)
+//	{p}:servers               zset   server ids by last seen (ReportServer)
+//	{p}:server:<id>           hash   host version started seen: a server's report
+//	{p}:workers               zset   <len(S)>:<S><len(T)>:<T><worker id> by last
+//	                                 seen (never moved back), S its server
+//	{p}:activity              zset   minutes with activity counts, by minute
+//	{p}:activity:<minute_us>  hash   s:<T>, f:<T>: tenant T's starts and failures
 //	{p}:schema                string the layout version (upgrade.go)
 //	{p}:version               string change counter (Notifier)
 //	{p}:changed               pub/sub channel carrying the counter
@@ -132,6 +146,19 @@
 // Concurrency keys are scoped per tenant: the ck and ckpark names carry the
 // tenant, its length first so that no tenant/key pair can be read two ways,
 // and one tenant's key never counts another tenant's executions.
+//
+// # Observation
+//
+// QueueStats reads no terminal execution: the scripts that change an
+// execution's status keep the per-queue sets qqueued, qsched and qsusp
+// (lib.lua, qs_enter and leave; one ZADD when admitted, one ZREM when
+// claimed, nothing when completed), so a queue's ready, scheduled and
+// suspended counts and its oldest ready run_at are ZCARD, ZCOUNT and the
+// first score; running ones are counted from the running set, as are
+// ConcurrencyKeys. An execution admitted before these sets existed is
+// counted from its next change of status (there is no upgrade walk).
+// Dedup hits (dhits, dhit_at) and the traceparent (trace) are execution
+// hash fields, absent until there is one: absent reads as zero, none.
 //
 // # Schedules and rate limits
 //

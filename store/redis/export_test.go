@@ -3,6 +3,10 @@ package redis
 import (
 	"context"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // WithScripts makes a Store run its scripts with EVALSHA, as on a server
@@ -35,4 +39,91 @@ func ScheduleLive(t testing.TB, s *Store, tenant, name string) []string {
 		t.Fatal(err)
 	}
 	return ids
+}
+
+// ExecFields returns the fields of execution id's hash as stored.
+func ExecFields(t testing.TB, s *Store, id string) map[string]string {
+	t.Helper()
+	m, err := s.rdb.HGetAll(context.Background(), s.k.exec(id)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// seedScript writes terminal executions of one tenant, as admit.lua and
+// complete.lua would leave them: the hash, its list entries and its
+// retention entry. ARGV: NS, tenant, finished_us, ra, qp, number of
+// queues, the queues, then the ids (the i-th in the i-th queue, round).
+var seedScript = goredis.NewScript(luaFile("lib") + `
+local t, fin, ra, qp, nq = ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
+local list, done = {}, {}
+for i = 7 + nq, #ARGV do
+  local id = ARGV[i]
+  redis.call('HSET', k_exec(id), 'id', id, 'tenant', t, 'kind', 'seed', 'queue', ARGV[7 + (i % nq)],
+    'prio', 0, 'status', 'succeeded', 'payload', '{}', 'attempt', 1, 'maxatt', 3, 'timeout', 60,
+    'created', fin, 'run_at', fin, 'qp', qp, 'ra', ra, 'cancel', 0, 'started', fin, 'finished', fin,
+    'result', 'null')
+  list[#list + 1] = 0
+  list[#list + 1] = id
+  done[#done + 1] = fin
+  done[#done + 1] = id
+end
+zadd_pairs(k_list(), list)
+zadd_pairs(k_list_t(t), list)
+zadd_pairs(k_done(t), done)
+return #list / 2`)
+
+// SeedTerminal writes n succeeded executions straight into the namespace
+// (seedScript, a few thousand a call), spread evenly over tenants and
+// queues, finished at finished; and removes them when tb ends.
+func SeedTerminal(tb testing.TB, s *Store, tenants, queues []string, n int, finished time.Time) {
+	tb.Helper()
+	ctx := context.Background()
+	const chunk = 5000
+	var all []string
+	per := n / len(tenants)
+	for ti, t := range tenants {
+		m := per
+		if ti < n%len(tenants) {
+			m++
+		}
+		for m > 0 {
+			k := min(chunk, m)
+			args := []any{s.k.ns, t, itoa(us(finished)), timeLex(us(finished)), prioLex(0), len(queues)}
+			for _, q := range queues {
+				args = append(args, q)
+			}
+			for range k {
+				id := uuid.Must(uuid.NewV7()).String()
+				all = append(all, id)
+				args = append(args, id)
+			}
+			if err := seedScript.Run(ctx, s.rdb, nil, args...).Err(); err != nil {
+				tb.Fatal(err)
+			}
+			m -= k
+		}
+	}
+	tb.Cleanup(func() {
+		for len(all) > 0 {
+			k := min(1000, len(all))
+			keys := make([]string, k)
+			for i, id := range all[:k] {
+				keys[i] = s.k.exec(id)
+			}
+			if err := s.rdb.Unlink(ctx, keys...).Err(); err != nil {
+				tb.Error(err)
+				return
+			}
+			all = all[k:]
+		}
+		keys := []string{s.k.list()}
+		for _, t := range tenants {
+			keys = append(keys, s.k.listTenant(t), s.k.done(t))
+		}
+		if err := s.rdb.Unlink(ctx, keys...).Err(); err != nil {
+			tb.Error(err)
+		}
+	})
 }

@@ -105,6 +105,23 @@ func (k keys) wake() string               { return k.ns + ":wake" }
 // (lib.lua's runs section).
 func (k keys) runs(id string) string { return k.ns + ":runs:" + id }
 
+// The queue statistics (lib.lua's qs_enter), scope scoped(tenant, queue):
+// the queued and the scheduled executions by run_at, the suspended ones,
+// and a tenant's queues that have had any.
+func (k keys) qQueued(scope string) string { return k.ns + ":qqueued:" + scope }
+func (k keys) qSched(scope string) string  { return k.ns + ":qsched:" + scope }
+func (k keys) qSusp(scope string) string   { return k.ns + ":qsusp:" + scope }
+func (k keys) queues(tenant string) string { return k.ns + ":queues:" + tenant }
+
+// Presence and activity (presence.go): the servers by last seen, a
+// server's report, the workers by last seen (members workerMember), the
+// activity minutes and a minute's counts.
+func (k keys) servers() string                { return k.ns + ":servers" }
+func (k keys) server(id string) string        { return k.ns + ":server:" + id }
+func (k keys) workers() string                { return k.ns + ":workers" }
+func (k keys) activity() string               { return k.ns + ":activity" }
+func (k keys) activityMinute(us int64) string { return k.ns + ":activity:" + itoa(us) }
+
 // dedupMember names (tenant, dedup key) in the dedupexp sorted set: the
 // tenant's length first, so that no tenant/key pair can be read two ways.
 func dedupMember(tenant, key string) string {

@@ -40,8 +40,10 @@ func (s *Store) Promote(ctx context.Context, p *store.PromoteParams) (*store.Pro
 // Prune implements store.Store (prune.lua).
 func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneResult, error) {
 	limit := store.BatchLimit(p.Limit)
+	t := now(p.Now)
+	seen, minute := presenceBounds(t)
 	arr, err := s.run(ctx, "prune", scriptPrune, []string{s.k.tenants(), s.k.dedupExp()},
-		s.k.ns, itoa(us(now(p.Now))), limit)
+		s.k.ns, itoa(us(t)), limit, itoa(seen), itoa(minute))
 	if err != nil {
 		return nil, err
 	}

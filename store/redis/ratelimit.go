@@ -1,8 +1,10 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/latch-run/latch/store"
@@ -45,6 +47,23 @@ func (s *Store) GetRateLimit(ctx context.Context, p *store.GetRateLimitParams) (
 		return nil, fmt.Errorf("rate limit %q: %w", p.Key, store.ErrNotFound)
 	}
 	return parseRateLimit(m), nil
+}
+
+// ListRateLimits implements store.Store with one read script
+// (list_rate_limits.lua), from each tenant's index of its rate keys.
+func (s *Store) ListRateLimits(ctx context.Context, p *store.ListRateLimitsParams) ([]*store.RateLimit, error) {
+	arr, err := s.run(ctx, "list rate limits", scriptListRateLimits, []string{s.k.tenants()}, s.k.ns, p.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	var out []*store.RateLimit
+	for _, h := range arr {
+		out = append(out, parseRateLimit(asMap(h)))
+	}
+	slices.SortFunc(out, func(a, b *store.RateLimit) int {
+		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Key, b.Key))
+	})
+	return out, nil
 }
 
 // DeleteRateLimit implements store.Store (delete_rate_limit.lua).

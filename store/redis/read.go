@@ -52,6 +52,9 @@ func parseExecution(m map[string]string) *store.Execution {
 		WakeAt:           tm("wake_at"),
 		WaitingFor:       m["waiting"],
 		SuspendStep:      m["sstep"],
+		TraceParent:      m["trace"],
+		DedupHits:        num("dhits"),
+		LastDedupHitAt:   tm("dhit_at"),
 	}
 	if r, ok := m["result"]; ok {
 		e.Result = json.RawMessage(r)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"strconv"
 	"sync"
@@ -226,4 +227,11 @@ func flag(b bool) string {
 		return "1"
 	}
 	return "0"
+}
+
+// scoreUS reads a sorted-set score that holds microseconds (exact: every
+// time this store keeps is below 2^53 µs).
+func scoreUS(v string) int64 {
+	f, _ := strconv.ParseFloat(v, 64)
+	return int64(math.Round(f))
 }

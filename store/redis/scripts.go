@@ -30,6 +30,7 @@ type luaScript struct {
 	op   string          // its file under lua/, without .lua
 	fn   string          // its function's name in the library
 	eval *goredis.Script // lib.lua followed by the body, for EVALSHA
+	read bool            // writes nothing: its function is flagged no-writes
 }
 
 // The Lua scripts, one per Store operation that changes state.
@@ -64,6 +65,12 @@ var (
 	scriptSignal          = mustScript("signal")
 	scriptWake            = mustScript("wake")
 	scriptRetry           = mustScript("retry")
+	scriptQueueStats      = mustReadScript("queue_stats")
+	scriptReportServer    = mustScript("report_server")
+	scriptPresence        = mustReadScript("presence")
+	scriptActivity        = mustReadScript("activity")
+	scriptListRateLimits  = mustReadScript("list_rate_limits")
+	scriptConcurrencyKeys = mustReadScript("concurrency_keys")
 
 	allScripts = []*luaScript{
 		scriptAdmit, scriptClaim, scriptHeartbeat, scriptComplete, scriptFail, scriptRelease,
@@ -72,6 +79,8 @@ var (
 		scriptPutSchedule, scriptDeleteSchedule, scriptFireSchedule, scriptPutRateLimit, scriptDeleteRateLimit,
 		scriptDeleteTenant, scriptDeleteAPIKey, scriptTouchAPIKey, scriptBackfill,
 		scriptSeedTurns, scriptStep, scriptSuspend, scriptSignal, scriptWake, scriptRetry,
+		scriptQueueStats, scriptReportServer, scriptPresence, scriptActivity, scriptListRateLimits,
+		scriptConcurrencyKeys,
 	}
 
 	// libName and librarySource are the function library that holds every
@@ -96,6 +105,15 @@ func luaFile(name string) string {
 
 func mustScript(op string) *luaScript {
 	return &luaScript{op: op, eval: goredis.NewScript(luaFile("lib") + "\n" + luaFile(op))}
+}
+
+// mustReadScript is mustScript for a read: its function is registered
+// with the no-writes flag, so that the server runs it even when it
+// refuses writes (maxmemory reached) and fails it if it ever wrote.
+func mustReadScript(op string) *luaScript {
+	sc := mustScript(op)
+	sc.read = true
+	return sc
 }
 
 // buildLibrary makes the function library: lib.lua once, then each
@@ -131,6 +149,11 @@ end
 `)
 	for _, sc := range allScripts {
 		sc.fn = name + "_" + sc.op
+		if sc.read {
+			fmt.Fprintf(&b, "\nredis.register_function{function_name='%s', flags={'no-writes'}, callback=entry(function()\n%s\nend)}\n",
+				sc.fn, luaFile(sc.op))
+			continue
+		}
 		fmt.Fprintf(&b, "\nredis.register_function('%s', entry(function()\n%s\nend))\n", sc.fn, luaFile(sc.op))
 	}
 	return name, b.String()

@@ -18,7 +18,12 @@ import (
 // needed no new version: their fields and keys are absent from older
 // data, and absent means none (no journal, not a resume, not suspended);
 // nor did the attempt history (runs:<id>): an execution without one has
-// no run recorded yet, and a lease claimed before it ends without one.
+// no run recorded yet, and a lease claimed before it ends without one;
+// nor did the observation data: an execution without dhits, dhit_at or
+// trace has no dedup hit and no trace context, and one in flight that is
+// in no queue statistics' set (qqueued, qsched, qsusp) joins them at its
+// next change of status (until then QueueStats does not count it).
+
 const layoutVersion = 2
 
 // upgrade brings records written by an older latch to layoutVersion: the

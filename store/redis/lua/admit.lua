@@ -15,23 +15,25 @@
 -- each call's keys: tenant:<T>, dedup:<T>, list:<T>, and exec:<id> of each
 -- of its items
 --   derived: the ready indexes of each item's tenant, queue and kind,
---   ck:<c>, schedlive:<s> of an item with a schedule, and exec:<id> of an
---   execution a dedup key maps to.
--- each call's ARGV: tenant, now_us, n (items), and 16 per item:
+--   ck:<c>, schedlive:<s> of an item with a schedule, exec:<id> of an
+--   execution a dedup key maps to, and qqueued:<c> or qsched:<c> and
+--   queues:<T> of each item's queue (lib.lua, qs_enter).
+-- each call's ARGV: tenant, now_us, n (items), and 17 per item:
 --   id, explicit_id (0/1), kind, queue, priority, qp, payload, dedup_key,
 --   concurrency_key, concurrency_limit, rate_key, max_attempts,
---   timeout_seconds, schedule, run_at_us, ra
+--   timeout_seconds, schedule, run_at_us, ra, trace_parent ('' = none)
 -- Returns {version, reply_1, ..., reply_calls}; version is 0 when nothing
 -- was written. A reply is {'NOTFOUND'} for an unknown tenant,
 -- {'IDEXISTS', id} when an explicit id is taken (nothing written for that
 -- call), else {'OK', code_1, data_1, ..., code_n, data_n} where code is
 --   'N' new (data ''), 'D' deduplicated (data = HGETALL of the execution),
 --   'd' deduplicated onto an execution whose HGETALL an earlier 'D' of this
---   answer carries (data = its id; it cannot change within one run),
+--   answer carries (data = '<dedup hits>:<now_us>:<id>': only its dedup
+--   hits change within one run, and this hit's count and time are these),
 --   'R' key reused with another kind or payload (data = its execution id),
 --   'Q' quota exceeded (data = inflight at that point).
 
-local W = 16 -- ARGV per item
+local W = 17 -- ARGV per item
 
 -- Executions whose hash this run's answer already carries.
 local shown = {}
@@ -55,7 +57,8 @@ local function admit_call(k, a)
     local x = {id = ARGV[b + 1], tenant = tenant, kind = ARGV[b + 3], queue = ARGV[b + 4],
       prio = ARGV[b + 5], qp = ARGV[b + 6], payload = ARGV[b + 7], dkey = ARGV[b + 8],
       ckey = ARGV[b + 9], climit = ARGV[b + 10], rkey = ARGV[b + 11], maxatt = ARGV[b + 12],
-      timeout = ARGV[b + 13], schedule = ARGV[b + 14], run_at = ARGV[b + 15], ra = ARGV[b + 16]}
+      timeout = ARGV[b + 13], schedule = ARGV[b + 14], run_at = ARGV[b + 15], ra = ARGV[b + 16],
+      trace = ARGV[b + 17]}
 
     local code, data = nil, ''
     local xid = dedup_live(tenant, x.dkey, now)
@@ -63,8 +66,11 @@ local function admit_call(k, a)
       local v = redis.call('HMGET', k_exec(xid), 'kind', 'payload')
       if v[1] then
         if v[1] == x.kind and v[2] == x.payload then
+          -- The hit is counted in this step (only here: a new admission
+          -- pays nothing for it).
+          local hits = dedup_hit(xid, now)
           if shown[xid] then
-            code, data = 'd', xid
+            code, data = 'd', hits .. ':' .. now .. ':' .. xid
           else
             code, data = 'D', redis.call('HGETALL', k_exec(xid))
             shown[xid] = true

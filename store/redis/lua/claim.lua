@@ -65,18 +65,20 @@
 --   ready indexes of the tenants in turns, the other ready indexes of a
 --   leased or deferred execution, tenant:<T> of a served tenant, and
 --   ready:k:<kind> of every kind in readykinds for a claim without filters,
---   runs:<id> of each leased execution.
+--   runs:<id> of each leased execution, qqueued:<c>, qsched:<c> and
+--   queues:<T> of each leased or deferred execution (lib.lua, qs_enter).
 -- ARGV[1] NS  ARGV[2] now_us  ARGV[3] max  ARGV[4] lease_expires_us
 -- ARGV[5] worker_id  ARGV[6] tenant ('' = every tenant)  ARGV[7] token base
 -- ARGV[8] due_limit  ARGV[9] nq  ARGV[10] nk  ARGV[11] runs kept
 -- ARGV[12 .. 11+nq] queues   ARGV[12+nq .. 11+nq+nk] kinds
--- Returns {version, retry_at, lease_1, ..., lease_n}, each lease
+-- Returns {version, retry_at, deferred, lease_1, ..., lease_n}, each lease
 -- {id, tenant, kind, queue, payload, attempt, max_attempts, timeout, token,
--- journal} (journal: HGETALL of steps:<id>, read only when the execution's
--- journal flag is set, so a claim of executions without steps reads
--- nothing more);
+-- journal, trace} (journal: HGETALL of steps:<id>, read only when the
+-- execution's journal flag is set, so a claim of executions without steps
+-- reads nothing more; trace: the traceparent, '' for none);
 -- version is 0 when nothing changed; retry_at is the earliest run_at_us
--- given to a deferred execution, '' when none was deferred.
+-- given to a deferred execution, '' when none was deferred; deferred is
+-- how many executions were deferred.
 
 local now, max, expires, worker, tenant, token_base = ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local nq, nk = tonumber(ARGV[9]), tonumber(ARGV[10])
@@ -187,7 +189,8 @@ local function bucket(e)
 end
 
 local now_n = tonumber(now)
-local out = {0, ''}
+local out = {0, '', 0}
+local LEASED0 = #out -- the elements before the leases
 local retry = nil
 local touched = {}
 -- The running set's entries of this claim's leases, {expires, id, ...},
@@ -228,8 +231,10 @@ local function take(e, m)
     leave(e)
     redis.call('HSET', ek, 'status', 'scheduled', 'run_at', istr(defer_at), 'ra', time_lex(defer_at))
     redis.call('ZADD', KEYS[1], istr(defer_at), e.id)
+    qs_enter(e, 'scheduled', istr(defer_at))
     if e.ckey then touched[ck_of(e)] = true end
     if not retry or defer_at < retry then retry = defer_at end
+    out[3] = out[3] + 1
     return false
   end
   if b then
@@ -237,6 +242,7 @@ local function take(e, m)
     b.taken = true
   end
   idx_rem(e, m)
+  qs_leave(e)
   if e.ckey then
     redis.call('HINCRBY', k_ck(ck_of(e)), 'ready', -1)
     redis.call('HINCRBY', k_ck(ck_of(e)), 'run', 1)
@@ -256,7 +262,7 @@ local function take(e, m)
   local journal = {}
   if e.journal then journal = redis.call('HGETALL', k_steps(e.id)) end
   out[#out + 1] = {e.id, e.tenant, e.kind, e.queue, e.payload, attempt, tonumber(e.maxatt), tonumber(e.timeout), token,
-    journal}
+    journal, e.trace or ''}
   if served_at[e.tenant] then table.remove(served, served_at[e.tenant]) end
   served[#served + 1] = e.tenant
   for i, t in ipairs(served) do served_at[t] = i end
@@ -268,7 +274,7 @@ end
 local function walk(fam)
   local cursors = {}
   for _, key in ipairs(fam) do cursors[#cursors + 1] = cursor(key) end
-  while #out - 2 < max do
+  while #out - LEASED0 < max do
     local best, bc = nil, nil
     for _, c in ipairs(cursors) do
       local h = head(c)
@@ -317,7 +323,7 @@ else
     for _, t in ipairs(read) do
       if redis.call('ZSCORE', TURNS, t) then from = from + 1 end
     end
-    local ts = redis.call('ZRANGE', TURNS, from, from + (max - (#out - 2)) - 1)
+    local ts = redis.call('ZRANGE', TURNS, from, from + (max - (#out - LEASED0)) - 1)
     for _, t in ipairs(ts) do
       read[#read + 1] = t
       local c = cursor(k_ready_t(t))
@@ -326,11 +332,11 @@ else
     end
     return #ts > 0
   end
-  while #out - 2 < max and skipped < SKIP_BUDGET do
+  while #out - LEASED0 < max and skipped < SKIP_BUDGET do
     if #order == 0 and not more() then break end
     local kept = {}
     for i, c in ipairs(order) do
-      if #out - 2 >= max then
+      if #out - LEASED0 >= max then
         for j = i, #order do kept[#kept + 1] = order[j] end
         break
       end
@@ -351,7 +357,7 @@ else
     end
     order = kept
   end
-  if capped and #out - 2 < max then walk(smallest(false)) end
+  if capped and #out - LEASED0 < max then walk(smallest(false)) end
 end
 
 -- The turns move before concurrency keys settle: an execution a key lets
@@ -371,5 +377,5 @@ for _, b in pairs(buckets) do
   if b and b.taken then redis.call('HSET', b.key, 'tat', istr(b.tat)) end
 end
 if retry then out[2] = istr(retry) end
-if #out > 2 or retry then out[1] = changed() end
+if #out > LEASED0 or retry then out[1] = changed() end
 return out

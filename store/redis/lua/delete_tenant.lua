@@ -3,7 +3,8 @@
 -- out of its queue, lease and concurrency-key places, its list, retention
 -- and dedup entries), its concurrency-key counters and parks, every dedup
 -- mapping, its schedules with their index entries and live sets, its rate
--- limits, its API keys and the tenant record. Without force, refused while
+-- limits, its API keys, its workers and activity counts and the tenant
+-- record. Without force, refused while
 -- an execution is in flight, before anything is written.
 --
 -- KEYS[1] tenant:<T>   KEYS[2] tenants   KEYS[3] list:<T>   KEYS[4] dedup:<T>
@@ -14,7 +15,8 @@
 --   execution's flow records (steps, signames, sigbuf, sigkeys) and
 --   attempt history (runs),
 --   schedule:<s> and schedlive:<s> of its schedules, ratelimit:<c>,
---   apikey:<hash>
+--   apikey:<hash>, queues:<T> and the queue statistics' keys, workers,
+--   activity and activity:<minute>
 -- ARGV[1] NS  ARGV[2] tenant  ARGV[3] force (0/1)
 -- Returns {'NOTFOUND'}, {'NOTTERMINAL', n} (nothing written) or
 -- {'OK', version}.
@@ -63,6 +65,24 @@ for _, rk in ipairs(redis.call('SMEMBERS', KEYS[8])) do
   redis.call('DEL', k_ratelimit(scoped(t, rk)))
 end
 redis.call('DEL', KEYS[8])
+
+-- The queue statistics' keys are empty now that its executions are gone,
+-- but for entries of executions admitted before them (lib.lua, qs_enter).
+for _, q in ipairs(redis.call('SMEMBERS', k_queues(t))) do
+  local c = scoped(t, q)
+  redis.call('DEL', k_qqueued(c), k_qsched(c), k_qsusp(c))
+end
+redis.call('DEL', k_queues(t))
+
+-- Its workers and activity counts.
+for _, m in ipairs(redis.call('ZRANGE', k_workers(), 0, -1)) do
+  if worker_tenant(m) == t then redis.call('ZREM', k_workers(), m) end
+end
+for _, m in ipairs(redis.call('ZRANGE', k_activity(), 0, -1)) do
+  local h = k_activity_m(m)
+  redis.call('HDEL', h, 's:' .. t, 'f:' .. t)
+  if redis.call('EXISTS', h) == 0 then redis.call('ZREM', k_activity(), m) end
+end
 
 for _, h in ipairs(redis.call('HVALS', KEYS[9])) do
   redis.call('DEL', k_apikey(h))

@@ -6,7 +6,8 @@
 --     of any number of servers firing one tick, one gets past here) and
 --     its tenant is not disabled;
 --     with drop it then only moves next_run_at on.
---  2. If the tick's dedup key maps to an execution, that is the tick's.
+--  2. If the tick's dedup key maps to an execution, that is the tick's,
+--     and the hit is counted on it (dhits, dhit_at).
 --  3. Else, with overlap skip, if an execution of the schedule is not
 --     terminal (sched_busy: its live set, each member's status read here,
 --     in the same step as the insert), the tick is written as a skipped
@@ -65,6 +66,7 @@ local code, id
 local xid = dedup_live(tenant, ARGV[12], now)
 if xid and redis.call('EXISTS', k_exec(xid)) == 1 then
   code, id = 'D', xid
+  dedup_hit(xid, now)
 else
   local x = {id = ARGV[11], tenant = tenant, kind = f[5], queue = f[10], prio = f[7], qp = f[8],
     payload = f[6], dkey = ARGV[12], ckey = f[13], climit = f[14], rkey = f[9], maxatt = f[11],

@@ -5,15 +5,17 @@
 -- (EVALSHA). Either way every Store operation is exactly one call, atomic
 -- as a whole. In the library this file runs once, at FUNCTION LOAD, not on
 -- every call: KEYS, ARGV and NS are then set by each call (scripts.go), and
--- the state a run keeps (quotas, kinds_added) is cleared by run_reset.
+-- the state a run keeps (quotas, kinds_added, queues_added) is cleared by
+-- run_reset.
 --
 -- ARGV[1] of every script is the namespace NS = "{prefix}". Keys that a
 -- script can name from its arguments alone come in KEYS; the keys that hang
 -- off stored data (an execution found through a dedup key or an index, the
 -- indexes of its queue and kind, its concurrency key, its tenant's records)
--- are derived here from NS. Every key carries the one hash tag of NS, so in
--- Redis Cluster they are all on the script's slot. The names must match
--- keys.go (TestLuaKeysMatchGo).
+-- are derived here from NS; so are, in every script that changes an
+-- execution's status, its queue's statistics keys (qs_enter). Every key
+-- carries the one hash tag of NS, so in Redis Cluster they are all on the
+-- script's slot. The names must match keys.go (TestLuaKeysMatchGo).
 --
 -- Times are integer microseconds since the Unix epoch (exact in a Lua
 -- double until the year 2255); they arrive as strings in ARGV and are
@@ -23,7 +25,8 @@
 --
 -- Execution hash fields: id tenant kind queue prio status payload attempt
 -- maxatt timeout created run_at qp ra cancel, and when set: dkey ckey climit
--- rkey schedule result error started finished worker token lease_exp, the
+-- rkey schedule trace (the W3C traceparent) dhits dhit_at (dedup hits and
+-- the latest's time) result error started finished worker token lease_exp, the
 -- placement flags parked and due (see leave), and of a flow (see the flows
 -- section below): journal ("1" once a step is recorded), resume, and while
 -- suspended wake_at, waiting (the awaited signal) and sstep (the step the
@@ -72,6 +75,36 @@ local function k_sigkeys(id) return NS .. ':sigkeys:' .. id end
 local function k_wake() return NS .. ':wake' end
 -- An execution's attempt history: its runs, oldest first (see run_start).
 local function k_runs(id) return NS .. ':runs:' .. id end
+-- The queue statistics (see qs_enter), per scoped(tenant, queue): the
+-- queued and the scheduled executions by run_at, the suspended ones; and
+-- the queues of each tenant that have had any.
+local function k_qqueued(c) return NS .. ':qqueued:' .. c end
+local function k_qsched(c) return NS .. ':qsched:' .. c end
+local function k_qsusp(c) return NS .. ':qsusp:' .. c end
+local function k_queues(t) return NS .. ':queues:' .. t end
+-- Presence and activity (presence.go): the servers by last seen and each
+-- one's report, the workers by last seen (members worker_member), and the
+-- activity minutes with a hash of each minute's counts (fields s:<T> and
+-- f:<T>, the starts and failures of tenant T).
+local function k_servers() return NS .. ':servers' end
+local function k_server(id) return NS .. ':server:' .. id end
+local function k_workers() return NS .. ':workers' end
+local function k_activity() return NS .. ':activity' end
+local function k_activity_m(m) return NS .. ':activity:' .. m end
+
+-- worker_member names a worker in the workers set: its server id, its
+-- tenant and its id, each but the last after its length; presence.go's
+-- workerMember is the same function, and worker_tenant reads the tenant
+-- back.
+local function worker_member(server, t, id)
+  return string.len(server) .. ':' .. server .. string.len(t) .. ':' .. t .. id
+end
+local function worker_tenant(m)
+  local sep = string.find(m, ':', 1, true)
+  local rest = string.sub(m, sep + 1 + tonumber(string.sub(m, 1, sep - 1)))
+  sep = string.find(rest, ':', 1, true)
+  return string.sub(rest, sep + 1, sep + tonumber(string.sub(rest, 1, sep - 1)))
+end
 
 local MEMBER_ID = 33 -- queue members: 16 hex priority, 16 hex run_at, id
 
@@ -119,6 +152,7 @@ for i = 1, #FIELDS do LEASE_FIELDS[i] = FIELDS[i] end
 LEASE_FIELDS[#FIELDS + 1] = 'payload'
 LEASE_FIELDS[#FIELDS + 2] = 'timeout'
 LEASE_FIELDS[#FIELDS + 3] = 'journal'
+LEASE_FIELDS[#FIELDS + 4] = 'trace'
 -- SUSPEND_FIELDS are FIELDS and what a suspension's end reads.
 local SUSPEND_FIELDS = {}
 for i = 1, #FIELDS do SUSPEND_FIELDS[i] = FIELDS[i] end
@@ -239,6 +273,44 @@ local function enqueue(e)
   if e.ckey then redis.call('HINCRBY', k_ck(ck_of(e)), 'ready', 1) end
 end
 
+-- Queue statistics (Store.QueueStats), so that reading them costs the
+-- tenants' queues, not their executions: for c = scoped(tenant, queue),
+-- qqueued:<c> holds the queued executions and qsched:<c> the scheduled
+-- ones (due or not), both scored by run_at, and qsusp:<c> the suspended
+-- ones; queues:<T> names the queues of tenant T that have had any (Prune
+-- drops a name whose three keys are gone). Running executions are counted
+-- from the running set. qs_enter puts an execution that has just taken
+-- status st in its place (the queue's name added to queues:<T> once per
+-- run, as kinds are), leave takes it out. Executions admitted by a latch
+-- from before these keys are in none of them until their next change of
+-- status (no upgrade walks them).
+local queues_added = {}
+local function qs_enter(e, st, run_at)
+  local c = scoped(e.tenant, e.queue)
+  if not queues_added[c] then
+    redis.call('SADD', k_queues(e.tenant), e.queue)
+    queues_added[c] = true
+  end
+  if st == 'queued' then
+    redis.call('ZADD', k_qqueued(c), run_at, e.id)
+  elseif st == 'scheduled' then
+    redis.call('ZADD', k_qsched(c), run_at, e.id)
+  elseif st == 'suspended' then
+    redis.call('SADD', k_qsusp(c), e.id)
+  end
+end
+
+local function qs_leave(e)
+  local st = e.status
+  if st == 'queued' then
+    redis.call('ZREM', k_qqueued(scoped(e.tenant, e.queue)), e.id)
+  elseif st == 'scheduled' then
+    redis.call('ZREM', k_qsched(scoped(e.tenant, e.queue)), e.id)
+  elseif st == 'suspended' then
+    redis.call('SREM', k_qsusp(scoped(e.tenant, e.queue)), e.id)
+  end
+end
+
 -- Where an in-flight execution is, by status:
 --   queued              the ready indexes, or its key's park (parked=1)
 --   scheduled           sched, until a claim finds its run_at come; then
@@ -250,9 +322,11 @@ end
 --   suspended           the wake set while it has a wake_at, else nowhere
 --                       (it waits for a signal); it holds its quota slot
 --                       but no lease and no concurrency-key slot
+-- and, but for running, the queue statistics (qs_enter).
 -- leave takes it out of there. The caller settles its concurrency key once
 -- the execution is placed anew.
 local function leave(e)
+  qs_leave(e)
   if e.status == 'queued' or (e.status == 'scheduled' and e.due) then
     local m = member(e)
     if e.parked then
@@ -350,6 +424,7 @@ local function requeue(e, run_at, ra, now, err)
   if err and err ~= '' then redis.call('HSET', ek, 'error', err) end
   redis.call('HDEL', ek, 'token', 'worker', 'lease_exp', 'resume')
   e.status, e.ra, e.resume = status, ra, false
+  qs_enter(e, status, run_at)
   if status == 'queued' then
     enqueue(e)
   else
@@ -377,6 +452,8 @@ end
 -- promote makes a scheduled execution queued; it stays where it waits if
 -- a claim has already made it due.
 local function promote(e)
+  qs_leave(e)
+  qs_enter(e, 'queued', e.run_at)
   if e.due then
     redis.call('ZREM', k_due(), e.id)
     redis.call('HDEL', k_exec(e.id), 'due')
@@ -486,7 +563,7 @@ end
 
 -- run_reset forgets what the previous run kept: in the function library
 -- this file's locals outlive a call.
-local function run_reset() quotas, kinds_added = {}, {} end
+local function run_reset() quotas, kinds_added, queues_added = {}, {}, {} end
 
 -- dedup_live returns the id of the execution tenant t's dedup key maps to,
 -- or nil if the key maps to none or its TTL has passed by now. An expired
@@ -500,10 +577,19 @@ local function dedup_live(t, dkey, now)
   return string.sub(v, sep + 1)
 end
 
+-- dedup_hit counts a dedup hit on execution id at now (a submit or a
+-- schedule's tick that its dedup key answered with it) and returns the
+-- execution's new count.
+local function dedup_hit(id, now)
+  local n = redis.call('HINCRBY', k_exec(id), 'dhits', 1)
+  redis.call('HSET', k_exec(id), 'dhit_at', now)
+  return n
+end
+
 -- admit_new writes a new execution admitted at now (a string): x holds its
 -- fields (id tenant kind queue prio qp payload dkey ckey climit rkey maxatt
--- timeout schedule run_at ra, '' for none) and status is nil (queued, or
--- scheduled when run_at is after now) or 'skipped' (a tick dropped by
+-- timeout schedule run_at ra, '' for none, and trace, nil or '' for none)
+-- and status is nil (queued, or scheduled when run_at is after now) or 'skipped' (a tick dropped by
 -- overlap skip: terminal at once, finished at now, holding no quota slot).
 -- Together: the hash, its list entries, its queue, schedule or retention
 -- entry, its dedup mapping (for the tenant's dedup TTL) and, in flight, its
@@ -525,14 +611,17 @@ local function admit_new(x, status, now, q)
   end
   if x.rkey ~= '' then h[#h + 1] = 'rkey'; h[#h + 1] = x.rkey end
   if x.schedule ~= '' then h[#h + 1] = 'schedule'; h[#h + 1] = x.schedule end
+  if x.trace and x.trace ~= '' then h[#h + 1] = 'trace'; h[#h + 1] = x.trace end
   if status == 'skipped' then h[#h + 1] = 'finished'; h[#h + 1] = now end
   redis.call('HSET', k_exec(x.id), unpack(h))
   redis.call('ZADD', k_list(), 0, x.id)
   redis.call('ZADD', k_list_t(x.tenant), 0, x.id)
   if status == 'queued' then
     enqueue(e)
+    qs_enter(e, status, x.run_at)
   elseif status == 'scheduled' then
     redis.call('ZADD', k_sched(), x.run_at, x.id)
+    qs_enter(e, status, x.run_at)
   else
     redis.call('ZADD', k_done(x.tenant), now, x.id)
   end

@@ -1,12 +1,19 @@
 -- prune.lua: Store.Prune — delete terminal executions finished more than
 -- their tenant's retention ago (up to limit), each with its dedup key if the
--- key still names it, then dedup keys whose TTL has passed (up to limit).
+-- key still names it, then dedup keys whose TTL has passed (up to limit);
+-- forget the names of empty queues, servers and workers not seen for
+-- store.PresenceKept and activity minutes older than store.ActivityKept
+-- (bounds computed by the caller).
 --
 -- KEYS[1] tenants   KEYS[2] dedupexp
 --   derived: tenant:<T> and done:<T> of every tenant, exec:<id> and the
 --   list entries, flow records and runs:<id> of each pruned execution,
---   dedup:<T> of each expired key
--- ARGV[1] NS  ARGV[2] now_us  ARGV[3] limit
+--   dedup:<T> of each expired key, queues:<T> and the queue statistics'
+--   keys of every tenant, servers, server:<id>, workers, activity,
+--   activity:<minute>
+-- ARGV[1] NS  ARGV[2] now_us  ARGV[3] limit  ARGV[4] presence bound_us
+-- (servers and workers last seen before it go)  ARGV[5] activity
+-- bound_us (minutes before it go)
 -- Returns {version, executions, dedup_keys}; version 0 when no execution
 -- was deleted.
 
@@ -34,6 +41,31 @@ for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[2], 'LIMIT'
   redis.call('ZREM', KEYS[2], m)
   keys = keys + 1
 end
+
+-- A tenant's queue that holds nothing leaves queues:<T> (lib.lua,
+-- qs_enter); it comes back with its next execution.
+for _, t in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  for _, q in ipairs(redis.call('SMEMBERS', k_queues(t))) do
+    local c = scoped(t, q)
+    if redis.call('EXISTS', k_qqueued(c), k_qsched(c), k_qsusp(c)) == 0 then
+      redis.call('SREM', k_queues(t), q)
+    end
+  end
+end
+
+-- Servers and workers not seen since the presence bound, activity
+-- minutes before the activity bound.
+local bound = '(' .. ARGV[4]
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', k_servers(), '-inf', bound)) do
+  redis.call('DEL', k_server(id))
+end
+redis.call('ZREMRANGEBYSCORE', k_servers(), '-inf', bound)
+redis.call('ZREMRANGEBYSCORE', k_workers(), '-inf', bound)
+bound = '(' .. ARGV[5]
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', k_activity(), '-inf', bound)) do
+  redis.call('DEL', k_activity_m(m))
+end
+redis.call('ZREMRANGEBYSCORE', k_activity(), '-inf', bound)
 
 local v = 0
 if pruned > 0 then v = changed() end

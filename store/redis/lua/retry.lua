@@ -23,6 +23,7 @@ redis.call('HDEL', KEYS[1], 'error', 'result', 'finished', 'resume')
 redis.call('HINCRBY', k_tenant(e.tenant), 'inflight', 1)
 e.status, e.ra = 'queued', ARGV[5]
 enqueue(e)
+qs_enter(e, 'queued', ARGV[4])
 local sname = redis.call('HGET', KEYS[1], 'schedule')
 if sname then redis.call('SADD', k_schedlive(scoped(e.tenant, sname)), e.id) end
 return {'OK', changed(), redis.call('HGETALL', KEYS[1])}

@@ -48,6 +48,7 @@ else
     local wake_at = untl
     if sig ~= '' then wake_at = ARGV[10] end
     redis.call('HSET', KEYS[1], 'status', 'suspended', 'sstep', step)
+    qs_enter(e, 'suspended')
     redis.call('HDEL', KEYS[1], 'token', 'worker', 'lease_exp', 'resume')
     if sig ~= '' then redis.call('HSET', KEYS[1], 'waiting', sig) end
     if wake_at ~= '' then

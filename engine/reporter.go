@@ -170,6 +170,7 @@ func (r *Reporter) Claimed(workerID, tenant string, leases []store.Lease) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.workers[workerKey{workerID, tenant}] = now
+	r.bound(now, false)
 	for i := range leases {
 		r.count(leases[i].Tenant, now).Starts++
 	}
@@ -190,13 +191,16 @@ func (r *Reporter) count(tenant string, now time.Time) *store.ActivityCount {
 	if c == nil {
 		c = &store.ActivityCount{Tenant: tenant, Minute: k.minute}
 		r.activity[k] = c
-		r.bound(now)
+		r.bound(now, false)
 	}
 	return c
 }
 
-// bound drops what is beyond the bounds. r.mu is held.
-func (r *Reporter) bound(now time.Time) {
+// bound drops what is beyond the bounds: the oldest minutes beyond
+// MaxReportBuckets, the workers seen longest ago beyond MaxReportWorkers,
+// and, with sweep, the minutes older than store.ActivityKept. r.mu is
+// held.
+func (r *Reporter) bound(now time.Time, sweep bool) {
 	if len(r.activity) > MaxReportBuckets {
 		oldest := slices.SortedFunc(maps.Keys(r.activity), func(a, b activityKey) int {
 			return a.minute.Compare(b.minute)
@@ -206,10 +210,12 @@ func (r *Reporter) bound(now time.Time) {
 		}
 		r.dropped = true
 	}
-	for k := range r.activity {
-		if k.minute.Before(now.Add(-store.ActivityKept)) {
-			delete(r.activity, k)
-			r.dropped = true
+	if sweep {
+		for k := range r.activity {
+			if k.minute.Before(now.Add(-store.ActivityKept)) {
+				delete(r.activity, k)
+				r.dropped = true
+			}
 		}
 	}
 	if len(r.workers) > MaxReportWorkers {
@@ -297,6 +303,6 @@ func (r *Reporter) ReportOnce(ctx context.Context) error {
 			r.activity[k] = c
 		}
 	}
-	r.bound(r.cfg.Now())
+	r.bound(r.cfg.Now(), true)
 	return err
 }

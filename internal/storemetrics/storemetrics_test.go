@@ -280,4 +280,3 @@ func parseSeries(s string) (string, map[string]string) {
 	}
 	return name, labels
 }
-

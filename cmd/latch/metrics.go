@@ -54,6 +54,9 @@ func newEngineMetrics() *engineMetrics {
 	for _, o := range []string{rescueRequeued, rescueFailed, rescueCancelled} {
 		m.rescues.WithLabelValues(o) // 0 until the first rescue, not absent
 	}
+	for _, o := range []string{"admitted", "skipped", "deduplicated", "dropped", "quota_exceeded"} {
+		m.ticks.WithLabelValues(o) // the scheduler's outcomes, 0 until the first tick
+	}
 	return m
 }
 

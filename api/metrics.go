@@ -60,13 +60,13 @@ func newMetrics(extra ...prometheus.Collector) *metrics {
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "latch_runs_total",
 			Help: "Attempts that ended through this server, run by its in-process workers or by HTTP workers " +
-				"(POST /api/executions/{id}/complete|fail), by kind and outcome: succeeded, retried, failed, " +
+				"(POST /api/executions/{id}/complete|fail|suspend), by kind and outcome: succeeded, retried, failed, " +
 				"cancelled, suspended, released, lease_lost, unrecorded (the last three from in-process workers only).",
 		}, []string{"kind", "outcome"}),
 		runTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "latch_run_duration_seconds",
 			Help: "Run time of the attempts of latch_runs_total, by kind and outcome: an in-process handler's run " +
-				"(the write of the outcome not included); for an HTTP worker, from its claim to its complete or fail.",
+				"(the write of the outcome not included); for an HTTP worker, from its claim to its complete, fail or suspend.",
 			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600,
 				1800, 3600},
 		}, []string{"kind", "outcome"}),
@@ -104,7 +104,8 @@ func (s *Server) OnWorkerClaim() func(n int) {
 // OnWorkerRun returns the function that counts the attempts in-process
 // workers ran (give it to engine.WorkerConfig.OnRun) in latch_runs_total
 // and latch_run_duration_seconds, the series that also count the attempts
-// HTTP workers end through POST /api/executions/{id}/complete and /fail:
+// HTTP workers end through POST /api/executions/{id}/complete, /fail and
+// /suspend:
 // one series of runs by kind and outcome, wherever they ran (claims are
 // told apart by source in latch_leases_claimed_total).
 func (s *Server) OnWorkerRun() func(r *engine.Run) {
@@ -116,18 +117,21 @@ func (m *metrics) ran(kind, outcome string, d time.Duration) {
 	m.runTime.WithLabelValues(kind, outcome).Observe(d.Seconds())
 }
 
-// ranHTTP counts an attempt an HTTP worker ended (complete or fail) with
-// the execution the store answered, its run time from the attempt's start
-// to now.
-func (m *metrics) ranHTTP(e *store.Execution, now time.Time) {
+// ranHTTP counts an attempt an HTTP worker ended (complete, fail, or,
+// with suspended, suspend) with the execution the store answered, its run
+// time from the attempt's start to now. Its outcome is what an in-process
+// worker's would be for the same answer.
+func (m *metrics) ranHTTP(e *store.Execution, now time.Time, suspended bool) {
 	outcome := engine.OutcomeRetried
-	switch e.Status {
-	case store.StatusSucceeded:
-		outcome = engine.OutcomeSucceeded
-	case store.StatusFailed:
-		outcome = engine.OutcomeFailed
-	case store.StatusCancelled:
+	switch {
+	case e.Status == store.StatusCancelled:
 		outcome = engine.OutcomeCancelled
+	case suspended:
+		outcome = engine.OutcomeSuspended // asleep, waiting, or resumed at once
+	case e.Status == store.StatusSucceeded:
+		outcome = engine.OutcomeSucceeded
+	case e.Status == store.StatusFailed:
+		outcome = engine.OutcomeFailed
 	}
 	var d time.Duration
 	if e.StartedAt != nil {

@@ -211,6 +211,8 @@ func TestServeObservability(t *testing.T) {
 		`latch_runs_total{kind="external",outcome="succeeded"}`:                 1,
 		`latch_runs_total{kind="external",outcome="retried"}`:                   1,
 		`latch_runs_total{kind="external",outcome="failed"}`:                    1,
+		`latch_runs_total{kind="flowy",outcome="suspended"}`:                    2,
+		`latch_run_duration_seconds_count{kind="flowy",outcome="suspended"}`:    2,
 		`latch_run_duration_seconds_count{kind="echo",outcome="succeeded"}`:     3,
 		`latch_run_duration_seconds_count{kind="external",outcome="succeeded"}`: 1,
 		`latch_run_duration_seconds_count{kind="external",outcome="retried"}`:   1,

@@ -3,11 +3,13 @@ package latch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/latch-run/latch/engine"
+	"github.com/latch-run/latch/internal/storewrap"
 	"github.com/latch-run/latch/kinds"
 )
 
@@ -62,16 +64,21 @@ type WorkerOptions struct {
 }
 
 // Worker runs handlers for the executions of its registered kinds, with the
-// rescuer and pruner unless NoMaintenance. Register handlers, then Start.
+// rescuer and pruner unless NoMaintenance. Its process reports itself to
+// the store as a server (what the console's overview shows), with the
+// worker and the runs it started and failed. Register handlers, then
+// Start.
 type Worker struct {
 	engine   *engine.Worker
 	services *engine.Group
+	reporter *engine.Reporter
 }
 
 // NewWorker returns a worker on the client's store.
 func (c *Client) NewWorker(opts WorkerOptions) *Worker {
+	rep := engine.NewReporter(engine.ReporterConfig{Store: c.st, Logger: opts.Logger})
 	w := engine.NewWorker(engine.WorkerConfig{
-		Store:         c.st,
+		Store:         storewrap.Wrap(c.st, rep.Observe), // its claims and failures counted in the reports
 		WorkerID:      opts.ID,
 		Slots:         opts.Slots,
 		Queues:        opts.Queues,
@@ -86,7 +93,7 @@ func (c *Client) NewWorker(opts WorkerOptions) *Worker {
 			engine.NewWaker(engine.WakerConfig{Store: c.st, Logger: opts.Logger}),
 			engine.NewPruner(engine.PrunerConfig{Store: c.st, Logger: opts.Logger}))
 	}
-	return &Worker{engine: w, services: engine.NewGroup(services...)}
+	return &Worker{engine: w, services: engine.NewGroup(services...), reporter: rep}
 }
 
 // ID returns the worker's id.
@@ -133,9 +140,21 @@ func (w *Worker) HandleBuiltins(opts kinds.Options) error {
 }
 
 // Start starts claiming. It fails without any handler.
-func (w *Worker) Start(ctx context.Context) error { return w.services.Start(ctx) }
+func (w *Worker) Start(ctx context.Context) error {
+	if err := w.reporter.Start(ctx); err != nil {
+		return err
+	}
+	if err := w.services.Start(ctx); err != nil {
+		return errors.Join(err, w.reporter.Stop(ctx))
+	}
+	return nil
+}
 
 // Stop stops claiming and lets running handlers finish until ctx is done;
 // then it cancels them (cause ErrShutdown) and hands their executions back
 // to the store, so another worker runs them at once. Idempotent.
-func (w *Worker) Stop(ctx context.Context) error { return w.services.Stop(ctx) }
+func (w *Worker) Stop(ctx context.Context) error {
+	err := w.services.Stop(ctx)
+	// The last report, with the last counts, once the rest has stopped.
+	return errors.Join(err, w.reporter.Stop(ctx))
+}

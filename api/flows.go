@@ -169,6 +169,7 @@ func (s *Server) suspend(ctx context.Context, req *suspendRequest) (*execution, 
 	if err != nil {
 		return nil, executionErr(err, req.id)
 	}
+	s.metrics.ranHTTP(e, s.cfg.Now(), true)
 	return toExecution(e), nil
 }
 

@@ -8,6 +8,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/latch-run/latch/engine"
+	"github.com/latch-run/latch/store"
 )
 
 // metrics are the server's Prometheus collectors, on a registry the server
@@ -20,6 +23,8 @@ type metrics struct {
 	inflight prometheus.Gauge
 	submits  *prometheus.CounterVec
 	leases   *prometheus.CounterVec
+	runs     *prometheus.CounterVec
+	runTime  *prometheus.HistogramVec
 }
 
 // Sources of claims: the label source of latch_leases_claimed_total.
@@ -52,9 +57,22 @@ func newMetrics(extra ...prometheus.Collector) *metrics {
 			Name: "latch_leases_claimed_total",
 			Help: "Leases this server handed out, by source: http (POST /api/workers/claim) or worker (its in-process workers).",
 		}, []string{"source"}),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "latch_runs_total",
+			Help: "Attempts that ended through this server, run by its in-process workers or by HTTP workers " +
+				"(POST /api/executions/{id}/complete|fail|suspend), by kind and outcome: succeeded, retried, failed, " +
+				"cancelled, suspended, released, lease_lost, unrecorded (the last three from in-process workers only).",
+		}, []string{"kind", "outcome"}),
+		runTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "latch_run_duration_seconds",
+			Help: "Run time of the attempts of latch_runs_total, by kind and outcome: an in-process handler's run " +
+				"(the write of the outcome not included); for an HTTP worker, from its claim to its complete, fail or suspend.",
+			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600,
+				1800, 3600},
+		}, []string{"kind", "outcome"}),
 	}
 	m.leases.WithLabelValues(claimsHTTP) // 0 until the first claim, not absent
-	m.reg.MustRegister(m.requests, m.duration, m.inflight, m.submits, m.leases,
+	m.reg.MustRegister(m.requests, m.duration, m.inflight, m.submits, m.leases, m.runs, m.runTime,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(extra...)
@@ -81,4 +99,43 @@ func (m *metrics) handler() http.Handler {
 func (s *Server) OnWorkerClaim() func(n int) {
 	c := s.metrics.leases.WithLabelValues(claimsWorker)
 	return func(n int) { c.Add(float64(n)) }
+}
+
+// OnWorkerRun returns the function that counts the attempts in-process
+// workers ran (give it to engine.WorkerConfig.OnRun) in latch_runs_total
+// and latch_run_duration_seconds, the series that also count the attempts
+// HTTP workers end through POST /api/executions/{id}/complete, /fail and
+// /suspend:
+// one series of runs by kind and outcome, wherever they ran (claims are
+// told apart by source in latch_leases_claimed_total).
+func (s *Server) OnWorkerRun() func(r *engine.Run) {
+	return func(r *engine.Run) { s.metrics.ran(r.Kind, string(r.Outcome), r.Duration) }
+}
+
+func (m *metrics) ran(kind, outcome string, d time.Duration) {
+	m.runs.WithLabelValues(kind, outcome).Inc()
+	m.runTime.WithLabelValues(kind, outcome).Observe(d.Seconds())
+}
+
+// ranHTTP counts an attempt an HTTP worker ended (complete, fail, or,
+// with suspended, suspend) with the execution the store answered, its run
+// time from the attempt's start to now. Its outcome is what an in-process
+// worker's would be for the same answer.
+func (m *metrics) ranHTTP(e *store.Execution, now time.Time, suspended bool) {
+	outcome := engine.OutcomeRetried
+	switch {
+	case e.Status == store.StatusCancelled:
+		outcome = engine.OutcomeCancelled
+	case suspended:
+		outcome = engine.OutcomeSuspended // asleep, waiting, or resumed at once
+	case e.Status == store.StatusSucceeded:
+		outcome = engine.OutcomeSucceeded
+	case e.Status == store.StatusFailed:
+		outcome = engine.OutcomeFailed
+	}
+	var d time.Duration
+	if e.StartedAt != nil {
+		d = max(now.Sub(*e.StartedAt), 0)
+	}
+	m.ran(e.Kind, string(outcome), d)
 }

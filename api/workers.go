@@ -194,6 +194,7 @@ func (s *Server) complete(ctx context.Context, req *completeRequest) (*execution
 		return nil, executionErr(err, req.id)
 	}
 	fault.Point(fault.APICompleteCommitted)
+	s.metrics.ranHTTP(e, s.cfg.Now(), false)
 	return toExecution(e), nil
 }
 
@@ -251,6 +252,7 @@ func (s *Server) failAttempt(ctx context.Context, req *failRequest) (*execution,
 	if err != nil {
 		return nil, executionErr(err, req.id)
 	}
+	s.metrics.ranHTTP(e, s.cfg.Now(), false)
 	return toExecution(e), nil
 }
 

@@ -75,4 +75,13 @@
 // WorkerConfig.OnRun each attempt's Run (its Outcome, by what was written,
 // and its handler's run time); RescuerConfig.OnRescue hears each pass's
 // rescues; SchedulerConfig.OnFire each tick fired or dropped.
+//
+// # Server reports
+//
+// A Reporter writes what its server did to the store every
+// store.ReportEvery (store.ServerReport): that it is alive, the workers that
+// claimed through it, the runs started and failed by tenant and minute. It
+// counts from the store calls themselves (Reporter.Observe on a
+// storewrap.Wrap'ped store), so in-process and HTTP workers count alike; a
+// report the store refuses keeps its counts for the next.
 package engine

@@ -1,22 +1,31 @@
 package main
 
 import (
+	"context"
+	"log/slog"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/latch-run/latch/engine"
+	"github.com/latch-run/latch/internal/storemetrics"
+	"github.com/latch-run/latch/internal/storewrap"
 	"github.com/latch-run/latch/store"
 )
 
-// engineMetrics are the Prometheus collectors of the services latch serve
-// runs beside the API (the scheduler, the in-process workers, the
-// rescuer), fed by those services' hooks and served on /metrics through
-// api.Config.Collectors. The API's own series, claims included, are the
-// API's (api.Server.OnWorkerClaim counts the workers' claims there).
+// engineMetrics are the Prometheus collectors of what latch serve runs
+// beside the API (the scheduler, the rescuer, the store it wraps with
+// instrument), fed by those services' hooks and served on /metrics through
+// api.Config.Collectors, and the server's reports (engine.Reporter). The
+// API's own series are the API's: claims (api.Server.OnWorkerClaim) and
+// runs (api.Server.OnWorkerRun) of the in-process workers are counted
+// there, beside the HTTP workers'. docs/observability.md lists them all.
 type engineMetrics struct {
-	ticks   *prometheus.CounterVec
-	runs    *prometheus.CounterVec
-	runTime *prometheus.HistogramVec
-	rescues *prometheus.CounterVec
+	ticks    *prometheus.CounterVec
+	rescues  *prometheus.CounterVec
+	store    *storemetrics.Metrics
+	queues   *storemetrics.Queues // set by instrument
+	reporter *engine.Reporter     // set by instrument
 }
 
 // Outcomes of a rescue: the labels of latch_rescues_total.
@@ -26,48 +35,66 @@ const (
 	rescueCancelled = "cancelled"
 )
 
+// reporterStopGrace bounds the last report at shutdown.
+const reporterStopGrace = 5 * time.Second
+
 func newEngineMetrics() *engineMetrics {
 	m := &engineMetrics{
 		ticks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "latch_schedule_ticks_total",
 			Help: "Schedule ticks this server fired or dropped, by outcome: admitted, skipped, deduplicated, dropped, quota_exceeded.",
 		}, []string{"outcome"}),
-		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "latch_runs_total",
-			Help: "Attempts this server's in-process workers ran, by kind and outcome: succeeded, retried, failed, " +
-				"cancelled, released, lease_lost, unrecorded.",
-		}, []string{"kind", "outcome"}),
-		runTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "latch_run_duration_seconds",
-			Help: "Time the handlers of this server's in-process workers ran, by kind and outcome (the write of the outcome not included).",
-			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600,
-				1800, 3600},
-		}, []string{"kind", "outcome"}),
 		rescues: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "latch_rescues_total",
 			Help: "Executions whose lease expired that this server's rescuer ended, by outcome: requeued (to run again), " +
 				"failed (no attempt left) or cancelled (cancel was requested).",
 		}, []string{"outcome"}),
+		store: storemetrics.New(),
 	}
 	for _, o := range []string{rescueRequeued, rescueFailed, rescueCancelled} {
 		m.rescues.WithLabelValues(o) // 0 until the first rescue, not absent
 	}
+	for _, o := range []string{"admitted", "skipped", "deduplicated", "dropped", "quota_exceeded"} {
+		m.ticks.WithLabelValues(o) // the scheduler's outcomes, 0 until the first tick
+	}
 	return m
+}
+
+// instrument returns st wrapped so that every call through it is timed
+// (latch_store_operation_duration_seconds), counted where it matters
+// (retries, deferrals, suspends, signals) and counted in the server's
+// reports; everything latch serve does goes through it. It also makes the
+// queue gauges, read through it at scrape time.
+func (m *engineMetrics) instrument(st store.Store, log *slog.Logger) store.Store {
+	var rep *engine.Reporter
+	wrapped := storewrap.Wrap(st, m.store.Observe, func(c *storewrap.Call) { rep.Observe(c) })
+	rep = engine.NewReporter(engine.ReporterConfig{Store: wrapped, Logger: log})
+	m.reporter = rep
+	m.queues = storemetrics.NewQueues(storemetrics.QueuesConfig{Store: wrapped, Logger: log})
+	return wrapped
+}
+
+// startReporter starts the server's reports; the returned stop writes the
+// last one (call it once everything else has stopped, so it has their
+// last counts).
+func (m *engineMetrics) startReporter(ctx context.Context) (stop func(), err error) {
+	if err := m.reporter.Start(ctx); err != nil {
+		return nil, err
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), reporterStopGrace)
+		defer cancel()
+		_ = m.reporter.Stop(ctx)
+	}, nil
 }
 
 // collectors are what api.Config.Collectors serves.
 func (m *engineMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.ticks, m.runs, m.runTime, m.rescues}
+	return append([]prometheus.Collector{m.ticks, m.rescues, m.queues}, m.store.Collectors()...)
 }
 
 // fired counts a schedule tick (engine.SchedulerConfig.OnFire).
 func (m *engineMetrics) fired(outcome string) { m.ticks.WithLabelValues(outcome).Inc() }
-
-// ran counts an attempt and its run time (engine.WorkerConfig.OnRun).
-func (m *engineMetrics) ran(r *engine.Run) {
-	m.runs.WithLabelValues(r.Kind, string(r.Outcome)).Inc()
-	m.runTime.WithLabelValues(r.Kind, string(r.Outcome)).Observe(r.Duration.Seconds())
-}
 
 // rescued counts what a rescue pass did (engine.RescuerConfig.OnRescue).
 func (m *engineMetrics) rescued(r store.RescueResult) {

@@ -185,6 +185,7 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 	// Every server runs the scheduler: FireSchedule makes each tick one
 	// execution however many fire it, so there is no leader to elect.
 	metrics := newEngineMetrics()
+	st = metrics.instrument(st, log) // timed and counted from here on
 	sched := engine.NewScheduler(engine.SchedulerConfig{Store: st, Logger: log, OnFire: metrics.fired})
 	apiCfg := api.Config{Store: st, AdminKeyHash: adminHash, Logger: log,
 		OnScheduleChange: sched.Kick, Collectors: metrics.collectors(),
@@ -211,7 +212,7 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 			Store: st, Slots: cfg.workers, Logger: log,
 			LeaseDuration: time.Duration(cfg.leaseSeconds) * time.Second,
 			OnClaim:       srv.OnWorkerClaim(), // counted beside the API's claims
-			OnRun:         metrics.ran,
+			OnRun:         srv.OnWorkerRun(),   // counted beside the HTTP workers' runs
 		})
 		// The patterns were checked by serveFlags; this cannot fail.
 		if err := kinds.Register(w, kinds.Options{HTTPAllow: cfg.httpAllow}); err != nil {
@@ -240,6 +241,11 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 	if cons != nil {
 		hs.RegisterOnShutdown(cons.Close)
 	}
+	stopReporter, err := metrics.startReporter(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopReporter() // last, with the last counts of everything else
 	if err := group.Start(ctx); err != nil {
 		return err
 	}

@@ -104,6 +104,9 @@ func TestRulesCatchEachBreach(t *testing.T) {
 		{"store/storebench: store", ""},
 		{"cmd/latch: latch api console store/postgres", "the latch binary and the examples reach a backend through the facade (latch.Open, latch.Migrate), never by import: cmd/latch -> store/postgres"},
 		{"examples/orderflow: latch store/sqlite", "the latch binary and the examples reach a backend through the facade (latch.Open, latch.Migrate), never by import: examples/orderflow -> store/sqlite"},
+		{"internal/storewrap: store engine", "the store wrapper (internal/storewrap) depends on the store contract only, so any layer may wrap a store: internal/storewrap -> engine"},
+		{"engine: store internal/storewrap", ""},
+		{"latch: store/sqlite store/postgres engine kinds internal/storemetrics", "the store's Prometheus collectors (internal/storemetrics) are the binaries': the engine and the facade link no metrics of their own: latch -> internal/storemetrics"},
 		{"kinds: engine store/storebench", "store/storebench is for benchmark drivers: latch bench, engine/enginebench, storetest.Benchmarks: kinds -> store/storebench"},
 	} {
 		lines := append([]string(nil), base...)

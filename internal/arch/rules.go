@@ -68,6 +68,16 @@ func Rules(module string) []Rule {
 		Deny:   m.in(importsTesting),
 		Direct: true,
 	}, {
+		Name:   "the store wrapper (internal/storewrap) depends on the store contract only, so any layer may wrap a store",
+		From:   m.is("internal/storewrap"),
+		Deny:   m.in(not(anyOf(m.is("store"), m.under("store/internal")))),
+		Direct: true,
+	}, {
+		Name:   "the store's Prometheus collectors (internal/storemetrics) are the binaries': the engine and the facade link no metrics of their own",
+		From:   m.in(not(anyOf(m.under("cmd", "bench"), m.is("internal/storemetrics")))),
+		Deny:   m.is("internal/storemetrics"),
+		Direct: true,
+	}, {
 		Name:   "store/storebench is for benchmark drivers: latch bench, engine/enginebench, storetest.Benchmarks",
 		From:   m.in(not(anyOf(m.is("cmd/latch", "engine/enginebench", "store/storetest"), m.under("bench")))),
 		Deny:   m.is("store/storebench"),

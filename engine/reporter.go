@@ -1,0 +1,308 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/latch-run/latch/internal/storewrap"
+	"github.com/latch-run/latch/store"
+)
+
+// Bounds of what a Reporter keeps between reports, so that a store that
+// refuses reports for long costs bounded memory.
+const (
+	// MaxReportWorkers is the most workers one report carries; beyond,
+	// the ones seen longest ago are left out (they are seen again at their
+	// next claim).
+	MaxReportWorkers = 1000
+	// MaxReportBuckets is the most (tenant, minute) activity counts a
+	// Reporter keeps unreported; beyond, the oldest minutes are dropped
+	// (logged). Counts older than store.ActivityKept are dropped too: Prune
+	// would remove them at once.
+	MaxReportBuckets = 10000
+)
+
+// ReporterConfig configures a Reporter. Zero fields take the stated
+// defaults.
+type ReporterConfig struct {
+	// Store receives the reports (store.Store.ReportServer). Required.
+	Store store.Store
+	// ServerID names this server in its reports. Default host:pid:random
+	// (NewServerID).
+	ServerID string
+	// Host is the machine's name. Default os.Hostname().
+	Host string
+	// Version is this build's. Default the main module's version from the
+	// build info, "devel" when it has none.
+	Version string
+	// Interval between reports. Default store.ReportEvery.
+	Interval time.Duration
+	// Logger receives failed reports. Default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock of the reports, of LastSeenAt and of the activity
+	// minutes. Default time.Now. The interval is measured in real time.
+	Now func() time.Time
+}
+
+// Reporter is what a server writes about itself (store.ServerReport): that
+// it is alive, the workers that claimed through it, and the runs started
+// and failed through it, by tenant and minute. It counts what a
+// storewrap.Wrap'ped store tells it (Observe: every Claim, every Fail), so
+// the in-process workers' claims and the HTTP workers' are counted alike,
+// and every Interval it writes one report with what it counted since the
+// previous one. A report that fails keeps its counts for the next one:
+// nothing is lost while the store is away for a while, and what is kept is
+// bounded (MaxReportWorkers, MaxReportBuckets).
+type Reporter struct {
+	cfg       ReporterConfig
+	log       *slog.Logger
+	life      lifecycle
+	startedAt time.Time
+
+	mu       sync.Mutex
+	workers  map[workerKey]time.Time // last seen
+	activity map[activityKey]*store.ActivityCount
+	dropped  bool // activity dropped for the bounds since the last log of it
+}
+
+type workerKey struct{ id, tenant string }
+
+type activityKey struct {
+	tenant string
+	minute time.Time
+}
+
+var _ Service = (*Reporter)(nil)
+
+// NewReporter returns a Reporter configured by cfg with its defaults
+// applied.
+func NewReporter(cfg ReporterConfig) *Reporter {
+	if cfg.ServerID == "" {
+		cfg.ServerID = NewServerID()
+	}
+	if cfg.Host == "" {
+		cfg.Host = hostname()
+	}
+	if cfg.Version == "" {
+		cfg.Version = buildVersion()
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = store.ReportEvery
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Reporter{
+		cfg:       cfg,
+		log:       cfg.Logger.With("component", "reporter", "server_id", cfg.ServerID),
+		life:      lifecycle{name: "reporter"},
+		startedAt: cfg.Now(),
+		workers:   map[workerKey]time.Time{},
+		activity:  map[activityKey]*store.ActivityCount{},
+	}
+}
+
+// NewServerID returns a server id unique to this process: host:pid:random.
+func NewServerID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s:%d:%s", hostname(), os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "unknown"
+	}
+	return h
+}
+
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// ServerID returns the id this server reports under.
+func (r *Reporter) ServerID() string { return r.cfg.ServerID }
+
+// Observe counts a store call: a Claim answered (the worker is seen under
+// the claim's tenant scope, "" for in-process workers and the admin key;
+// each lease is a start of its execution's tenant) and a Fail answered (a
+// failure of the execution's tenant). Give it to storewrap.Wrap on the
+// store the workers and the API use.
+func (r *Reporter) Observe(c *storewrap.Call) {
+	if c.Err != nil {
+		return
+	}
+	switch c.Op {
+	case "Claim":
+		p, _ := c.Params.(*store.ClaimParams)
+		res, _ := c.Result.(*store.ClaimResult)
+		if p != nil && res != nil {
+			r.Claimed(p.WorkerID, p.Tenant, res.Leases)
+		}
+	case "Fail":
+		if e, _ := c.Result.(*store.Execution); e != nil {
+			r.Failed(e.Tenant)
+		}
+	}
+}
+
+// Claimed counts a claim by workerID under the tenant scope tenant: the
+// worker is seen now, and each lease is a start.
+func (r *Reporter) Claimed(workerID, tenant string, leases []store.Lease) {
+	now := r.cfg.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.workers[workerKey{workerID, tenant}] = now
+	r.bound(now, false)
+	for i := range leases {
+		r.count(leases[i].Tenant, now).Starts++
+	}
+}
+
+// Failed counts a run of tenant that ended in Fail.
+func (r *Reporter) Failed(tenant string) {
+	now := r.cfg.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.count(tenant, now).Failures++
+}
+
+// count is the bucket of tenant at now's minute. r.mu is held.
+func (r *Reporter) count(tenant string, now time.Time) *store.ActivityCount {
+	k := activityKey{tenant, store.MinuteOf(now)}
+	c := r.activity[k]
+	if c == nil {
+		c = &store.ActivityCount{Tenant: tenant, Minute: k.minute}
+		r.activity[k] = c
+		r.bound(now, false)
+	}
+	return c
+}
+
+// bound drops what is beyond the bounds: the oldest minutes beyond
+// MaxReportBuckets, the workers seen longest ago beyond MaxReportWorkers,
+// and, with sweep, the minutes older than store.ActivityKept. r.mu is
+// held.
+func (r *Reporter) bound(now time.Time, sweep bool) {
+	if len(r.activity) > MaxReportBuckets {
+		oldest := slices.SortedFunc(maps.Keys(r.activity), func(a, b activityKey) int {
+			return a.minute.Compare(b.minute)
+		})
+		for _, k := range oldest[:len(r.activity)-MaxReportBuckets] {
+			delete(r.activity, k)
+		}
+		r.dropped = true
+	}
+	if sweep {
+		for k := range r.activity {
+			if k.minute.Before(now.Add(-store.ActivityKept)) {
+				delete(r.activity, k)
+				r.dropped = true
+			}
+		}
+	}
+	if len(r.workers) > MaxReportWorkers {
+		byAge := slices.SortedFunc(maps.Keys(r.workers), func(a, b workerKey) int {
+			return r.workers[a].Compare(r.workers[b])
+		})
+		for _, k := range byAge[:len(r.workers)-MaxReportWorkers] {
+			delete(r.workers, k)
+		}
+	}
+}
+
+// Start writes a first report at once, then one every Interval; Stop
+// writes a last one with what was counted since.
+func (r *Reporter) Start(ctx context.Context) error {
+	if r.cfg.Store == nil {
+		return errNoStore("reporter")
+	}
+	return r.life.start(ctx, func(soft, hard context.Context, ready func()) error {
+		ready()
+		every(soft, r.cfg.Interval, true, r.pass)
+		// The last counts, within Stop's grace.
+		ctx, cancel := context.WithTimeout(hard, r.cfg.Interval)
+		defer cancel()
+		r.pass(ctx)
+		return nil
+	})
+}
+
+// Stop ends the loop after a last report.
+func (r *Reporter) Stop(ctx context.Context) error { return r.life.stop(ctx) }
+
+func (r *Reporter) pass(ctx context.Context) {
+	if err := r.ReportOnce(ctx); err != nil && ctx.Err() == nil {
+		r.log.Error("server report failed; its counts are kept for the next one", "err", err)
+	}
+}
+
+// ReportOnce writes one report now with what was counted since the last
+// report that succeeded. When it fails, the counts are kept for the next
+// one.
+func (r *Reporter) ReportOnce(ctx context.Context) error {
+	now := r.cfg.Now()
+	r.mu.Lock()
+	workers, activity := r.workers, r.activity
+	r.workers, r.activity = map[workerKey]time.Time{}, map[activityKey]*store.ActivityCount{}
+	if r.dropped {
+		r.log.Warn("server report: activity counts dropped: the store refused reports for too long, " +
+			"or too many tenants were active in one interval")
+		r.dropped = false
+	}
+	r.mu.Unlock()
+
+	rep := &store.ServerReport{ID: r.cfg.ServerID, Host: r.cfg.Host, Version: r.cfg.Version,
+		StartedAt: r.startedAt, Now: now}
+	for k, seen := range workers {
+		rep.Workers = append(rep.Workers, store.WorkerSeen{ID: k.id, Tenant: k.tenant, LastSeenAt: seen})
+	}
+	slices.SortFunc(rep.Workers, func(a, b store.WorkerSeen) int {
+		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.ID, b.ID))
+	})
+	for _, c := range activity {
+		rep.Activity = append(rep.Activity, *c)
+	}
+	slices.SortFunc(rep.Activity, func(a, b store.ActivityCount) int {
+		return cmp.Or(a.Minute.Compare(b.Minute), cmp.Compare(a.Tenant, b.Tenant))
+	})
+	err := r.cfg.Store.ReportServer(ctx, rep)
+	if err == nil {
+		return nil
+	}
+	// Put the counts back, beside those counted meanwhile.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, seen := range workers {
+		if seen.After(r.workers[k]) {
+			r.workers[k] = seen
+		}
+	}
+	for k, c := range activity {
+		if have := r.activity[k]; have != nil {
+			have.Starts += c.Starts
+			have.Failures += c.Failures
+		} else {
+			r.activity[k] = c
+		}
+	}
+	r.bound(r.cfg.Now(), true)
+	return err
+}

@@ -1,0 +1,125 @@
+// Package storemetrics is the Prometheus side of a server's store: how
+// long each store operation takes (an Observer of a storewrap.Wrap'ped
+// store), what the calls made through this server did that an on-call
+// person watches (retries, rate-limit deferrals, suspended flows,
+// signals), and, read from the store at scrape time, how deep each queue
+// is (Queues). docs/observability.md lists the series.
+package storemetrics
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/latch-run/latch/internal/storewrap"
+	"github.com/latch-run/latch/store"
+)
+
+// Results of an operation: the label result of
+// latch_store_operation_duration_seconds.
+const (
+	ResultOK    = "ok"    // the store answered, a business refusal (not found, lease lost, quota...) included
+	ResultError = "error" // the call failed: unavailable, timed out or cancelled, or an error of no rule
+)
+
+// Outcomes of a signal: the label outcome of latch_signals_total.
+const (
+	SignalDelivered = "delivered" // it ended a wait at once
+	SignalBuffered  = "buffered"  // kept for a later wait of its name
+)
+
+// Metrics are the collectors fed by the calls of one server's store.
+type Metrics struct {
+	ops       *prometheus.HistogramVec
+	retries   *prometheus.CounterVec
+	deferrals prometheus.Counter
+	suspends  *prometheus.CounterVec
+	signals   *prometheus.CounterVec
+}
+
+// New returns the collectors, every series without labels or with a
+// fixed label set served at 0 from the start.
+func New() *Metrics {
+	m := &Metrics{
+		ops: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "latch_store_operation_duration_seconds",
+			Help: "Time of the store operations this server made, by operation (the store.Store method: Claim, " +
+				"Complete, ...) and result: ok (the store answered, refusals such as lease lost included) or error " +
+				"(unavailable, timed out, or failed otherwise).",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"operation", "result"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "latch_retries_total",
+			Help: "Failed attempts the store queued again to retry (Fail with attempts left), by kind, from in-process " +
+				"workers and POST /api/executions/{id}/fail alike.",
+		}, []string{"kind"}),
+		deferrals: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "latch_rate_limit_deferrals_total",
+			Help: "Executions a claim through this server deferred for their rate limit (made scheduled at the " +
+				"bucket's next free start), in-process and HTTP claims alike.",
+		}),
+		suspends: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "latch_suspends_total",
+			Help: "Flows that suspended (to sleep or to wait for a signal) through this server, by kind.",
+		}, []string{"kind"}),
+		signals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "latch_signals_total",
+			Help: "Signals sent through this server that the store took, by outcome: delivered (ended a wait) or " +
+				"buffered (kept for a later wait); a repeat of an idempotency key counts again, with the first answer.",
+		}, []string{"outcome"}),
+	}
+	m.signals.WithLabelValues(SignalDelivered)
+	m.signals.WithLabelValues(SignalBuffered)
+	return m
+}
+
+// Collectors are what the server serves on /metrics.
+func (m *Metrics) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.ops, m.retries, m.deferrals, m.suspends, m.signals}
+}
+
+// Observe counts one store call: give it to storewrap.Wrap.
+func (m *Metrics) Observe(c *storewrap.Call) {
+	m.ops.WithLabelValues(c.Op, result(c.Err)).Observe(c.Duration.Seconds())
+	if c.Err != nil {
+		return
+	}
+	switch r := c.Result.(type) {
+	case *store.ClaimResult:
+		if r.Deferred > 0 {
+			m.deferrals.Add(float64(r.Deferred))
+		}
+	case *store.SignalResult:
+		if r.Delivered {
+			m.signals.WithLabelValues(SignalDelivered).Inc()
+		} else {
+			m.signals.WithLabelValues(SignalBuffered).Inc()
+		}
+	case *store.Execution:
+		switch c.Op {
+		case "Fail":
+			if r.Status == store.StatusQueued || r.Status == store.StatusScheduled {
+				m.retries.WithLabelValues(r.Kind).Inc()
+			}
+		case "Suspend":
+			if r.Status == store.StatusSuspended {
+				m.suspends.WithLabelValues(r.Kind).Inc()
+			}
+		}
+	}
+}
+
+// result is the result label of an error.
+func result(err error) string {
+	if err == nil {
+		return ResultOK
+	}
+	for _, refusal := range []error{store.ErrNotFound, store.ErrExists, store.ErrQuotaExceeded,
+		store.ErrDedupKeyReused, store.ErrLeaseLost, store.ErrNotTerminal, store.ErrNotActive,
+		store.ErrNotFailed, store.ErrScheduleLimit, store.ErrInvalid} {
+		if errors.Is(err, refusal) {
+			return ResultOK
+		}
+	}
+	return ResultError // unavailable, a context's end, anything else
+}

@@ -1,0 +1,282 @@
+package storemetrics_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/latch-run/latch/internal/storemetrics"
+	"github.com/latch-run/latch/internal/storewrap"
+	"github.com/latch-run/latch/store"
+)
+
+// fakeStore answers the calls these tests make; the others are the nil
+// interface's.
+type fakeStore struct {
+	store.Store
+
+	mu         sync.Mutex
+	stats      []*store.QueueStats
+	keys       []*store.ConcurrencyKeyUse
+	err        error
+	block      bool // QueueStats waits for its context's end
+	statsReads int
+}
+
+func (f *fakeStore) QueueStats(ctx context.Context, _ *store.QueueStatsParams) ([]*store.QueueStats, error) {
+	f.mu.Lock()
+	f.statsReads++
+	block, stats, err := f.block, f.stats, f.err
+	f.mu.Unlock()
+	if block {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return stats, err
+}
+
+func (f *fakeStore) ConcurrencyKeys(context.Context, *store.ConcurrencyKeysParams) ([]*store.ConcurrencyKeyUse, error) {
+	return f.keys, nil
+}
+
+func (f *fakeStore) Fail(_ context.Context, p *store.FailParams) (*store.Execution, error) {
+	if p.ExecutionID == "gone" {
+		return nil, fmt.Errorf("fail: %w", store.ErrLeaseLost)
+	}
+	status := store.StatusFailed
+	if p.Retry {
+		status = store.StatusScheduled
+	}
+	return &store.Execution{Kind: "mail", Status: status}, nil
+}
+
+func (f *fakeStore) Suspend(_ context.Context, p *store.SuspendParams) (*store.Execution, error) {
+	if p.Signal == "now" { // a buffered signal: queued again at once, no suspension
+		return &store.Execution{Kind: "flow", Status: store.StatusQueued}, nil
+	}
+	return &store.Execution{Kind: "flow", Status: store.StatusSuspended}, nil
+}
+
+func (f *fakeStore) Signal(_ context.Context, p *store.SignalParams) (*store.SignalResult, error) {
+	return &store.SignalResult{Delivered: p.Name == "go"}, nil
+}
+
+func (f *fakeStore) Claim(context.Context, *store.ClaimParams) (*store.ClaimResult, error) {
+	return &store.ClaimResult{Deferred: 3}, nil
+}
+
+func (f *fakeStore) Ping(context.Context) error { return fmt.Errorf("ping: %w", store.ErrUnavailable) }
+
+// The counters count what the calls through the store did.
+func TestMetricsCountCalls(t *testing.T) {
+	m := storemetrics.New()
+	st := storewrap.Wrap(&fakeStore{}, m.Observe)
+	ctx := t.Context()
+	for _, p := range []*store.FailParams{{Retry: true}, {Retry: true}, {Retry: false}, {ExecutionID: "gone", Retry: true}} {
+		_, _ = st.Fail(ctx, p)
+	}
+	_, _ = st.Suspend(ctx, &store.SuspendParams{Signal: "later"})
+	_, _ = st.Suspend(ctx, &store.SuspendParams{Signal: "now"})
+	_, _ = st.Signal(ctx, &store.SignalParams{Name: "go"})
+	_, _ = st.Signal(ctx, &store.SignalParams{Name: "other"})
+	_, _ = st.Signal(ctx, &store.SignalParams{Name: "other"})
+	_, _ = st.Claim(ctx, &store.ClaimParams{})
+	_ = st.Ping(ctx)
+
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m.Collectors()...)
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"latch_rate_limit_deferrals_total", nil, 3},
+		{"latch_retries_total", map[string]string{"kind": "mail"}, 2},
+		{"latch_signals_total", map[string]string{"outcome": "buffered"}, 2},
+		{"latch_signals_total", map[string]string{"outcome": "delivered"}, 1},
+		{"latch_suspends_total", map[string]string{"kind": "flow"}, 1},
+		// Latency by operation and result: a refusal (lease lost) is an
+		// answer; an unavailable store is an error.
+		{"latch_store_operation_duration_seconds", map[string]string{"operation": "Fail", "result": "ok"}, 4},
+		{"latch_store_operation_duration_seconds", map[string]string{"operation": "Suspend", "result": "ok"}, 2},
+		{"latch_store_operation_duration_seconds", map[string]string{"operation": "Signal", "result": "ok"}, 3},
+		{"latch_store_operation_duration_seconds", map[string]string{"operation": "Claim", "result": "ok"}, 1},
+		{"latch_store_operation_duration_seconds", map[string]string{"operation": "Ping", "result": "error"}, 1},
+		{"latch_store_operation_duration_seconds", map[string]string{"operation": "Ping", "result": "ok"}, -1},
+	} {
+		if got := value(t, reg, c.name, c.labels); got != c.want {
+			t.Errorf("%s%v = %g, want %g (-1: absent)", c.name, c.labels, got, c.want)
+		}
+	}
+}
+
+// value reads a series from g: a counter's or gauge's value, a
+// histogram's count; -1 when absent.
+func value(t *testing.T, g prometheus.Gatherer, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range mf.GetMetric() {
+			if len(m.GetLabel()) != len(labels) {
+				continue
+			}
+			for _, l := range m.GetLabel() {
+				if labels[l.GetName()] != l.GetValue() {
+					continue metrics
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				return m.Counter.GetValue()
+			case m.Gauge != nil:
+				return m.Gauge.GetValue()
+			case m.Histogram != nil:
+				return float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return -1
+}
+
+// clock is a settable clock.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// The queue gauges sum every tenant's figures per queue; the store is read
+// at most once per CacheFor however many scrape; a failed read reports
+// latch_store_up 0, is logged once, and never fails the scrape.
+func TestQueues(t *testing.T) {
+	clk := &clock{now: time.Date(2030, 1, 2, 3, 4, 0, 0, time.UTC)}
+	at := func(d time.Duration) *time.Time { t := clk.now.Add(d); return &t }
+	f := &fakeStore{
+		stats: []*store.QueueStats{
+			{Tenant: "acme", Queue: "default", Ready: 2, OldestReadyAt: at(-30 * time.Second), Scheduled: 1, Running: 3},
+			{Tenant: "beta", Queue: "default", Ready: 1, OldestReadyAt: at(-90 * time.Second), Suspended: 4},
+			{Tenant: "beta", Queue: "mail", Scheduled: 5},
+		},
+		keys: []*store.ConcurrencyKeyUse{
+			{Tenant: "acme", Key: "a", Running: 1, Limit: 1},
+			{Tenant: "acme", Key: "b", Running: 1, Limit: 2},
+			{Tenant: "beta", Key: "a", Running: 3, Limit: 2},
+		},
+	}
+	var logs bytes.Buffer
+	q := storemetrics.NewQueues(storemetrics.QueuesConfig{Store: f, CacheFor: 5 * time.Second, Now: clk.Now,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(q)
+
+	check := func(want map[string]float64) {
+		t.Helper()
+		for series, v := range want {
+			name, labels := parseSeries(series)
+			if got := value(t, reg, name, labels); got != v {
+				t.Errorf("%s = %g, want %g (-1: absent)", series, got, v)
+			}
+		}
+	}
+	check(map[string]float64{
+		"latch_store_up":                                      1,
+		"latch_queue_ready{queue=default}":                    3,
+		"latch_queue_ready{queue=mail}":                       0,
+		"latch_queue_oldest_ready_age_seconds{queue=default}": 90,
+		"latch_queue_oldest_ready_age_seconds{queue=mail}":    0,
+		"latch_executions{queue=default,status=scheduled}":    1,
+		"latch_executions{queue=default,status=running}":      3,
+		"latch_executions{queue=default,status=suspended}":    4,
+		"latch_executions{queue=mail,status=scheduled}":       5,
+		"latch_executions{queue=mail,status=running}":         0,
+		"latch_concurrency_keys_at_limit":                     2,
+		"latch_queue_ready{queue=other}":                      -1,
+	})
+
+	// Within CacheFor the read is reused, the ages measured now.
+	clk.Advance(4 * time.Second)
+	for range 10 {
+		check(map[string]float64{"latch_queue_oldest_ready_age_seconds{queue=default}": 94})
+	}
+	if f.statsReads != 1 {
+		t.Fatalf("store read %d times within CacheFor, want once", f.statsReads)
+	}
+
+	// A failed read: latch_store_up 0, no queue gauges, one log line for
+	// however many failed reads; the scrape itself succeeds.
+	f.mu.Lock()
+	f.err = fmt.Errorf("read: %w", store.ErrUnavailable)
+	f.mu.Unlock()
+	for range 3 {
+		clk.Advance(5 * time.Second)
+		check(map[string]float64{"latch_store_up": 0, "latch_queue_ready{queue=default}": -1,
+			"latch_concurrency_keys_at_limit": -1})
+	}
+	if n := strings.Count(logs.String(), "level=ERROR"); n != 1 {
+		t.Errorf("%d errors logged for 3 failed reads, want 1:\n%s", n, logs.String())
+	}
+	f.mu.Lock()
+	f.err = nil
+	f.mu.Unlock()
+	clk.Advance(5 * time.Second)
+	check(map[string]float64{"latch_store_up": 1, "latch_queue_ready{queue=default}": 3})
+	if !strings.Contains(logs.String(), "works again") {
+		t.Errorf("recovery not logged:\n%s", logs.String())
+	}
+}
+
+// A read that does not answer is cut at ReadTimeout: the scrape answers
+// latch_store_up 0 at once after it.
+func TestQueuesReadTimeout(t *testing.T) {
+	f := &fakeStore{block: true}
+	q := storemetrics.NewQueues(storemetrics.QueuesConfig{Store: f, ReadTimeout: 50 * time.Millisecond,
+		Logger: slog.New(slog.DiscardHandler)})
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(q)
+	start := time.Now()
+	if got := value(t, reg, "latch_store_up", nil); got != 0 {
+		t.Errorf("latch_store_up = %g after a read that timed out, want 0", got)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the scrape took %v", d)
+	}
+}
+
+// parseSeries reads `name{a=x,b=y}` (values unquoted).
+func parseSeries(s string) (string, map[string]string) {
+	name, rest, ok := strings.Cut(s, "{")
+	if !ok {
+		return s, nil
+	}
+	labels := map[string]string{}
+	for _, kv := range strings.Split(strings.TrimSuffix(rest, "}"), ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		labels[k] = v
+	}
+	return name, labels
+}

@@ -99,11 +99,13 @@ func (s *Server) claim(ctx context.Context, req *claimRequest) (*claimResponse, 
 			return false, err // do not claim for a client that has gone
 		}
 		p.Now = s.cfg.Now()
+		start := time.Now()
 		res, err := s.cfg.Store.Claim(ctx, &p)
 		if err != nil {
 			return false, err
 		}
 		leases = res.Leases
+		s.traceClaim(start, p.WorkerID, leases)
 		return len(leases) > 0, nil
 	})
 	if err != nil {
@@ -176,6 +178,7 @@ type completeRequest struct {
 // complete ends the attempt as succeeded. The result is stored in canonical
 // JSON; absent or null stores null.
 func (s *Server) complete(ctx context.Context, req *completeRequest) (*execution, error) {
+	start := time.Now()
 	var result json.RawMessage
 	if len(req.Result) > 0 && string(req.Result) != "null" {
 		var err error
@@ -194,6 +197,7 @@ func (s *Server) complete(ctx context.Context, req *completeRequest) (*execution
 		return nil, executionErr(err, req.id)
 	}
 	fault.Point(fault.APICompleteCommitted)
+	s.traceSettled(ctx, "complete", start, e)
 	return toExecution(e), nil
 }
 
@@ -220,6 +224,7 @@ func (r *failRequest) validate() error {
 // exponential backoff with jitter of the attempt that failed. The error
 // message is cut to 64 KiB.
 func (s *Server) failAttempt(ctx context.Context, req *failRequest) (*execution, error) {
+	start := time.Now()
 	scope := principalFrom(ctx).scope()
 	var delay time.Duration
 	if req.RetryAfterSeconds != nil {
@@ -251,6 +256,7 @@ func (s *Server) failAttempt(ctx context.Context, req *failRequest) (*execution,
 	if err != nil {
 		return nil, executionErr(err, req.id)
 	}
+	s.traceSettled(ctx, "fail", start, e)
 	return toExecution(e), nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/mattn/go-isatty"
+
 	"github.com/latch-run/latch/internal/tracing/otelenv"
 )
 
@@ -38,14 +40,10 @@ func newLogger(out io.Writer, format string, level slog.Level) *slog.Logger {
 	return slog.New(slog.NewTextHandler(out, opts))
 }
 
-// isTerminal reports whether w is a terminal (a character device).
+// isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
 // startTracing sets up OpenTelemetry tracing from the OTEL_* environment

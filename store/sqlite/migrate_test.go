@@ -73,9 +73,9 @@ func TestMigrateRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The four newest: 6 (attempt history), 5 (flows), 4 (fair claims)
-	// and 3 (keys and sessions), newest first.
-	downs := []migration.Migration{ms[len(ms)-1], ms[len(ms)-2], ms[len(ms)-3], ms[len(ms)-4]}
+	// The five newest: 7 (observation), 6 (attempt history), 5 (flows),
+	// 4 (fair claims) and 3 (keys and sessions), newest first.
+	downs := []migration.Migration{ms[len(ms)-1], ms[len(ms)-2], ms[len(ms)-3], ms[len(ms)-4], ms[len(ms)-5]}
 	db, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {
 		t.Fatal(err)
@@ -98,11 +98,15 @@ func TestMigrateRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := schemaObjects(t, db)
-	// Version 6 adds the attempt history; version 5 adds the journal, the
+	// Version 7 adds the servers, workers and activity minutes and the
+	// index of live executions; version 6 adds the attempt history;
+	// version 5 adds the journal, the
 	// signals and the wake index; version 4 (fair claims) replaces the
 	// queue index across tenants by one per tenant and adds the tenants'
 	// turns; version 3 adds key ids and console sessions.
-	for _, gone := range []string{"table execution_runs", "table flow_steps", "index flow_steps_name", "table flow_signals",
+	for _, gone := range []string{"table servers", "index servers_seen", "table workers", "index workers_seen",
+		"index workers_tenant", "table activity", "index activity_minute", "index executions_live",
+		"table execution_runs", "table flow_steps", "index flow_steps_name", "table flow_signals",
 		"index flow_signals_pending", "index flow_signals_key", "index executions_wake",
 		"index executions_ready_tenant", "index tenants_ready", "index tenants_turn",
 		"table console_sessions", "index console_sessions_expires", "index api_keys_key_id", "index api_keys_tenant"} {
@@ -122,9 +126,10 @@ func TestMigrateRoundTrip(t *testing.T) {
 	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM executions WHERE id = ?`, fired.Execution.ID).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("the tick's execution after the down migration: %d rows, %v", n, err)
 	}
-	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('executions') WHERE name = 'runs'`).
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('executions')
+		WHERE name IN ('runs', 'trace_parent', 'dedup_hits', 'last_dedup_hit_at')`).
 		Scan(&n); err != nil || n != 0 {
-		t.Errorf("executions.runs after the down migration: %d columns, %v", n, err)
+		t.Errorf("executions.runs, trace_parent, dedup_hits, last_dedup_hit_at after the down migration: %d columns, %v", n, err)
 	}
 	// A key stored before the migration: the up gives it a key id.
 	if _, err := db.ExecContext(ctx, `INSERT INTO api_keys (hash, tenant, created_at) VALUES ('hash-old', 'acme', ?)`,
@@ -142,8 +147,8 @@ func TestMigrateRoundTrip(t *testing.T) {
 	if _, err := s.GetSchedule(ctx, &store.GetScheduleParams{Tenant: "acme", Name: "s"}); err != nil {
 		t.Errorf("GetSchedule after down and up: %v", err)
 	}
-	if _, err := s.Get(ctx, &store.GetParams{ID: fired.Execution.ID}); err != nil {
-		t.Errorf("the tick's execution after down and up: %v", err)
+	if e, err := s.Get(ctx, &store.GetParams{ID: fired.Execution.ID}); err != nil || e.DedupHits != 0 || e.TraceParent != "" {
+		t.Errorf("the tick's execution after down and up: %+v, %v; want it, without dedup hits or trace context", e, err)
 	}
 	res, err := s.Claim(ctx, &store.ClaimParams{Max: 1, Now: sc.NextRunAt})
 	if err != nil || len(res.Leases) != 1 || res.Leases[0].ExecutionID != fired.Execution.ID {
@@ -200,6 +205,18 @@ func TestQueryPlans(t *testing.T) {
 	turnSQL, turnArgs := turnQuery(&store.ClaimParams{Queues: []string{"q"}}, due, turnMark{turn: -1}, 1)
 	stepsSQL, stepsArgs := stepsQuery(&store.StepsParams{Tenant: "acme", ID: "x"})
 	runsSQL, runsArgs := runsQuery(&store.RunsParams{Tenant: "acme", ID: "x"})
+	stats := func(p store.QueueStatsParams) query {
+		q, args := queueStatsQuery(&p)
+		return query{q, args}
+	}
+	ckeys := func(p store.ConcurrencyKeysParams) query {
+		q, args := concurrencyKeysQuery(&p)
+		return query{q, args}
+	}
+	activity := func(p store.ActivityParams) query {
+		q, args := activityQuery(&p)
+		return query{q, args}
+	}
 	for what, c := range map[string]struct {
 		query
 		want string
@@ -225,6 +242,13 @@ func TestQueryPlans(t *testing.T) {
 		"all of a tenant":                           {list(store.ListSchedulesParams{Tenant: "acme"}), "PRIMARY KEY (tenant=?)"},
 		"bucket": {query{`SELECT ` + rateLimitColumns + ` FROM rate_limits WHERE tenant = ? AND rate_key = ?`,
 			[]any{"acme", "k"}}, "PRIMARY KEY (tenant=? AND rate_key=?)"},
+		// The observation reads (observe.go): the live executions only,
+		// however long the history.
+		"queue stats":              {stats(store.QueueStatsParams{Now: due}), "SCAN executions USING COVERING INDEX executions_live"},
+		"queue stats of a tenant":  {stats(store.QueueStatsParams{Tenant: "acme", Now: due}), "SEARCH executions USING COVERING INDEX executions_live (tenant=?)"},
+		"running concurrency keys": {ckeys(store.ConcurrencyKeysParams{}), "executions_concurrency"},
+		"activity of every tenant": {activity(store.ActivityParams{Since: due}), "SEARCH activity USING INDEX activity_minute (minute>?)"},
+		"activity of a tenant":     {activity(store.ActivityParams{Tenant: "acme", Since: due}), "SEARCH activity USING PRIMARY KEY (tenant=? AND minute>?)"},
 	} {
 		rows, err := s.read.QueryContext(ctx, `EXPLAIN QUERY PLAN `+c.sql, c.args...)
 		if err != nil {
@@ -242,8 +266,12 @@ func TestQueryPlans(t *testing.T) {
 		rows.Close()
 		text := strings.Join(plan, "; ")
 		t.Logf("%s: %s", what, text)
-		if !strings.Contains(text, c.want) || strings.Contains(text, "SCAN executions") ||
-			strings.Contains(text, "USE TEMP B-TREE") {
+		// The queue statistics read every live execution (the covering
+		// partial index, in group order); the running keys are grouped
+		// in a temporary tree, they are few.
+		scan := strings.Contains(text, "SCAN executions") && !strings.Contains(c.want, "SCAN executions USING COVERING INDEX executions_live")
+		temp := strings.Contains(text, "USE TEMP B-TREE") && what != "running concurrency keys"
+		if !strings.Contains(text, c.want) || scan || temp {
 			t.Errorf("%s: plan %q, want a search using %s", what, text, c.want)
 		}
 	}

@@ -112,7 +112,7 @@ func Setup(ctx context.Context, getenv func(string) string, log *slog.Logger) (*
 		endpoint = getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
 	}
 	if endpoint == "" {
-		endpoint = "the OTLP/HTTP default (localhost:4318)"
+		endpoint = "https://localhost:4318 (the OTLP/HTTP default)"
 	}
 	return &Tracing{Provider: tp, Endpoint: endpoint, shutdown: tp.Shutdown}, nil
 }

@@ -409,9 +409,9 @@ func unwritten(err error) Outcome {
 // write performs one settling write, retrying failures that may pass
 // (a busy or briefly unreachable store) until the lease would end. It
 // returns nil once the write succeeded, else the error it gave up on.
-func (a *attempt) write(ctx context.Context, op string, f func(context.Context) error) (err error) {
+func (a *attempt) write(ctx context.Context, op string, f func(context.Context) error) (gaveUp error) {
 	ctx, end := a.traceWrite(ctx, op)
-	defer func() { end(err) }()
+	defer func() { end(gaveUp) }()
 	wctx, cancel := a.storeCtx(ctx)
 	defer cancel()
 	wait := 50 * time.Millisecond

@@ -82,9 +82,11 @@ func (s *Server) traceClaim(start time.Time, workerID string, leases []store.Lea
 }
 
 // traceSettled records the span of a worker's complete or fail over
-// HTTP, from start until now: a child of the caller's trace context when
-// it sent one (its run span), else of the execution's.
-func (s *Server) traceSettled(ctx context.Context, name string, start time.Time, e *store.Execution) {
+// HTTP, from start until now, once it succeeded (*done is the execution
+// answered): a child of the caller's trace context when it sent one (its
+// run span), else of the execution's.
+func (s *Server) traceSettled(ctx context.Context, name string, start time.Time, done **execution) {
+	e := *done
 	if s.tracer == nil || e == nil {
 		return
 	}
@@ -93,7 +95,7 @@ func (s *Server) traceSettled(ctx context.Context, name string, start time.Time,
 		parent = tracing.SpanContext(e.TraceParent)
 	}
 	tracing.Record(s.tracer, parent, name, start,
-		tracing.AttrExecutionID.String(e.ID), tracing.AttrTenant.String(e.Tenant),
+		tracing.AttrExecutionID.String(e.ExecutionID), tracing.AttrTenant.String(e.Tenant),
 		tracing.AttrAttempt.Int(e.Attempt), tracing.AttrStatus.String(string(e.Status)))
 }
 

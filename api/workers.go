@@ -177,8 +177,8 @@ type completeRequest struct {
 
 // complete ends the attempt as succeeded. The result is stored in canonical
 // JSON; absent or null stores null.
-func (s *Server) complete(ctx context.Context, req *completeRequest) (*execution, error) {
-	start := time.Now()
+func (s *Server) complete(ctx context.Context, req *completeRequest) (done *execution, _ error) {
+	defer s.traceSettled(ctx, "complete", time.Now(), &done)
 	var result json.RawMessage
 	if len(req.Result) > 0 && string(req.Result) != "null" {
 		var err error
@@ -197,7 +197,6 @@ func (s *Server) complete(ctx context.Context, req *completeRequest) (*execution
 		return nil, executionErr(err, req.id)
 	}
 	fault.Point(fault.APICompleteCommitted)
-	s.traceSettled(ctx, "complete", start, e)
 	return toExecution(e), nil
 }
 
@@ -223,8 +222,8 @@ func (r *failRequest) validate() error {
 // attempts are spent) after retry_after_seconds, or else after the
 // exponential backoff with jitter of the attempt that failed. The error
 // message is cut to 64 KiB.
-func (s *Server) failAttempt(ctx context.Context, req *failRequest) (*execution, error) {
-	start := time.Now()
+func (s *Server) failAttempt(ctx context.Context, req *failRequest) (done *execution, _ error) {
+	defer s.traceSettled(ctx, "fail", time.Now(), &done)
 	scope := principalFrom(ctx).scope()
 	var delay time.Duration
 	if req.RetryAfterSeconds != nil {
@@ -256,7 +255,6 @@ func (s *Server) failAttempt(ctx context.Context, req *failRequest) (*execution,
 	if err != nil {
 		return nil, executionErr(err, req.id)
 	}
-	s.traceSettled(ctx, "fail", start, e)
 	return toExecution(e), nil
 }
 

@@ -223,12 +223,10 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 	}
 	if cfg.workers > 0 {
 		w := engine.NewWorker(engine.WorkerConfig{
-			Store: st, Slots: cfg.workers, Logger: log,
+			Store: st, Slots: cfg.workers, Logger: log, TracerProvider: tracing.Provider,
 			LeaseDuration: time.Duration(cfg.leaseSeconds) * time.Second,
 			OnClaim:       srv.OnWorkerClaim(), // counted beside the API's claims
 			OnRun:         metrics.ran,
-
-			TracerProvider: tracing.Provider,
 		})
 		// The patterns were checked by serveFlags; this cannot fail.
 		if err := kinds.Register(w, kinds.Options{HTTPAllow: cfg.httpAllow}); err != nil {

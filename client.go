@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/latch-run/latch/internal/tracing"
 	"github.com/latch-run/latch/store"
 )
 
@@ -97,7 +98,9 @@ func (c *Client) Submit(ctx context.Context, tenant string, req SubmitRequest) (
 // order (two with one dedup key get one execution) and committed together.
 // A refused item is reported in its Submitted.Err and does not affect the
 // others; the returned error is for the whole call (an unknown tenant, a
-// store failure), in which case nothing was admitted.
+// store failure), in which case nothing was admitted. The executions keep
+// the trace context of ctx (an OpenTelemetry span's, or a remote span
+// context), so that their runs join the caller's trace (docs/tracing.md).
 func (c *Client) SubmitMany(ctx context.Context, tenant string, reqs []SubmitRequest) ([]Submitted, error) {
 	if err := validTenantName(tenant); err != nil {
 		return nil, err
@@ -106,12 +109,14 @@ func (c *Client) SubmitMany(ctx context.Context, tenant string, reqs []SubmitReq
 	now := time.Now()
 	var items []store.Submission
 	var index []int // items[i] is reqs[index[i]]
+	traceParent := tracing.Current(ctx)
 	for i := range reqs {
 		sub, err := reqs[i].submission(now)
 		if err != nil {
 			out[i].Err = err
 			continue
 		}
+		sub.TraceParent = traceParent
 		items = append(items, sub)
 		index = append(index, i)
 	}

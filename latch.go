@@ -115,6 +115,10 @@ type Execution struct {
 	// resumes it), or when the signal WaitingFor comes ("" for a sleep).
 	WakeAt     *time.Time
 	WaitingFor string
+
+	// TraceParent is the W3C traceparent its runs continue ("" = none):
+	// the trace context of the Submit's ctx (docs/tracing.md).
+	TraceParent string
 }
 
 // DecodeResult unmarshals the execution's result into v.
@@ -159,6 +163,7 @@ func fromStoreExecution(s *store.Execution) *Execution {
 		CancelRequested:  s.CancelRequested,
 		WakeAt:           s.WakeAt,
 		WaitingFor:       s.WaitingFor,
+		TraceParent:      s.TraceParent,
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/latch-run/latch/engine"
 	"github.com/latch-run/latch/internal/storewrap"
 	"github.com/latch-run/latch/kinds"
@@ -61,6 +63,10 @@ type WorkerOptions struct {
 	NoMaintenance bool
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
+	// TracerProvider, if set, traces claims, runs and flow steps; each run
+	// joins the trace of the traceparent its execution was submitted
+	// with (docs/tracing.md). nil: no spans.
+	TracerProvider trace.TracerProvider
 }
 
 // Worker runs handlers for the executions of its registered kinds, with the
@@ -85,6 +91,8 @@ func (c *Client) NewWorker(opts WorkerOptions) *Worker {
 		LeaseDuration: opts.LeaseDuration,
 		PollInterval:  opts.PollInterval,
 		Logger:        opts.Logger,
+
+		TracerProvider: opts.TracerProvider,
 	})
 	services := []engine.Service{w}
 	if !opts.NoMaintenance {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/latch-run/latch/internal/fault"
+	"github.com/latch-run/latch/internal/tracing"
 	"github.com/latch-run/latch/store"
 )
 
@@ -58,6 +59,9 @@ func (s *Server) submitBatch(ctx context.Context, req *batchRequest) (*batchResp
 		return nil, err
 	}
 	now := s.cfg.Now()
+	ctx, span, traceParent := s.startSubmit(ctx, "submit batch", owner)
+	defer span.End()
+	span.SetAttributes(tracing.AttrItems.Int(len(req.Items)))
 	out := make([]batchItem, len(req.Items))
 	var subs []store.Submission
 	var slots []int // out index of each sub
@@ -75,6 +79,7 @@ func (s *Server) submitBatch(ctx context.Context, req *batchRequest) (*batchResp
 			out[i] = refusedItem(p)
 			continue
 		}
+		sub.TraceParent = traceParent
 		subs = append(subs, sub)
 		slots = append(slots, i)
 	}

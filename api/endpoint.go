@@ -66,7 +66,7 @@ func endpoint[Req, Resp any](s *Server, sp spec, fn func(context.Context, *Req) 
 			// Best effort: a recorder in tests does not support it.
 			_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(timeout + time.Second))
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		ctx, cancel := context.WithTimeout(withIncomingTrace(r.Context(), r), timeout)
 		defer cancel()
 		r = r.WithContext(ctx)
 
@@ -77,6 +77,7 @@ func endpoint[Req, Resp any](s *Server, sp spec, fn func(context.Context, *Req) 
 					return nil, err
 				}
 				ctx = withPrincipal(ctx, p)
+				noteTenant(ctx, p.tenant)
 				r = r.WithContext(ctx)
 			}
 			req := new(Req)
@@ -147,8 +148,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
 			level = slog.LevelDebug // the client went away
 		}
-		s.log.Log(r.Context(), level, "request failed",
-			"method", r.Method, "path", r.URL.Path, "status", p.Status, "err", err)
+		s.log.Log(r.Context(), level, "request failed", append([]any{
+			"method", r.Method, "path", r.URL.Path, "status", p.Status, "err", err}, logAttrs(r)...)...)
 	}
 	writeProblem(w, p)
 }

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/latch-run/latch/internal/tracing"
 	"github.com/latch-run/latch/internal/watch"
 	"github.com/latch-run/latch/store"
 )
@@ -100,6 +102,11 @@ type Config struct {
 	// /metrics. nil = those paths answer 404 not_found.
 	Console http.Handler
 
+	// TracerProvider, if set, traces submits, claims and the completes and
+	// fails of workers over HTTP (docs/tracing.md). nil: no spans; a
+	// submit still keeps the caller's traceparent header.
+	TracerProvider trace.TracerProvider
+
 	// OnScheduleChange is called after a schedule was created, replaced or
 	// deleted (a successful PUT or DELETE /api/schedules/{name}), so that
 	// an in-process scheduler can wake at once instead of at its next
@@ -138,6 +145,8 @@ type Server struct {
 	polls    *slots      // long polls per tenant
 	tickets  *tickets    // stream tickets issued, not yet used
 	bodies   *bodyBudget // body bytes being read at once
+
+	tracer trace.Tracer // nil: tracing off
 
 	closeOnce sync.Once
 	done      chan struct{} // closed by Close
@@ -200,6 +209,7 @@ func New(cfg Config) *Server {
 		polls:   newSlots(cfg.MaxLongPollsPerTenant),
 		tickets: newTickets(cfg.MaxStreamTicketsPerTenant, time.Now),
 		bodies:  newBodyBudget(cfg.MaxBodyBytesInFlight),
+		tracer:  tracing.Tracer(cfg.TracerProvider),
 	}
 	for _, rt := range s.routes() {
 		s.mux.Handle(rt.pattern, rt.handler)
@@ -238,13 +248,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // pattern, "console", "redirect", "unmatched" or "headers_too_large" (so
 // labels stay few).
 func (s *Server) dispatch(w *recorder, r *http.Request) (route string) {
+	r = withLogInfo(r)
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler { //nolint:errorlint // a recovered value, never wrapped
 				panic(v)
 			}
-			s.log.Error("handler panic", "method", r.Method, "path", r.URL.Path,
-				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			s.log.Error("handler panic", append([]any{"method", r.Method, "path", r.URL.Path,
+				"panic", fmt.Sprint(v), "stack", string(debug.Stack())}, logAttrs(r)...)...)
 			if !w.wrote {
 				writeProblem(w, problem(CodeInternal, "internal error"))
 			}

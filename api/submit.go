@@ -183,10 +183,14 @@ func (s *Server) submit(ctx context.Context, req *submitRequest) (*submitRespons
 		s.metrics.submitted(string(problemFor(err).Code))
 		return nil, err
 	}
+	ctx, span, traceParent := s.startSubmit(ctx, "submit", owner)
+	sub.TraceParent = traceParent
 	items, err := s.admit(ctx, owner, now, []store.Submission{sub})
 	if err != nil {
+		endSubmit(span, nil, err)
 		return nil, err
 	}
+	endSubmit(span, &items[0], nil)
 	fault.Point(fault.APISubmitCommitted)
 	resp, p := s.outcome(items[0])
 	if p != nil {

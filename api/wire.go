@@ -43,6 +43,13 @@ type execution struct {
 	// itself, and the signal it waits for. null in every other status.
 	WakeAt     *time.Time `json:"wake_at"`
 	WaitingFor *string    `json:"waiting_for"`
+	// TraceParent is the W3C traceparent the execution's runs continue
+	// (docs/tracing.md); left out when it has none.
+	TraceParent string `json:"trace_parent,omitempty"`
+	// DedupHits counts the submits (and schedule fires) its dedup key
+	// answered with this execution, the latest at LastDedupHitAt.
+	DedupHits      int        `json:"dedup_hits"`
+	LastDedupHitAt *time.Time `json:"last_dedup_hit_at"`
 	// Deduplicated appears only in the answer to a submit.
 	Deduplicated *bool `json:"deduplicated,omitempty"`
 }
@@ -72,6 +79,9 @@ func toExecution(e *store.Execution) *execution {
 		CancelRequested: e.CancelRequested,
 		WakeAt:          optTime(e.WakeAt),
 		WaitingFor:      optString(e.WaitingFor),
+		TraceParent:     e.TraceParent,
+		DedupHits:       e.DedupHits,
+		LastDedupHitAt:  optTime(e.LastDedupHitAt),
 	}
 	if e.ConcurrencyKey != "" {
 		limit := e.ConcurrencyLimit
@@ -107,6 +117,9 @@ type lease struct {
 	// Steps is the execution's journal, {} when empty: a flow skips the
 	// steps recorded before this run.
 	Steps store.Journal `json:"steps"`
+	// TraceParent is the execution's W3C traceparent: a worker makes its
+	// run a child of it (docs/tracing.md). Left out when it has none.
+	TraceParent string `json:"trace_parent,omitempty"`
 }
 
 func toLease(l *store.Lease) lease {
@@ -122,6 +135,7 @@ func toLease(l *store.Lease) lease {
 		MaxAttempts:    l.MaxAttempts,
 		TimeoutSeconds: l.TimeoutSeconds,
 		Steps:          l.Steps,
+		TraceParent:    l.TraceParent,
 	}
 	if len(out.Payload) == 0 {
 		out.Payload = json.RawMessage("{}")

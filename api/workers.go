@@ -99,11 +99,13 @@ func (s *Server) claim(ctx context.Context, req *claimRequest) (*claimResponse, 
 			return false, err // do not claim for a client that has gone
 		}
 		p.Now = s.cfg.Now()
+		start := time.Now()
 		res, err := s.cfg.Store.Claim(ctx, &p)
 		if err != nil {
 			return false, err
 		}
 		leases = res.Leases
+		s.traceClaim(start, p.WorkerID, leases)
 		return len(leases) > 0, nil
 	})
 	if err != nil {
@@ -175,7 +177,8 @@ type completeRequest struct {
 
 // complete ends the attempt as succeeded. The result is stored in canonical
 // JSON; absent or null stores null.
-func (s *Server) complete(ctx context.Context, req *completeRequest) (*execution, error) {
+func (s *Server) complete(ctx context.Context, req *completeRequest) (done *execution, _ error) {
+	defer s.traceSettled(ctx, "complete", time.Now(), &done)
 	var result json.RawMessage
 	if len(req.Result) > 0 && string(req.Result) != "null" {
 		var err error
@@ -220,7 +223,8 @@ func (r *failRequest) validate() error {
 // attempts are spent) after retry_after_seconds, or else after the
 // exponential backoff with jitter of the attempt that failed. The error
 // message is cut to 64 KiB.
-func (s *Server) failAttempt(ctx context.Context, req *failRequest) (*execution, error) {
+func (s *Server) failAttempt(ctx context.Context, req *failRequest) (done *execution, _ error) {
+	defer s.traceSettled(ctx, "fail", time.Now(), &done)
 	scope := principalFrom(ctx).scope()
 	var delay time.Duration
 	if req.RetryAfterSeconds != nil {

@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/latch-run/latch/internal/fault"
 	"github.com/latch-run/latch/store"
 )
@@ -34,6 +36,8 @@ type attempt struct {
 
 	returned bool  // the handler returned: its slot is free (handlerReturned)
 	flow     *flow // the job's journal and suspension
+
+	span trace.Span // the run's span; nil with tracing off (trace.go)
 }
 
 // outcome is what a handler returned.
@@ -54,6 +58,7 @@ func (w *Worker) execute(lease *store.Lease) {
 	a.expires.Store(lease.ExpiresAt.UnixNano())
 	defer a.settled()
 	ended, took := a.run()
+	a.endRun(ended)
 	if w.cfg.OnRun != nil {
 		w.cfg.OnRun(&Run{ExecutionID: lease.ExecutionID, Tenant: lease.Tenant, Kind: lease.Kind,
 			Queue: lease.Queue, Attempt: lease.Attempt, Outcome: ended, Duration: took})
@@ -90,7 +95,7 @@ func (a *attempt) run() (Outcome, time.Duration) {
 	w := a.w
 	// ctx is cancelled with ErrShutdown by a hard stop, or here with
 	// ErrCancelled or ErrLeaseLost; runCtx adds the execution's timeout.
-	ctx, cancel := context.WithCancelCause(w.jobs)
+	ctx, cancel := context.WithCancelCause(a.startRun(w.jobs))
 	defer cancel(nil)
 	runCtx := ctx
 	if a.lease.TimeoutSeconds > 0 {
@@ -151,6 +156,7 @@ func (a *attempt) run() (Outcome, time.Duration) {
 			fault.Point(fault.WorkerHandlerReturned)
 			took := time.Since(start)
 			a.handlerReturned()
+			a.traceReturned(out.err)
 			// A suspended flow's lease ended with its Suspend: the
 			// heartbeats that found it gone since are no loss.
 			if st := a.flow.suspension(); st != "" {
@@ -403,7 +409,9 @@ func unwritten(err error) Outcome {
 // write performs one settling write, retrying failures that may pass
 // (a busy or briefly unreachable store) until the lease would end. It
 // returns nil once the write succeeded, else the error it gave up on.
-func (a *attempt) write(ctx context.Context, op string, f func(context.Context) error) error {
+func (a *attempt) write(ctx context.Context, op string, f func(context.Context) error) (gaveUp error) {
+	ctx, end := a.traceWrite(ctx, op)
+	defer func() { end(gaveUp) }()
 	wctx, cancel := a.storeCtx(ctx)
 	defer cancel()
 	wait := 50 * time.Millisecond

@@ -82,11 +82,16 @@ func (j *Job) Step(ctx context.Context, name string, fn func(ctx context.Context
 		return r, nil
 	}
 	started := j.flow.a.w.cfg.Now()
+	ctx, span := j.flow.a.startStep(ctx, name)
 	result, err := fn(ctx)
+	if err == nil {
+		result, err = j.flow.record(ctx, name, result, started)
+	}
+	endSpan(span, err)
 	if err != nil {
 		return nil, err
 	}
-	return j.flow.record(ctx, name, result, started)
+	return result, nil
 }
 
 // record writes a step and returns the result that won.

@@ -15,7 +15,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/latch-run/latch/internal/backoff"
+	"github.com/latch-run/latch/internal/tracing"
 	"github.com/latch-run/latch/store"
 )
 
@@ -122,6 +125,12 @@ type WorkerConfig struct {
 	// attempt's goroutine before its slot's accounting ends, and must not
 	// block.
 	OnRun func(r *Run)
+
+	// TracerProvider, if set, traces the worker's claims, runs, flow
+	// steps and settling writes (docs/tracing.md); each run joins the
+	// trace of its execution's TraceParent. nil: no spans, but a
+	// handler's context still carries the execution's trace context.
+	TracerProvider trace.TracerProvider
 }
 
 // Worker claims executions from a store and runs their handlers, at most
@@ -129,6 +138,7 @@ type WorkerConfig struct {
 type Worker struct {
 	cfg      WorkerConfig
 	notifier store.Notifier // nil when the store cannot push wake-ups
+	tracer   trace.Tracer   // nil: tracing off
 	log      *slog.Logger
 	life     lifecycle
 
@@ -192,6 +202,7 @@ func NewWorker(cfg WorkerConfig) *Worker {
 		abandon:  make(chan struct{}),
 	}
 	w.notifier, _ = cfg.Store.(store.Notifier)
+	w.tracer = tracing.Tracer(cfg.TracerProvider)
 	return w
 }
 
@@ -361,6 +372,7 @@ func (w *Worker) claim(ctx context.Context, max int) (int, time.Time, error) {
 	// cancel, and release what arrives after Stop.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.LeaseDuration)
 	defer cancel()
+	start := time.Now()
 	res, err := w.cfg.Store.Claim(cctx, &store.ClaimParams{
 		WorkerID:      w.cfg.WorkerID,
 		Queues:        w.cfg.Queues,
@@ -375,6 +387,7 @@ func (w *Worker) claim(ctx context.Context, max int) (int, time.Time, error) {
 	if n := len(res.Leases); n > 0 && w.cfg.OnClaim != nil {
 		w.cfg.OnClaim(n)
 	}
+	w.traceClaim(start, res.Leases)
 	if ctx.Err() != nil {
 		for i := range res.Leases {
 			w.releaseUnstarted(cctx, &res.Leases[i])
@@ -403,7 +416,7 @@ func (w *Worker) releaseUnstarted(ctx context.Context, lease *store.Lease) {
 	})
 	if err != nil {
 		w.log.Warn("releasing a lease claimed while stopping failed; it will be rescued when it expires",
-			"execution_id", lease.ExecutionID, "err", err)
+			"execution_id", lease.ExecutionID, "tenant", lease.Tenant, "err", err)
 	}
 }
 

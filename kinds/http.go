@@ -123,7 +123,9 @@ func (h *httpKind) handle(ctx context.Context, job *engine.Job) (json.RawMessage
 	// and a new attempt of work it has already done.
 	req.Header.Set(HeaderExecutionID, job.ID)
 	req.Header.Set(HeaderAttempt, strconv.Itoa(job.Attempt))
+	req, span := traceRequest(req)
 	resp, err := h.client.Do(req)
+	endRequest(span, resp, err)
 	if err != nil {
 		if errors.Is(err, errNotAllowed) {
 			return nil, engine.Permanent(fmt.Errorf("http: %w", err))

@@ -19,6 +19,7 @@ import (
 	"github.com/latch-run/latch/auth"
 	"github.com/latch-run/latch/console"
 	"github.com/latch-run/latch/engine"
+	"github.com/latch-run/latch/internal/tracing/otelenv"
 	"github.com/latch-run/latch/kinds"
 	"github.com/latch-run/latch/store"
 )
@@ -35,6 +36,7 @@ type serveConfig struct {
 	pruneEvery    time.Duration
 	shutdownGrace time.Duration
 	logLevel      string
+	logFormat     string // auto, json or text (logging.go)
 	console       bool
 	maxStreams    int // per tenant; 0 = no bound
 	maxLongPolls  int // per tenant; 0 = no bound
@@ -80,6 +82,7 @@ func serveFlags(args []string) (*serveConfig, error) {
 	fs.DurationVar(&c.pruneEvery, "prune-interval", engine.DefaultPruneInterval, "how often retention is applied (LATCH_PRUNE_INTERVAL)")
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 30*time.Second, "on SIGINT/SIGTERM, how long running work may finish before it is cancelled and released; a second signal stops at once (LATCH_SHUTDOWN_GRACE)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error (LATCH_LOG_LEVEL)")
+	fs.StringVar(&c.logFormat, "log-format", logAuto, "auto (text on a terminal, else JSON), json or text (LATCH_LOG_FORMAT)")
 	fs.BoolVar(&c.console, "console", true, "serve the web console at /; false leaves only the API (LATCH_CONSOLE)")
 	fs.IntVar(&c.maxStreams, "max-streams", api.DefaultMaxStreams, "event streams one tenant may hold open on this server; 0 = no bound (LATCH_MAX_STREAMS)")
 	fs.IntVar(&c.maxLongPolls, "max-long-polls", api.DefaultMaxLongPolls, "long polls (wait_seconds) one tenant may hold open on this server; 0 = no bound (LATCH_MAX_LONG_POLLS)")
@@ -120,6 +123,12 @@ func serveFlags(args []string) (*serveConfig, error) {
 	if err := c.level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", errUsage, r.from["log-level"], err)
 	}
+	if err := checkLogFormat(c.logFormat); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", errUsage, r.from["log-format"], err)
+	}
+	if _, err := otelenv.Enabled(os.Getenv); err != nil {
+		return nil, fmt.Errorf("%w: tracing: %w", errUsage, err)
+	}
 	c.httpAllow = []string{}
 	if c.workers > 0 { // the http kind runs only on in-process workers
 		allow, err := kinds.ParseAllow(r.envOnly["http-allow"])
@@ -159,7 +168,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 // serve runs the server until ctx is done, then shuts down. It logs to
 // logOut and calls listening (when not nil) with the address it listens on.
 func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listening func(net.Addr)) error {
-	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: cfg.level}))
+	log := newLogger(logOut, cfg.logFormat, cfg.level)
 
 	// Take the address before touching the store: a port in use must not
 	// leave a generated admin key behind.
@@ -178,6 +187,11 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 	if err := warnDurability(ctx, st, log); err != nil {
 		return err
 	}
+	tracing, err := startTracing(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing(tracing, log)
 	adminHash, err := adminKey(ctx, st, cfg.adminKey, out)
 	if err != nil {
 		return err
@@ -190,7 +204,8 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 	apiCfg := api.Config{Store: st, AdminKeyHash: adminHash, Logger: log,
 		OnScheduleChange: sched.Kick, Collectors: metrics.collectors(),
 		MaxStreamsPerTenant: noBound(cfg.maxStreams), MaxLongPollsPerTenant: noBound(cfg.maxLongPolls),
-		MaxBodyBytesInFlight: int64(cfg.bodyBudgetMiB) << 20, MaxSchedulesPerTenant: noBound(cfg.maxSchedules)}
+		MaxBodyBytesInFlight: int64(cfg.bodyBudgetMiB) << 20, MaxSchedulesPerTenant: noBound(cfg.maxSchedules),
+		TracerProvider: tracing.Provider}
 	var cons *console.Console
 	if cfg.console {
 		authn := auth.Authenticator{Store: st, AdminKeyHash: adminHash}
@@ -209,7 +224,7 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 	}
 	if cfg.workers > 0 {
 		w := engine.NewWorker(engine.WorkerConfig{
-			Store: st, Slots: cfg.workers, Logger: log,
+			Store: st, Slots: cfg.workers, Logger: log, TracerProvider: tracing.Provider,
 			LeaseDuration: time.Duration(cfg.leaseSeconds) * time.Second,
 			OnClaim:       srv.OnWorkerClaim(), // counted beside the API's claims
 			OnRun:         srv.OnWorkerRun(),   // counted beside the HTTP workers' runs

@@ -233,7 +233,8 @@ func TestServeSecondSignalStopsAtOnce(t *testing.T) {
 			}
 		}
 	}
-	m := regexp.MustCompile(`addr=(http://\S+)`).FindStringSubmatch(waitLine(`msg="latch serving"`))
+	// stderr is a pipe, not a terminal: latch logs JSON.
+	m := regexp.MustCompile(`"addr":"(http://[^"]+)"`).FindStringSubmatch(waitLine(`"msg":"latch serving"`))
 	if m == nil {
 		t.Fatalf("no address in %q", logged)
 	}

@@ -40,6 +40,7 @@ var serveSettings = []setting{
 	{key: "prune-interval", env: "LATCH_PRUNE_INTERVAL"},
 	{key: "shutdown-grace", env: "LATCH_SHUTDOWN_GRACE"},
 	{key: "log-level", env: "LATCH_LOG_LEVEL"},
+	{key: "log-format", env: "LATCH_LOG_FORMAT"},
 	{key: "console", env: "LATCH_CONSOLE"},
 	{key: "max-streams", env: "LATCH_MAX_STREAMS"},
 	{key: "max-long-polls", env: "LATCH_MAX_LONG_POLLS"},

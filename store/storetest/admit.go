@@ -37,13 +37,14 @@ func testAdmit(t *testing.T, ns NewStore) {
 			Payload:  mustJSON(`{"url":"https://example.com/hook","n":1,"tags":["a","b"]}`),
 			DedupKey: "order-1", MaxAttempts: 5, TimeoutSeconds: 60,
 			ConcurrencyKey: "customer-9", ConcurrencyLimit: 2, RateKey: "partner-api", Schedule: "nightly",
+			TraceParent: tp,
 		}
 		x := e.submit(acme, now, sub)
 		want := &store.Execution{
 			ID: sub.ID, Tenant: acme, Kind: "http", Queue: "mail", Priority: 7, Status: store.StatusQueued,
 			DedupKey: "order-1", ConcurrencyKey: "customer-9", ConcurrencyLimit: 2, RateKey: "partner-api",
 			Payload: sub.Payload, MaxAttempts: 5, TimeoutSeconds: 60, Schedule: "nightly",
-			CreatedAt: now, RunAt: now,
+			TraceParent: tp, CreatedAt: now, RunAt: now,
 		}
 		sameExecution(t, "Admit answer", x, want)
 		sameExecution(t, "Get after Admit", e.get(sub.ID), want)

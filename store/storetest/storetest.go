@@ -100,6 +100,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"FlowSignal", testFlowSignal},
 		{"FlowRace", testFlowRace},
 		{"Runs", testRuns},
+		{"Observe", testObserve},
 	}
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {

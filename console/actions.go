@@ -195,8 +195,12 @@ func (c *Console) signalExecution(w http.ResponseWriter, r *http.Request) {
 
 // pauseSchedule is POST /schedules/pause and resumeSchedule POST
 // /schedules/resume (form fields tenant and name).
-func (c *Console) pauseSchedule(w http.ResponseWriter, r *http.Request)  { c.enableSchedule(w, r, false) }
-func (c *Console) resumeSchedule(w http.ResponseWriter, r *http.Request) { c.enableSchedule(w, r, true) }
+func (c *Console) pauseSchedule(w http.ResponseWriter, r *http.Request) {
+	c.enableSchedule(w, r, false)
+}
+func (c *Console) resumeSchedule(w http.ResponseWriter, r *http.Request) {
+	c.enableSchedule(w, r, true)
+}
 
 // enableSchedule pauses (enabled false) or resumes a schedule, after
 // confirmation, keeping every other setting: the schedule is read and put

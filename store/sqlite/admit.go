@@ -147,7 +147,24 @@ func lookupDedup(ctx context.Context, tx *sql.Tx, tenant string, sub *store.Subm
 		return store.Admitted{Err: fmt.Errorf("dedup key %q maps to execution %s: %w",
 			sub.DedupKey, e.ID, store.ErrDedupKeyReused)}, true, nil
 	}
+	if err := countDedupHit(ctx, tx, e, t); err != nil {
+		return hit, false, err
+	}
 	return store.Admitted{Execution: e, Deduplicated: true}, true, nil
+}
+
+// countDedupHit counts, in the step that answers it, a dedup hit on e (a
+// submit or schedule tick its dedup key answered with e), and shows it in
+// e. Only a hit writes: the path that admits a new execution pays nothing.
+func countDedupHit(ctx context.Context, tx *sql.Tx, e *store.Execution, t time.Time) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE executions SET dedup_hits = dedup_hits + 1,
+		last_dedup_hit_at = ? WHERE id = ?`, ns(t), e.ID); err != nil {
+		return fmt.Errorf("sqlite: dedup hit: %w", err)
+	}
+	e.DedupHits++
+	at := fromNS(ns(t))
+	e.LastDedupHitAt = &at
+	return nil
 }
 
 // liveDedup returns the execution the tenant's dedup key maps to at t, or
@@ -197,12 +214,12 @@ func insertExecution(ctx context.Context, tx *sql.Tx, e *store.Execution) error 
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO executions (id, tenant, kind, queue, priority, status,
 		dedup_key, concurrency_key, concurrency_limit, rate_key, payload, max_attempts,
-		timeout_seconds, schedule, created_at, run_at, finished_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		timeout_seconds, schedule, created_at, run_at, finished_at, trace_parent)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		e.ID, e.Tenant, e.Kind, e.Queue, e.Priority, string(e.Status),
 		nullString(e.DedupKey), nullString(e.ConcurrencyKey), climit, nullString(e.RateKey),
 		string(e.Payload), e.MaxAttempts, e.TimeoutSeconds, nullString(e.Schedule),
-		ns(e.CreatedAt), ns(e.RunAt), nullNS(e.FinishedAt))
+		ns(e.CreatedAt), ns(e.RunAt), nullNS(e.FinishedAt), nullString(e.TraceParent))
 	if err != nil {
 		return fmt.Errorf("sqlite: insert execution: %w", err)
 	}

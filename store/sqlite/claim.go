@@ -56,6 +56,7 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 			return false, err
 		}
 		res = c.res
+		res.Deferred = c.deferred
 		return len(res.Leases) > 0, nil
 	})
 	if err != nil {
@@ -297,12 +298,14 @@ func (c *claim) candidates(ctx context.Context, tenant string, share int) (cands
 	for rows.Next() {
 		var cand candidate
 		var payload string
+		var trace sql.NullString
 		if err := rows.Scan(&cand.lease.ExecutionID, &cand.lease.Tenant, &cand.lease.Kind, &cand.lease.Queue,
 			&payload, &cand.lease.Attempt, &cand.lease.MaxAttempts, &cand.lease.TimeoutSeconds,
-			&cand.ckey, &cand.climit, &cand.rkey, &cand.resume, &cand.steps, &cand.runs); err != nil {
+			&cand.ckey, &cand.climit, &cand.rkey, &cand.resume, &cand.steps, &cand.runs, &trace); err != nil {
 			return nil, false, fmt.Errorf("sqlite: claim: %w", err)
 		}
 		cand.lease.Payload = json.RawMessage(payload)
+		cand.lease.TraceParent = trace.String
 		cands = append(cands, cand)
 	}
 	if err := rows.Err(); err != nil {
@@ -467,7 +470,7 @@ func claimQuery(p *store.ClaimParams, t time.Time, tenant string, share int) (qu
 	// A few spare candidates let the in-batch concurrency count skip some.
 	limit = share*2 + 8
 	query = `SELECT id, tenant, kind, queue, payload, attempt, max_attempts, timeout_seconds,
-		concurrency_key, concurrency_limit, rate_key, resume, steps, runs FROM executions e INDEXED BY executions_ready_tenant
+		concurrency_key, concurrency_limit, rate_key, resume, steps, runs, trace_parent FROM executions e INDEXED BY executions_ready_tenant
 		WHERE e.tenant = ? AND ` + ready + ` ORDER BY e.priority DESC, e.run_at, e.id LIMIT ?`
 	args = append(append([]any{tenant}, rargs...), limit)
 	return query, args, limit

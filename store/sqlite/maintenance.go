@@ -129,6 +129,9 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 		if _, err := tx.ExecContext(ctx, `DELETE FROM console_sessions WHERE expires_at <= ?`, ns(t)); err != nil {
 			return false, fmt.Errorf("sqlite: prune sessions: %w", err)
 		}
+		if err := prunePresence(ctx, tx, t); err != nil {
+			return false, err
+		}
 		return len(ids) > 0, nil
 	})
 	if err != nil {

@@ -73,9 +73,9 @@ func TestMigrateRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The four newest: 6 (attempt history), 5 (flows), 4 (fair claims)
-	// and 3 (keys and sessions), newest first.
-	downs := []migration.Migration{ms[len(ms)-1], ms[len(ms)-2], ms[len(ms)-3], ms[len(ms)-4]}
+	// The five newest: 7 (observation), 6 (attempt history), 5 (flows),
+	// 4 (fair claims) and 3 (keys and sessions), newest first.
+	downs := []migration.Migration{ms[len(ms)-1], ms[len(ms)-2], ms[len(ms)-3], ms[len(ms)-4], ms[len(ms)-5]}
 	db, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {
 		t.Fatal(err)
@@ -98,11 +98,15 @@ func TestMigrateRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := schemaObjects(t, db)
-	// Version 6 adds the attempt history; version 5 adds the journal, the
+	// Version 7 adds the servers, workers and activity minutes and the
+	// index of live executions; version 6 adds the attempt history;
+	// version 5 adds the journal, the
 	// signals and the wake index; version 4 (fair claims) replaces the
 	// queue index across tenants by one per tenant and adds the tenants'
 	// turns; version 3 adds key ids and console sessions.
-	for _, gone := range []string{"table execution_runs", "table flow_steps", "index flow_steps_name", "table flow_signals",
+	for _, gone := range []string{"table servers", "index servers_seen", "table workers", "index workers_seen",
+		"index workers_tenant", "table activity", "index activity_minute", "index executions_live",
+		"table execution_runs", "table flow_steps", "index flow_steps_name", "table flow_signals",
 		"index flow_signals_pending", "index flow_signals_key", "index executions_wake",
 		"index executions_ready_tenant", "index tenants_ready", "index tenants_turn",
 		"table console_sessions", "index console_sessions_expires", "index api_keys_key_id", "index api_keys_tenant"} {
@@ -122,9 +126,10 @@ func TestMigrateRoundTrip(t *testing.T) {
 	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM executions WHERE id = ?`, fired.Execution.ID).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("the tick's execution after the down migration: %d rows, %v", n, err)
 	}
-	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('executions') WHERE name = 'runs'`).
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('executions')
+		WHERE name IN ('runs', 'trace_parent', 'dedup_hits', 'last_dedup_hit_at')`).
 		Scan(&n); err != nil || n != 0 {
-		t.Errorf("executions.runs after the down migration: %d columns, %v", n, err)
+		t.Errorf("executions.runs, trace_parent, dedup_hits, last_dedup_hit_at after the down migration: %d columns, %v", n, err)
 	}
 	// A key stored before the migration: the up gives it a key id.
 	if _, err := db.ExecContext(ctx, `INSERT INTO api_keys (hash, tenant, created_at) VALUES ('hash-old', 'acme', ?)`,
@@ -142,8 +147,8 @@ func TestMigrateRoundTrip(t *testing.T) {
 	if _, err := s.GetSchedule(ctx, &store.GetScheduleParams{Tenant: "acme", Name: "s"}); err != nil {
 		t.Errorf("GetSchedule after down and up: %v", err)
 	}
-	if _, err := s.Get(ctx, &store.GetParams{ID: fired.Execution.ID}); err != nil {
-		t.Errorf("the tick's execution after down and up: %v", err)
+	if e, err := s.Get(ctx, &store.GetParams{ID: fired.Execution.ID}); err != nil || e.DedupHits != 0 || e.TraceParent != "" {
+		t.Errorf("the tick's execution after down and up: %+v, %v; want it, without dedup hits or trace context", e, err)
 	}
 	res, err := s.Claim(ctx, &store.ClaimParams{Max: 1, Now: sc.NextRunAt})
 	if err != nil || len(res.Leases) != 1 || res.Leases[0].ExecutionID != fired.Execution.ID {

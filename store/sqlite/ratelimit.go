@@ -67,6 +67,34 @@ func (s *Store) GetRateLimit(ctx context.Context, p *store.GetRateLimitParams) (
 	return interpreted(getRateLimit(ctx, s.read, p.Tenant, p.Key))
 }
 
+// ListRateLimits implements store.Store: a range of the primary key, in
+// its order.
+func (s *Store) ListRateLimits(ctx context.Context, p *store.ListRateLimitsParams) ([]*store.RateLimit, error) {
+	query := `SELECT ` + rateLimitColumns + ` FROM rate_limits`
+	var args []any
+	if p.Tenant != "" {
+		query += ` WHERE tenant = ?`
+		args = append(args, p.Tenant)
+	}
+	rows, err := s.read.QueryContext(ctx, query+` ORDER BY tenant, rate_key`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list rate limits: %w", interpretError(err))
+	}
+	defer rows.Close()
+	var out []*store.RateLimit
+	for rows.Next() {
+		r, err := scanRateLimit(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list rate limits: %w", interpretError(err))
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list rate limits: %w", interpretError(err))
+	}
+	return out, nil
+}
+
 // DeleteRateLimit implements store.Store.
 func (s *Store) DeleteRateLimit(ctx context.Context, p *store.DeleteRateLimitParams) error {
 	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {

@@ -14,7 +14,7 @@ import (
 const executionColumns = `id, tenant, kind, queue, priority, status, dedup_key, concurrency_key,
 	concurrency_limit, rate_key, payload, result, error, attempt, max_attempts, timeout_seconds,
 	schedule, created_at, run_at, started_at, finished_at, cancel_requested, worker_id, lease_expires_at,
-	wake_at, waiting_for, suspend_step`
+	wake_at, waiting_for, suspend_step, trace_parent, dedup_hits, last_dedup_hit_at`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -22,17 +22,18 @@ func scanExecution(row scanner) (*store.Execution, error) {
 	var (
 		e                                        store.Execution
 		dedup, ckey, rkey, result, errMsg, sched sql.NullString
-		worker, waitingFor, suspendStep          sql.NullString
+		worker, waitingFor, suspendStep, trace   sql.NullString
 		climit                                   sql.NullInt64
 		status, payload                          string
 		created, runAt                           int64
 		started, finished, leaseExp, wakeAt      sql.NullInt64
+		lastHit                                  sql.NullInt64
 		cancelReq                                int
 	)
 	err := row.Scan(&e.ID, &e.Tenant, &e.Kind, &e.Queue, &e.Priority, &status, &dedup, &ckey,
 		&climit, &rkey, &payload, &result, &errMsg, &e.Attempt, &e.MaxAttempts, &e.TimeoutSeconds,
 		&sched, &created, &runAt, &started, &finished, &cancelReq, &worker, &leaseExp,
-		&wakeAt, &waitingFor, &suspendStep)
+		&wakeAt, &waitingFor, &suspendStep, &trace, &e.DedupHits, &lastHit)
 	if err != nil {
 		return nil, err
 	}
@@ -48,6 +49,7 @@ func scanExecution(row scanner) (*store.Execution, error) {
 	e.StartedAt, e.FinishedAt, e.LeaseExpiresAt = nullTime(started), nullTime(finished), nullTime(leaseExp)
 	e.CancelRequested = cancelReq != 0
 	e.WakeAt, e.WaitingFor, e.SuspendStep = nullTime(wakeAt), waitingFor.String, suspendStep.String
+	e.TraceParent, e.LastDedupHitAt = trace.String, nullTime(lastHit)
 	return &e, nil
 }
 

@@ -241,8 +241,11 @@ func fireTick(ctx context.Context, tx *sql.Tx, sc *store.Schedule, p *store.Fire
 	sub := store.TickSubmission(sc, p.DedupKey())
 	if sub.DedupKey != "" { // a trigger without a key is a tick of its own
 		e, err := liveDedup(ctx, tx, sc.Tenant, sub.DedupKey, t)
-		if e != nil || err != nil {
-			return e, e != nil, err
+		if err != nil {
+			return nil, false, err
+		}
+		if e != nil {
+			return e, true, countDedupHit(ctx, tx, e, t)
 		}
 	}
 	q, err := loadQuota(ctx, tx, sc.Tenant)

@@ -99,7 +99,8 @@ func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (
 
 // DeleteTenant implements store.Store, as one transaction. The foreign
 // keys remove its keys, schedules and rate limits with the tenant row;
-// executions, their journals, signals and histories, and dedup keys have none
+// executions, their journals, signals and histories, dedup keys, workers and
+// activity minutes have none
 // (admission does not look the tenant up by key), so they are deleted here.
 func (s *Store) DeleteTenant(ctx context.Context, p *store.DeleteTenantParams) error {
 	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
@@ -126,6 +127,8 @@ func (s *Store) DeleteTenant(ctx context.Context, p *store.DeleteTenantParams) e
 		for _, q := range []string{
 			`DELETE FROM console_sessions WHERE key_hash IN (SELECT hash FROM api_keys WHERE tenant = ?)`,
 			`DELETE FROM dedup_keys WHERE tenant = ?`,
+			`DELETE FROM workers WHERE tenant = ?`,
+			`DELETE FROM activity WHERE tenant = ?`,
 			`DELETE FROM executions WHERE tenant = ?`,
 			`DELETE FROM tenants WHERE name = ?`,
 		} {

@@ -1,0 +1,11 @@
+DROP INDEX activity_minute;
+DROP TABLE activity;
+DROP INDEX workers_tenant;
+DROP INDEX workers_seen;
+DROP TABLE workers;
+DROP INDEX servers_seen;
+DROP TABLE servers;
+DROP INDEX executions_live;
+ALTER TABLE executions DROP COLUMN last_dedup_hit_at;
+ALTER TABLE executions DROP COLUMN dedup_hits;
+ALTER TABLE executions DROP COLUMN trace_parent;

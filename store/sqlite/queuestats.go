@@ -1,0 +1,93 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/latch-run/latch/store"
+)
+
+// queueStatsQuery counts the executions that are not terminal by tenant and
+// queue. It reads executions_live only (a partial index over those rows
+// that covers the query, in group order), so its cost follows the number of
+// live executions, not the table's history. Its first three arguments are
+// the time of the read.
+func queueStatsQuery(p *store.QueueStatsParams) (string, []any) {
+	t := ns(now(p.Now))
+	query := `SELECT tenant, queue,
+		COALESCE(SUM(status = 'queued' OR (status = 'scheduled' AND run_at <= ?1)), 0),
+		MIN(CASE WHEN status = 'queued' OR (status = 'scheduled' AND run_at <= ?1) THEN run_at END),
+		COALESCE(SUM(status = 'scheduled' AND run_at > ?1), 0),
+		COALESCE(SUM(status = 'running'), 0),
+		COALESCE(SUM(status = 'suspended'), 0)
+		FROM executions INDEXED BY executions_live
+		WHERE status IN ('scheduled', 'queued', 'running', 'suspended')`
+	args := []any{t}
+	if p.Tenant != "" {
+		query += ` AND tenant = ?2`
+		args = append(args, p.Tenant)
+	}
+	return query + ` GROUP BY tenant, queue ORDER BY tenant, queue`, args
+}
+
+// QueueStats implements store.Store.
+func (s *Store) QueueStats(ctx context.Context, p *store.QueueStatsParams) ([]*store.QueueStats, error) {
+	query, args := queueStatsQuery(p)
+	rows, err := s.read.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: queue stats: %w", interpretError(err))
+	}
+	defer rows.Close()
+	var out []*store.QueueStats
+	for rows.Next() {
+		var q store.QueueStats
+		var oldest sql.NullInt64
+		if err := rows.Scan(&q.Tenant, &q.Queue, &q.Ready, &oldest, &q.Scheduled, &q.Running, &q.Suspended); err != nil {
+			return nil, fmt.Errorf("sqlite: queue stats: %w", interpretError(err))
+		}
+		q.OldestReadyAt = nullTime(oldest)
+		out = append(out, &q)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: queue stats: %w", interpretError(err))
+	}
+	return out, nil
+}
+
+// concurrencyKeysQuery groups the running executions with a concurrency
+// key by tenant and key: it reads executions_concurrency, which holds those
+// rows only.
+func concurrencyKeysQuery(p *store.ConcurrencyKeysParams) (string, []any) {
+	query := `SELECT tenant, concurrency_key, COUNT(*), MAX(concurrency_limit)
+		FROM executions INDEXED BY executions_concurrency
+		WHERE status = 'running' AND concurrency_key IS NOT NULL`
+	var args []any
+	if p.Tenant != "" {
+		query += ` AND tenant = ?`
+		args = append(args, p.Tenant)
+	}
+	return query + ` GROUP BY tenant, concurrency_key ORDER BY tenant, concurrency_key`, args
+}
+
+// ConcurrencyKeys implements store.Store.
+func (s *Store) ConcurrencyKeys(ctx context.Context, p *store.ConcurrencyKeysParams) ([]*store.ConcurrencyKeyUse, error) {
+	query, args := concurrencyKeysQuery(p)
+	rows, err := s.read.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: concurrency keys: %w", interpretError(err))
+	}
+	defer rows.Close()
+	var out []*store.ConcurrencyKeyUse
+	for rows.Next() {
+		var u store.ConcurrencyKeyUse
+		if err := rows.Scan(&u.Tenant, &u.Key, &u.Running, &u.Limit); err != nil {
+			return nil, fmt.Errorf("sqlite: concurrency keys: %w", interpretError(err))
+		}
+		out = append(out, &u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: concurrency keys: %w", interpretError(err))
+	}
+	return out, nil
+}

@@ -17,11 +17,18 @@ const maxTenantsShown = 200
 const maxSchedulesScanned = 2000
 
 type tenantsPage struct {
-	Items []*store.Tenant
+	Items []tenantRow
 	Name  string // the name looked up, "" for none
 	// Problem says the name looked up is unknown, or that the list was
 	// cut at maxTenantsShown.
 	Problem string
+}
+
+// tenantRow is a tenant and the thresholds of its in-flight bar: past
+// Low (70 % of the quota) it turns amber, past High (90 %) red.
+type tenantRow struct {
+	*store.Tenant
+	Low, High int
 }
 
 // tenants is GET /tenants, the admin's only: each tenant's executions in
@@ -63,7 +70,7 @@ func (c *Console) tenants(w http.ResponseWriter, r *http.Request) {
 			c.fail(w, r, err)
 			return
 		}
-		page.Items = append(page.Items, t)
+		page.Items = append(page.Items, tenantRow{Tenant: t, Low: t.MaxInflight * 7 / 10, High: t.MaxInflight * 9 / 10})
 	}
 	c.render(w, r, http.StatusOK, "tenants", page)
 }

@@ -83,6 +83,7 @@ func benchPages(b *testing.B, st store.Store, n int) {
 
 	pages := []string{"/overview", "/executions", "/executions?queue=q3", "/executions?status=scheduled",
 		"/executions/" + some, "/schedules", "/schedule?tenant=" + benchTenant + "&name=nightly", "/limits", "/tenants"}
+	benchReads(b, st)
 	for _, who := range []struct{ name, key string }{{"admin", admin}, {"tenant", tenantKey}} {
 		cookie := benchLogin(b, c, who.key)
 		for _, path := range pages {
@@ -102,6 +103,66 @@ func benchPages(b *testing.B, st store.Store, n int) {
 					if rec.Code != http.StatusOK {
 						b.Fatalf("GET %s as %s: %d %s", path, who.name, rec.Code, rec.Body.String())
 					}
+				}
+				slices.Sort(times)
+				b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "ms/median")
+			})
+		}
+	}
+}
+
+// benchReads times the store reads behind the pages on their own, for
+// every tenant ("all") and for one: which read a slow page waits on.
+func benchReads(b *testing.B, st store.Store) {
+	ctx := context.Background()
+	now := time.Now()
+	for _, tenant := range []string{"", benchTenant} {
+		who := "all"
+		if tenant != "" {
+			who = "tenant"
+		}
+		reads := []struct {
+			name string
+			read func() error
+		}{
+			{"QueueStats", func() error {
+				_, err := st.QueueStats(ctx, &store.QueueStatsParams{Tenant: tenant, Now: now})
+				return err
+			}},
+			{"Activity", func() error {
+				_, err := st.Activity(ctx, &store.ActivityParams{Tenant: tenant, Since: now.Add(-time.Hour)})
+				return err
+			}},
+			{"Presence", func() error {
+				_, err := st.Presence(ctx, &store.PresenceParams{Tenant: tenant, Since: now.Add(-time.Minute)})
+				return err
+			}},
+			{"ListRateLimits", func() error {
+				_, err := st.ListRateLimits(ctx, &store.ListRateLimitsParams{Tenant: tenant})
+				return err
+			}},
+			{"ConcurrencyKeys", func() error {
+				_, err := st.ConcurrencyKeys(ctx, &store.ConcurrencyKeysParams{Tenant: tenant})
+				return err
+			}},
+			{"List", func() error {
+				_, err := st.List(ctx, &store.ListParams{Tenant: tenant, Limit: 50})
+				return err
+			}},
+			{"ListSchedule", func() error {
+				_, err := st.List(ctx, &store.ListParams{Tenant: benchTenant, Schedule: "nightly", Limit: 50})
+				return err
+			}},
+		}
+		for _, r := range reads {
+			b.Run("store/"+who+"/"+r.name, func(b *testing.B) {
+				times := make([]time.Duration, 0, b.N)
+				for b.Loop() {
+					t0 := time.Now()
+					if err := r.read(); err != nil {
+						b.Fatal(err)
+					}
+					times = append(times, time.Since(t0))
 				}
 				slices.Sort(times)
 				b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "ms/median")

@@ -17,7 +17,9 @@ import (
 
 // Screenshots: with LATCH_SCREENSHOTS=dir the page tests write a PNG of
 // each page they visit into dir, at a fixed viewport (docs/console.md
-// embeds those of docs/console).
+// embeds those of docs/console). A relative dir is taken from the
+// repository's root, not from this package's directory where go test
+// runs.
 const shotW, shotH = 1280, 800
 
 // chrome is a browser tab on the console, with its script errors (an
@@ -113,6 +115,9 @@ func (c *chrome) shot(name string) {
 	png, err := chromedp.Run(c.ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		c.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join("..", dir)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		c.t.Fatal(err)

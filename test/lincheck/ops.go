@@ -164,6 +164,10 @@ type View struct {
 	WakeAt      int64
 	WaitingFor  string
 	SuspendStep string
+	// The submits its dedup key answered with it, the latest at
+	// LastDedupHit (State.Hits says whether the backend counts them).
+	DedupHits    int
+	LastDedupHit int64
 }
 
 func viewOf(x *store.Execution) View {
@@ -185,6 +189,10 @@ func viewOf(x *store.Execution) View {
 		v.WakeAt = x.WakeAt.UnixNano()
 	}
 	v.WaitingFor, v.SuspendStep = x.WaitingFor, x.SuspendStep
+	v.DedupHits = x.DedupHits
+	if x.LastDedupHitAt != nil {
+		v.LastDedupHit = x.LastDedupHitAt.UnixNano()
+	}
 	return v
 }
 

@@ -174,3 +174,20 @@ func TestLimitsPage(t *testing.T) {
 		t.Errorf("the admin's limits page:\n%s", p.body)
 	}
 }
+
+// The new pages and actions need a session like the others.
+func TestNewPagesNeedASession(t *testing.T) {
+	e := newEnv(t)
+	b := e.browser()
+	for _, path := range []string{"/overview", "/tenants", "/limits", "/schedule?tenant=a&name=x"} {
+		if p := b.do("GET", path, nil); p.status != http.StatusSeeOther || !strings.HasPrefix(p.location, "/login?next=") {
+			t.Errorf("GET %s without a session: %d to %q, want the login page", path, p.status, p.location)
+		}
+	}
+	for _, path := range []string{"/executions/x/delete", "/executions/x/retry", "/executions/x/signal", "/schedules/pause",
+		"/schedules/resume"} {
+		if p := b.do("POST", path, nil); p.status != http.StatusSeeOther || p.location != "/login" {
+			t.Errorf("POST %s without a session: %d to %q, want the login page", path, p.status, p.location)
+		}
+	}
+}

@@ -107,6 +107,10 @@ func TestForceDeleteFromTheConsole(t *testing.T) {
 	if p := b.do("GET", "/executions/"+x.ID, nil); p.status != http.StatusNotFound {
 		t.Errorf("the deleted execution's page: %d, want 404", p.status)
 	}
+	// A link cannot make the list say something else was deleted.
+	if p := b.do("GET", "/executions?deleted="+url.QueryEscape("your account"), nil); strings.Contains(p.body, "was deleted") {
+		t.Error("the list says an arbitrary text was deleted")
+	}
 }
 
 func TestRetryFromTheConsole(t *testing.T) {

@@ -33,6 +33,20 @@ type executionsPage struct {
 var allStatuses = []store.Status{store.StatusScheduled, store.StatusQueued, store.StatusRunning,
 	store.StatusSuspended, store.StatusSucceeded, store.StatusFailed, store.StatusCancelled, store.StatusSkipped}
 
+// deletedID is the id a delete's redirect names, "" unless it looks like
+// an execution id: a link cannot make the page say anything else.
+func deletedID(s string) string {
+	if len(s) == 0 || len(s) > 64 {
+		return ""
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || c == '-') {
+			return ""
+		}
+	}
+	return s
+}
+
 // scope is the tenant a request reads: a tenant key's own, or the tenant
 // the admin filters on ("" = every tenant).
 func scope(r *http.Request, filter string) string {
@@ -49,7 +63,7 @@ func (c *Console) listExecutions(w http.ResponseWriter, r *http.Request) {
 	f := executionFilter{Tenant: q.Get("tenant"), Status: q.Get("status"), Kind: q.Get("kind"),
 		Queue: q.Get("queue"), DedupKey: q.Get("dedup_key"), Schedule: q.Get("schedule")}
 	page := executionsPage{Admin: identityFrom(r.Context()).Admin, Filter: f, Statuses: allStatuses,
-		Deleted: q.Get("deleted")}
+		Deleted: deletedID(q.Get("deleted"))}
 	if f.Status != "" && !store.Status(f.Status).Valid() {
 		page.Problem = "Unknown status " + f.Status + "."
 		c.render(w, r, http.StatusBadRequest, "executions", page)

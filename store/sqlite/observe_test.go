@@ -3,7 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -212,5 +214,107 @@ func TestDedupHitsScheduleTrigger(t *testing.T) {
 	}
 	if e, err := s.Get(ctx, &store.GetParams{ID: first.Execution.ID}); err != nil || e.DedupHits != 1 {
 		t.Errorf("Get after the hit = %+v, %v; want 1 dedup hit", e, err)
+	}
+}
+
+// TestListLiveStatusPages pages through a tenant's executions of a status
+// in flight (read through executions_live): newest first, every one once,
+// none of another status, queue or tenant.
+func TestListLiveStatusPages(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, testdb.SQLite(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	base := time.Date(2031, time.March, 14, 9, 0, 0, 0, time.UTC)
+	for _, name := range []string{"acme", "globex"} {
+		if _, err := s.CreateTenant(ctx, &store.CreateTenantParams{Name: name, Now: base}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	submit := func(tenant, queue string) string {
+		t.Helper()
+		res, err := s.Admit(ctx, &store.AdmitParams{Tenant: tenant, Items: []store.Submission{{Kind: "k", Queue: queue}}, Now: base})
+		if err != nil || res.Items[0].Err != nil {
+			t.Fatalf("Admit: %+v, %v", res, err)
+		}
+		return res.Items[0].Execution.ID
+	}
+	submit("acme", "")
+	if c, err := s.Claim(ctx, &store.ClaimParams{Tenant: "acme", Max: 1, Now: base}); err != nil || len(c.Leases) != 1 {
+		t.Fatalf("Claim: %+v, %v", c, err) // one running: not queued
+	}
+	var want []string
+	for i := range 7 {
+		want = append(want, submit("acme", ""))
+		submit("globex", "")
+		if i%3 == 0 {
+			submit("acme", "other")
+		}
+	}
+	slices.Reverse(want)
+	var got []string
+	after := ""
+	for pages := 0; ; pages++ {
+		if pages > 10 {
+			t.Fatal("List does not end")
+		}
+		res, err := s.List(ctx, &store.ListParams{Tenant: "acme", Status: store.StatusQueued, Queue: store.DefaultQueue,
+			Limit: 3, After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range res.Items {
+			if e.Tenant != "acme" || e.Status != store.StatusQueued || e.Queue != store.DefaultQueue {
+				t.Errorf("listed %s of %s, %s in %s", e.ID, e.Tenant, e.Status, e.Queue)
+			}
+			got = append(got, e.ID)
+		}
+		if after = res.Next; after == "" {
+			break
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("pages listed %v, want %v", got, want)
+	}
+}
+
+// TestReportServerRefusesBadInput: a report without a server id, with a
+// worker without an id, or with a negative count is refused whole.
+func TestReportServerRefusesBadInput(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, testdb.SQLite(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	base := time.Date(2031, time.March, 14, 9, 0, 0, 0, time.UTC)
+	for what, r := range map[string]store.ServerReport{
+		"no server id": {Workers: []store.WorkerSeen{{ID: "w"}}, Now: base},
+		"a worker without an id": {ID: "s1", Workers: []store.WorkerSeen{{ID: "w"}, {}},
+			Activity: []store.ActivityCount{{Tenant: "acme", Minute: base, Starts: 1}}, Now: base},
+		"a negative count": {ID: "s1", Workers: []store.WorkerSeen{{ID: "w"}},
+			Activity: []store.ActivityCount{{Tenant: "acme", Minute: base, Starts: 2}, {Tenant: "acme", Minute: base, Failures: -1}}, Now: base},
+	} {
+		if err := s.ReportServer(ctx, &r); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("report with %s: %v, want ErrInvalid", what, err)
+		}
+	}
+	p, err := s.Presence(ctx, &store.PresenceParams{})
+	if err != nil || len(p.Servers) != 0 || len(p.Workers) != 0 {
+		t.Errorf("Presence after refused reports = %+v, %v; want nothing", p, err)
+	}
+	if a, err := s.Activity(ctx, &store.ActivityParams{}); err != nil || len(a) != 0 {
+		t.Errorf("Activity after refused reports = %v, %v; want nothing", a, err)
+	}
+	// A minute given off the minute counts in the minute it falls in.
+	if err := s.ReportServer(ctx, &store.ServerReport{ID: "s1", Now: base,
+		Activity: []store.ActivityCount{{Tenant: "acme", Minute: base.Add(30 * time.Second), Starts: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := s.Activity(ctx, &store.ActivityParams{Tenant: "acme"}); err != nil || len(a) != 1 ||
+		!a[0].Minute.Equal(base) || a[0].Starts != 1 {
+		t.Errorf("Activity = %v, %v; want 1 start in the minute at %v", a, err, base)
 	}
 }

@@ -120,11 +120,7 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 	if p.After != "" {
 		add("id < ?", p.After)
 	}
-	query := `SELECT ` + executionColumns + ` FROM executions`
-	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	query += ` ORDER BY id DESC LIMIT ?`
+	query := listQuery(p, where)
 	args = append(args, limit+1)
 	rows, err := s.read.QueryContext(ctx, query, args...)
 	if err != nil {
@@ -153,4 +149,27 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 		res.Next = res.Items[limit-1].ID
 	}
 	return res, nil
+}
+
+// listQuery is List's statement, newest first, its conditions where and
+// its last argument the limit. A tenant's executions of a status in flight
+// are read from executions_live, the index of those only (at most the
+// tenant's max_inflight of them; its entries hold the id): the ids of the
+// page first, then their rows. Read in id order through executions_tenant
+// instead, a page of a status few of the tenant's executions have would
+// walk the tenant's whole history (a third of a second at 20,000
+// executions of the tenant among 1,000,000). Filters the index lacks
+// (kind, dedup key, schedule) keep the plain plan.
+func listQuery(p *store.ListParams, where []string) string {
+	cond := ""
+	if len(where) > 0 {
+		cond = ` WHERE ` + strings.Join(where, " AND ")
+	}
+	if p.Tenant != "" && p.Status.Inflight() && p.Kind == "" && p.DedupKey == "" && p.Schedule == "" {
+		return `SELECT ` + executionColumns + ` FROM executions WHERE id IN (
+			SELECT id FROM executions INDEXED BY executions_live` + cond + `
+			AND status IN ('scheduled', 'queued', 'running', 'suspended') ORDER BY id DESC LIMIT ?)
+			ORDER BY id DESC`
+	}
+	return `SELECT ` + executionColumns + ` FROM executions` + cond + ` ORDER BY id DESC LIMIT ?`
 }

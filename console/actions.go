@@ -112,6 +112,10 @@ func (c *Console) retryExecution(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	back := "/executions/" + url.PathEscape(x.ID)
+	if x.Status != store.StatusFailed { // asked before confirming; Retry checks again
+		c.refused(w, r, http.StatusConflict, "Not failed", "Only a failed execution can be retried.")
+		return
+	}
 	if !c.confirmed(w, r, confirmPage{Title: "Retry this execution?", Button: "Retry", Back: back,
 		Message: "Execution " + x.ID + " (" + x.Kind + ") will be queued again with fresh attempts, keeping the steps it recorded. It takes one of tenant " + x.Tenant + "'s in-flight slots."}) {
 		return

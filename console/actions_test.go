@@ -2,13 +2,16 @@ package console_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/latch-run/latch/console"
 	"github.com/latch-run/latch/store"
+	"github.com/latch-run/latch/store/sqlite"
 )
 
 // fail ends tenant's next execution's run failed for good.
@@ -348,5 +351,36 @@ func TestExecutionPageShowsLeaseDedupTrace(t *testing.T) {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("the running execution's page lacks %q:\n%s", want, p.body)
 		}
+	}
+}
+
+// deletedWhileRead is a store where a schedule is deleted right after
+// each read of it, as an API client deleting it while the console pauses
+// it would.
+type deletedWhileRead struct {
+	*sqlite.Store
+}
+
+func (d deletedWhileRead) GetSchedule(ctx context.Context, p *store.GetScheduleParams) (*store.Schedule, error) {
+	s, err := d.Store.GetSchedule(ctx, p)
+	if err == nil {
+		err = d.Store.DeleteSchedule(ctx, &store.DeleteScheduleParams{Tenant: p.Tenant, Name: p.Name})
+	}
+	return s, err
+}
+
+// A pause of a schedule deleted meanwhile does not bring it back.
+func TestPauseOfADeletedSchedule(t *testing.T) {
+	e := newEnv(t, func(c *console.Config) { c.Store = deletedWhileRead{Store: c.Store.(*sqlite.Store)} })
+	key := e.tenant("a")
+	e.call("PUT", "/api/schedules/sweep", key, `{"every":"1h","kind":"echo"}`)
+	b := e.browser()
+	b.login(key)
+	p := b.do("POST", "/schedules/pause", url.Values{"tenant": {"a"}, "name": {"sweep"}, "confirm": {"yes"}})
+	if p.status != http.StatusNotFound {
+		t.Errorf("pausing a schedule deleted meanwhile: %d, want 404", p.status)
+	}
+	if _, err := e.store.GetSchedule(context.Background(), &store.GetScheduleParams{Tenant: "a", Name: "sweep"}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the deleted schedule is back after the pause: %v", err)
 	}
 }

@@ -23,7 +23,9 @@ func (c *Console) resumeSchedule(w http.ResponseWriter, r *http.Request) {
 // ticks missed while paused are not caught up.
 //
 // The read and the put are two steps: a change to the schedule's settings
-// through the API between them is overwritten with what was read.
+// through the API between them is overwritten with what was read, and a
+// schedule deleted between them is made again by the put, then deleted
+// again here (the store has no put that only replaces).
 func (c *Console) enableSchedule(w http.ResponseWriter, r *http.Request, enabled bool) {
 	if !parseAction(w, r) {
 		return
@@ -68,8 +70,19 @@ func (c *Console) enableSchedule(w http.ResponseWriter, r *http.Request, enabled
 	next.Enabled = enabled
 	next.NextRunAt = spec.Next(now)
 	next.Running = false
-	if _, err := c.cfg.Store.PutSchedule(ctx, &store.PutScheduleParams{Schedule: next, Now: now}); err != nil {
+	res, err := c.cfg.Store.PutSchedule(ctx, &store.PutScheduleParams{Schedule: next, Now: now})
+	if err != nil {
 		c.fail(w, r, err)
+		return
+	}
+	if res.Created {
+		// Deleted between the read and the put: the put made it again.
+		// Undo that; the schedule stays deleted.
+		if err := c.cfg.Store.DeleteSchedule(ctx, &store.DeleteScheduleParams{Tenant: s.Tenant, Name: s.Name}); err != nil {
+			c.fail(w, r, err)
+			return
+		}
+		c.fail(w, r, store.ErrNotFound)
 		return
 	}
 	http.Redirect(w, r, back, http.StatusSeeOther)

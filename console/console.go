@@ -1,7 +1,10 @@
 // Package console is latch's web console: server-rendered pages over the
-// store for a person holding an API key. A tenant key sees and cancels its
-// own tenant's executions and lists and runs its schedules; the admin key
-// sees every tenant's, or one tenant's with the tenant filter. Pages refresh
+// store for a person holding an API key (docs/console.md). A tenant key
+// sees its own tenant's overview (queues, activity, workers), executions,
+// schedules and limits, and acts on them (cancel, retry, force delete,
+// signal, run, pause and resume a schedule); the admin key sees every
+// tenant's, or one tenant's with the tenant filter, and alone sees the
+// servers and the tenants page. Pages refresh
 // themselves while open: the store's change notifications reach the
 // browser as a server-sent event stream (/live), with a slow poll as the
 // fallback.
@@ -15,8 +18,10 @@
 // resolves a bearer key, so a logout (which deletes the record), a deleted
 // key or a changed admin key ends the session at once on every server
 // sharing the store. Requests that
-// change something (log in, log out, cancel, trigger) are refused when a browser
-// marks them cross-origin (http.CrossOriginProtection).
+// change something (log in, log out, cancel, trigger and the actions of
+// actions.go) are refused when a browser marks them cross-origin
+// (http.CrossOriginProtection). The actions that destroy or resume
+// something ask for confirmation first (actions.go).
 //
 // It serves every path outside the API (api.Config.Console).
 package console
@@ -138,8 +143,17 @@ func New(cfg Config) *Console {
 	mux.Handle("GET /executions", c.session(c.listExecutions))
 	mux.Handle("GET /executions/{id}", c.session(c.showExecution))
 	mux.Handle("POST /executions/{id}/cancel", c.session(c.cancelExecution))
+	mux.Handle("POST /executions/{id}/delete", c.session(c.deleteExecution))
+	mux.Handle("POST /executions/{id}/retry", c.session(c.retryExecution))
+	mux.Handle("POST /executions/{id}/signal", c.session(c.signalExecution))
 	mux.Handle("GET /schedules", c.session(c.listSchedules))
+	mux.Handle("GET /schedule", c.session(c.showSchedule))
 	mux.Handle("POST /schedules/trigger", c.session(c.triggerSchedule))
+	mux.Handle("POST /schedules/pause", c.session(c.pauseSchedule))
+	mux.Handle("POST /schedules/resume", c.session(c.resumeSchedule))
+	mux.Handle("GET /overview", c.session(c.overview))
+	mux.Handle("GET /tenants", c.session(c.tenants))
+	mux.Handle("GET /limits", c.session(c.limits))
 	mux.Handle("GET /live", c.session(c.live))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusNotFound, "error", errorPage{Title: "Not found",

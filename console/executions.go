@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/latch-run/latch/store"
 )
@@ -26,10 +27,25 @@ type executionsPage struct {
 	Items    []*store.Execution
 	Next     string // the next page's URL, "" on the last
 	Problem  string // why the filter was not applied
+	Deleted  string // the execution just deleted, to say so
 }
 
 var allStatuses = []store.Status{store.StatusScheduled, store.StatusQueued, store.StatusRunning,
 	store.StatusSuspended, store.StatusSucceeded, store.StatusFailed, store.StatusCancelled, store.StatusSkipped}
+
+// deletedID is the id a delete's redirect names, "" unless it looks like
+// an execution id: a link cannot make the page say anything else.
+func deletedID(s string) string {
+	if len(s) == 0 || len(s) > 64 {
+		return ""
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || c == '-') {
+			return ""
+		}
+	}
+	return s
+}
 
 // scope is the tenant a request reads: a tenant key's own, or the tenant
 // the admin filters on ("" = every tenant).
@@ -46,7 +62,8 @@ func (c *Console) listExecutions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := executionFilter{Tenant: q.Get("tenant"), Status: q.Get("status"), Kind: q.Get("kind"),
 		Queue: q.Get("queue"), DedupKey: q.Get("dedup_key"), Schedule: q.Get("schedule")}
-	page := executionsPage{Admin: identityFrom(r.Context()).Admin, Filter: f, Statuses: allStatuses}
+	page := executionsPage{Admin: identityFrom(r.Context()).Admin, Filter: f, Statuses: allStatuses,
+		Deleted: deletedID(q.Get("deleted"))}
 	if f.Status != "" && !store.Status(f.Status).Valid() {
 		page.Problem = "Unknown status " + f.Status + "."
 		c.render(w, r, http.StatusBadRequest, "executions", page)
@@ -66,7 +83,9 @@ func (c *Console) listExecutions(w http.ResponseWriter, r *http.Request) {
 	if res.Next != "" {
 		next := url.Values{}
 		for k, v := range q {
-			next[k] = v
+			if k != "deleted" {
+				next[k] = v
+			}
 		}
 		next.Set("after", res.Next)
 		page.Next = "/executions?" + next.Encode()
@@ -75,6 +94,7 @@ func (c *Console) listExecutions(w http.ResponseWriter, r *http.Request) {
 }
 
 type executionPage struct {
+	Now     time.Time
 	E       *store.Execution
 	Payload string // indented JSON
 	Result  string // indented JSON, "" when none
@@ -93,12 +113,12 @@ func (c *Console) showExecution(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	runs, steps, err := c.history(ctx, tenant, e.ID)
+	runs, steps, err := c.history(ctx, tenant, e.ID, e.CreatedAt)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "execution", executionPage{E: e, Payload: indent(e.Payload), Result: indent(e.Result),
+	c.render(w, r, http.StatusOK, "execution", executionPage{Now: c.cfg.Now(), E: e, Payload: indent(e.Payload), Result: indent(e.Result),
 		Runs: runs, Steps: steps})
 }
 

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/latch-run/latch/store"
@@ -26,17 +27,23 @@ type runRow struct {
 	Error     string
 }
 
-// stepRow is one step of the journal table.
+// stepRow is one step of the journal, read as a timeline: record order,
+// each with its time since the execution was created; the first step of
+// each attempt carries Mark, naming the attempt and the run that recorded
+// it.
 type stepRow struct {
 	Name       string
 	Attempt    int
 	RecordedAt time.Time
+	Offset     time.Duration // since the execution's CreatedAt
+	Took       time.Duration // since the step's StartedAt; 0 when the worker did not say
 	Result     string
+	Mark       string // "" but at an attempt's first step
 }
 
 // history reads the runs and steps of execution id, scoped to tenant like
-// the read of the execution itself.
-func (c *Console) history(ctx context.Context, tenant, id string) ([]runRow, []stepRow, error) {
+// the read of the execution itself; created is the execution's CreatedAt.
+func (c *Console) history(ctx context.Context, tenant, id string, created time.Time) ([]runRow, []stepRow, error) {
 	runs, err := c.cfg.Store.Runs(ctx, &store.RunsParams{Tenant: tenant, ID: id})
 	if err != nil {
 		return nil, nil, err
@@ -55,11 +62,35 @@ func (c *Console) history(ctx context.Context, tenant, id string) ([]runRow, []s
 		rr = append(rr, row)
 	}
 	sr := make([]stepRow, 0, len(steps))
-	for _, st := range steps {
-		sr = append(sr, stepRow{Name: st.Name, Attempt: st.Attempt, RecordedAt: st.RecordedAt,
-			Result: shorten(string(st.Result), maxResultShown)})
+	for i, st := range steps {
+		row := stepRow{Name: st.Name, Attempt: st.Attempt, RecordedAt: st.RecordedAt, Offset: st.RecordedAt.Sub(created),
+			Result: shorten(string(st.Result), maxResultShown)}
+		if !st.StartedAt.IsZero() && st.RecordedAt.After(st.StartedAt) {
+			row.Took = st.RecordedAt.Sub(st.StartedAt)
+		}
+		if i == 0 || steps[i-1].Attempt != st.Attempt {
+			row.Mark = attemptMark(runs, st)
+		}
+		sr = append(sr, row)
 	}
 	return rr, sr, nil
+}
+
+// attemptMark names the attempt of step st and the run that recorded it:
+// the latest run of that attempt claimed before the step (a flow resumed
+// after a wait runs again under the same attempt).
+func attemptMark(runs []*store.Run, st *store.Step) string {
+	mark := "Attempt " + strconv.Itoa(st.Attempt)
+	var by *store.Run
+	for _, r := range runs {
+		if r.Attempt == st.Attempt && !r.ClaimedAt.After(st.RecordedAt) {
+			by = r
+		}
+	}
+	if by != nil {
+		mark += ", worker " + by.WorkerID + ", claimed " + by.ClaimedAt.UTC().Format("15:04:05Z")
+	}
+	return mark
 }
 
 // shorten cuts s to at most max runes, marking the cut with "...".

@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"fmt"
 	"html/template"
 	"net/http"
 	"time"
@@ -12,7 +13,8 @@ import (
 
 // pageNames are the templates under templates/, each rendered inside
 // layout.html.
-var pageNames = []string{"login", "executions", "execution", "schedules", "error"}
+var pageNames = []string{"login", "executions", "execution", "schedules", "schedule", "overview", "tenants",
+	"limits", "confirm", "error"}
 
 var funcs = template.FuncMap{
 	// when is a time in UTC to the second; "" for none.
@@ -32,6 +34,52 @@ var funcs = template.FuncMap{
 		return ""
 	},
 	"terminal": func(s store.Status) bool { return s.Terminal() },
+	// age is how long before now t was, as "3m 05s"; "" for none.
+	"age": func(now time.Time, v any) string {
+		t, ok := v.(time.Time)
+		if p, isPtr := v.(*time.Time); isPtr {
+			if p == nil {
+				return ""
+			}
+			t, ok = *p, true
+		}
+		if !ok || t.IsZero() {
+			return ""
+		}
+		return span(now.Sub(t))
+	},
+	// span is a duration as "3m 05s" (its sign dropped).
+	"span": span,
+	// traceID is the trace id of a W3C traceparent; "" for none.
+	"traceID": func(tp string) string {
+		if !store.ValidTraceParent(tp) {
+			return ""
+		}
+		return tp[3:35]
+	},
+}
+
+// span is d as people read it: "350ms", "4.2s", "3m 05s", "2h 10m",
+// "3d 4h". A negative d is shown as its size.
+func span(d time.Duration) string {
+	if d < 0 {
+		d = -d
+	}
+	if d < time.Second {
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	}
+	s := int64(d.Round(time.Second) / time.Second)
+	switch {
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm %02ds", s/60, s%60)
+	case s < 86400:
+		return fmt.Sprintf("%dh %02dm", s/3600, s%3600/60)
+	}
+	return fmt.Sprintf("%dd %dh", s/86400, s%86400/3600)
 }
 
 func parsePages() map[string]*template.Template {

@@ -1,0 +1,81 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+
+	"github.com/latch-run/latch/store"
+)
+
+// The execution page's confirmed actions on the execution itself (the
+// confirmation is actions.go's).
+
+// deleteExecution is POST /executions/{id}/delete: a force delete, after
+// confirmation. The execution goes at once whatever its status, with its
+// journal and signals; a worker holding its lease loses it.
+func (c *Console) deleteExecution(w http.ResponseWriter, r *http.Request) {
+	if !parseAction(w, r) {
+		return
+	}
+	ctx, cancel := c.storeCtx(r)
+	defer cancel()
+	tenant := identityFrom(r.Context()).Tenant
+	x, err := c.cfg.Store.Get(ctx, &store.GetParams{Tenant: tenant, ID: r.PathValue("id")})
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	back := "/executions/" + url.PathEscape(x.ID)
+	msg := "Execution " + x.ID + " (" + x.Kind + ", " + string(x.Status) + ") and its steps, signals and attempt history will be deleted for good."
+	if !x.Status.Terminal() {
+		msg += " It is " + string(x.Status) + ": it will never finish, and a worker running it loses its lease."
+	}
+	if !c.confirmed(w, r, confirmPage{Title: "Delete this execution?", Message: msg, Button: "Delete", Back: back, Danger: true}) {
+		return
+	}
+	if err := c.cfg.Store.Delete(ctx, &store.DeleteParams{Tenant: tenant, ID: x.ID, Force: true, Now: c.cfg.Now()}); err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, "/executions?deleted="+url.QueryEscape(x.ID), http.StatusSeeOther)
+}
+
+// retryExecution is POST /executions/{id}/retry: a failed execution queued
+// again keeping its journal, after confirmation. It takes a quota slot.
+func (c *Console) retryExecution(w http.ResponseWriter, r *http.Request) {
+	if !parseAction(w, r) {
+		return
+	}
+	ctx, cancel := c.storeCtx(r)
+	defer cancel()
+	tenant := identityFrom(r.Context()).Tenant
+	x, err := c.cfg.Store.Get(ctx, &store.GetParams{Tenant: tenant, ID: r.PathValue("id")})
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	back := "/executions/" + url.PathEscape(x.ID)
+	if x.Status != store.StatusFailed { // asked before confirming; Retry checks again
+		c.refused(w, r, http.StatusConflict, "Not failed", "Only a failed execution can be retried.")
+		return
+	}
+	if !c.confirmed(w, r, confirmPage{Title: "Retry this execution?", Button: "Retry", Back: back,
+		Message: "Execution " + x.ID + " (" + x.Kind + ") will be queued again with fresh attempts, keeping the steps it recorded. It takes one of tenant " + x.Tenant + "'s in-flight slots."}) {
+		return
+	}
+	_, err = c.cfg.Store.Retry(ctx, &store.RetryParams{Tenant: tenant, ID: x.ID, Now: c.cfg.Now()})
+	switch {
+	case errors.Is(err, store.ErrQuotaExceeded):
+		c.refused(w, r, http.StatusConflict, "Quota exceeded",
+			"Tenant "+x.Tenant+" has as many executions in flight as its quota (max_inflight) allows, so the execution stays failed.")
+		return
+	case errors.Is(err, store.ErrNotFailed):
+		c.refused(w, r, http.StatusConflict, "Not failed", "Only a failed execution can be retried.")
+		return
+	case err != nil:
+		c.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, back, http.StatusSeeOther)
+}

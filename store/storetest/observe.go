@@ -235,7 +235,7 @@ func testObserve(t *testing.T, ns NewStore) {
 		wantWorkers(t, "workers seen since 7s", p.Workers, []*store.WorkerSeen{{ID: "w1", ServerID: "s1", LastSeenAt: at(10 * time.Second)}})
 
 		// Prune forgets what was not seen for PresenceKept.
-		e.prune(at(5*time.Second+store.PresenceKept-time.Second), 0)
+		e.prune(at(store.PresenceKept-time.Second), 0) // w2, the oldest, was seen at 0s
 		if p := e.presence("", at(-time.Hour)); len(p.Servers) != 2 || len(p.Workers) != 3 {
 			t.Errorf("Prune before PresenceKept forgot: %s %s", showItems(p.Servers), showItems(p.Workers))
 		}

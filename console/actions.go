@@ -4,9 +4,9 @@ import (
 	"net/http"
 )
 
-// The console's actions that need a second look: force delete and retry
-// an execution, send the signal a suspended execution waits for, pause and
-// resume a schedule. Each is a POST form; a POST without confirm=yes
+// The console's actions, each with a second look: cancel, force delete
+// and retry an execution, send the signal a suspended execution waits
+// for, run a schedule now, pause and resume it. Each is a POST form; a POST without confirm=yes
 // changes nothing and answers a confirmation page whose form sends the
 // same fields again with confirm=yes, so the step needs no script. Like
 // every POST they are refused cross-origin (New wraps the mux in

@@ -318,8 +318,8 @@ func TestBrowserActions(t *testing.T) {
 		t.Fatal("the schedule is paused after a confirmed resume")
 	}
 
-	c.do("run now", chromedp.Click(chromedp.CSS(`form[action="/schedules/trigger"] button`)),
-		chromedp.WaitVisible(chromedp.CSS(`form[action$="/cancel"]`)))
+	c.do("run now", chromedp.Click(chromedp.CSS(`form[action="/schedules/trigger"] button`)), chromedp.WaitVisible(confirm),
+		chromedp.Click(confirm), chromedp.WaitVisible(chromedp.CSS(`form[action$="/cancel"]`)))
 	if kind := c.text("dl dd:nth-of-type(2)"); kind != "sweeper" {
 		t.Errorf("Run now led to an execution of kind %q", kind)
 	}

@@ -102,6 +102,8 @@ func TestBrowserLiveListAndCancel(t *testing.T) {
 		chromedp.Click(link),
 		chromedp.WaitVisible(cancelButton),
 		chromedp.Click(cancelButton),
+		chromedp.WaitVisible(chromedp.CSS(`form.confirm button`)),
+		chromedp.Click(chromedp.CSS(`form.confirm button`)),
 		chromedp.WaitVisible(chromedp.CSS(".status.cancelled")),
 	); err != nil {
 		t.Fatalf("open and cancel: %v", err)

@@ -20,8 +20,8 @@
 // sharing the store. Requests that
 // change something (log in, log out, cancel, trigger and the actions of
 // actions.go) are refused when a browser marks them cross-origin
-// (http.CrossOriginProtection). The actions that destroy or resume
-// something ask for confirmation first (actions.go).
+// (http.CrossOriginProtection). Every action asks for confirmation
+// first (actions.go).
 //
 // It serves every path outside the API (api.Config.Console).
 package console

@@ -340,7 +340,7 @@ func TestTenantSeesOnlyItsOwn(t *testing.T) {
 	if p := b.do("GET", "/executions/"+theirs.ID, nil); p.status != http.StatusNotFound {
 		t.Errorf("tenant a reading b's execution: %d, want 404", p.status)
 	}
-	if p := b.do("POST", "/executions/"+theirs.ID+"/cancel", nil); p.status != http.StatusNotFound {
+	if p := b.do("POST", "/executions/"+theirs.ID+"/cancel", url.Values{"confirm": {"yes"}}); p.status != http.StatusNotFound {
 		t.Errorf("tenant a cancelling b's execution: %d, want 404", p.status)
 	}
 	if got := e.get(theirs.ID).Status; got != store.StatusQueued {
@@ -379,7 +379,7 @@ func TestCancelFromTheConsole(t *testing.T) {
 	if !strings.Contains(page.body, `action="/executions/`+x.ID+`/cancel"`) {
 		t.Fatal("a queued execution's page has no cancel button")
 	}
-	p = b.do("POST", "/executions/"+x.ID+"/cancel", nil)
+	p = b.confirmFirst("/executions/"+x.ID+"/cancel", url.Values{}, func() bool { return e.get(x.ID).Status == store.StatusQueued })
 	if p.status != http.StatusSeeOther || p.location != "/executions/"+x.ID {
 		t.Fatalf("cancel: %d to %q", p.status, p.location)
 	}
@@ -533,7 +533,11 @@ func TestRunAScheduleNow(t *testing.T) {
 		t.Fatalf("the schedules page has no Run now for sweep:\n%s", p.body)
 	}
 
-	p := b.do("POST", "/schedules/trigger", url.Values{"tenant": {"a"}, "name": {"sweep"}})
+	ran := func() bool {
+		res, err := e.store.List(context.Background(), &store.ListParams{Schedule: "sweep"})
+		return err == nil && len(res.Items) == 0
+	}
+	p := b.confirmFirst("/schedules/trigger", url.Values{"tenant": {"a"}, "name": {"sweep"}}, ran)
 	if p.status != http.StatusSeeOther || !strings.HasPrefix(p.location, "/executions/") {
 		t.Fatalf("Run now: %d to %q, want the new execution's page", p.status, p.location)
 	}
@@ -543,7 +547,7 @@ func TestRunAScheduleNow(t *testing.T) {
 	}
 
 	// Not another tenant's schedule, nor across sites.
-	if p := b.do("POST", "/schedules/trigger", url.Values{"tenant": {"b"}, "name": {"theirs"}}); p.status != http.StatusNotFound {
+	if p := b.do("POST", "/schedules/trigger", url.Values{"tenant": {"b"}, "name": {"theirs"}, "confirm": {"yes"}}); p.status != http.StatusNotFound {
 		t.Errorf("tenant a running b's schedule: %d, want 404", p.status)
 	}
 	if p := b.do("POST", "/schedules/trigger", url.Values{"tenant": {"a"}, "name": {"sweep"}}, "Origin", "https://evil.example",
@@ -557,7 +561,7 @@ func TestRunAScheduleNow(t *testing.T) {
 
 	admin := e.browser()
 	admin.login(e.admin)
-	if p := admin.do("POST", "/schedules/trigger", url.Values{"tenant": {"b"}, "name": {"theirs"}}); p.status != http.StatusSeeOther {
+	if p := admin.do("POST", "/schedules/trigger", url.Values{"tenant": {"b"}, "name": {"theirs"}, "confirm": {"yes"}}); p.status != http.StatusSeeOther {
 		t.Errorf("the admin running b's schedule: %d", p.status)
 	}
 
@@ -565,7 +569,7 @@ func TestRunAScheduleNow(t *testing.T) {
 	// starts, and the page says why.
 	e.call("PUT", "/api/schedules/other", key, `{"every":"1h","kind":"echo"}`)
 	e.call("PATCH", "/api/tenants/a", e.admin, `{"max_inflight":1}`)
-	p = b.do("POST", "/schedules/trigger", url.Values{"tenant": {"a"}, "name": {"other"}})
+	p = b.do("POST", "/schedules/trigger", url.Values{"tenant": {"a"}, "name": {"other"}, "confirm": {"yes"}})
 	if p.status != http.StatusConflict || !strings.Contains(p.body, "Quota exceeded") {
 		t.Errorf("Run now at the quota: %d, want 409 saying so:\n%s", p.status, p.body)
 	}

@@ -125,10 +125,24 @@ func (c *Console) showExecution(w http.ResponseWriter, r *http.Request) {
 // cancelExecution is POST /executions/{id}/cancel: as the API's cancel,
 // then back to the execution's page.
 func (c *Console) cancelExecution(w http.ResponseWriter, r *http.Request) {
+	if !parseAction(w, r) {
+		return
+	}
 	ctx, cancel := c.storeCtx(r)
 	defer cancel()
 	id := r.PathValue("id")
-	_, err := c.cfg.Store.Cancel(ctx, &store.CancelParams{Tenant: identityFrom(r.Context()).Tenant, ID: id,
+	x, err := c.cfg.Store.Get(ctx, &store.GetParams{Tenant: identityFrom(r.Context()).Tenant, ID: id})
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	back := "/executions/" + url.PathEscape(id)
+	if !c.confirmed(w, r, confirmPage{Title: "Cancel execution " + id + "?", Button: "Cancel execution", Back: back,
+		Message: "Execution " + id + " (" + x.Kind + ", " + string(x.Status) + ") will be cancelled: at once unless it is running, " +
+			"else when its worker sees the request at its next heartbeat."}) {
+		return
+	}
+	_, err = c.cfg.Store.Cancel(ctx, &store.CancelParams{Tenant: identityFrom(r.Context()).Tenant, ID: id,
 		Now: c.cfg.Now()})
 	if err != nil {
 		c.fail(w, r, err)

@@ -17,15 +17,10 @@ func (c *Console) resumeSchedule(w http.ResponseWriter, r *http.Request) {
 }
 
 // enableSchedule pauses (enabled false) or resumes a schedule, after
-// confirmation, keeping every other setting: the schedule is read and put
-// back with Enabled changed. A resumed schedule's next run is its first
-// tick after now (the store keeps a next run only while enabled); the
-// ticks missed while paused are not caught up.
-//
-// The read and the put are two steps: a change to the schedule's settings
-// through the API between them is overwritten with what was read, and a
-// schedule deleted between them is made again by the put, then deleted
-// again here (the store has no put that only replaces).
+// confirmation, in one store step that changes nothing else
+// (SetScheduleEnabled). A resumed schedule's next run is its first tick
+// after now (the store keeps a next run only while enabled); the ticks
+// missed while paused are not caught up.
 func (c *Console) enableSchedule(w http.ResponseWriter, r *http.Request, enabled bool) {
 	if !parseAction(w, r) {
 		return
@@ -66,23 +61,9 @@ func (c *Console) enableSchedule(w http.ResponseWriter, r *http.Request, enabled
 		return
 	}
 	now := c.cfg.Now()
-	next := *s
-	next.Enabled = enabled
-	next.NextRunAt = spec.Next(now)
-	next.Running = false
-	res, err := c.cfg.Store.PutSchedule(ctx, &store.PutScheduleParams{Schedule: next, Now: now})
-	if err != nil {
+	if _, err := c.cfg.Store.SetScheduleEnabled(ctx, &store.SetScheduleEnabledParams{
+		Tenant: s.Tenant, Name: s.Name, Enabled: enabled, NextRunAt: spec.Next(now), Now: now}); err != nil {
 		c.fail(w, r, err)
-		return
-	}
-	if res.Created {
-		// Deleted between the read and the put: the put made it again.
-		// Undo that; the schedule stays deleted.
-		if err := c.cfg.Store.DeleteSchedule(ctx, &store.DeleteScheduleParams{Tenant: s.Tenant, Name: s.Name}); err != nil {
-			c.fail(w, r, err)
-			return
-		}
-		c.fail(w, r, store.ErrNotFound)
 		return
 	}
 	http.Redirect(w, r, back, http.StatusSeeOther)

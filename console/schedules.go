@@ -52,9 +52,7 @@ func (c *Console) listSchedules(w http.ResponseWriter, r *http.Request) {
 // recorded as skipped). A tenant key triggers only its own tenant's
 // schedules.
 func (c *Console) triggerSchedule(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
-	if err := r.ParseForm(); err != nil {
-		http.Error(w, "bad form", http.StatusBadRequest)
+	if !parseAction(w, r) {
 		return
 	}
 	id := identityFrom(r.Context())
@@ -69,6 +67,15 @@ func (c *Console) triggerSchedule(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := c.storeCtx(r)
 	defer cancel()
+	if _, err := c.cfg.Store.GetSchedule(ctx, &store.GetScheduleParams{Tenant: tenant, Name: name}); err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	if !c.confirmed(w, r, confirmPage{Title: "Run schedule " + name + " now?", Button: "Run now",
+		Back:    scheduleURL(tenant, name),
+		Message: "An off-cycle tick of schedule " + name + " of tenant " + tenant + " starts one execution now, under the tenant's quota; the regular ticks are unchanged."}) {
+		return
+	}
 	now := c.cfg.Now()
 	res, err := c.cfg.Store.FireSchedule(ctx, &store.FireScheduleParams{Tenant: tenant, Name: name,
 		Tick: now.UTC().Truncate(time.Second), Trigger: true, Now: now})

@@ -159,6 +159,17 @@ type PutScheduleParams struct {
 	Now          time.Time
 }
 
+// SetScheduleEnabledParams are the arguments of Store.SetScheduleEnabled.
+type SetScheduleEnabledParams struct {
+	Tenant  string
+	Name    string
+	Enabled bool
+	// NextRunAt is the first tick after Now by the schedule's timing: the
+	// resumed schedule's next tick. Ignored when pausing.
+	NextRunAt time.Time
+	Now       time.Time
+}
+
 // PutScheduleResult is the schedule as stored, and whether Put created it.
 type PutScheduleResult struct {
 	Schedule *Schedule

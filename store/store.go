@@ -228,6 +228,13 @@ type Store interface {
 	// DueBy, the due ones earliest first, leaving out those of disabled
 	// tenants (they do not tick).
 	ListSchedules(ctx context.Context, p *ListSchedulesParams) ([]*Schedule, error)
+	// SetScheduleEnabled pauses (Enabled false) or resumes a schedule in
+	// one step, every other setting left as it is. Resuming a paused
+	// schedule sets its NextRunAt to the one given (its first tick after
+	// Now); pausing a paused one or resuming an enabled one changes
+	// nothing. UpdatedAt becomes Now when it changes. ErrNotFound if the
+	// tenant has no schedule of that name.
+	SetScheduleEnabled(ctx context.Context, p *SetScheduleEnabledParams) (*Schedule, error)
 	// DeleteSchedule removes a schedule. Executions it fired stay as they
 	// are. ErrNotFound if there is none.
 	DeleteSchedule(ctx context.Context, p *DeleteScheduleParams) error
@@ -273,6 +280,9 @@ type Store interface {
 
 	CreateTenant(ctx context.Context, p *CreateTenantParams) (*Tenant, error)
 	GetTenant(ctx context.Context, p *GetTenantParams) (*Tenant, error)
+	// ListTenants reads tenants in name order, one page at a time: those
+	// named after After ("" = from the first), at most Limit.
+	ListTenants(ctx context.Context, p *ListTenantsParams) ([]*Tenant, error)
 	// UpdateTenant changes the given settings; ErrNotFound for an unknown
 	// tenant.
 	UpdateTenant(ctx context.Context, p *UpdateTenantParams) (*Tenant, error)
@@ -562,6 +572,29 @@ type CreateTenantParams struct {
 // GetTenantParams are the arguments of Store.GetTenant.
 type GetTenantParams struct {
 	Name string
+}
+
+// ListTenantsParams page Store.ListTenants.
+type ListTenantsParams struct {
+	After string // a tenant name; "" = the first page
+	Limit int    // 1..MaxTenantsPage; 0 = DefaultTenantsPage
+}
+
+// Page sizes of ListTenants.
+const (
+	DefaultTenantsPage = 100
+	MaxTenantsPage     = 1000
+)
+
+// PageLimit is p.Limit with its default and bound applied.
+func (p *ListTenantsParams) PageLimit() int {
+	switch {
+	case p.Limit <= 0:
+		return DefaultTenantsPage
+	case p.Limit > MaxTenantsPage:
+		return MaxTenantsPage
+	}
+	return p.Limit
 }
 
 // UpdateTenantParams change the non-nil settings.

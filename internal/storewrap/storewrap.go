@@ -464,3 +464,17 @@ func (w *wrapped) Wake(ctx context.Context, p *store.WakeParams) (*store.WakeRes
 	w.done("Wake", start, p, r, err)
 	return r, err
 }
+
+func (w *wrapped) ListTenants(ctx context.Context, p *store.ListTenantsParams) ([]*store.Tenant, error) {
+	start := time.Now()
+	r, err := w.s.ListTenants(ctx, p)
+	w.done("ListTenants", start, p, r, err)
+	return r, err
+}
+
+func (w *wrapped) SetScheduleEnabled(ctx context.Context, p *store.SetScheduleEnabledParams) (*store.Schedule, error) {
+	start := time.Now()
+	r, err := w.s.SetScheduleEnabled(ctx, p)
+	w.done("SetScheduleEnabled", start, p, r, err)
+	return r, err
+}

@@ -302,6 +302,25 @@ func (s *Store) DeleteSchedule(ctx context.Context, p *store.DeleteScheduleParam
 	return status(arr, fmt.Sprintf("schedule %q", p.Name))
 }
 
+// SetScheduleEnabled implements store.Store (set_schedule_enabled.lua).
+func (s *Store) SetScheduleEnabled(ctx context.Context, p *store.SetScheduleEnabledParams) (*store.Schedule, error) {
+	sc := scoped(p.Tenant, p.Name)
+	arr, err := s.run(ctx, "set schedule enabled", scriptSetSchedule,
+		[]string{s.k.schedule(sc), s.k.nextRun()},
+		s.k.ns, sc, flag(p.Enabled), itoa(us(p.NextRunAt)), itoa(us(now(p.Now))))
+	if err != nil {
+		return nil, err
+	}
+	if err := status(arr, fmt.Sprintf("schedule %q", p.Name)); err != nil {
+		return nil, err
+	}
+	got := parseSchedule(asMap(at(arr, 1)))
+	if err := s.setRunning(ctx, got); err != nil {
+		return nil, err
+	}
+	return got, nil
+}
+
 // FireSchedule implements store.Store with one script (fire_schedule.lua):
 // the compare and set of next_run_at, the dedup lookup, the overlap check
 // (the schedule's live set, each member's status read in the script), the

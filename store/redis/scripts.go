@@ -52,6 +52,7 @@ var (
 	scriptEnsureAdminKey  = mustScript("ensure_admin_key")
 	scriptPutSchedule     = mustScript("put_schedule")
 	scriptDeleteSchedule  = mustScript("delete_schedule")
+	scriptSetSchedule     = mustScript("set_schedule_enabled")
 	scriptFireSchedule    = mustScript("fire_schedule")
 	scriptPutRateLimit    = mustScript("put_rate_limit")
 	scriptDeleteRateLimit = mustScript("delete_rate_limit")
@@ -76,7 +77,7 @@ var (
 		scriptAdmit, scriptClaim, scriptHeartbeat, scriptComplete, scriptFail, scriptRelease,
 		scriptCancel, scriptDelete, scriptRescue, scriptPromote, scriptPrune,
 		scriptCreateTenant, scriptUpdateTenant, scriptAddAPIKey, scriptEnsureAdminKey,
-		scriptPutSchedule, scriptDeleteSchedule, scriptFireSchedule, scriptPutRateLimit, scriptDeleteRateLimit,
+		scriptPutSchedule, scriptDeleteSchedule, scriptSetSchedule, scriptFireSchedule, scriptPutRateLimit, scriptDeleteRateLimit,
 		scriptDeleteTenant, scriptDeleteAPIKey, scriptTouchAPIKey, scriptBackfill,
 		scriptSeedTurns, scriptStep, scriptSuspend, scriptSignal, scriptWake, scriptRetry,
 		scriptQueueStats, scriptReportServer, scriptPresence, scriptActivity, scriptListRateLimits,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -57,6 +58,38 @@ func (s *Store) GetTenant(ctx context.Context, p *store.GetTenantParams) (*store
 		return nil, fmt.Errorf("tenant %q: %w", p.Name, store.ErrNotFound)
 	}
 	return parseTenant(m), nil
+}
+
+// ListTenants implements store.Store: the names from the tenants set,
+// sorted here, then one pipelined read of the page's records. A tenant
+// deleted between the two is left out.
+func (s *Store) ListTenants(ctx context.Context, p *store.ListTenantsParams) ([]*store.Tenant, error) {
+	names, err := s.rdb.SMembers(ctx, s.k.tenants()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redis: list tenants: %w", interpretError(err))
+	}
+	slices.Sort(names)
+	from, _ := slices.BinarySearch(names, p.After)
+	if from < len(names) && names[from] == p.After {
+		from++
+	}
+	names = names[from:min(len(names), from+p.PageLimit())]
+	cmds := make([]*goredis.MapStringStringCmd, len(names))
+	if _, err := s.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
+		for i, n := range names {
+			cmds[i] = pipe.HGetAll(ctx, s.k.tenant(n))
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("redis: list tenants: %w", interpretError(err))
+	}
+	out := make([]*store.Tenant, 0, len(names))
+	for _, c := range cmds {
+		if m := c.Val(); len(m) > 0 {
+			out = append(out, parseTenant(m))
+		}
+	}
+	return out, nil
 }
 
 // UpdateTenant implements store.Store (update_tenant.lua).

@@ -180,6 +180,33 @@ func (s *Store) DeleteSchedule(ctx context.Context, p *store.DeleteScheduleParam
 	})
 }
 
+// SetScheduleEnabled implements store.Store: one UPDATE that changes a
+// schedule only when its Enabled flag differs, then the schedule read back,
+// in one transaction.
+func (s *Store) SetScheduleEnabled(ctx context.Context, p *store.SetScheduleEnabledParams) (*store.Schedule, error) {
+	t := now(p.Now)
+	var sc *store.Schedule
+	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
+		var err error
+		if p.Enabled {
+			_, err = tx.ExecContext(ctx, `UPDATE schedules SET enabled = 1, next_run_at = ?, updated_at = ?
+				WHERE tenant = ? AND name = ? AND enabled = 0`, ns(p.NextRunAt), ns(t), p.Tenant, p.Name)
+		} else {
+			_, err = tx.ExecContext(ctx, `UPDATE schedules SET enabled = 0, updated_at = ?
+				WHERE tenant = ? AND name = ? AND enabled = 1`, ns(t), p.Tenant, p.Name)
+		}
+		if err != nil {
+			return false, fmt.Errorf("sqlite: set schedule enabled: %w", err)
+		}
+		sc, err = getSchedule(ctx, tx, p.Tenant, p.Name)
+		return false, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
 // FireSchedule implements store.Store. The whole tick is one IMMEDIATE
 // transaction (one step of the writer): the compare-and-set on
 // next_run_at, the dedup lookup, the overlap check, the insert of the

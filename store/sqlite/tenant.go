@@ -45,19 +45,51 @@ func (s *Store) GetTenant(ctx context.Context, p *store.GetTenantParams) (*store
 	return interpreted(getTenant(ctx, s.read, p.Name))
 }
 
-func getTenant(ctx context.Context, q querier, name string) (*store.Tenant, error) {
+// tenantColumns are what scanTenant reads, in its order.
+const tenantColumns = `name, max_inflight, inflight, dedup_ttl, retention, created_at, disabled`
+
+// scanTenant reads one row of tenantColumns.
+func scanTenant(row interface{ Scan(...any) error }) (*store.Tenant, error) {
 	var ten store.Tenant
 	var ttl, ret, created int64
-	err := q.QueryRowContext(ctx, `SELECT name, max_inflight, inflight, dedup_ttl, retention, created_at, disabled
-		FROM tenants WHERE name = ?`, name).Scan(&ten.Name, &ten.MaxInflight, &ten.Inflight, &ttl, &ret, &created, &ten.Disabled)
+	if err := row.Scan(&ten.Name, &ten.MaxInflight, &ten.Inflight, &ttl, &ret, &created, &ten.Disabled); err != nil {
+		return nil, err
+	}
+	ten.DedupTTL, ten.Retention, ten.CreatedAt = durationNS(ttl), durationNS(ret), fromNS(created)
+	return &ten, nil
+}
+
+func getTenant(ctx context.Context, q querier, name string) (*store.Tenant, error) {
+	ten, err := scanTenant(q.QueryRowContext(ctx, `SELECT `+tenantColumns+` FROM tenants WHERE name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("tenant %q: %w", name, store.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: get tenant: %w", err)
 	}
-	ten.DedupTTL, ten.Retention, ten.CreatedAt = durationNS(ttl), durationNS(ret), fromNS(created)
-	return &ten, nil
+	return ten, nil
+}
+
+// ListTenants implements store.Store.
+func (s *Store) ListTenants(ctx context.Context, p *store.ListTenantsParams) ([]*store.Tenant, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+tenantColumns+` FROM tenants WHERE name > ?
+		ORDER BY name LIMIT ?`, p.After, p.PageLimit())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list tenants: %w", interpretError(err))
+	}
+	defer rows.Close()
+	var out []*store.Tenant
+	for rows.Next() {
+		ten, err := scanTenant(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list tenants: %w", interpretError(err))
+		}
+		out = append(out, ten)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list tenants: %w", interpretError(err))
+	}
+	return out, nil
 }
 
 // UpdateTenant implements store.Store.

@@ -101,6 +101,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"FlowRace", testFlowRace},
 		{"Runs", testRuns},
 		{"Observe", testObserve},
+		{"TenantList", testTenantList},
+		{"SchedulePause", testSchedulePause},
 	}
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {

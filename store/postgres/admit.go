@@ -53,29 +53,30 @@ DELETE FROM latch_dedup_keys d USING unnest($2::text[], $3::text[]) AS u(k, id)
 WHERE d.tenant = $1 AND d.dedup_key = u.k AND d.execution_id = u.id::uuid`
 
 	// Insert executions of tenant $1 created at $2, one row per element
-	// of the arrays $3..$16. A skipped tick (FireSchedule) is inserted
-	// finished at its creation.
+	// of the arrays $3..$17 ($17: trace parents, NULL for none). A skipped
+	// tick (FireSchedule) is inserted finished at its creation.
 	sqlInsertExecutions = `
 INSERT INTO latch_executions (id, tenant, kind, queue, priority, status, dedup_key,
     concurrency_key, concurrency_limit, rate_key, payload, max_attempts, timeout_seconds,
-    schedule, created_at, run_at, finished_at)
+    schedule, created_at, run_at, finished_at, trace_parent)
 SELECT u.id::uuid, $1, u.kind, u.queue, u.priority, u.status, nullif(u.dedup_key, ''),
     nullif(u.ckey, ''), nullif(u.climit, 0), nullif(u.rkey, ''), u.payload, u.max_attempts,
     u.timeout_seconds, nullif(u.schedule, ''), $2, u.run_at,
-    CASE WHEN u.status = 'skipped' THEN $2::timestamptz END
+    CASE WHEN u.status = 'skipped' THEN $2::timestamptz END, u.trace_parent
 FROM unnest($3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[],
-    $10::int[], $11::text[], $12::text[], $13::int[], $14::int[], $15::text[], $16::timestamptz[])
+    $10::int[], $11::text[], $12::text[], $13::int[], $14::int[], $15::text[], $16::timestamptz[],
+    $17::text[])
     AS u(id, kind, queue, priority, status, dedup_key, ckey, climit, rkey, payload, max_attempts,
-         timeout_seconds, schedule, run_at)`
+         timeout_seconds, schedule, run_at, trace_parent)`
 
 	// sqlAdmitUnkeyed admits a group without dedup keys in one statement, all
-	// or nothing: its $17 quota units from one shard no other transaction
+	// or nothing: its $18 quota units from one shard no other transaction
 	// holds, and the executions. Without such a shard it inserts nothing and
 	// admitTx decides.
 	sqlAdmitUnkeyed = `
 WITH tok AS (
-    UPDATE latch_quota_shards q SET free = q.free - $17
-    FROM (SELECT shard FROM latch_quota_shards WHERE tenant = $1 AND free >= $17
+    UPDATE latch_quota_shards q SET free = q.free - $18
+    FROM (SELECT shard FROM latch_quota_shards WHERE tenant = $1 AND free >= $18
           ORDER BY shard LIMIT 1 FOR UPDATE SKIP LOCKED) c
     WHERE q.tenant = $1 AND q.shard = c.shard
     RETURNING 1

@@ -319,7 +319,7 @@ func insertExecutions(ctx context.Context, tx pgx.Tx, tenant string, items []ite
 	return nil
 }
 
-// executionArrays are the arguments $1..$16 of sqlInsertExecutions for the
+// executionArrays are the arguments $1..$17 of sqlInsertExecutions for the
 // executions of items[idx].
 func executionArrays(tenant string, t time.Time, items []item, idx []int) []any {
 	n := len(idx)
@@ -329,14 +329,15 @@ func executionArrays(tenant string, t time.Time, items []item, idx []int) []any 
 			make([]string, n), make([]string, n), make([]string, n)
 		prios, climits, attempts, timeouts = make([]int, n), make([]int, n), make([]int, n), make([]int, n)
 		runAts                             = make([]time.Time, n)
+		traces                             = make([]*string, n)
 	)
 	for j, i := range idx {
 		e := items[i].exec
 		ids[j], kinds[j], queues[j], statuses[j] = e.ID, e.Kind, e.Queue, string(e.Status)
 		keys[j], ckeys[j], rkeys[j], payloads[j], schedules[j] = e.DedupKey, e.ConcurrencyKey, e.RateKey, string(e.Payload), e.Schedule
 		prios[j], climits[j], attempts[j], timeouts[j] = e.Priority, e.ConcurrencyLimit, e.MaxAttempts, e.TimeoutSeconds
-		runAts[j] = e.RunAt
+		runAts[j], traces[j] = e.RunAt, strPtr(e.TraceParent)
 	}
 	return []any{tenant, t, ids, kinds, queues, prios, statuses, keys, ckeys,
-		climits, rkeys, payloads, attempts, timeouts, schedules, runAts}
+		climits, rkeys, payloads, attempts, timeouts, schedules, runAts, traces}
 }

@@ -82,9 +82,9 @@ FROM c ORDER BY ord`
 	// (journals.go). The columns are named, so that a statement can return
 	// them from its CTE u (sqlClaimed) and leave out sqlRunReturning's.
 	sqlClaimReturning = `x.id::text AS id, x.tenant, x.kind, x.queue, x.payload, x.attempt, x.max_attempts,
-    x.timeout_seconds, x.lease_token::text AS lease_token, x.has_steps`
+    x.timeout_seconds, x.lease_token::text AS lease_token, x.has_steps, x.trace_parent`
 	sqlClaimed = `u.id, u.tenant, u.kind, u.queue, u.payload, u.attempt, u.max_attempts,
-    u.timeout_seconds, u.lease_token, u.has_steps`
+    u.timeout_seconds, u.lease_token, u.has_steps, u.trace_parent`
 
 	// The candidates of claimTx's later rounds ({filters} of the form
 	// claimFilters renders, numbered from $%[1]d): not seen by an earlier
@@ -192,9 +192,10 @@ func scanClaimed(row pgx.Row, prefix ...any) (*claimed, error) {
 		id, tenant, kind, queue, payload, token *string
 		attempt, maxAttempts, timeout           *int
 		hasSteps                                *bool
+		trace                                   *string
 	)
 	dest := append(prefix, &id, &tenant, &kind, &queue, &payload, &attempt, &maxAttempts,
-		&timeout, &token, &hasSteps)
+		&timeout, &token, &hasSteps, &trace)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -205,10 +206,18 @@ func scanClaimed(row pgx.Row, prefix ...any) (*claimed, error) {
 		lease: store.Lease{
 			ExecutionID: *id, Tenant: *tenant, Kind: *kind, Queue: *queue,
 			Payload: json.RawMessage(*payload), Attempt: *attempt, MaxAttempts: *maxAttempts,
-			TimeoutSeconds: *timeout, Token: *token,
+			TimeoutSeconds: *timeout, Token: *token, TraceParent: derefOr(trace, ""),
 		},
 		hasSteps: *hasSteps,
 	}, nil
+}
+
+// derefOr is *p, or def when p is nil.
+func derefOr[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
 }
 
 // leasesInOrder returns the leases in claim order, as Claim promises

@@ -41,9 +41,9 @@ const sqlAdmitMany = `
 WITH u AS (
     SELECT * FROM unnest($1::text[], $2::uuid[], $3::text[], $4::timestamptz[], $5::text[], $6::text[],
         $7::int[], $8::text[], $9::text[], $10::int[], $11::text[], $12::text[], $13::int[], $14::int[],
-        $15::text[], $16::timestamptz[])
+        $15::text[], $16::timestamptz[], $18::text[])
     WITH ORDINALITY AS u(tenant, id, dedup_key, now, kind, queue, priority, status, ckey, climit,
-        rkey, payload, max_attempts, timeout_seconds, schedule, run_at, n)
+        rkey, payload, max_attempts, timeout_seconds, schedule, run_at, trace_parent, n)
 ), known AS (
     SELECT u.*, t.dedup_ttl FROM u JOIN latch_tenants t ON t.name = u.tenant
 ), dk AS (
@@ -68,9 +68,9 @@ WITH u AS (
 ), ex AS (
     INSERT INTO latch_executions (id, tenant, kind, queue, priority, status, dedup_key,
         concurrency_key, concurrency_limit, rate_key, payload, max_attempts, timeout_seconds,
-        schedule, created_at, run_at)
+        schedule, created_at, run_at, trace_parent)
     SELECT id, tenant, kind, queue, priority, status, dedup_key, ckey, climit, rkey, payload,
-        max_attempts, timeout_seconds, schedule, now, run_at
+        max_attempts, timeout_seconds, schedule, now, run_at, trace_parent
     FROM need WHERE tenant IN (SELECT tenant FROM tok)
     RETURNING id
 )
@@ -309,6 +309,7 @@ func buildAdmit(all []groupOp) statement {
 		nows, runAts                  = make([]time.Time, k), make([]time.Time, k)
 		prios, attempts, timeouts     = make([]int, k), make([]int, k), make([]int, k)
 		climits                       = make([]*int, k)
+		traces                        = make([]*string, k)
 	)
 	for i, g := range ops {
 		o := g.(*admitOp)
@@ -317,6 +318,7 @@ func buildAdmit(all []groupOp) statement {
 		kinds[i], queues[i], prios[i], statuses[i] = e.Kind, e.Queue, e.Priority, string(e.Status)
 		ckeys[i], rkeys[i], payloads[i] = strPtr(e.ConcurrencyKey), strPtr(e.RateKey), string(e.Payload)
 		attempts[i], timeouts[i], schedules[i], runAts[i] = e.MaxAttempts, e.TimeoutSeconds, strPtr(e.Schedule), e.RunAt
+		traces[i] = strPtr(e.TraceParent)
 		if e.ConcurrencyKey != "" {
 			climits[i] = &e.ConcurrencyLimit
 		}
@@ -324,7 +326,7 @@ func buildAdmit(all []groupOp) statement {
 	return statement{
 		sql: sqlAdmitMany,
 		args: []any{tenants, ids, keys, nows, kinds, queues, prios, statuses, ckeys, climits,
-			rkeys, payloads, attempts, timeouts, schedules, runAts, strict},
+			rkeys, payloads, attempts, timeouts, schedules, runAts, strict, traces},
 		read: func(rows pgx.Rows) error {
 			var n int64
 			var created bool

@@ -1,0 +1,61 @@
+-- latch schema version 8: what operators observe (store/observe.go,
+-- docs/tracing.md): the trace context and dedup hits of an execution,
+-- server reports, workers seen, and activity minutes.
+--
+-- trace_parent: the submission's W3C traceparent, NULL for none. dedup_hits
+-- and last_dedup_hit_at: the submits and schedule fires that the execution's
+-- dedup key answered with it, counted by the statement that answers each
+-- (an UPDATE of the row, dedup_hits = dedup_hits + n, under its row lock).
+-- None is indexed, so a hit's update stays HOT; the default is a constant,
+-- so adding the columns rewrites nothing and every execution has 0 hits.
+ALTER TABLE latch_executions
+    ADD COLUMN trace_parent text,
+    ADD COLUMN dedup_hits integer NOT NULL DEFAULT 0,
+    ADD COLUMN last_dedup_hit_at timestamptz;
+
+-- QueueStats reads the executions in flight status by status, each from a
+-- partial index that holds only them: queued and scheduled ones from
+-- latch_executions_queued and _scheduled, running ones from
+-- latch_executions_leases, and suspended ones from this index (the wake
+-- index holds only those with a wake time). A suspension is not on a hot
+-- path; queued and running rows, which every submit and claim write, get no
+-- further index entry.
+CREATE INDEX latch_executions_suspended ON latch_executions (tenant) WHERE status = 'suspended';
+
+-- A server's latest report (ServerReport): one row per server id, rewritten
+-- every store.ReportEvery; Prune forgets a server not seen for
+-- store.PresenceKept.
+CREATE TABLE latch_servers (
+    id            text PRIMARY KEY,
+    host          text NOT NULL,
+    version       text NOT NULL,
+    started_at    timestamptz NOT NULL,
+    last_seen_at  timestamptz NOT NULL
+) WITH (fillfactor = 50);
+CREATE INDEX latch_servers_seen ON latch_servers (last_seen_at);
+
+-- The workers that claimed through a server: tenant '' for a server's own
+-- worker slots (and the admin key's). last_seen_at never moves back.
+-- DeleteTenant removes a tenant's; no foreign key, so a report names any.
+CREATE TABLE latch_workers (
+    server_id     text NOT NULL,
+    tenant        text NOT NULL,
+    worker_id     text NOT NULL,
+    last_seen_at  timestamptz NOT NULL,
+    PRIMARY KEY (server_id, tenant, worker_id)
+) WITH (fillfactor = 50);
+CREATE INDEX latch_workers_tenant ON latch_workers (tenant, last_seen_at);
+CREATE INDEX latch_workers_seen ON latch_workers (last_seen_at);
+
+-- Runs started and failed per tenant and whole UTC minute: each report adds
+-- its deltas (INSERT ... ON CONFLICT DO UPDATE, in (tenant, minute) order),
+-- so two servers' counts sum. Prune drops minutes older than
+-- store.ActivityKept, DeleteTenant a tenant's.
+CREATE TABLE latch_activity (
+    tenant    text NOT NULL,
+    minute    timestamptz NOT NULL,
+    starts    bigint NOT NULL DEFAULT 0,
+    failures  bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (tenant, minute)
+) WITH (fillfactor = 50);
+CREATE INDEX latch_activity_minute ON latch_activity (minute);

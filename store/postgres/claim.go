@@ -137,9 +137,10 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 	}
 	got := op.leases
 	var retryAt time.Time
+	var deferred int
 	if op.limited {
 		var err error
-		if got, retryAt, err = s.claimTx(ctx, p, t, maxN, expires); err != nil {
+		if got, retryAt, deferred, err = s.claimTx(ctx, p, t, maxN, expires); err != nil {
 			return nil, err
 		}
 	}
@@ -153,7 +154,7 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 		s.feed.PublishAll()
 		return nil, fmt.Errorf("postgres: claim: %w", interpretError(err))
 	}
-	res := &store.ClaimResult{Leases: leasesInOrder(got, expires), RetryAt: retryAt}
+	res := &store.ClaimResult{Leases: leasesInOrder(got, expires), RetryAt: retryAt, Deferred: deferred}
 	return s.feed.Claimed(res, nil)
 }
 
@@ -252,13 +253,13 @@ func leasesInOrder(cs []claimed, expires time.Time) []store.Lease {
 // a TAT, and they do so under these locks, so the limits hold (I4, I7).
 // Later rounds wait for no lock: they consider only candidates whose keys
 // and buckets the claim already holds, or that have none (a later lock
-// taken out of order could deadlock with another claimer).
-func (s *Store) claimTx(ctx context.Context, p *store.ClaimParams, t time.Time, maxN int, expires time.Time) ([]claimed, time.Time, error) {
-	var leases []claimed
-	var retryAt time.Time
-	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
+// taken out of order could deadlock with another claimer). deferred counts
+// the executions the claim deferred (ClaimResult.Deferred).
+func (s *Store) claimTx(ctx context.Context, p *store.ClaimParams, t time.Time, maxN int, expires time.Time) (
+	leases []claimed, retryAt time.Time, deferred int, err error) {
+	err = s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
 		c := &claimRun{p: p, t: t, expires: expires, running: map[pair]int{}}
-		leases, retryAt = nil, time.Time{}
+		leases, retryAt, deferred = nil, time.Time{}, 0
 		for round := 0; len(leases) < maxN; round++ {
 			batch := (maxN-len(leases))*2 + 8 // a few spare candidates let the limits skip some
 			cands, err := c.candidates(ctx, tx, round, batch)
@@ -275,10 +276,11 @@ func (s *Store) claimTx(ctx context.Context, p *store.ClaimParams, t time.Time, 
 				return false, err
 			}
 			leases = append(leases, got...)
-			at, err := deferRefused(ctx, tx, p, t, c.buckets)
+			at, n, err := deferRefused(ctx, tx, p, t, c.buckets)
 			if err != nil {
 				return false, err
 			}
+			deferred += n
 			if !at.IsZero() && (retryAt.IsZero() || at.Before(retryAt)) {
 				retryAt = at
 			}
@@ -298,9 +300,9 @@ func (s *Store) claimTx(ctx context.Context, p *store.ClaimParams, t time.Time, 
 		return len(leases) > 0, nil
 	})
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("postgres: claim: %w", err)
+		return nil, time.Time{}, 0, fmt.Errorf("postgres: claim: %w", err)
 	}
-	return leases, retryAt, nil
+	return leases, retryAt, deferred, nil
 }
 
 // claimRun is one claimTx attempt.

@@ -218,8 +218,8 @@ func writeBuckets(ctx context.Context, tx pgx.Tx, buckets map[pair]*bucket) erro
 
 // deferRefused defers the ready executions of the buckets that refused a
 // start in this round of the claim (sqlDeferRated) and returns the earliest
-// RunAt it gave, zero if none.
-func deferRefused(ctx context.Context, tx pgx.Tx, p *store.ClaimParams, t time.Time, buckets map[pair]*bucket) (time.Time, error) {
+// RunAt it gave, zero if none, and how many it deferred.
+func deferRefused(ctx context.Context, tx pgx.Tx, p *store.ClaimParams, t time.Time, buckets map[pair]*bucket) (time.Time, int, error) {
 	var tenants, keys []string
 	var freeAt []time.Time
 	var ivs []int64
@@ -232,23 +232,25 @@ func deferRefused(ctx context.Context, tx pgx.Tx, p *store.ClaimParams, t time.T
 		}
 	}
 	if len(tenants) == 0 {
-		return time.Time{}, nil
+		return time.Time{}, 0, nil
 	}
 	filters, fargs := claimFilters(p, 7)
 	rows, err := tx.Query(ctx, strings.Replace(sqlDeferRated, "{filters}", filters, 1),
 		append([]any{t, tenants, keys, freeAt, ivs, k0}, fargs...)...)
 	if err != nil {
-		return time.Time{}, err
+		return time.Time{}, 0, err
 	}
 	var earliest time.Time
 	var k pair
 	var runAt time.Time
+	n := 0
 	_, err = pgx.ForEachRow(rows, []any{&k.tenant, &k.name, &runAt}, func() error {
 		buckets[k].deferred++
+		n++
 		if earliest.IsZero() || runAt.Before(earliest) {
 			earliest = runAt.UTC()
 		}
 		return nil
 	})
-	return earliest, err
+	return earliest, n, err
 }

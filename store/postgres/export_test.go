@@ -32,3 +32,9 @@ func ObservePlanQueries() map[string]PlanQuery {
 	}
 	return out
 }
+
+// ListPlanQuery is List's statement for a first page of 50 of every
+// tenant's executions.
+func ListPlanQuery() string {
+	return `SELECT ` + executionColumnsPlain + ` FROM latch_executions ORDER BY latch_executions.id DESC LIMIT 51`
+}

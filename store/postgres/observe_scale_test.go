@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/latch-run/latch/store"
+	"github.com/latch-run/latch/store/postgres"
 )
 
 // TestObserveScale1M times the observation reads and List on a store of
@@ -41,7 +43,7 @@ func TestObserveScale1M(t *testing.T) {
 	// Ids are time-ordered (UUIDv7-like: 48 bits of milliseconds first), as
 	// the store makes them: created over the last 10 days, one row every
 	// ~0.86 s; one row in 100 is in flight, spread over the whole range, each
-// (tenant, queue) with some of every status in flight.
+	// (tenant, queue) with some of every status in flight.
 	seed := `INSERT INTO ` + tbl("latch_executions") + ` (id, tenant, kind, queue, priority, status,
     payload, result, attempt, max_attempts, timeout_seconds, created_at, run_at, started_at, finished_at,
     worker_id, lease_token, lease_expires_at, concurrency_key, concurrency_limit, wake_at, dedup_hits)
@@ -100,6 +102,13 @@ FROM (
 		t.Fatalf("%d executions in flight (%v), want 10000", inflight, err)
 	}
 
+	for _, q := range []struct{ name, sql string }{
+		{"QueueStats all tenants", postgres.ObservePlanQueries()["QueueStats tenant="].SQL},
+		{"List first page", postgres.ListPlanQuery()},
+	} {
+		plan := explainAnalyze(t, schema, q.sql, now)
+		t.Logf("%s:\n%s", q.name, strings.Join(plan, "\n"))
+	}
 	median := func(name string, fn func() (int, error)) {
 		t.Helper()
 		var ds []time.Duration
@@ -182,3 +191,32 @@ FROM (
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// explainAnalyze runs sql (its $1: now) on schema as the store's
+// connections would, and returns its EXPLAIN (ANALYZE, BUFFERS).
+func explainAnalyze(t *testing.T, schema, sql string, now time.Time) []string {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := admin.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SET LOCAL search_path = `+pgx.Identifier{schema}.Sanitize()+
+		`; SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL jit = off`); err != nil {
+		t.Fatal(err)
+	}
+	var args []any
+	if strings.Contains(sql, "$1") {
+		args = append(args, now)
+	}
+	rows, err := tx.Query(ctx, `EXPLAIN (ANALYZE, BUFFERS) `+sql, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}

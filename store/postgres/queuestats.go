@@ -10,16 +10,16 @@ import (
 	"github.com/latch-run/latch/store"
 )
 
-// QueueStats and ConcurrencyKeys read the executions in flight only, each
-// status from the partial index that holds it (latch_executions_queued,
-// _scheduled, _leases, _suspended, _concurrency): their cost follows the
-// executions in flight, whatever the number of finished ones. {tenant} is
-// replaced by the tenant filter, empty for every tenant.
+// QueueStats and ConcurrencyKeys read the executions in flight only, from
+// partial indexes that hold nothing else (latch_executions_inflight, whose
+// columns answer QueueStats by an index only scan; _concurrency): their
+// cost follows the executions in flight, whatever the number of finished
+// ones (TestObserveScale1M). {tenant} is replaced by the tenant filter,
+// empty for every tenant.
 const (
 	// The counts of each (tenant, queue) with an execution in flight, at
 	// $1: ready (queued, or scheduled and due) and the oldest ready run_at,
-	// scheduled for later, running, suspended. One statement, one snapshot:
-	// an execution moving between statuses meanwhile is counted once.
+	// scheduled for later, running, suspended. One statement, one snapshot.
 	sqlQueueStats = `
 SELECT tenant, queue,
     count(*) FILTER (WHERE status = 'queued' OR run_at <= $1 AND status = 'scheduled'),
@@ -27,15 +27,8 @@ SELECT tenant, queue,
     count(*) FILTER (WHERE status = 'scheduled' AND run_at > $1),
     count(*) FILTER (WHERE status = 'running'),
     count(*) FILTER (WHERE status = 'suspended')
-FROM (
-    SELECT tenant, queue, status, run_at FROM latch_executions WHERE status = 'queued'{tenant}
-    UNION ALL
-    SELECT tenant, queue, status, run_at FROM latch_executions WHERE status = 'scheduled'{tenant}
-    UNION ALL
-    SELECT tenant, queue, status, run_at FROM latch_executions WHERE status = 'running'{tenant}
-    UNION ALL
-    SELECT tenant, queue, status, run_at FROM latch_executions WHERE status = 'suspended'{tenant}
-) e
+FROM latch_executions
+WHERE status IN ('scheduled', 'queued', 'running', 'suspended'){tenant}
 GROUP BY tenant, queue`
 
 	// The running executions per (tenant, concurrency key), the largest

@@ -155,8 +155,14 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
+	// ORDER BY names the table's id: a bare id is the output column
+	// id::text, whose order no index has, so every page sorted every row
+	// the filters let through (2 s for an unfiltered page of a million
+	// executions, TestObserveScale1M) instead of walking the primary key
+	// (or latch_executions_tenant) from the newest id and stopping after the
+	// page.
 	args = append(args, limit+1)
-	query += fmt.Sprintf(` ORDER BY id DESC LIMIT $%d`, len(args))
+	query += fmt.Sprintf(` ORDER BY latch_executions.id DESC LIMIT $%d`, len(args))
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list: %w", interpretError(err))

@@ -6,21 +6,20 @@
 -- and last_dedup_hit_at: the submits and schedule fires that the execution's
 -- dedup key answered with it, counted by the statement that answers each
 -- (an UPDATE of the row, dedup_hits = dedup_hits + n, under its row lock).
--- None is indexed, so a hit's update stays HOT; the default is a constant,
+-- None is indexed (a hit's update is HOT where its page has room); the default is a constant,
 -- so adding the columns rewrites nothing and every execution has 0 hits.
 ALTER TABLE latch_executions
     ADD COLUMN trace_parent text,
     ADD COLUMN dedup_hits integer NOT NULL DEFAULT 0,
     ADD COLUMN last_dedup_hit_at timestamptz;
 
--- QueueStats reads the executions in flight status by status, each from a
--- partial index that holds only them: queued and scheduled ones from
--- latch_executions_queued and _scheduled, running ones from
--- latch_executions_leases, and suspended ones from this index (the wake
--- index holds only those with a wake time). A suspension is not on a hot
--- path; queued and running rows, which every submit and claim write, get no
--- further index entry.
-CREATE INDEX latch_executions_suspended ON latch_executions (tenant) WHERE status = 'suspended';
+-- The executions in flight by tenant and queue, for QueueStats: an index
+-- only scan of this index answers it (status and run_at are in it), however
+-- many finished executions the table holds. A submit, a claim, a retry and
+-- a promotion (each writes a new row version with a status in flight) add
+-- one entry to it; an execution that ends adds none.
+CREATE INDEX latch_executions_inflight ON latch_executions (tenant, queue, status, run_at)
+    WHERE status IN ('scheduled', 'queued', 'running', 'suspended');
 
 -- A server's latest report (ServerReport): one row per server id, rewritten
 -- every store.ReportEvery; Prune forgets a server not seen for

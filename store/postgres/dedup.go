@@ -78,21 +78,25 @@ SELECT m.n, e.id, NULL::int, NULL::int, ` + columns("e") + `
 FROM m JOIN latch_executions e ON e.id = m.id WHERE NOT m.same`
 
 // sqlLockHits is admitTx's: it locks the executions that tenant $1's keys
-// $2 map to, in id order, and counts $3 hits (per key; 0 for a key that only
-// answers reuses) at $4, returning each key's TTL end and execution after
-// the count.
+// $2 map to, in id order, and counts $3 hits (per key) at $4, returning
+// each key's TTL end and execution as it is now: after the count, or, for
+// a key with no hit to count (it only answers reuses), as locked, which
+// is its newest version, unchanged.
 var sqlLockHits = `
 WITH l AS MATERIALIZED (
-    SELECT d.dedup_key, d.expires_at, e.id, u.hits
+    SELECT d.dedup_key AS k, d.expires_at AS k_expires, u.hits AS k_hits, e.*
     FROM unnest($2::text[], $3::int[]) AS u(dedup_key, hits)
     JOIN latch_dedup_keys d ON d.tenant = $1 AND d.dedup_key = u.dedup_key
     JOIN latch_executions e ON e.id = d.execution_id
     ORDER BY e.id FOR NO KEY UPDATE OF e
+), h AS (
+    UPDATE latch_executions x SET dedup_hits = x.dedup_hits + l.k_hits, last_dedup_hit_at = $4
+    FROM l WHERE x.id = ANY(ARRAY(SELECT l.id FROM l WHERE l.k_hits > 0)) AND x.id = l.id
+    RETURNING l.k, l.k_expires, ` + columns("x") + `
 )
-UPDATE latch_executions x SET dedup_hits = x.dedup_hits + l.hits,
-    last_dedup_hit_at = CASE WHEN l.hits > 0 THEN $4::timestamptz ELSE x.last_dedup_hit_at END
-FROM l WHERE x.id = ANY(ARRAY(SELECT l.id FROM l)) AND x.id = l.id
-RETURNING l.dedup_key, l.expires_at, ` + columns("x")
+SELECT * FROM h
+UNION ALL
+SELECT l.k, l.k_expires, ` + columns("l") + ` FROM l WHERE l.k_hits = 0`
 
 // sameRequest reports whether sub asks for what existing is (same kind, same
 // canonical payload): then a dedup key that maps to existing answers sub

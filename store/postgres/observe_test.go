@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -399,5 +400,43 @@ func TestQueueStatsPlans(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// TestDedupHitsInBatches: a batch that cannot be admitted in one statement
+// (its key is taken) runs as a transaction (admitTx), which counts its hits
+// when it locks them: two items with the key are two hits, numbered in
+// order; an item that reuses the key with another payload is refused and
+// counts nothing, and changes nothing of the execution.
+func TestDedupHitsInBatches(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := obsStore(t, 4, store.CreateTenantParams{})
+	x := admitOne(t, s, keyedSub("k"), obsNow).Execution
+	at := obsNow.Add(time.Minute)
+	r, err := s.Admit(ctx, &store.AdmitParams{Tenant: "acme", Now: at,
+		Items: []store.Submission{{Kind: "other"}, keyedSub("k"), keyedSub("k")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{1, 2} {
+		a := r.Items[i+1]
+		if a.Err != nil || !a.Deduplicated || a.Execution.ID != x.ID || a.Execution.DedupHits != want ||
+			a.Execution.LastDedupHitAt == nil || !a.Execution.LastDedupHitAt.Equal(at) {
+			t.Fatalf("batch item %d: %+v, want hit %d at %s", i+1, a, want, at)
+		}
+	}
+	reuse := keyedSub("k")
+	reuse.Payload = json.RawMessage(`{"n":2}`)
+	r, err = s.Admit(ctx, &store.AdmitParams{Tenant: "acme", Now: at.Add(time.Minute),
+		Items: []store.Submission{{Kind: "other"}, reuse}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Items[0].Err != nil || !errors.Is(r.Items[1].Err, store.ErrDedupKeyReused) {
+		t.Fatalf("batch with a reuse: %+v", r.Items)
+	}
+	if got := getExec(t, s, x.ID); got.DedupHits != 2 || !got.LastDedupHitAt.Equal(at) {
+		t.Fatalf("after a refused reuse: DedupHits %d at %v, want 2 at %s", got.DedupHits, got.LastDedupHitAt, at)
 	}
 }

@@ -235,7 +235,7 @@ func testObserve(t *testing.T, ns NewStore) {
 		wantWorkers(t, "workers seen since 7s", p.Workers, []*store.WorkerSeen{{ID: "w1", ServerID: "s1", LastSeenAt: at(10 * time.Second)}})
 
 		// Prune forgets what was not seen for PresenceKept.
-		e.prune(at(10*time.Second+store.PresenceKept-time.Second), 0)
+		e.prune(at(5*time.Second+store.PresenceKept-time.Second), 0)
 		if p := e.presence("", at(-time.Hour)); len(p.Servers) != 2 || len(p.Workers) != 3 {
 			t.Errorf("Prune before PresenceKept forgot: %s %s", showItems(p.Servers), showItems(p.Workers))
 		}
@@ -334,9 +334,9 @@ func testObserve(t *testing.T, ns NewStore) {
 			t.Fatalf("claimed %d of acme's, want 3", len(acmeLeases))
 		}
 		e.claimOne(globex, base)
-		e.submit(acme, base, withKey("e", 1)) // queued, not running: not in use
 		e.submit(acme, base, withKey("d", 1)) // held back by d
 		e.claimNone(acme, base)
+		e.submit(acme, base, withKey("e", 1)) // queued, not running: not in use
 
 		want := []*store.ConcurrencyKeyUse{
 			{Tenant: acme, Key: "c", Running: 2, Limit: 2},

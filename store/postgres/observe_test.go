@@ -440,3 +440,46 @@ func TestDedupHitsInBatches(t *testing.T) {
 		t.Fatalf("after a refused reuse: DedupHits %d at %v, want 2 at %s", got.DedupHits, got.LastDedupHitAt, at)
 	}
 }
+
+// TestReportServerRules: a report without a server id, with a worker
+// without an id, or with an activity count below 0 or without a tenant is
+// refused whole (ErrInvalid, nothing written); counts given at any time of
+// a minute land in that minute, and a tenant's counts given twice in one
+// report add up; workers and counts of a tenant that does not exist are
+// left out.
+func TestReportServerRules(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := obsStore(t, 4, store.CreateTenantParams{})
+	for name, r := range map[string]store.ServerReport{
+		"no server id":    {Now: obsNow},
+		"a worker no id":  {ID: "s1", Now: obsNow, Workers: []store.WorkerSeen{{Tenant: "acme"}}},
+		"negative starts": {ID: "s1", Now: obsNow, Activity: []store.ActivityCount{{Tenant: "acme", Minute: obsNow, Starts: -1}}},
+		"no tenant":       {ID: "s1", Now: obsNow, Activity: []store.ActivityCount{{Minute: obsNow, Starts: 1}}},
+	} {
+		r.Workers = append(r.Workers, store.WorkerSeen{ID: "w-ok", LastSeenAt: obsNow})
+		if err := s.ReportServer(ctx, &r); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("report with %s: %v, want ErrInvalid", name, err)
+		}
+	}
+	if p, err := s.Presence(ctx, &store.PresenceParams{Since: obsNow.Add(-time.Hour)}); err != nil || len(p.Servers)+len(p.Workers) != 0 {
+		t.Fatalf("refused reports wrote %+v (%v)", p, err)
+	}
+	if err := s.ReportServer(ctx, &store.ServerReport{ID: "s1", Now: obsNow,
+		Workers: []store.WorkerSeen{{ID: "w", Tenant: "nobody", LastSeenAt: obsNow}, {ID: "w", Tenant: "acme", LastSeenAt: obsNow}},
+		Activity: []store.ActivityCount{
+			{Tenant: "acme", Minute: obsNow.Add(10 * time.Second), Starts: 2},
+			{Tenant: "acme", Minute: obsNow.Add(50 * time.Second), Starts: 1, Failures: 1},
+			{Tenant: "nobody", Minute: obsNow, Starts: 7},
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Activity(ctx, &store.ActivityParams{Since: obsNow.Add(-time.Hour)})
+	if err != nil || len(got) != 1 || !got[0].Minute.Equal(obsNow) || got[0].Starts != 3 || got[0].Failures != 1 {
+		t.Fatalf("Activity: %+v, %v; want one minute at %s with 3 starts and 1 failure", got, err, obsNow)
+	}
+	p, err := s.Presence(ctx, &store.PresenceParams{Since: obsNow.Add(-time.Hour)})
+	if err != nil || len(p.Workers) != 1 || p.Workers[0].Tenant != "acme" {
+		t.Fatalf("Presence: %+v, %v; want acme's worker only", p, err)
+	}
+}

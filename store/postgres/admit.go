@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -25,12 +24,6 @@ WHERE d.tenant = $1 AND d.dedup_key = ANY($2::text[])`
 	// sqlDedupMappings reads mappings whatever their executions: a mapping
 	// whose execution is missing is stale (it cannot be made by this store;
 	// if one exists anyway, it is removed like an expired one).
-	// sqlDedupLock is sqlDedupLookup holding the executions read (FOR
-	// SHARE, in id order) until the transaction ends: nothing changes them
-	// before the answer that shows them is committed.
-	sqlDedupLock = sqlDedupLookup + `
-ORDER BY e.id FOR SHARE OF e`
-
 	sqlDedupMappings = `
 SELECT d.dedup_key, d.execution_id::text, e.id IS NOT NULL
 FROM latch_dedup_keys d LEFT JOIN latch_executions e ON e.id = d.execution_id
@@ -53,29 +46,33 @@ DELETE FROM latch_dedup_keys d USING unnest($2::text[], $3::text[]) AS u(k, id)
 WHERE d.tenant = $1 AND d.dedup_key = u.k AND d.execution_id = u.id::uuid`
 
 	// Insert executions of tenant $1 created at $2, one row per element
-	// of the arrays $3..$16. A skipped tick (FireSchedule) is inserted
-	// finished at its creation.
+	// of the arrays $3..$19 ($17: trace parents, NULL for none; $18 and
+	// $19: the hits of later items of the group with the same key, and the
+	// latest's time, both NULL, the array or an element, for none). A
+	// skipped tick (FireSchedule) is inserted finished at its creation.
 	sqlInsertExecutions = `
 INSERT INTO latch_executions (id, tenant, kind, queue, priority, status, dedup_key,
     concurrency_key, concurrency_limit, rate_key, payload, max_attempts, timeout_seconds,
-    schedule, created_at, run_at, finished_at)
+    schedule, created_at, run_at, finished_at, trace_parent, dedup_hits, last_dedup_hit_at)
 SELECT u.id::uuid, $1, u.kind, u.queue, u.priority, u.status, nullif(u.dedup_key, ''),
     nullif(u.ckey, ''), nullif(u.climit, 0), nullif(u.rkey, ''), u.payload, u.max_attempts,
     u.timeout_seconds, nullif(u.schedule, ''), $2, u.run_at,
-    CASE WHEN u.status = 'skipped' THEN $2::timestamptz END
+    CASE WHEN u.status = 'skipped' THEN $2::timestamptz END, u.trace_parent,
+    coalesce(u.hits, 0), u.last_hit
 FROM unnest($3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[],
-    $10::int[], $11::text[], $12::text[], $13::int[], $14::int[], $15::text[], $16::timestamptz[])
+    $10::int[], $11::text[], $12::text[], $13::int[], $14::int[], $15::text[], $16::timestamptz[],
+    $17::text[], $18::int[], $19::timestamptz[])
     AS u(id, kind, queue, priority, status, dedup_key, ckey, climit, rkey, payload, max_attempts,
-         timeout_seconds, schedule, run_at)`
+         timeout_seconds, schedule, run_at, trace_parent, hits, last_hit)`
 
 	// sqlAdmitUnkeyed admits a group without dedup keys in one statement, all
-	// or nothing: its $17 quota units from one shard no other transaction
+	// or nothing: its $20 quota units from one shard no other transaction
 	// holds, and the executions. Without such a shard it inserts nothing and
 	// admitTx decides.
 	sqlAdmitUnkeyed = `
 WITH tok AS (
-    UPDATE latch_quota_shards q SET free = q.free - $17
-    FROM (SELECT shard FROM latch_quota_shards WHERE tenant = $1 AND free >= $17
+    UPDATE latch_quota_shards q SET free = q.free - $20
+    FROM (SELECT shard FROM latch_quota_shards WHERE tenant = $1 AND free >= $20
           ORDER BY shard LIMIT 1 FOR UPDATE SKIP LOCKED) c
     WHERE q.tenant = $1 AND q.shard = c.shard
     RETURNING 1
@@ -160,7 +157,7 @@ func (s *Store) admitAtOnce(ctx context.Context, tenant string, items []item, t 
 		return nil, false, err
 	}
 	s.changes.announce()
-	return batchAnswer(items), true, nil
+	return batchAnswer(items, t), true, nil
 }
 
 // admitOne admits one valid submission through sqlAdmitMany, shared with
@@ -177,34 +174,33 @@ func (s *Store) admitOne(ctx context.Context, tenant string, e *store.Execution,
 	if err != nil {
 		return store.Admitted{}, false, interpretError(err)
 	}
-	out := op.out
+	out := &op.out
 	switch {
 	case out.created:
 		s.changes.announce()
 		return store.Admitted{Execution: e}, true, nil
-	case out.same != nil: // created by an op of the group with the same key
-		x := *out.same
-		return dedupAnswer(e, &x), true, nil
+	case out.same != nil: // created by an op of the group with the same key (its hit counted there)
+		return *out.same, true, nil
 	case e.DedupKey == "": // an unknown tenant
 		return store.Admitted{}, false, nil
+	case out.err != nil: // the group's hit statement may or may not have counted this hit
+		return store.Admitted{}, false, interpretError(out.err)
 	}
 	// The key was taken. If it maps to a live execution, that is the
-	// answer; reading it changes nothing, so no transaction is needed.
-	hit := out.hit
+	// answer, and the statement that reads it counts the hit (dedup.go):
+	// the group's, after its commit, or this submit's own.
 	if !out.looked {
-		hits, err := lookupKeys(ctx, s.pool, tenant, []string{e.DedupKey})
+		err := s.write(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
+			return hitKeys(ctx, c, []*admitOp{op})
+		})
 		if err != nil {
-			return store.Admitted{}, false, err
-		}
-		if h, ok := hits[e.DedupKey]; ok {
-			hit = &h
+			return store.Admitted{}, false, fmt.Errorf("postgres: admit: dedup hit: %w", interpretError(err))
 		}
 	}
-	if hit == nil || !hit.liveAt(t) {
+	if out.answer == nil {
 		return store.Admitted{}, false, nil
 	}
-	x := *hit.exec
-	return dedupAnswer(e, &x), true, nil
+	return *out.answer, true, nil
 }
 
 // admitUnkeyed admits items[valid], which name no dedup key, in one
@@ -250,20 +246,24 @@ func (s *Store) admitKeyed(ctx context.Context, tenant string, items []item, val
 }
 
 // batchAnswer answers a batch that admitUnkeyed or admitKeyed admitted
-// whole: every valid item created its execution, but for a later item
-// with an earlier item's key, which is deduplicated onto it.
-func batchAnswer(items []item) *store.AdmitResult {
+// whole at t: every valid item created its execution, but for a later item
+// with an earlier item's key, which is deduplicated onto it, its hit
+// counted in the insert as sqlAdmitMany counts a follower's.
+func batchAnswer(items []item, t time.Time) *store.AdmitResult {
 	res := &store.AdmitResult{Items: make([]store.Admitted, len(items))}
 	first := map[string]*store.Execution{}
+	hits := map[string]int{}
 	for i, it := range items {
 		switch e := it.exec; {
 		case it.err != nil:
 			res.Items[i].Err = it.err
 		case e.DedupKey == "":
 			res.Items[i].Execution = e
+		case first[e.DedupKey] != nil && sameRequest(e, first[e.DedupKey]):
+			hits[e.DedupKey]++
+			res.Items[i] = hitAnswer(first[e.DedupKey], hits[e.DedupKey], t)
 		case first[e.DedupKey] != nil:
-			x := *first[e.DedupKey]
-			res.Items[i] = dedupAnswer(e, &x)
+			res.Items[i] = dedupAnswer(e, first[e.DedupKey])
 		default:
 			first[e.DedupKey] = e
 			res.Items[i].Execution = e
@@ -276,6 +276,7 @@ func batchAnswer(items []item) *store.AdmitResult {
 type item struct {
 	exec *store.Execution
 	err  error // a refusal decided before the database is asked
+	hits int   // admitTx: later items deduplicated onto it, counted in its insert
 }
 
 func prepare(tenant string, sub *store.Submission, t time.Time) item {
@@ -311,7 +312,7 @@ func lookupKeys(ctx context.Context, q querier, tenant string, keys []string) (m
 	return readKeys(ctx, q, sqlDedupLookup, tenant, keys)
 }
 
-// readKeys runs sqlDedupLookup or sqlDedupLock.
+// readKeys runs sql, sqlDedupLookup.
 func readKeys(ctx context.Context, q querier, sql, tenant string, keys []string) (map[string]keyHit, error) {
 	rows, err := q.Query(ctx, sql, tenant, keys)
 	if err != nil {
@@ -342,11 +343,12 @@ type prefixed struct {
 
 func (p prefixed) Scan(dest ...any) error { return p.row.Scan(append(p.prefix, dest...)...) }
 
-// dedupAnswer answers a submission whose key maps to existing: the same
-// request (same kind and canonical payload) is deduplicated onto it,
-// anything else is a reuse of the key.
+// dedupAnswer answers a submission whose key maps to existing without
+// counting a hit: a reuse of the key (not sameRequest) is refused; the same
+// request is deduplicated onto existing as it is (callers that count hits
+// answer those with hitAnswer).
 func dedupAnswer(sub, existing *store.Execution) store.Admitted {
-	if existing.Kind != sub.Kind || !bytes.Equal(existing.Payload, sub.Payload) {
+	if !sameRequest(sub, existing) {
 		return store.Admitted{Err: fmt.Errorf("dedup key %q maps to execution %s: %w",
 			sub.DedupKey, existing.ID, store.ErrDedupKeyReused)}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -24,8 +23,9 @@ import (
 //     (ON CONFLICT DO NOTHING: the unique index decides, never a read); a
 //     key that is taken is read, and if its TTL has passed it is removed by
 //     compare-and-delete and bound again. The executions the taken keys
-//     map to are then read again and held until the commit (lockHits), so
-//     that the answer shows them as they are when it commits;
+//     map to are then read again, their hits counted, and held until the
+//     commit (lockHits), so that the answer shows them as they are when it
+//     commits;
 //  2. the items that create executions take their quota units in one step
 //     (takeQuota), in order; those beyond the units available are refused
 //     and their just-bound keys unbound;
@@ -57,7 +57,7 @@ const (
 )
 
 func admitInTx(ctx context.Context, tx pgx.Tx, tenant string, items []item, t time.Time) (*store.AdmitResult, bool, error) {
-	a, err := bindAdmission(ctx, tx, tenant, items, t)
+	a, err := bindAdmission(ctx, tx, tenant, items, t, false)
 	if err != nil {
 		return nil, false, err
 	}
@@ -79,9 +79,12 @@ type admission struct {
 
 // bindAdmission is step 1 of admitInTx: it reads the tenant, takes the
 // shared locks of the schedules the items name (lockSchedules), binds the
-// keys and locks the hits, answering the items whose key maps to an
-// execution.
-func bindAdmission(ctx context.Context, tx pgx.Tx, tenant string, items []item, t time.Time) (*admission, error) {
+// keys and locks the hits, counting them (dedup.go), and answers the items
+// whose key maps to an execution. An item that asks for what the execution
+// is (sameRequest) is a hit, anything else a reuse of the key; with tick
+// (FireSchedule) every item the key answers is a hit, whatever the
+// execution holds.
+func bindAdmission(ctx context.Context, tx pgx.Tx, tenant string, items []item, t time.Time, tick bool) (*admission, error) {
 	var ttl int64
 	if err := tx.QueryRow(ctx, sqlAdmitTenant, tenant).Scan(&ttl); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -122,16 +125,34 @@ func bindAdmission(ctx context.Context, tx pgx.Tx, tenant string, items []item, 
 	if err != nil {
 		return nil, err
 	}
-	// The executions the taken keys map to, locked until the commit
-	// (lockHits) before this transaction waits for anything else.
-	if a.hits, err = lockHits(ctx, tx, tenant, a.hits, t); err != nil {
+	// The executions the taken keys map to, their hits counted and the rows
+	// locked until the commit (lockHits), before this transaction waits for
+	// anything else.
+	isHit := func(it item) bool { return tick || sameRequest(it.exec, a.hits[it.exec.DedupKey]) }
+	counts := map[string]int{}
+	for _, it := range items {
+		if it.err == nil && a.hits[it.exec.DedupKey] != nil && isHit(it) {
+			counts[it.exec.DedupKey]++
+		}
+	}
+	if a.hits, err = lockHits(ctx, tx, tenant, a.hits, counts, t); err != nil {
 		return nil, err
 	}
-	for key, i := range a.first {
-		if h, ok := a.hits[key]; ok {
-			a.dec[i] = decHit
-			a.res.Items[i] = dedupAnswer(items[i].exec, h)
+	// Every item with a key that maps to an execution is answered here, in
+	// order: the hits numbered as they come.
+	rank := map[string]int{}
+	for i, it := range items {
+		if it.err != nil || a.hits[it.exec.DedupKey] == nil {
+			continue
 		}
+		key, h := it.exec.DedupKey, a.hits[it.exec.DedupKey]
+		a.dec[i] = decHit
+		if !isHit(it) {
+			a.res.Items[i] = dedupAnswer(it.exec, h)
+			continue
+		}
+		rank[key]++
+		a.res.Items[i] = hitAnswer(h, h.DedupHits-counts[key]+rank[key], t)
 	}
 	return a, nil
 }
@@ -139,10 +160,11 @@ func bindAdmission(ctx context.Context, tx pgx.Tx, tenant string, items []item, 
 // finish is steps 2 and 3 of admitInTx: the quota of the items that create
 // executions, and their insert. changed reports whether any was inserted.
 func (a *admission) finish(ctx context.Context, tx pgx.Tx) (*store.AdmitResult, bool, error) {
-	tenant, items, res, dec, first, hits := a.tenant, a.items, a.res, a.dec, a.first, a.hits
+	tenant, items, res, dec, first := a.tenant, a.items, a.res, a.dec, a.first
 	// 2. Quota for the items that create executions, in order.
 	var fresh []int
 	for i := range items {
+		items[i].hits = 0
 		if dec[i] == decNew {
 			fresh = append(fresh, i)
 		}
@@ -168,18 +190,20 @@ func (a *admission) finish(ctx context.Context, tx pgx.Tx) (*store.AdmitResult, 
 			return nil, false, fmt.Errorf("postgres: admit: unbind: %w", err)
 		}
 	}
-	// Later items with an earlier item's key: as if submitted after it.
+	// Later items with an earlier item's key (not one that mapped to an
+	// execution before the group: bindAdmission answered those): as if
+	// submitted after it. Their hits are counted in the insert.
 	for i := range items {
 		if dec[i] != decSameAs {
 			continue
 		}
-		key := items[i].exec.DedupKey
-		j := first[key]
-		switch {
-		case hits[key] != nil: // the key mapped to an execution before the group
-			res.Items[i] = dedupAnswer(items[i].exec, hits[key])
-		case res.Items[j].Execution != nil: // the group's first item created it
-			res.Items[i] = dedupAnswer(items[i].exec, res.Items[j].Execution)
+		j := first[items[i].exec.DedupKey]
+		switch x := res.Items[j].Execution; {
+		case x != nil && sameRequest(items[i].exec, x): // the group's first item created it
+			items[j].hits++
+			res.Items[i] = hitAnswer(x, items[j].hits, a.t)
+		case x != nil:
+			res.Items[i] = dedupAnswer(items[i].exec, x)
 		default: // the first was refused for quota: the key is free, the quota still spent
 			res.Items[i].Err = res.Items[j].Err
 		}
@@ -200,38 +224,6 @@ func (a *admission) finish(ctx context.Context, tx pgx.Tx) (*store.AdmitResult, 
 // failure in all but name, and retried like one.
 var errHitMoved = &pgconn.PgError{Code: codeSerializationFailure,
 	Message: "latch: a dedup key changed hands during the admission; run it again"}
-
-// lockHits returns each hit's execution as it is now and holds it
-// (FOR SHARE) until the transaction ends, so that the answer shows it as it
-// is at the commit. Without the lock, the hit was read before the quota
-// wait and a change committed meanwhile — a Fail whose freed unit the group
-// then takes, a Complete that a later reader sees — went unseen by the
-// answer while its effects were used or observed. The lock wait is on an
-// execution row before any quota shard, the order every path that changes
-// an execution and its quota takes, so it adds no deadlock. Claims pass a
-// held queued hit by (SKIP LOCKED) until the commit, as the Claim contract
-// allows. A key that no longer maps to the same live execution — its
-// execution deleted, or the key re-bound, meanwhile — reruns the whole
-// transaction (errHitMoved), which then binds or reads it anew.
-func lockHits(ctx context.Context, tx pgx.Tx, tenant string, hits map[string]*store.Execution, t time.Time) (map[string]*store.Execution, error) {
-	if len(hits) == 0 {
-		return hits, nil
-	}
-	keys := slices.Sorted(maps.Keys(hits))
-	found, err := readKeys(ctx, tx, sqlDedupLock, tenant, keys)
-	if err != nil {
-		return nil, err
-	}
-	locked := make(map[string]*store.Execution, len(keys))
-	for _, key := range keys {
-		h, ok := found[key]
-		if !ok || !h.liveAt(t) || h.exec.ID != hits[key].ID {
-			return nil, errHitMoved
-		}
-		locked[key] = h.exec
-	}
-	return locked, nil
-}
 
 // bindKeys binds the dedup key of each first item to its execution and
 // returns the keys that already map to a live execution. A key that maps to
@@ -319,7 +311,7 @@ func insertExecutions(ctx context.Context, tx pgx.Tx, tenant string, items []ite
 	return nil
 }
 
-// executionArrays are the arguments $1..$16 of sqlInsertExecutions for the
+// executionArrays are the arguments $1..$19 of sqlInsertExecutions for the
 // executions of items[idx].
 func executionArrays(tenant string, t time.Time, items []item, idx []int) []any {
 	n := len(idx)
@@ -329,14 +321,23 @@ func executionArrays(tenant string, t time.Time, items []item, idx []int) []any 
 			make([]string, n), make([]string, n), make([]string, n)
 		prios, climits, attempts, timeouts = make([]int, n), make([]int, n), make([]int, n), make([]int, n)
 		runAts                             = make([]time.Time, n)
+		traces                             = make([]*string, n)
+		hits                               []int        // nil (NULL) unless one has hits
+		lastHits                           []*time.Time // likewise
 	)
 	for j, i := range idx {
 		e := items[i].exec
 		ids[j], kinds[j], queues[j], statuses[j] = e.ID, e.Kind, e.Queue, string(e.Status)
 		keys[j], ckeys[j], rkeys[j], payloads[j], schedules[j] = e.DedupKey, e.ConcurrencyKey, e.RateKey, string(e.Payload), e.Schedule
 		prios[j], climits[j], attempts[j], timeouts[j] = e.Priority, e.ConcurrencyLimit, e.MaxAttempts, e.TimeoutSeconds
-		runAts[j] = e.RunAt
+		runAts[j], traces[j] = e.RunAt, strPtr(e.TraceParent)
+		if h := items[i].hits; h > 0 {
+			if hits == nil {
+				hits, lastHits = make([]int, n), make([]*time.Time, n)
+			}
+			hits[j], lastHits[j] = h, &t
+		}
 	}
 	return []any{tenant, t, ids, kinds, queues, prios, statuses, keys, ckeys,
-		climits, rkeys, payloads, attempts, timeouts, schedules, runAts}
+		climits, rkeys, payloads, attempts, timeouts, schedules, runAts, traces, hits, lastHits}
 }

@@ -82,9 +82,9 @@ FROM c ORDER BY ord`
 	// (journals.go). The columns are named, so that a statement can return
 	// them from its CTE u (sqlClaimed) and leave out sqlRunReturning's.
 	sqlClaimReturning = `x.id::text AS id, x.tenant, x.kind, x.queue, x.payload, x.attempt, x.max_attempts,
-    x.timeout_seconds, x.lease_token::text AS lease_token, x.has_steps`
+    x.timeout_seconds, x.lease_token::text AS lease_token, x.has_steps, x.trace_parent`
 	sqlClaimed = `u.id, u.tenant, u.kind, u.queue, u.payload, u.attempt, u.max_attempts,
-    u.timeout_seconds, u.lease_token, u.has_steps`
+    u.timeout_seconds, u.lease_token, u.has_steps, u.trace_parent`
 
 	// The candidates of claimTx's later rounds ({filters} of the form
 	// claimFilters renders, numbered from $%[1]d): not seen by an earlier
@@ -137,9 +137,10 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 	}
 	got := op.leases
 	var retryAt time.Time
+	var deferred int
 	if op.limited {
 		var err error
-		if got, retryAt, err = s.claimTx(ctx, p, t, maxN, expires); err != nil {
+		if got, retryAt, deferred, err = s.claimTx(ctx, p, t, maxN, expires); err != nil {
 			return nil, err
 		}
 	}
@@ -153,7 +154,7 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 		s.feed.PublishAll()
 		return nil, fmt.Errorf("postgres: claim: %w", interpretError(err))
 	}
-	res := &store.ClaimResult{Leases: leasesInOrder(got, expires), RetryAt: retryAt}
+	res := &store.ClaimResult{Leases: leasesInOrder(got, expires), RetryAt: retryAt, Deferred: deferred}
 	return s.feed.Claimed(res, nil)
 }
 
@@ -192,9 +193,10 @@ func scanClaimed(row pgx.Row, prefix ...any) (*claimed, error) {
 		id, tenant, kind, queue, payload, token *string
 		attempt, maxAttempts, timeout           *int
 		hasSteps                                *bool
+		trace                                   *string
 	)
 	dest := append(prefix, &id, &tenant, &kind, &queue, &payload, &attempt, &maxAttempts,
-		&timeout, &token, &hasSteps)
+		&timeout, &token, &hasSteps, &trace)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -205,10 +207,18 @@ func scanClaimed(row pgx.Row, prefix ...any) (*claimed, error) {
 		lease: store.Lease{
 			ExecutionID: *id, Tenant: *tenant, Kind: *kind, Queue: *queue,
 			Payload: json.RawMessage(*payload), Attempt: *attempt, MaxAttempts: *maxAttempts,
-			TimeoutSeconds: *timeout, Token: *token,
+			TimeoutSeconds: *timeout, Token: *token, TraceParent: derefOr(trace, ""),
 		},
 		hasSteps: *hasSteps,
 	}, nil
+}
+
+// derefOr is *p, or def when p is nil.
+func derefOr[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
 }
 
 // leasesInOrder returns the leases in claim order, as Claim promises
@@ -243,13 +253,13 @@ func leasesInOrder(cs []claimed, expires time.Time) []store.Lease {
 // a TAT, and they do so under these locks, so the limits hold (I4, I7).
 // Later rounds wait for no lock: they consider only candidates whose keys
 // and buckets the claim already holds, or that have none (a later lock
-// taken out of order could deadlock with another claimer).
-func (s *Store) claimTx(ctx context.Context, p *store.ClaimParams, t time.Time, maxN int, expires time.Time) ([]claimed, time.Time, error) {
-	var leases []claimed
-	var retryAt time.Time
-	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
+// taken out of order could deadlock with another claimer). deferred counts
+// the executions the claim deferred (ClaimResult.Deferred).
+func (s *Store) claimTx(ctx context.Context, p *store.ClaimParams, t time.Time, maxN int, expires time.Time) (
+	leases []claimed, retryAt time.Time, deferred int, err error) {
+	err = s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
 		c := &claimRun{p: p, t: t, expires: expires, running: map[pair]int{}}
-		leases, retryAt = nil, time.Time{}
+		leases, retryAt, deferred = nil, time.Time{}, 0
 		for round := 0; len(leases) < maxN; round++ {
 			batch := (maxN-len(leases))*2 + 8 // a few spare candidates let the limits skip some
 			cands, err := c.candidates(ctx, tx, round, batch)
@@ -266,10 +276,11 @@ func (s *Store) claimTx(ctx context.Context, p *store.ClaimParams, t time.Time, 
 				return false, err
 			}
 			leases = append(leases, got...)
-			at, err := deferRefused(ctx, tx, p, t, c.buckets)
+			at, n, err := deferRefused(ctx, tx, p, t, c.buckets)
 			if err != nil {
 				return false, err
 			}
+			deferred += n
 			if !at.IsZero() && (retryAt.IsZero() || at.Before(retryAt)) {
 				retryAt = at
 			}
@@ -289,9 +300,9 @@ func (s *Store) claimTx(ctx context.Context, p *store.ClaimParams, t time.Time, 
 		return len(leases) > 0, nil
 	})
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("postgres: claim: %w", err)
+		return nil, time.Time{}, 0, fmt.Errorf("postgres: claim: %w", err)
 	}
-	return leases, retryAt, nil
+	return leases, retryAt, deferred, nil
 }
 
 // claimRun is one claimTx attempt.

@@ -53,6 +53,14 @@
 // deadlock. Delete and Prune remove an execution's key in the same
 // transaction as its row, by compare-and-delete too.
 //
+// A submission (or a schedule's tick) that a key answers with an existing
+// execution is a hit, counted on the execution (DedupHits, LastDedupHitAt)
+// by the statement that answers it: an UPDATE of the row, dedup_hits =
+// dedup_hits + n, under the row's lock, taken in id order where a statement
+// takes several and while it holds nothing a claim or a cancel waits for, so
+// the count is exact under concurrent submits and a hit only ever waits for
+// them (dedup.go). A submit that creates its execution writes nothing more.
+//
 // # Claims (I2) and concurrency keys (I4)
 //
 // A claim selects ready executions in claim order with FOR UPDATE SKIP
@@ -270,6 +278,17 @@
 // its executions in flight (as a worker's complete), then every quota shard
 // (as an admission's exact path) — so while it decides no execution of the
 // tenant is added or ended, and a collision it cannot foresee is retried.
+//
+// # Observation
+//
+// QueueStats and ConcurrencyKeys read the executions in flight from partial
+// indexes that hold nothing else (latch_executions_inflight answers
+// QueueStats by an index only scan), so they cost what is in flight, not
+// what the table holds. Server reports, workers and activity minutes are
+// tables of their own (latch_servers, latch_workers, latch_activity),
+// written by one statement per report, which adds the activity deltas to
+// their minutes (ON CONFLICT DO UPDATE, rows in key order), and trimmed by
+// Prune.
 //
 // # Durability (I8)
 //

@@ -161,7 +161,9 @@ func (s *Store) Promote(ctx context.Context, p *store.PromoteParams) (*store.Pro
 }
 
 // Prune implements store.Store: old terminal executions with their keys,
-// then expired keys, each one statement.
+// then expired keys, expired sessions, and servers, workers and activity
+// minutes past store.PresenceKept and store.ActivityKept (presence.go),
+// each one statement.
 func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneResult, error) {
 	t := now(p.Now)
 	limit := store.BatchLimit(p.Limit)
@@ -175,7 +177,10 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 		if err != nil {
 			return err
 		}
-		_, err = c.Exec(ctx, sqlPruneSessions, t)
+		if _, err = c.Exec(ctx, sqlPruneSessions, t); err != nil {
+			return err
+		}
+		_, err = c.Exec(ctx, sqlPrunePresence, t.Add(-store.PresenceKept), t.Add(-store.ActivityKept))
 		return err
 	})
 	if err != nil {

@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +30,9 @@ RETURNING ` + rateLimitColumns
 	sqlGetRateLimit = `SELECT ` + rateLimitColumns + ` FROM latch_rate_limits WHERE tenant = $1 AND rate_key = $2`
 
 	sqlDeleteRateLimit = `DELETE FROM latch_rate_limits WHERE tenant = $1 AND rate_key = $2`
+
+	// Every limit, or a tenant's ({tenant}); ordered by the caller.
+	sqlListRateLimits = `SELECT ` + rateLimitColumns + ` FROM latch_rate_limits WHERE true{tenant}`
 
 	// The buckets of a claim's candidates, locked in (tenant, rate_key)
 	// order: the lock is taken on each row as the sorted rows come out, so
@@ -96,6 +101,30 @@ func (s *Store) PutRateLimit(ctx context.Context, p *store.PutRateLimitParams) (
 // GetRateLimit implements store.Store.
 func (s *Store) GetRateLimit(ctx context.Context, p *store.GetRateLimitParams) (*store.RateLimit, error) {
 	return getRecord(ctx, s.pool, scanRateLimit, "rate limit", p.Key, sqlGetRateLimit, p.Tenant, p.Key)
+}
+
+// ListRateLimits implements store.Store: one statement, ordered by tenant
+// then key in byte order (not the database's collation).
+func (s *Store) ListRateLimits(ctx context.Context, p *store.ListRateLimitsParams) ([]*store.RateLimit, error) {
+	sql, args := withTenant(sqlListRateLimits, p.Tenant, nil)
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list rate limits: %w", interpretError(err))
+	}
+	defer rows.Close()
+	var out []*store.RateLimit
+	for rows.Next() {
+		l, err := scanRateLimit(rows)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: list rate limits: %w", interpretError(err))
+		}
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: list rate limits: %w", interpretError(err))
+	}
+	slices.SortFunc(out, func(a, b *store.RateLimit) int { return comparePairs(pair{a.Tenant, a.Key}, pair{b.Tenant, b.Key}) })
+	return out, nil
 }
 
 // DeleteRateLimit implements store.Store: one statement. Executions deferred
@@ -218,8 +247,8 @@ func writeBuckets(ctx context.Context, tx pgx.Tx, buckets map[pair]*bucket) erro
 
 // deferRefused defers the ready executions of the buckets that refused a
 // start in this round of the claim (sqlDeferRated) and returns the earliest
-// RunAt it gave, zero if none.
-func deferRefused(ctx context.Context, tx pgx.Tx, p *store.ClaimParams, t time.Time, buckets map[pair]*bucket) (time.Time, error) {
+// RunAt it gave, zero if none, and how many it deferred.
+func deferRefused(ctx context.Context, tx pgx.Tx, p *store.ClaimParams, t time.Time, buckets map[pair]*bucket) (time.Time, int, error) {
 	var tenants, keys []string
 	var freeAt []time.Time
 	var ivs []int64
@@ -232,23 +261,25 @@ func deferRefused(ctx context.Context, tx pgx.Tx, p *store.ClaimParams, t time.T
 		}
 	}
 	if len(tenants) == 0 {
-		return time.Time{}, nil
+		return time.Time{}, 0, nil
 	}
 	filters, fargs := claimFilters(p, 7)
 	rows, err := tx.Query(ctx, strings.Replace(sqlDeferRated, "{filters}", filters, 1),
 		append([]any{t, tenants, keys, freeAt, ivs, k0}, fargs...)...)
 	if err != nil {
-		return time.Time{}, err
+		return time.Time{}, 0, err
 	}
 	var earliest time.Time
 	var k pair
 	var runAt time.Time
+	n := 0
 	_, err = pgx.ForEachRow(rows, []any{&k.tenant, &k.name, &runAt}, func() error {
 		buckets[k].deferred++
+		n++
 		if earliest.IsZero() || runAt.Before(earliest) {
 			earliest = runAt.UTC()
 		}
 		return nil
 	})
-	return earliest, err
+	return earliest, n, err
 }

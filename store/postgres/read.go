@@ -21,7 +21,8 @@ const executionColumns = `{x}id::text, {x}tenant, {x}kind, {x}queue, {x}priority
 	coalesce({x}rate_key, ''), {x}payload, {x}result, coalesce({x}error, ''), {x}attempt,
 	{x}max_attempts, {x}timeout_seconds, coalesce({x}schedule, ''), {x}created_at, {x}run_at,
 	{x}started_at, {x}finished_at, {x}cancel_requested, coalesce({x}worker_id, ''), {x}lease_expires_at,
-	{x}wake_at, coalesce({x}waiting_for, ''), coalesce({x}suspend_step, '')`
+	{x}wake_at, coalesce({x}waiting_for, ''), coalesce({x}suspend_step, ''),
+	coalesce({x}trace_parent, ''), {x}dedup_hits, {x}last_dedup_hit_at`
 
 // columns returns executionColumns qualified by alias ("" for none).
 func columns(alias string) string {
@@ -51,7 +52,8 @@ func scanExecution(row pgx.Row) (*store.Execution, error) {
 		&e.RateKey, &payload, &result, &e.Error, &e.Attempt,
 		&e.MaxAttempts, &e.TimeoutSeconds, &e.Schedule, &e.CreatedAt, &e.RunAt,
 		&e.StartedAt, &e.FinishedAt, &e.CancelRequested, &e.WorkerID, &e.LeaseExpiresAt,
-		&e.WakeAt, &e.WaitingFor, &e.SuspendStep)
+		&e.WakeAt, &e.WaitingFor, &e.SuspendStep,
+		&e.TraceParent, &e.DedupHits, &e.LastDedupHitAt)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +64,7 @@ func scanExecution(row pgx.Row) (*store.Execution, error) {
 	}
 	e.CreatedAt, e.RunAt = e.CreatedAt.UTC(), e.RunAt.UTC()
 	e.StartedAt, e.FinishedAt, e.LeaseExpiresAt = utcPtr(e.StartedAt), utcPtr(e.FinishedAt), utcPtr(e.LeaseExpiresAt)
-	e.WakeAt = utcPtr(e.WakeAt)
+	e.WakeAt, e.LastDedupHitAt = utcPtr(e.WakeAt), utcPtr(e.LastDedupHitAt)
 	return &e, nil
 }
 
@@ -153,8 +155,14 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
+	// ORDER BY names the table's id: a bare id is the output column
+	// id::text, whose order no index has, so every page sorted every row
+	// the filters let through (2 s for an unfiltered page of a million
+	// executions, TestObserveScale1M) instead of walking the primary key
+	// (or latch_executions_tenant) from the newest id and stopping after the
+	// page.
 	args = append(args, limit+1)
-	query += fmt.Sprintf(` ORDER BY id DESC LIMIT $%d`, len(args))
+	query += fmt.Sprintf(` ORDER BY latch_executions.id DESC LIMIT $%d`, len(args))
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list: %w", interpretError(err))

@@ -275,12 +275,12 @@ func fireTick(ctx context.Context, tx pgx.Tx, sc *store.Schedule, dedupKey strin
 	// 2. The tick's dedup key, bound as Admit binds it: a key that maps to
 	// a live execution makes that execution the tick's, whatever it holds.
 	// A trigger without a key binds none: it is a tick of its own.
-	a, err := bindAdmission(ctx, tx, sc.Tenant, items, t)
+	a, err := bindAdmission(ctx, tx, sc.Tenant, items, t, true)
 	if err != nil {
 		return nil, false, false, err
 	}
-	if h := a.hits[sub.DedupKey]; h != nil {
-		return h, true, false, nil
+	if a.dec[0] == decHit { // the hit counted on the execution (dedup.go)
+		return a.res.Items[0].Execution, true, false, nil
 	}
 	// 3. Overlap skip: the key, now bound to the tick's id, maps to the
 	// skipped record, which holds no quota unit.

@@ -27,6 +27,12 @@ import (
 //     shard no other transaction holds (SKIP LOCKED);
 //  3. the executions are inserted.
 //
+// A later submission of the group with a key named before is not in the
+// arrays: it is answered from the first (buildAdmit). If that one creates
+// the execution and the later one asks for the same (sameRequest), its hit
+// is counted in the insert: $19 the hits, $20 the time of the latest (NULL,
+// the array or an element, for none). $18 are the trace parents.
+//
 // If a tenant finds no shard with enough units at hand, latch_abort rolls
 // the whole statement back (keys included) and each submission runs alone,
 // then if need be as a transaction that waits (admitTx). A submission for
@@ -41,9 +47,9 @@ const sqlAdmitMany = `
 WITH u AS (
     SELECT * FROM unnest($1::text[], $2::uuid[], $3::text[], $4::timestamptz[], $5::text[], $6::text[],
         $7::int[], $8::text[], $9::text[], $10::int[], $11::text[], $12::text[], $13::int[], $14::int[],
-        $15::text[], $16::timestamptz[])
+        $15::text[], $16::timestamptz[], $18::text[], $19::int[], $20::timestamptz[])
     WITH ORDINALITY AS u(tenant, id, dedup_key, now, kind, queue, priority, status, ckey, climit,
-        rkey, payload, max_attempts, timeout_seconds, schedule, run_at, n)
+        rkey, payload, max_attempts, timeout_seconds, schedule, run_at, trace_parent, hits, last_hit, n)
 ), known AS (
     SELECT u.*, t.dedup_ttl FROM u JOIN latch_tenants t ON t.name = u.tenant
 ), dk AS (
@@ -68,9 +74,9 @@ WITH u AS (
 ), ex AS (
     INSERT INTO latch_executions (id, tenant, kind, queue, priority, status, dedup_key,
         concurrency_key, concurrency_limit, rate_key, payload, max_attempts, timeout_seconds,
-        schedule, created_at, run_at)
+        schedule, created_at, run_at, trace_parent, dedup_hits, last_dedup_hit_at)
     SELECT id, tenant, kind, queue, priority, status, dedup_key, ckey, climit, rkey, payload,
-        max_attempts, timeout_seconds, schedule, now, run_at
+        max_attempts, timeout_seconds, schedule, now, run_at, trace_parent, coalesce(hits, 0), last_hit
     FROM need WHERE tenant IN (SELECT tenant FROM tok)
     RETURNING id
 )
@@ -219,10 +225,11 @@ type admitOp struct {
 // admitOutcome is what the statement decided for one admitOp; the zero
 // value is "admitted nothing" (an unknown tenant, or an aborted group).
 type admitOutcome struct {
-	created bool             // its execution was inserted
-	same    *store.Execution // an earlier op of the statement with its key created this one
-	hit     *keyHit          // what its key maps to, read after the commit (nil: maps to nothing)
-	looked  bool             // hit was read
+	created bool            // its execution was inserted
+	same    *store.Admitted // an earlier op of the statement with its key created it: the answer
+	answer  *store.Admitted // its key was taken: the answer of sqlHitKeys (nil: not decided)
+	looked  bool            // sqlHitKeys ran for it after the commit
+	err     error           // sqlHitKeys's outcome for it is unknown
 }
 
 // heartbeatOp is one Heartbeat for sqlHeartbeatMany.
@@ -286,6 +293,8 @@ func buildAdmit(all []groupOp) statement {
 	leaders := map[[2]string]*admitOp{}
 	var ops []groupOp
 	followers := map[*admitOp]*admitOp{} // op -> the earlier op with its key
+	hits := map[*admitOp]int{}           // a leader's followers that ask for the same; a follower's rank among them
+	last := map[*admitOp]time.Time{}     // a leader's latest such follower's now
 	strict := false
 	for _, g := range all {
 		o := g.(*admitOp)
@@ -294,6 +303,10 @@ func buildAdmit(all []groupOp) statement {
 		if key := o.e.DedupKey; key != "" {
 			if l, ok := leaders[[2]string{o.tenant, key}]; ok {
 				followers[o] = l
+				if sameRequest(o.e, l.e) {
+					hits[l]++
+					hits[o], last[l] = hits[l], o.t
+				}
 				continue
 			}
 			leaders[[2]string{o.tenant, key}] = o
@@ -309,6 +322,9 @@ func buildAdmit(all []groupOp) statement {
 		nows, runAts                  = make([]time.Time, k), make([]time.Time, k)
 		prios, attempts, timeouts     = make([]int, k), make([]int, k), make([]int, k)
 		climits                       = make([]*int, k)
+		traces                        = make([]*string, k)
+		hitCounts                     []int        // nil (NULL) unless a leader has hits
+		lastHits                      []*time.Time // likewise
 	)
 	for i, g := range ops {
 		o := g.(*admitOp)
@@ -317,6 +333,14 @@ func buildAdmit(all []groupOp) statement {
 		kinds[i], queues[i], prios[i], statuses[i] = e.Kind, e.Queue, e.Priority, string(e.Status)
 		ckeys[i], rkeys[i], payloads[i] = strPtr(e.ConcurrencyKey), strPtr(e.RateKey), string(e.Payload)
 		attempts[i], timeouts[i], schedules[i], runAts[i] = e.MaxAttempts, e.TimeoutSeconds, strPtr(e.Schedule), e.RunAt
+		traces[i] = strPtr(e.TraceParent)
+		if h := hits[o]; h > 0 {
+			if hitCounts == nil {
+				hitCounts, lastHits = make([]int, k), make([]*time.Time, k)
+			}
+			at := last[o]
+			hitCounts[i], lastHits[i] = h, &at
+		}
 		if e.ConcurrencyKey != "" {
 			climits[i] = &e.ConcurrencyLimit
 		}
@@ -324,7 +348,7 @@ func buildAdmit(all []groupOp) statement {
 	return statement{
 		sql: sqlAdmitMany,
 		args: []any{tenants, ids, keys, nows, kinds, queues, prios, statuses, ckeys, climits,
-			rkeys, payloads, attempts, timeouts, schedules, runAts, strict},
+			rkeys, payloads, attempts, timeouts, schedules, runAts, strict, traces, hitCounts, lastHits},
 		read: func(rows pgx.Rows) error {
 			var n int64
 			var created bool
@@ -337,41 +361,18 @@ func buildAdmit(all []groupOp) statement {
 				return err
 			})
 			for f, l := range followers {
-				if l.out.created {
-					f.out.same = l.e
+				if !l.out.created {
+					continue
 				}
+				a := dedupAnswer(f.e, l.e)
+				if r := hits[f]; r > 0 {
+					a = hitAnswer(l.e, r, f.t)
+				}
+				f.out.same = &a
 			}
 			return err
 		},
-		settle: func(ctx context.Context, q querier) { lookupTaken(ctx, q, all) },
-	}
-}
-
-// lookupTaken reads, after the commit, what the keys that were taken map
-// to: one read per tenant for the whole group. An op it could not read
-// for reads for itself (admitOne).
-func lookupTaken(ctx context.Context, q querier, ops []groupOp) {
-	byTenant := map[string][]*admitOp{}
-	for _, g := range ops {
-		if o := g.(*admitOp); !o.out.created && o.out.same == nil && o.e.DedupKey != "" {
-			byTenant[o.tenant] = append(byTenant[o.tenant], o)
-		}
-	}
-	for tenant, taken := range byTenant {
-		keys := make([]string, len(taken))
-		for i, o := range taken {
-			keys[i] = o.e.DedupKey
-		}
-		hits, err := lookupKeys(ctx, q, tenant, keys)
-		if err != nil {
-			continue
-		}
-		for _, o := range taken {
-			if h, ok := hits[o.e.DedupKey]; ok {
-				o.out.hit = &h
-			}
-			o.out.looked = true
-		}
+		settle: func(ctx context.Context, q querier) { settleHits(ctx, q, all) },
 	}
 }
 

@@ -58,10 +58,14 @@ WHERE name = $1`
 WHERE tenant = $1 AND status IN ('scheduled', 'queued', 'running', 'suspended') ORDER BY id FOR UPDATE`
 
 	// Everything of the tenant without a foreign key to it (executions with
-	// their journals, signals and runs), then the tenant (the foreign keys take
-	// the rest).
+	// their journals, signals and runs; its workers and activity minutes),
+	// then the tenant (the foreign keys take the rest).
 	sqlDeleteTenant = `
-WITH ses AS (
+WITH wk AS (
+    DELETE FROM latch_workers WHERE tenant = $1
+), ac AS (
+    DELETE FROM latch_activity WHERE tenant = $1
+), ses AS (
     DELETE FROM latch_console_sessions WHERE key_hash IN (SELECT hash FROM latch_api_keys WHERE tenant = $1)
 ), d AS (
     DELETE FROM latch_dedup_keys WHERE tenant = $1

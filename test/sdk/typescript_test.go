@@ -26,43 +26,38 @@ import (
 
 var tsDir = filepath.Join("..", "..", "sdk", "typescript")
 
-var (
-	tsOnce sync.Once
-	tsErr  error
-)
-
-// prepareTypeScript installs sdk/typescript's pinned dev dependencies
-// (npm ci, from the lock file) and builds dist/ with tsc, once per test
-// process: the suite and the browser test both use the build.
-func prepareTypeScript(t *testing.T) {
-	t.Helper()
+// TestTypeScript installs sdk/typescript's pinned dev dependencies (npm ci,
+// from the lock file), builds dist/ with tsc, then runs at once its node
+// --test suite and the browser test against latch servers built from this
+// tree.
+func TestTypeScript(t *testing.T) {
 	npm := tool(t, "npm")
-	tool(t, "node")
-	tsOnce.Do(func() {
-		for _, args := range [][]string{
-			{"ci", "--prefer-offline", "--no-audit", "--no-fund"},
-			{"run", "build"},
-		} {
-			cmd := exec.Command(npm, args...)
-			cmd.Dir = tsDir
-			if out, err := cmd.CombinedOutput(); err != nil {
-				tsErr = fmt.Errorf("npm %s: %v\n%s", strings.Join(args, " "), err, out)
-				return
-			}
+	node := tool(t, "node")
+	for _, args := range [][]string{
+		{"ci", "--prefer-offline", "--no-audit", "--no-fund"},
+		{"run", "build"},
+	} {
+		cmd := exec.Command(npm, args...)
+		cmd.Dir = tsDir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("npm %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
-	})
-	if tsErr != nil {
-		t.Fatal(tsErr)
 	}
+	bin := buildLatch(t)
+	t.Run("node", func(t *testing.T) {
+		t.Parallel()
+		nodeSuite(t, node, bin)
+	})
+	t.Run("browser", func(t *testing.T) {
+		t.Parallel()
+		browserWatch(t, bin)
+	})
 }
 
-// TestTypeScript runs sdk/typescript's node --test suite (client, typed
-// errors, worker, flows, its types against api/openapi.json, and the shared
+// nodeSuite runs sdk/typescript's node --test suite (client, typed errors,
+// worker, flows, its types against api/openapi.json, and the shared
 // scenario of sdk/SCENARIO.md) against the built server.
-func TestTypeScript(t *testing.T) {
-	node := tool(t, "node")
-	prepareTypeScript(t)
-	bin := buildLatch(t)
+func nodeSuite(t *testing.T, node, bin string) {
 	files, err := filepath.Glob(filepath.Join(tsDir, "test", "*.test.mjs"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no test files in sdk/typescript/test (%v)", err)
@@ -189,7 +184,7 @@ func api(t *testing.T, base, key, method, path string, body any, want int, out a
 	}
 }
 
-// TestTypeScriptBrowser loads a page in Chromium that imports the built
+// browserWatch loads a page in Chromium that imports the built
 // ESM client and calls watch(id) on an execution, showing each status. The
 // page, dist/ and a proxy of latch's /api/ share one origin (the API sends no
 // CORS headers). The test is the worker: it claims the execution once the
@@ -197,10 +192,8 @@ func api(t *testing.T, base, key, method, path string, body any, want int, out a
 // the page must show exactly queued, running, succeeded. watch() in a
 // browser must take a stream ticket with the key and open an EventSource on
 // ?ticket=, with no Authorization header on the stream: the proxy checks.
-func TestTypeScriptBrowser(t *testing.T) {
+func browserWatch(t *testing.T, bin string) {
 	browser := chromium(t)
-	prepareTypeScript(t)
-	bin := buildLatch(t)
 	base := serve(t, bin)
 
 	var tenant struct {

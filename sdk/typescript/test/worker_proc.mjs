@@ -19,7 +19,8 @@ if (mode === "graceful") {
   w = new Worker(c, { concurrency: 1, waitSeconds: 1, leaseSeconds: 10 });
   w.handle("slow", async (job) => {
     console.log("started", job.executionId);
-    if (!w.stopping) await Promise.race([once(w.stopSignal, "abort"), new Promise((r) => setTimeout(r, 20_000))]);
+    const until = AbortSignal.any([w.stopSignal, AbortSignal.timeout(20_000)]); // the stop, or 20 s
+    if (!until.aborted) await once(until, "abort");
     return { saw_stop: w.stopping };
   });
 } else if (mode === "effect") {

@@ -58,20 +58,13 @@ func TestTypeScript(t *testing.T) {
 // worker, flows, its types against api/openapi.json, and the shared
 // scenario of sdk/SCENARIO.md) against the built server.
 func nodeSuite(t *testing.T, node, bin string) {
-	files, err := filepath.Glob(filepath.Join(tsDir, "test", "*.test.mjs"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no test files in sdk/typescript/test (%v)", err)
-	}
-	args := []string{"--test"}
-	for _, f := range files {
-		args = append(args, filepath.Join("test", filepath.Base(f)))
-	}
-	cmd := exec.Command(node, args...)
+	// test/run.mjs: node --test over test/*.test.mjs, with LATCH_BIN.
+	cmd := exec.Command(node, filepath.Join("test", "run.mjs"))
 	cmd.Dir = tsDir
 	cmd.Env = append(os.Environ(), "LATCH_BIN="+bin)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("node --test: %v\n%s", err, out)
+		t.Fatalf("node test/run.mjs: %v\n%s", err, out)
 	}
 	t.Logf("%s", tail(out, 12))
 }

@@ -1,8 +1,8 @@
 // A real `latch serve` for the tests: one per test file (node --test runs
 // each file in a process of its own), on a temp SQLite file.
 //
-// The binary is $LATCH_BIN when set, else built once with `go build` from the
-// repository root (into a cache shared by the files of one run). The server
+// The binary is $LATCH_BIN when set (`npm test`, test/run.mjs, builds it once
+// for all the files), else built with `go build` from the repository root. The server
 // listens on a free port of 127.0.0.1, has no in-process workers (the tests'
 // kinds are run by the SDK's worker) unless asked, and is stopped when the
 // test file ends.
@@ -25,17 +25,14 @@ export const MAX_SCHEDULES = 3; // small, so schedule_limit is quick to reach
 
 let seq = 0;
 
+/** $LATCH_BIN, or (a test file run on its own) latch built for this process, removed at its exit. */
 export function latchBin() {
   if (process.env.LATCH_BIN) return process.env.LATCH_BIN;
-  // One build per run of the suite: keyed by the parent (node --test) process.
-  const dir = path.join(os.tmpdir(), `latch-tssdk-bin-${process.ppid}`);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "latch-tssdk-bin-"));
+  process.once("exit", () => fs.rmSync(dir, { recursive: true, force: true }));
   const bin = path.join(dir, "latch");
-  if (!fs.existsSync(bin)) {
-    fs.mkdirSync(dir, { recursive: true });
-    const tmp = `${bin}.${process.pid}`;
-    execFileSync("go", ["build", "-o", tmp, "./cmd/latch"], { cwd: REPO, stdio: ["ignore", "inherit", "inherit"] });
-    fs.renameSync(tmp, bin);
-  }
+  execFileSync("go", ["build", "-o", bin, "./cmd/latch"], { cwd: REPO, stdio: ["ignore", "inherit", "inherit"] });
+  process.env.LATCH_BIN = bin;
   return bin;
 }
 

@@ -1,0 +1,232 @@
+// The objects of latch's HTTP API (docs/api.md), as api/openapi.json gives
+// them. Each interface named like a schema of that document is checked
+// against it by test/types.test.mjs: the same fields, the required ones not
+// optional, and `| null` exactly where the schema allows null.
+
+/** Any JSON value. */
+export type JSONValue = null | boolean | number | string | JSONValue[] | { [key: string]: JSONValue };
+
+export type ExecutionStatus =
+  | "scheduled" | "queued" | "running" | "suspended" | "succeeded" | "failed" | "cancelled" | "skipped";
+
+/** The statuses an execution never leaves. */
+export const TERMINAL: ReadonlySet<ExecutionStatus> = new Set(["succeeded", "failed", "cancelled", "skipped"]);
+
+export type ProblemCode =
+  | "unauthorized" | "invalid_ticket" | "forbidden" | "tenant_disabled" | "not_found" | "invalid_request"
+  | "payload_too_large" | "unsupported_media_type" | "quota_exceeded" | "too_many_requests"
+  | "dedup_key_reused" | "tenant_exists" | "schedule_limit" | "not_terminal" | "lease_lost" | "not_active"
+  | "not_failed" | "method_not_allowed" | "internal" | "unavailable" | "headers_too_large";
+
+/** An RFC 9457 problem document: every error answer. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: ProblemCode;
+  /** Only on a batch slot answered 429. */
+  retry_after_seconds?: number;
+}
+
+/** One requested run of a job kind (docs/api.md, "Executions"). */
+export interface Execution {
+  execution_id: string;
+  tenant: string;
+  kind: string;
+  queue: string;
+  priority: number;
+  status: ExecutionStatus;
+  dedup_key: string | null;
+  concurrency_key: string | null;
+  concurrency_limit: number | null;
+  rate_key: string | null;
+  payload: JSONValue;
+  result: JSONValue;
+  error: string | null;
+  attempt: number;
+  max_attempts: number;
+  timeout_seconds: number;
+  schedule: string | null;
+  created_at: string;
+  run_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  cancel_requested: boolean;
+  wake_at: string | null;
+  waiting_for: string | null;
+}
+
+/** The answer to a submit: the execution, and whether the dedup key already mapped to it. */
+export interface SubmitResponse extends Execution {
+  deduplicated: boolean;
+}
+
+/** One leased execution of a claim's answer. */
+export interface Lease {
+  execution_id: string;
+  lease_token: string;
+  kind: string;
+  payload: JSONValue;
+  attempt: number;
+  lease_expires_at: string;
+  tenant: string;
+  queue: string;
+  max_attempts: number;
+  timeout_seconds: number;
+  /** The flow's journal at the claim: step name → recorded result. */
+  steps: { [name: string]: JSONValue };
+}
+
+export interface HeartbeatResponse {
+  lease_expires_at: string;
+  cancel_requested: boolean;
+}
+
+export interface ExecutionList {
+  items: Execution[];
+  next_cursor: string | null;
+}
+
+export interface Tenant {
+  name: string;
+  max_inflight: number;
+  inflight: number;
+  dedup_ttl_seconds: number;
+  retention_seconds: number;
+  disabled: boolean;
+}
+
+export interface TenantCreated {
+  name: string;
+  key_id: string;
+  api_key: string;
+  max_inflight: number;
+  dedup_ttl_seconds: number;
+  retention_seconds: number;
+}
+
+export interface APIKey {
+  key_id: string;
+  api_key: string;
+}
+
+export interface APIKeyInfo {
+  key_id: string;
+  created_at: string;
+  last_used_at: string | null;
+}
+
+export interface Schedule {
+  name: string;
+  tenant: string;
+  cron: string | null;
+  every: string | null;
+  timezone: string;
+  kind: string;
+  payload: JSONValue;
+  queue: string;
+  priority: number;
+  max_attempts: number;
+  timeout_seconds: number;
+  rate_key: string | null;
+  overlap: "skip" | "queue" | "allow";
+  catchup: "none" | "one";
+  enabled: boolean;
+  next_run_at: string | null;
+  last_run_at: string | null;
+  last_execution_id: string | null;
+  running: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+/** The body of PUT /api/schedules/{name}: a Schedule's writable fields (a GET answer may be sent back). */
+export interface ScheduleRequest {
+  name?: string;
+  cron?: string | null;
+  every?: string | null;
+  timezone?: string;
+  kind: string;
+  payload?: JSONValue;
+  queue?: string;
+  priority?: number;
+  max_attempts?: number;
+  timeout_seconds?: number;
+  rate_key?: string | null;
+  overlap?: "skip" | "queue" | "allow";
+  catchup?: "none" | "one";
+  enabled?: boolean;
+  tenant?: string;
+  next_run_at?: string | null;
+  last_run_at?: string | null;
+  last_execution_id?: string | null;
+  running?: boolean;
+  created_at?: string;
+  updated_at?: string;
+}
+
+export interface RateLimit {
+  key: string;
+  rate: number;
+  per_seconds: number;
+  burst: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface StepRecorded {
+  name: string;
+  result: JSONValue;
+  recorded: boolean;
+}
+
+/** One entry of an execution's journal. */
+export interface Step {
+  name: string;
+  result: JSONValue;
+  started_at: string | null;
+  recorded_at: string;
+  attempt: number;
+}
+
+export type RunOutcome = "succeeded" | "failed" | "cancelled" | "released" | "suspended" | "expired";
+
+/** One run of an execution (a lease a claim gave). */
+export interface Attempt {
+  attempt: number;
+  worker_id: string;
+  claimed_at: string;
+  started_at: string;
+  ended_at: string | null;
+  outcome: RunOutcome | null;
+  error: string | null;
+}
+
+export interface StreamTicket {
+  ticket: string;
+  expires_in: number;
+}
+
+export interface SignalResponse {
+  delivered: boolean;
+}
+
+/** The fields of a submit (docs/api.md, "Submit"), as options of Client.submit and items of submitBatch. */
+export interface SubmitOptions {
+  dedup_key?: string;
+  queue?: string;
+  priority?: number;
+  run_at?: string | Date;
+  delay_seconds?: number;
+  max_attempts?: number;
+  timeout_seconds?: number;
+  concurrency_key?: string;
+  concurrency_limit?: number;
+  rate_key?: string;
+}
+
+export interface BatchSubmitItem extends SubmitOptions {
+  kind: string;
+  payload?: JSONValue;
+}

@@ -1,0 +1,73 @@
+// The examples of README.md run as written: each is a file of examples/ (or
+// the browser test's page), shown verbatim in the README, and the Node ones
+// run here against the test server, importing the package by its name.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+
+import { Server, SDK } from "./latchserver.mjs";
+
+const EXAMPLES = path.join(SDK, "examples");
+
+function runExample(srv, key, name) {
+  const p = spawn(process.execPath, [path.join(EXAMPLES, name)], {
+    env: { ...process.env, LATCH_URL: srv.url, LATCH_KEY: key }, stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  p.stdout.setEncoding("utf8").on("data", (d) => (out += d));
+  p.stderr.setEncoding("utf8").on("data", (d) => (err += d));
+  p.done = new Promise((resolve) => p.once("close", (code) => resolve({ code, out, err })));
+  return p;
+}
+
+describe("README examples", () => {
+  let srv;
+  before(async () => (srv = await Server.start()));
+  after(() => srv.stop());
+
+  test("README.md shows the examples as they are", () => {
+    const readme = fs.readFileSync(path.join(SDK, "README.md"), "utf8");
+    const blocks = [...readme.matchAll(/```(?:js|html)\n([\s\S]*?)```/g)].map((m) => m[1]);
+    for (const f of ["examples/client.mjs", "examples/worker.mjs", "examples/flow.mjs", "test/browser/page.mjs", "test/browser/index.html"]) {
+      assert.ok(blocks.includes(fs.readFileSync(path.join(SDK, f), "utf8")), `README.md does not show ${f} as it is`);
+    }
+  });
+
+  test("client", async () => {
+    const c = await srv.newTenant("example");
+    const { code, out, err } = await runExample(srv, c.key, "client.mjs").done;
+    assert.equal(code, 0, err);
+    assert.deepEqual(out.trim().split("\n"), ["true true", "dedup_key_reused 422", "true queued", "deleted"]);
+  });
+
+  test("worker", async () => {
+    const c = await srv.newTenant("example");
+    const good = await c.submit("resize", { width: 640 });
+    const bad = await c.submit("resize", { width: "wide" });
+    const p = runExample(srv, c.key, "worker.mjs");
+    try {
+      assert.deepEqual((await c.wait(good.execution_id, { timeout: 20 })).result, { width: 320 });
+      const b = await c.wait(bad.execution_id, { timeout: 20 });
+      assert.deepEqual([b.status, b.error], ["failed", "payload.width must be an integer"]);
+      p.kill("SIGTERM");
+      const { code, out, err } = await p.done;
+      assert.deepEqual([code, out], [0, "worker stopped\n"], err);
+    } finally {
+      p.kill("SIGKILL");
+    }
+  });
+
+  test("flow", async () => {
+    const c = await srv.newTenant("example");
+    const { code, out, err } = await runExample(srv, c.key, "flow.mjs").done;
+    assert.equal(code, 0, err);
+    assert.deepEqual(out.trim().split("\n"), [
+      "suspended",
+      'succeeded {"seat":{"order":7,"seat":"12A"},"shipped":{"by":"ann"}}',
+      "reserve approval ship",
+    ]);
+  });
+});

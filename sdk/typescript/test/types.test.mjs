@@ -1,0 +1,80 @@
+// The types of src/types.ts against api/openapi.json: every interface named
+// like a schema of the document has exactly the schema's fields, the
+// required ones not optional, and `| null` exactly where the schema allows
+// null. Execution, Lease and Problem must be among them. Read with the
+// TypeScript compiler's own checker (typescript is a dev dependency).
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { test } from "node:test";
+import ts from "typescript";
+
+import { REPO, SDK } from "./latchserver.mjs";
+
+const doc = JSON.parse(fs.readFileSync(path.join(REPO, "api", "openapi.json"), "utf8"));
+const schemas = doc.components.schemas;
+
+function resolve(s) {
+  if (s.$ref) return resolve(schemas[s.$ref.split("/").at(-1)]);
+  if (s.allOf) {
+    const parts = s.allOf.map(resolve);
+    return {
+      properties: Object.assign({}, ...parts.map((p) => p.properties ?? {})),
+      required: parts.flatMap((p) => p.required ?? []),
+    };
+  }
+  return s;
+}
+
+/** Whether a property schema admits null (true for "any JSON": no type at all). */
+function nullable(p) {
+  if (p.$ref) return nullable(schemas[p.$ref.split("/").at(-1)]);
+  if (p.oneOf || p.anyOf) return (p.oneOf ?? p.anyOf).some(nullable);
+  if (p.type === undefined && p.enum === undefined && p.const === undefined) return true;
+  if (Array.isArray(p.type)) return p.type.includes("null");
+  return p.type === "null";
+}
+
+test("the interfaces of src/types.ts match the schemas of api/openapi.json", () => {
+  const file = path.join(SDK, "src", "types.ts");
+  const program = ts.createProgram([file], { strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, types: [] });
+  const checker = program.getTypeChecker();
+  const source = program.getSourceFile(file);
+  const moduleSym = checker.getSymbolAtLocation(source);
+  const checked = [];
+  for (const sym of checker.getExportsOfModule(moduleSym)) {
+    const name = sym.getName();
+    if (!(sym.flags & ts.SymbolFlags.Interface) || !schemas[name]) continue;
+    const schema = resolve(schemas[name]);
+    if (!schema.properties) continue;
+    const decl = sym.declarations[0];
+    const type = checker.getDeclaredTypeOfSymbol(sym);
+    const props = new Map(checker.getPropertiesOfType(type).map((p) => [p.getName(), p]));
+    assert.deepEqual([...props.keys()].sort(), Object.keys(schema.properties).sort(), `${name}: the fields`);
+    const required = new Set(schema.required ?? []);
+    for (const [field, ps] of Object.entries(schema.properties)) {
+      const p = props.get(field);
+      const optional = (p.flags & ts.SymbolFlags.Optional) !== 0;
+      assert.equal(optional, !required.has(field), `${name}.${field}: optional exactly when the schema does not require it`);
+      const t = checker.getTypeOfSymbolAtLocation(p, decl);
+      const parts = t.isUnion() ? t.types : [t];
+      const hasNull = parts.some((x) => x.flags & ts.TypeFlags.Null);
+      assert.equal(hasNull, nullable(ps), `${name}.${field}: | null exactly where the schema allows null (${checker.typeToString(t)})`);
+      if (ps.enum && ps.type === "string") {
+        const lits = parts.filter((x) => x.isStringLiteral()).map((x) => x.value).sort();
+        assert.deepEqual(lits, [...ps.enum].sort(), `${name}.${field}: the enum`);
+      }
+    }
+    checked.push(name);
+  }
+  for (const must of ["Execution", "Lease", "Problem"]) assert.ok(checked.includes(must), `${must} is checked`);
+  // Enumerations kept as type aliases: the same members as the schema's enum.
+  for (const [alias, schemaName] of [["ExecutionStatus", "ExecutionStatus"], ["RunOutcome", "RunOutcome"], ["ProblemCode", null]]) {
+    const sym = checker.getExportsOfModule(moduleSym).find((s) => s.getName() === alias);
+    const t = checker.getDeclaredTypeOfSymbol(sym);
+    const lits = (t.isUnion() ? t.types : [t]).map((x) => x.value).sort();
+    const want = schemaName ? schemas[schemaName].enum : schemas.Problem.properties.code.enum;
+    assert.deepEqual(lits, [...want].sort(), alias);
+  }
+  assert.ok(checked.length >= 15, checked.join(", "));
+});

@@ -117,7 +117,7 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 				expect(s.k.due(), id, num(e["run_at"]))
 			}
 			if e["parked"] == "1" {
-				expect(s.k.concPark(scoped(t, e["ckey"])), concGroup(e["kind"], e["queue"])+member, 0)
+				expect(s.k.concPark(scoped(t, e["ckey"])), concGroup(e["kind"], e["queue"], e["climit"], e["rkey"])+member, 0)
 			} else {
 				for _, k := range []string{s.k.readyTenant(t), s.k.readyQueue(e["queue"]), s.k.readyKind(e["kind"])} {
 					expect(k, member, 0)
@@ -127,7 +127,7 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 					if ckReady[c] == nil {
 						ckReady[c] = map[string]int{}
 					}
-					ckReady[c][concGroup(e["kind"], e["queue"])]++
+					ckReady[c][concGroup(e["kind"], e["queue"], e["climit"], e["rkey"])]++
 				}
 			}
 		case e["status"] == "scheduled":
@@ -524,13 +524,16 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 // member pm starts with.
 func parkGroup(pm string) (string, bool) {
 	i := 0
-	for range 2 { // the kind, then the queue, each after its length
-		n, rest, ok := strings.Cut(pm[i:], ":")
-		l, err := strconv.Atoi(n)
+	for n := range 4 { // the kind, the queue, the limit, the rate key
+		d, rest, ok := strings.Cut(pm[i:], ":")
+		l, err := strconv.Atoi(d)
+		if n == 2 {
+			l = 0 // the limit itself
+		}
 		if !ok || err != nil || l < 0 || len(rest) < l {
 			return "", false
 		}
-		i += len(n) + 1 + l
+		i += len(d) + 1 + l
 	}
 	return pm[:i], true
 }

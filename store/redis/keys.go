@@ -132,12 +132,13 @@ func dedupMember(tenant, key string) string {
 // parks by group kept it (lib.lua, k_ckpark): nothing adds to it now.
 func (k keys) concParkOld(scope string) string { return k.ns + ":ckpark:" + scope }
 
-// concGroup names the group of a concurrency key's executions of one kind
-// and queue, the lengths first (lib.lua's ck_group): a parked execution's
+// concGroup names the group of a concurrency key's executions of one kind,
+// queue, limit and rate key (lib.lua's ck_group): a parked execution's
 // member in concPark is concGroup + its ready-index member, and its key's
 // counter counts the group's ready ones in field "r:" + concGroup.
-func concGroup(kind, queue string) string {
-	return strconv.Itoa(len(kind)) + ":" + kind + strconv.Itoa(len(queue)) + ":" + queue
+func concGroup(kind, queue, limit, rateKey string) string {
+	return strconv.Itoa(len(kind)) + ":" + kind + strconv.Itoa(len(queue)) + ":" + queue +
+		limit + ":" + strconv.Itoa(len(rateKey)) + ":" + rateKey
 }
 
 // scoped names a tenant's concurrency key (for conc and concPark), schedule

@@ -160,6 +160,47 @@ func testConcurrencyKey(t *testing.T, ns NewStore) {
 		}
 	}
 
+	// Limits are per execution: one held back under a higher limit may start
+	// while one of the same key under a lower limit may not.
+	t.Run("HeldBackSeenBesideALowerLimit", func(t *testing.T) {
+		e := start(t, ns)
+		a1 := e.run(acme, base, limited("echo", "customer-1", 2))
+		e.run(acme, at(time.Second), limited("echo", "customer-1", 2))
+		held := e.submit(acme, at(2*time.Second), limited("echo", "customer-1", 2))
+		e.claimNone(acme, at(3*time.Second)) // held is blocked (and may be set aside)
+		e.submit(acme, at(4*time.Second), limited("echo", "customer-1", 1))
+		_, err := e.complete(a1, at(5*time.Second), nil)
+		e.must(err, "Complete")
+		// One runs: held (limit 2) may start, the last (limit 1) may not.
+		if ls := e.claim(store.ClaimParams{Tenant: acme, Max: 10, Now: at(6 * time.Second)}); len(ls) != 1 || ls[0].ExecutionID != held.ID {
+			t.Fatalf("I4: claimed %d leases with one of the key running, want only %s", len(ls), held.ID)
+		}
+		e.claimNone(acme, at(7*time.Second))
+		e.wantInflight(acme, 3)
+	})
+
+	// The same for a rate limit: one held back without a rate key may start
+	// while one of the same key whose bucket is empty may not.
+	t.Run("HeldBackSeenBesideAnEmptyBucket", func(t *testing.T) {
+		e := start(t, ns)
+		e.putRateLimit(acme, "r", 1, time.Hour, 1, base)
+		spend := job("echo")
+		spend.RateKey = "r"
+		e.run(acme, base, spend) // the bucket's one token
+		first := e.run(acme, at(time.Second), limited("echo", "customer-1", 1))
+		held := e.submit(acme, at(2*time.Second), limited("echo", "customer-1", 1))
+		e.claimNone(acme, at(3*time.Second)) // held is blocked (and may be set aside)
+		bucketed := limited("echo", "customer-1", 1)
+		bucketed.RateKey = "r"
+		e.submit(acme, at(4*time.Second), bucketed)
+		_, err := e.complete(first, at(5*time.Second), nil)
+		e.must(err, "Complete")
+		if ls := e.claim(store.ClaimParams{Tenant: acme, Max: 10, Now: at(6 * time.Second)}); len(ls) != 1 || ls[0].ExecutionID != held.ID {
+			t.Fatalf("I4: claimed %d leases with nothing of the key running, want only %s", len(ls), held.ID)
+		}
+		e.wantInflight(acme, 3)
+	})
+
 	// Every way an attempt ends frees its slot for the next execution.
 	ends := []struct {
 		name string

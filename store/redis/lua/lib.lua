@@ -234,8 +234,9 @@ end
 -- Concurrency keys (I4), scoped per tenant. For key c = ck_of(e) (the
 -- execution's tenant and key), hash ck:c counts 'run' (running executions
 -- of the tenant with the key) and, per group g = ck_group(e) (the
--- execution's kind and queue), field 'r:' .. g the group's queued ones in
--- the ready indexes (a field is dropped when it reaches 0). Sorted set
+-- execution's kind, queue, limit and rate key), field 'r:' .. g the
+-- group's queued ones in the ready indexes (a field is dropped when it
+-- reaches 0). Sorted set
 -- ckparkg:c holds queued ones a claim found blocked (run >= their limit),
 -- out of the ready indexes so that a backlog of blocked work costs claims
 -- nothing; each member is g .. m (m its ready-index member), so a group's
@@ -247,27 +248,40 @@ end
 -- and is called after every change that lowers run or a group's ready
 -- count. Per group, because claims filter by kind and queue, and every
 -- claim sees whole groups: one that may take g's executions and finds
--- g's head parked sees ready(g) >= limit - run of them ready, as many as
--- the key lets start (the order among executions of one key is best
--- effort, store.Store.Claim). A count over the whole key would let a
--- claim filtered to g find nothing while the ready ones it counted are of
--- other kinds or queues, and g's parked work may start.
+-- g's head parked sees ready(g) >= limit - run of them ready, which the
+-- key lets start exactly when it lets the head start (one limit) and
+-- whose rate key's bucket is the head's: as many as the head's place
+-- would have given (the order among executions of one key is best effort,
+-- store.Store.Claim). A count over the whole key would let a claim
+-- filtered to g find nothing while the ready ones it counted are of other
+-- kinds or queues (or a lower limit, or an exhausted bucket), and g's
+-- parked work may start.
 --
--- The lengths come first in g so that no kind/queue pair can be read two
--- ways and g .. m splits back (park_split); a group's members sort before
--- g .. PARK_END and every other group's sort outside that range.
+-- The lengths come first in g (the limit, digits, ends at its ':') so
+-- that no group can be read two ways and g .. m splits back (park_split);
+-- a group's members sort before g .. PARK_END and every other group's sort
+-- outside that range.
 local function ck_of(e) return scoped(e.tenant, e.ckey) end
 local function ck_group(e)
+  local rkey = e.rkey or ''
   return string.len(e.kind) .. ':' .. e.kind .. string.len(e.queue) .. ':' .. e.queue
+    .. e.climit .. ':' .. string.len(rkey) .. ':' .. rkey
 end
 local PARK_END = '\255' -- above every byte a member starts with
 
+-- park_split splits a park member into its group and its ready-index
+-- member.
 local function park_split(pm)
-  local p = string.find(pm, ':', 1, true)
-  local i = p + tonumber(string.sub(pm, 1, p - 1)) -- the kind's last byte
-  local q = string.find(pm, ':', i + 1, true)
-  local j = q + tonumber(string.sub(pm, i + 1, q - 1)) -- the queue's last byte
-  return string.sub(pm, 1, j), string.sub(pm, j + 1)
+  local i = 0
+  for n = 1, 4 do -- the kind, the queue, the limit, the rate key
+    local p = string.find(pm, ':', i + 1, true)
+    if n == 3 then
+      i = p
+    else
+      i = p + tonumber(string.sub(pm, i + 1, p - 1))
+    end
+  end
+  return string.sub(pm, 1, i), string.sub(pm, i + 1)
 end
 
 -- ck_ready counts execution e in (n = 1) or out of (n = -1) its group's
@@ -679,9 +693,12 @@ local function admit_new(x, status, now, q)
   if x.ckey ~= '' then
     h[#h + 1] = 'ckey'; h[#h + 1] = x.ckey
     h[#h + 1] = 'climit'; h[#h + 1] = x.climit
-    e.ckey = x.ckey
+    e.ckey, e.climit = x.ckey, x.climit
   end
-  if x.rkey ~= '' then h[#h + 1] = 'rkey'; h[#h + 1] = x.rkey end
+  if x.rkey ~= '' then
+    h[#h + 1] = 'rkey'; h[#h + 1] = x.rkey
+    e.rkey = x.rkey
+  end
   if x.schedule ~= '' then h[#h + 1] = 'schedule'; h[#h + 1] = x.schedule end
   if x.trace and x.trace ~= '' then h[#h + 1] = 'trace'; h[#h + 1] = x.trace end
   if status == 'skipped' then h[#h + 1] = 'finished'; h[#h + 1] = now end

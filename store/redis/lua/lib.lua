@@ -236,12 +236,11 @@ end
 -- of the tenant with the key) and, per group g = ck_group(e) (the
 -- execution's kind, queue, limit and rate key), field 'r:' .. g the
 -- group's queued ones in the ready indexes (a field is dropped when it
--- reaches 0). Sorted set
--- ckparkg:c holds queued ones a claim found blocked (run >= their limit),
--- out of the ready indexes so that a backlog of blocked work costs claims
--- nothing; each member is g .. m (m its ready-index member), so a group's
--- parked executions are one range in claim order, and the first of the
--- range is the group's head. ck_settle keeps the invariant, per group:
+-- reaches 0). Sorted set ckparkg:c holds queued ones a claim found blocked
+-- (run >= their limit), out of the ready indexes so that a backlog of
+-- blocked work costs claims nothing; each member is g .. m (m its
+-- ready-index member), so a group's parked executions are one range, in
+-- claim order, and the first of the range is the group's head. ck_settle keeps the invariant, per group:
 --
 --   the group's head stays parked only while run + ready(g) >= its limit,
 --
@@ -317,10 +316,12 @@ local function ck_unpark(e, m)
 end
 
 -- ck_settle restores the invariant of key c's groups: it visits each
--- group with parked work (one ZRANGEBYLEX a group) and lets its head go
--- while run + ready(g) is below the head's limit, at most 64 executions a
--- call. What an older latch parked in ckpark:c goes back unconditionally
--- (its count was over the whole key).
+-- group with parked work (one ZRANGEBYLEX a group: a key's groups are its
+-- few kinds, queues, limits and rate keys) and lets its head go while
+-- run + ready(g) is below the head's limit, at most 64 executions a call.
+-- A lease needs no settling (run grows by what its group's count loses,
+-- and no other group's sum falls). What an older latch parked in ckpark:c
+-- goes back unconditionally (its count was over the whole key).
 local function ck_settle(c)
   local ck, pk = k_ck(c), k_ckparkg(c)
   local budget = 64

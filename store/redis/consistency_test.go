@@ -72,7 +72,9 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 	}
 	inflight := map[string]int{}
 	readyKinds := map[string]bool{}
-	ckRun, ckReady := map[string]int{}, map[string]int{}
+	// Per concurrency key (scoped): its running executions, and per group
+	// (concGroup) its ready ones.
+	ckRun, ckReady := map[string]int{}, map[string]map[string]int{}
 	live := map[string][]string{}      // schedlive key -> ids that must be members
 	suspended := map[string][]string{} // qsusp key -> its members
 	queues := map[string][]string{}    // tenant -> queues that queues:<T> must name
@@ -115,14 +117,17 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 				expect(s.k.due(), id, num(e["run_at"]))
 			}
 			if e["parked"] == "1" {
-				expect(s.k.concPark(scoped(t, e["ckey"])), member, 0)
+				expect(s.k.concPark(scoped(t, e["ckey"])), concGroup(e["kind"], e["queue"], e["climit"], e["rkey"])+member, 0)
 			} else {
 				for _, k := range []string{s.k.readyTenant(t), s.k.readyQueue(e["queue"]), s.k.readyKind(e["kind"])} {
 					expect(k, member, 0)
 				}
 				readyKinds[e["kind"]] = true
-				if e["ckey"] != "" {
-					ckReady[scoped(t, e["ckey"])]++
+				if c := scoped(t, e["ckey"]); e["ckey"] != "" {
+					if ckReady[c] == nil {
+						ckReady[c] = map[string]int{}
+					}
+					ckReady[c][concGroup(e["kind"], e["queue"], e["climit"], e["rkey"])]++
 				}
 			}
 		case e["status"] == "scheduled":
@@ -244,7 +249,7 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 	// Compare every sorted set of the namespace with its expectation.
 	zsetKeys := []string{s.k.list(), s.k.sched(), s.k.due(), s.k.running(), s.k.nextRun(), s.k.wake()}
 	zsetPrefixes := []string{s.k.listTenant(""), s.k.readyTenant(""), s.k.readyQueue(""), s.k.readyKind(""),
-		s.k.concPark(""), s.k.done(""), s.k.schedules(""), s.k.qQueued(""), s.k.qSched("")}
+		s.k.concPark(""), s.k.concParkOld(""), s.k.done(""), s.k.schedules(""), s.k.qQueued(""), s.k.qSched("")}
 	for key := range all {
 		isZ := slices.Contains(zsetKeys, key)
 		for _, p := range zsetPrefixes {
@@ -331,26 +336,57 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 		if !ok {
 			continue
 		}
-		v, err := r.HMGet(ctx, key, "run", "ready").Result()
+		h, err := r.HGetAll(ctx, key).Result()
 		if err != nil {
 			return nil, err
 		}
-		run, _ := strconv.Atoi(fmt.Sprint(v[0]))
-		ready, _ := strconv.Atoi(fmt.Sprint(v[1]))
-		if run != ckRun[c] || ready != ckReady[c] {
-			report("%s: run %d ready %d, want %d and %d", key, run, ready, ckRun[c], ckReady[c])
+		run, _ := strconv.Atoi(h["run"])
+		if run != ckRun[c] {
+			report("%s: run %d, want %d", key, run, ckRun[c])
 		}
-		park, err := r.ZRange(ctx, s.k.concPark(c), 0, 0).Result() // all scores 0: the first by bytes
+		ready := map[string]int{}
+		for f, v := range h {
+			g, ok := strings.CutPrefix(f, "r:")
+			if f == "run" {
+				continue
+			} else if !ok {
+				report("%s: stray field %s", key, f)
+				continue
+			}
+			ready[g], _ = strconv.Atoi(v)
+			if ready[g] != ckReady[c][g] || ready[g] <= 0 {
+				report("%s: group %s: ready %s, want %d (and a field only while above 0)", key, g, v, ckReady[c][g])
+			}
+		}
+		for g, n := range ckReady[c] {
+			if _, ok := h["r:"+g]; !ok {
+				report("%s: group %s: no ready count, want %d", key, g, n)
+			}
+		}
+		// The invariant, per group: its head (the first of the group's
+		// range of the park, all scores 0) stays parked only while run +
+		// the group's ready count reaches its limit.
+		park, err := r.ZRange(ctx, s.k.concPark(c), 0, -1).Result()
 		if err != nil {
 			return nil, err
 		}
-		if run == 0 && ready == 0 && len(park) == 0 {
+		if run == 0 && len(ready) == 0 && len(park) == 0 {
 			report("%s: left behind with nothing counted", key)
 		}
-		if len(park) == 1 {
-			head := execs[park[0][memberIDOffset:]]
-			if limit, _ := strconv.Atoi(head["climit"]); run+ready < limit {
-				report("%s: %s stays parked with run %d + ready %d below its limit %d", key, park[0], run, ready, limit)
+		heads := map[string]bool{}
+		for _, pm := range park {
+			g, ok := parkGroup(pm)
+			if !ok || len(pm) <= len(g)+memberIDOffset {
+				report("%s: park member %q names no group", key, pm)
+				continue
+			}
+			if heads[g] {
+				continue
+			}
+			heads[g] = true
+			head := execs[pm[len(g)+memberIDOffset:]]
+			if limit, _ := strconv.Atoi(head["climit"]); run+ready[g] < limit {
+				report("%s: %s stays parked with run %d + ready %d of its group below its limit %d", key, pm, run, ready[g], limit)
 			}
 		}
 	}
@@ -359,9 +395,9 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 			report("concurrency key %s: %d running but no counter", c, n)
 		}
 	}
-	for c, n := range ckReady {
-		if !all[s.k.conc(c)] && n > 0 {
-			report("concurrency key %s: %d ready but no counter", c, n)
+	for c, groups := range ckReady {
+		if !all[s.k.conc(c)] {
+			report("concurrency key %s: ready %v but no counter", c, groups)
 		}
 	}
 	// Dedup mappings: each names an existing execution of its tenant with
@@ -482,4 +518,22 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 		}
 	}
 	return bad, nil
+}
+
+// parkGroup returns the group (concGroup) that a concurrency key's park
+// member pm starts with.
+func parkGroup(pm string) (string, bool) {
+	i := 0
+	for n := range 4 { // the kind, the queue, the limit, the rate key
+		d, rest, ok := strings.Cut(pm[i:], ":")
+		l, err := strconv.Atoi(d)
+		if n == 2 {
+			l = 0 // the limit itself
+		}
+		if !ok || err != nil || l < 0 || len(rest) < l {
+			return "", false
+		}
+		i += len(d) + 1 + l
+	}
+	return pm[:i], true
 }

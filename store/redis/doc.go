@@ -79,9 +79,16 @@
 //	{p}:sched                 zset   scheduled execution ids by run_at, until due
 //	{p}:due                   zset   scheduled ones a claim found due, by run_at
 //	{p}:running               zset   running execution ids by lease expiry (Rescue)
-//	{p}:ck:<len(T)>:<T><ckey> hash   run, ready: counts for tenant T's concurrency key
+//	{p}:ck:<len(T)>:<T><ckey> hash   counts for tenant T's concurrency key: run, and
+//	                                 r:<group> the ready ones of each group: kind,
+//	                                 queue, limit and rate key, <len(kind)>:<kind>
+//	                                 <len(queue)>:<queue><limit>:<len(rkey)>:<rkey>
+//	{p}:ckparkg:<len(T)>:<T><ckey>
+//	                          zset   queued executions held back by their key's
+//	                                 limit, members <group><member>
 //	{p}:ckpark:<len(T)>:<T><ckey>
-//	                          zset   queued executions held back by their key's limit
+//	                          zset   the same, as an older latch kept them (one
+//	                                 park a key, emptied at its next settle)
 //	{p}:done:<T>              zset   terminal execution ids by finished_at (Prune)
 //	{p}:list, {p}:list:<T>    zset   execution ids (all scores 0, so by id: List)
 //	{p}:schedule:<len(T)>:<T><name>
@@ -141,8 +148,16 @@
 // move from sched to due and join the ready indexes with their status
 // unchanged, since a claim changes nothing it does not lease (Promote alone
 // turns them queued). An execution whose concurrency key is at its limit is
-// parked in the key's ckpark set instead of being walked past by every
-// later claim, and goes back when the key's running count drops (I4).
+// parked in the key's ckparkg set instead of being walked past by every
+// later claim, with the others of its group (its kind and queue, which
+// claims filter by, its limit and its rate key), and goes back when the key
+// has a free slot that the group's ready executions do not fill: the
+// group's first parked execution stays parked only while the key's running
+// count plus the group's ready count reaches its limit (I4; lib.lua,
+// ck_settle). So a claim that may take a group's executions either sees its
+// parked ones or sees enough of its ready ones, as free to start as they
+// are, to fill the slots they would take, whatever kinds and queues it is
+// filtered by.
 // Concurrency keys are scoped per tenant: the ck and ckpark names carry the
 // tenant, its length first so that no tenant/key pair can be read two ways,
 // and one tenant's key never counts another tenant's executions.

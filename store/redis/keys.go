@@ -79,7 +79,7 @@ func (k keys) running() string              { return k.ns + ":running" }
 func (k keys) turns() string                { return k.ns + ":turns" }
 func (k keys) turnSeq() string              { return k.ns + ":turnseq" }
 func (k keys) conc(scope string) string     { return k.ns + ":ck:" + scope }
-func (k keys) concPark(scope string) string { return k.ns + ":ckpark:" + scope }
+func (k keys) concPark(scope string) string { return k.ns + ":ckparkg:" + scope }
 func (k keys) done(tenant string) string    { return k.ns + ":done:" + tenant }
 func (k keys) list() string                 { return k.ns + ":list" }
 func (k keys) listTenant(t string) string   { return k.ns + ":list:" + t }
@@ -126,6 +126,19 @@ func (k keys) activityMinute(us int64) string { return k.ns + ":activity:" + ito
 // tenant's length first, so that no tenant/key pair can be read two ways.
 func dedupMember(tenant, key string) string {
 	return strconv.Itoa(len(tenant)) + ":" + tenant + key
+}
+
+// concParkOld is the park of a concurrency key (scoped) as a latch before
+// parks by group kept it (lib.lua, k_ckpark): nothing adds to it now.
+func (k keys) concParkOld(scope string) string { return k.ns + ":ckpark:" + scope }
+
+// concGroup names the group of a concurrency key's executions of one kind,
+// queue, limit and rate key (lib.lua's ck_group): a parked execution's
+// member in concPark is concGroup + its ready-index member, and its key's
+// counter counts the group's ready ones in field "r:" + concGroup.
+func concGroup(kind, queue, limit, rateKey string) string {
+	return strconv.Itoa(len(kind)) + ":" + kind + strconv.Itoa(len(queue)) + ":" + queue +
+		limit + ":" + strconv.Itoa(len(rateKey)) + ":" + rateKey
 }
 
 // scoped names a tenant's concurrency key (for conc and concPark), schedule

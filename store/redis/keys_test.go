@@ -59,7 +59,9 @@ func TestLuaKeysMatchGo(t *testing.T) {
 	body := string(src) + `
 return {k_exec('id-1'), k_tenant('acme'), k_dedup('acme'), k_dedupexp(), k_readykinds(),
   k_ready_t('acme'), k_ready_q('mail'), k_ready_k('http'), k_sched(), k_due(), k_running(),
-  k_ck(scoped('acme', 'c:1')), k_ckpark(scoped('acme', 'c:1')), k_done('acme'), k_list(), k_list_t('acme'),
+  k_ck(scoped('acme', 'c:1')), k_ckparkg(scoped('acme', 'c:1')), k_ckpark(scoped('acme', 'c:1')),
+  ck_group({kind = 'http', queue = 'mail:1', climit = '3'}),
+  park_split(ck_group({kind = 'a:1', queue = '', climit = '12', rkey = 'r:2'}) .. 'm:1'), k_done('acme'), k_list(), k_list_t('acme'),
   NS .. ':version', NS .. ':changed', dedup_member('acme', 'k:1'),
   string.sub('` + prioLex(3) + timeLex(9) + `id-1', MEMBER_ID),
   k_schedule(scoped('acme', 's:1')), k_schedules('acme'), k_nextrun(), k_schedlive(scoped('acme', 's:1')),
@@ -75,7 +77,8 @@ return {k_exec('id-1'), k_tenant('acme'), k_dedup('acme'), k_dedupexp(), k_ready
 	}
 	want := []string{k.exec("id-1"), k.tenant("acme"), k.dedup("acme"), k.dedupExp(), k.readyKinds(),
 		k.readyTenant("acme"), k.readyQueue("mail"), k.readyKind("http"), k.sched(), k.due(), k.running(),
-		k.conc(scoped("acme", "c:1")), k.concPark(scoped("acme", "c:1")), k.done("acme"), k.list(), k.listTenant("acme"),
+		k.conc(scoped("acme", "c:1")), k.concPark(scoped("acme", "c:1")), k.concParkOld(scoped("acme", "c:1")),
+		concGroup("http", "mail:1", "3", ""), concGroup("a:1", "", "12", "r:2"), k.done("acme"), k.list(), k.listTenant("acme"),
 		k.version(), k.channel(), dedupMember("acme", "k:1"), "id-1",
 		k.schedule(scoped("acme", "s:1")), k.schedules("acme"), k.nextRun(), k.scheduleLive(scoped("acme", "s:1")),
 		k.rateLimit(scoped("acme", "r:1")), k.rateLimits("acme"), k.apiKey("h1"), k.keyIDs("acme"), k.turns(), k.turnSeq(),

@@ -22,7 +22,12 @@ import (
 // nor did the observation data: an execution without dhits, dhit_at or
 // trace has no dedup hit and no trace context, and one in flight that is
 // in no queue statistics' set (qqueued, qsched, qsusp) joins them at its
-// next change of status (until then QueueStats does not count it).
+// next change of status (until then QueueStats does not count it); nor
+// did parks by group (ckparkg:<c>, the r:<group> counts of ck:<c>): what
+// an older latch parked in ckpark:<c> goes back to the ready indexes at
+// the key's next settle, and its ready executions, uncounted in their
+// groups, only make a group's count low, which lets more go back than
+// need to, never fewer (counts are dropped at zero, never negative).
 
 const layoutVersion = 2
 

@@ -68,3 +68,70 @@ func TestOpenUpgradesOldRecords(t *testing.T) {
 	}
 	redis.CheckConsistency(t, s)
 }
+
+// TestOldParkGoesBack: an execution an older latch parked (in the key's
+// one park, ckpark:<c>, counted in the key's field ready) goes back to the
+// ready indexes when its key next settles, and is claimed.
+func TestOldParkGoesBack(t *testing.T) {
+	url := redisURL(t)
+	prefix := newPrefix(t, url)
+	ctx := context.Background()
+	base := time.Date(2031, time.March, 14, 9, 0, 0, 0, time.UTC)
+	s := open(t, url, prefix)
+	t.Cleanup(func() { redis.CheckConsistency(t, s) })
+	if _, err := s.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme", Now: base}); err != nil {
+		t.Fatal(err)
+	}
+	sub := store.Submission{Kind: "echo", Payload: []byte(`{}`), ConcurrencyKey: "k", ConcurrencyLimit: 1}
+	admit := func(now time.Time) *store.Execution {
+		res, err := s.Admit(ctx, &store.AdmitParams{Tenant: "acme", Items: []store.Submission{sub}, Now: now})
+		if err != nil || res.Items[0].Err != nil {
+			t.Fatalf("Admit: %v, %+v", err, res)
+		}
+		return res.Items[0].Execution
+	}
+	claim := func(now time.Time) []store.Lease {
+		res, err := s.Claim(ctx, &store.ClaimParams{WorkerID: "w", Tenant: "acme", Max: 10, LeaseDuration: time.Minute, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Leases
+	}
+	admit(base)
+	first := claim(base)
+	held := admit(base.Add(time.Second))
+	if ls := claim(base.Add(2 * time.Second)); len(first) != 1 || len(ls) != 0 {
+		t.Fatalf("claims: %d then %d leases, want 1 then 0", len(first), len(ls))
+	}
+
+	// Park it as an older latch did.
+	opt, err := goredis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := goredis.NewClient(opt)
+	defer rdb.Close()
+	ns := "{" + prefix + "}"
+	parks, err := rdb.ZRange(ctx, ns+":ckparkg:4:acmek", 0, -1).Result()
+	if err != nil || len(parks) != 1 || !strings.HasSuffix(parks[0], held.ID) {
+		t.Fatalf("park: %v, %v; want %s", parks, err, held.ID)
+	}
+	m := parks[0][len(parks[0])-32-len(held.ID):]
+	if err := rdb.ZRem(ctx, ns+":ckparkg:4:acmek", parks[0]).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ZAdd(ctx, ns+":ckpark:4:acmek", goredis.Z{Member: m}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HSet(ctx, ns+":ck:4:acmek", "ready", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := s.Complete(ctx, &store.CompleteParams{ExecutionID: first[0].ExecutionID, Tenant: "acme",
+		Token: first[0].Token, Now: base.Add(3 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if ls := claim(base.Add(4 * time.Second)); len(ls) != 1 || ls[0].ExecutionID != held.ID {
+		t.Fatalf("after its key's slot freed, claimed %d leases, want only %s", len(ls), held.ID)
+	}
+}

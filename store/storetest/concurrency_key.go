@@ -115,6 +115,92 @@ func testConcurrencyKey(t *testing.T, ns NewStore) {
 		e.wantInflight(acme, 21)
 	})
 
+	// A filtered claim sees every execution of a key it may start: one the
+	// key held back is claimable by a worker of its own kind (or queue) once
+	// the key has a free slot, even while an execution of the key of another
+	// kind (queue), which that worker cannot take, is ready too.
+	filtered := []struct {
+		name        string
+		ready, held func(store.Submission) store.Submission
+		filter      func(p *store.ClaimParams)
+	}{
+		{"Kind",
+			func(s store.Submission) store.Submission { s.Kind = "sleep"; return s },
+			func(s store.Submission) store.Submission { s.Kind = "echo"; return s },
+			func(p *store.ClaimParams) { p.Kinds = []string{"echo"} }},
+		{"Queue",
+			func(s store.Submission) store.Submission { s.Queue = "slow"; return s },
+			func(s store.Submission) store.Submission { s.Queue = "fast"; return s },
+			func(p *store.ClaimParams) { p.Queues = []string{"fast"} }},
+	}
+	for _, f := range filtered {
+		for _, scope := range []string{acme, ""} {
+			name := "HeldBackSeenByClaimFilteredBy" + f.name
+			if scope == "" {
+				name += "ForEveryTenant"
+			}
+			t.Run(name, func(t *testing.T) {
+				e := start(t, ns)
+				first := e.run(acme, base, f.ready(limited("echo", "customer-1", 1)))
+				held := e.submit(acme, at(time.Second), f.held(limited("echo", "customer-1", 1)))
+				e.claimNone(acme, at(2*time.Second)) // held is blocked (and may be set aside)
+				_, err := e.release(first, at(3*time.Second))
+				e.must(err, "Release")
+				// Nothing of the key runs: held may start, and is the only
+				// execution this claim may take.
+				p := store.ClaimParams{Tenant: scope, Max: 10, Now: at(4 * time.Second)}
+				f.filter(&p)
+				if ls := e.claim(p); len(ls) != 1 || ls[0].ExecutionID != held.ID {
+					t.Fatalf("I4: a claim filtered by %s claimed %d leases while its key runs nothing, want only %s",
+						f.name, len(ls), held.ID)
+				}
+				e.claimNone(acme, at(5*time.Second)) // the key is at its limit again
+				e.wantInflight(acme, 2)
+			})
+		}
+	}
+
+	// Limits are per execution: one held back under a higher limit may start
+	// while one of the same key under a lower limit may not.
+	t.Run("HeldBackSeenBesideALowerLimit", func(t *testing.T) {
+		e := start(t, ns)
+		a1 := e.run(acme, base, limited("echo", "customer-1", 2))
+		e.run(acme, at(time.Second), limited("echo", "customer-1", 2))
+		held := e.submit(acme, at(2*time.Second), limited("echo", "customer-1", 2))
+		e.claimNone(acme, at(3*time.Second)) // held is blocked (and may be set aside)
+		e.submit(acme, at(4*time.Second), limited("echo", "customer-1", 1))
+		_, err := e.complete(a1, at(5*time.Second), nil)
+		e.must(err, "Complete")
+		// One runs: held (limit 2) may start, the last (limit 1) may not.
+		if ls := e.claim(store.ClaimParams{Tenant: acme, Max: 10, Now: at(6 * time.Second)}); len(ls) != 1 || ls[0].ExecutionID != held.ID {
+			t.Fatalf("I4: claimed %d leases with one of the key running, want only %s", len(ls), held.ID)
+		}
+		e.claimNone(acme, at(7*time.Second))
+		e.wantInflight(acme, 3)
+	})
+
+	// The same for a rate limit: one held back without a rate key may start
+	// while one of the same key whose bucket is empty may not.
+	t.Run("HeldBackSeenBesideAnEmptyBucket", func(t *testing.T) {
+		e := start(t, ns)
+		e.putRateLimit(acme, "r", 1, time.Hour, 1, base)
+		spend := job("echo")
+		spend.RateKey = "r"
+		e.run(acme, base, spend) // the bucket's one token
+		first := e.run(acme, at(time.Second), limited("echo", "customer-1", 1))
+		held := e.submit(acme, at(2*time.Second), limited("echo", "customer-1", 1))
+		e.claimNone(acme, at(3*time.Second)) // held is blocked (and may be set aside)
+		bucketed := limited("echo", "customer-1", 1)
+		bucketed.RateKey = "r"
+		e.submit(acme, at(4*time.Second), bucketed)
+		_, err := e.complete(first, at(5*time.Second), nil)
+		e.must(err, "Complete")
+		if ls := e.claim(store.ClaimParams{Tenant: acme, Max: 10, Now: at(6 * time.Second)}); len(ls) != 1 || ls[0].ExecutionID != held.ID {
+			t.Fatalf("I4: claimed %d leases with nothing of the key running, want only %s", len(ls), held.ID)
+		}
+		e.wantInflight(acme, 3)
+	})
+
 	// Every way an attempt ends frees its slot for the next execution.
 	ends := []struct {
 		name string

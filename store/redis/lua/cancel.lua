@@ -5,7 +5,7 @@
 --
 -- KEYS[1] exec:<id>
 --   derived: sched, wake, the ready indexes, tenant:<T>, done:<T>, ck:<c>,
---   ckpark:<c>
+--   ckparkg:<c>, ckpark:<c>
 -- ARGV[1] NS  ARGV[2] id  ARGV[3] tenant ('' = any)  ARGV[4] now_us
 -- Returns {'NOTFOUND'} or {'OK', version, HGETALL}; version 0 when nothing
 -- changed.

@@ -41,7 +41,10 @@
 -- claim that serves it.
 --
 -- An execution whose concurrency key is at its limit is parked (see
--- lib.lua) instead of being passed over on every later claim.
+-- lib.lua) instead of being passed over on every later claim: in its
+-- key's park, with the others of its kind and queue (its group). A lease
+-- needs no settling (the key's run grows by what its group's ready count
+-- loses); a park or a deferral does, once, at the end of the claim.
 --
 -- Rate limits: a candidate that its concurrency key lets start and whose
 -- tenant has a limit for its rate key (ratelimit:<c>) starts only if the
@@ -60,9 +63,9 @@
 -- KEYS[5] due     KEYS[6] turns     KEYS[7] turnseq
 -- KEYS[8 .. 7+nq]          ready:q:<queue> for each queue filter
 -- KEYS[8+nq .. 7+nq+nk]    ready:k:<kind> for each kind filter
---   derived: exec:<id> of each candidate, ck:<c> and ckpark:<c> of its
---   tenant's concurrency key, ratelimit:<c> of its tenant's rate key, the
---   ready indexes of the tenants in turns, the other ready indexes of a
+--   derived: exec:<id> of each candidate, ck:<c>, ckparkg:<c> and
+--   ckpark:<c> of its tenant's concurrency key, ratelimit:<c> of its
+--   tenant's rate key, the ready indexes of the tenants in turns, the other ready indexes of a
 --   leased or deferred execution, tenant:<T> of a served tenant, and
 --   ready:k:<kind> of every kind in readykinds for a claim without filters,
 --   runs:<id> of each leased execution, qqueued:<c>, qsched:<c> and
@@ -221,8 +224,8 @@ local function take(e, m)
   end
   if blocked then
     idx_rem(e, m)
-    redis.call('HINCRBY', k_ck(ck_of(e)), 'ready', -1)
-    redis.call('ZADD', k_ckpark(ck_of(e)), 0, m)
+    ck_ready(e, -1)
+    redis.call('ZADD', k_ckparkg(ck_of(e)), 0, ck_group(e) .. m)
     redis.call('HSET', ek, 'parked', 1)
     touched[ck_of(e)] = true
     return false
@@ -244,7 +247,7 @@ local function take(e, m)
   idx_rem(e, m)
   qs_leave(e)
   if e.ckey then
-    redis.call('HINCRBY', k_ck(ck_of(e)), 'ready', -1)
+    ck_ready(e, -1)
     redis.call('HINCRBY', k_ck(ck_of(e)), 'run', 1)
   end
   if e.status == 'scheduled' then

@@ -7,8 +7,8 @@
 -- Group protocol (group.go, lib.lua each_call).
 -- KEYS[1] running
 -- each call's keys: exec:<id>
---   derived: tenant:<T>, done:<T>, the ready indexes, ck:<c>, ckpark:<c>,
---   runs:<id>
+--   derived: tenant:<T>, done:<T>, the ready indexes, ck:<c>, ckparkg:<c>,
+--   ckpark:<c>, runs:<id>
 -- each call's ARGV: id, tenant ('' = any), token, now_us, has_result (0/1),
 --   result JSON
 -- Returns {version, reply_1, ...}; a reply is {'LEASELOST'} (nothing

@@ -8,8 +8,9 @@
 --
 -- KEYS[1] exec:<id>
 --   derived: list, list:<T>, done:<T>, dedup:<T>, dedupexp, tenant:<T>,
---   sched, running, wake, the ready indexes, ck:<c>, ckpark:<c>, steps:<id>,
---   signames:<id>, sigbuf:<scoped(id, name)>, sigkeys:<id>, runs:<id>
+--   sched, running, wake, the ready indexes, ck:<c>, ckparkg:<c>,
+--   ckpark:<c>, steps:<id>, signames:<id>, sigbuf:<scoped(id, name)>,
+--   sigkeys:<id>, runs:<id>
 -- ARGV[1] NS  ARGV[2] id  ARGV[3] tenant ('' = any)  ARGV[4] force (0/1)
 -- Returns {'NOTFOUND'}, {'NOTTERMINAL', status} (nothing changed) or
 -- {'OK', version}.

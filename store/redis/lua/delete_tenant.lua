@@ -11,8 +11,8 @@
 -- KEYS[5] dedupexp   KEYS[6] schedules:<T>   KEYS[7] nextrun
 -- KEYS[8] ratelimits:<T>   KEYS[9] keyids:<T>
 --   derived: exec:<id> of each execution, the ready indexes, sched, due,
---   running, wake, ck:<c> and ckpark:<c> of its keys, list, done:<T>, each
---   execution's flow records (steps, signames, sigbuf, sigkeys) and
+--   running, wake, ck:<c>, ckparkg:<c> and ckpark:<c> of its keys, list,
+--   done:<T>, each execution's flow records (steps, signames, sigbuf, sigkeys) and
 --   attempt history (runs),
 --   schedule:<s> and schedlive:<s> of its schedules, ratelimit:<c>,
 --   apikey:<hash>, queues:<T> and the queue statistics' keys, workers,
@@ -44,7 +44,7 @@ for _, id in ipairs(ids) do
   end
 end
 -- Keys are scoped per tenant: every count in them was this tenant's.
-for c in pairs(cks) do redis.call('DEL', k_ck(c), k_ckpark(c)) end
+for c in pairs(cks) do redis.call('DEL', k_ck(c), k_ckparkg(c), k_ckpark(c)) end
 
 -- Dedup mappings whose executions are gone already (pruned) too.
 for _, dk in ipairs(redis.call('HKEYS', KEYS[4])) do

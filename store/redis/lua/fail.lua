@@ -6,7 +6,7 @@
 --
 -- KEYS[1] exec:<id>
 --   derived: running, sched, the ready indexes, tenant:<T>, done:<T>,
---   ck:<c>, ckpark:<c>, runs:<id>
+--   ck:<c>, ckparkg:<c>, ckpark:<c>, runs:<id>
 -- ARGV[1] NS  ARGV[2] id  ARGV[3] tenant ('' = any)  ARGV[4] token
 -- ARGV[5] now_us  ARGV[6] error  ARGV[7] retry (0/1)  ARGV[8] run_at_us of
 -- the retry  ARGV[9] ra (run_at as a queue member part)

@@ -52,6 +52,9 @@ local function k_turnseq() return NS .. ':turnseq' end
 -- no tenant/name pair can be read two ways; keys.go has the same function.
 local function scoped(t, name) return string.len(t) .. ':' .. t .. name end
 local function k_ck(c) return NS .. ':ck:' .. c end
+local function k_ckparkg(c) return NS .. ':ckparkg:' .. c end
+-- ckpark:<c> is the park of a latch before parks by group: ck_settle lets
+-- what it still holds go back, and nothing adds to it.
 local function k_ckpark(c) return NS .. ':ckpark:' .. c end
 local function k_done(t) return NS .. ':done:' .. t end
 local function k_list() return NS .. ':list' end
@@ -230,47 +233,130 @@ end
 
 -- Concurrency keys (I4), scoped per tenant. For key c = ck_of(e) (the
 -- execution's tenant and key), hash ck:c counts 'run' (running executions
--- of the tenant with the key) and 'ready' (queued ones in the ready indexes);
--- sorted set ckpark:c holds queued ones a claim found blocked (run >= their
--- limit), in claim order, out of the ready indexes so that a backlog of
--- blocked work costs claims nothing. ck_settle keeps the invariant that the
--- first parked execution stays parked only while run + ready >= its limit,
--- and is called after every change that lowers run or ready.
+-- of the tenant with the key) and, per group g = ck_group(e) (the
+-- execution's kind, queue, limit and rate key), field 'r:' .. g the
+-- group's queued ones in the ready indexes (a field is dropped when it
+-- reaches 0). Sorted set ckparkg:c holds queued ones a claim found blocked
+-- (run >= their limit), out of the ready indexes so that a backlog of
+-- blocked work costs claims nothing; each member is g .. m (m its
+-- ready-index member), so a group's parked executions are one range, in
+-- claim order, and the first of the range is the group's head. ck_settle keeps the invariant, per group:
+--
+--   the group's head stays parked only while run + ready(g) >= its limit,
+--
+-- and is called after every change that lowers run or a group's ready
+-- count. Per group, because claims filter by kind and queue, and every
+-- claim sees whole groups: one that may take g's executions and finds
+-- g's head parked sees ready(g) >= limit - run of them ready, which the
+-- key lets start exactly when it lets the head start (one limit) and
+-- whose rate key's bucket is the head's: as many as the head's place
+-- would have given (the order among executions of one key is best effort,
+-- store.Store.Claim). A count over the whole key would let a claim
+-- filtered to g find nothing while the ready ones it counted are of other
+-- kinds or queues (or a lower limit, or an exhausted bucket), and g's
+-- parked work may start.
+--
+-- The lengths come first in g (the limit, digits, ends at its ':') so
+-- that no group can be read two ways and g .. m splits back (park_split);
+-- a group's members sort before g .. PARK_END and every other group's sort
+-- outside that range.
 local function ck_of(e) return scoped(e.tenant, e.ckey) end
+local function ck_group(e)
+  local rkey = e.rkey or ''
+  return string.len(e.kind) .. ':' .. e.kind .. string.len(e.queue) .. ':' .. e.queue
+    .. e.climit .. ':' .. string.len(rkey) .. ':' .. rkey
+end
+local PARK_END = '\255' -- above every byte a member starts with
 
+-- park_split splits a park member into its group and its ready-index
+-- member.
+local function park_split(pm)
+  local i = 0
+  for n = 1, 4 do -- the kind, the queue, the limit, the rate key
+    local p = string.find(pm, ':', i + 1, true)
+    if n == 3 then
+      i = p
+    else
+      i = p + tonumber(string.sub(pm, i + 1, p - 1))
+    end
+  end
+  return string.sub(pm, 1, i), string.sub(pm, i + 1)
+end
+
+-- ck_ready counts execution e in (n = 1) or out of (n = -1) its group's
+-- ready count.
+local function ck_ready(e, n)
+  local ck, f = k_ck(ck_of(e)), 'r:' .. ck_group(e)
+  if redis.call('HINCRBY', ck, f, n) <= 0 then redis.call('HDEL', ck, f) end
+end
+
+-- ck_gc drops the counter of a key with nothing running, ready or parked.
+-- (A field 'ready', the whole key's count of a latch before groups, is
+-- not kept: an older counter loses it at its next change.)
 local function ck_gc(c)
-  local v = redis.call('HMGET', k_ck(c), 'run', 'ready')
-  if tonumber(v[1] or 0) <= 0 and tonumber(v[2] or 0) <= 0
-      and redis.call('EXISTS', k_ckpark(c)) == 0 then
-    redis.call('DEL', k_ck(c))
+  local ck = k_ck(c)
+  local v = redis.call('HMGET', ck, 'run', 'ready')
+  local groups = redis.call('HLEN', ck)
+  if v[1] then groups = groups - 1 end
+  if v[2] then
+    groups = groups - 1
+    redis.call('HDEL', ck, 'ready')
+  end
+  if tonumber(v[1] or 0) <= 0 and groups == 0
+      and redis.call('EXISTS', k_ckparkg(c), k_ckpark(c)) == 0 then
+    redis.call('DEL', ck)
   end
 end
 
+-- ck_unpark puts parked execution e (member m) back in the ready indexes.
+local function ck_unpark(e, m)
+  redis.call('HDEL', k_exec(e.id), 'parked')
+  idx_add(e, m)
+  ck_ready(e, 1)
+end
+
+-- ck_settle restores the invariant of key c's groups: it visits each
+-- group with parked work (one ZRANGEBYLEX a group: a key's groups are its
+-- few kinds, queues, limits and rate keys) and lets its head go while
+-- run + ready(g) is below the head's limit, at most 64 executions a call.
+-- A lease needs no settling (run grows by what its group's count loses,
+-- and no other group's sum falls). What an older latch parked in ckpark:c
+-- goes back unconditionally (its count was over the whole key).
 local function ck_settle(c)
-  local pk = k_ckpark(c)
-  for _ = 1, 64 do
-    local head = redis.call('ZRANGE', pk, 0, 0)[1]
-    if not head then break end
-    local e = load(string.sub(head, MEMBER_ID))
-    if not e then
-      redis.call('ZREM', pk, head) -- cannot happen; never block on it
+  local ck, pk = k_ck(c), k_ckparkg(c)
+  local budget = 64
+  local old = k_ckpark(c)
+  for _, m in ipairs(redis.call('ZRANGE', old, 0, budget - 1)) do
+    redis.call('ZREM', old, m)
+    local e = load(string.sub(m, MEMBER_ID))
+    if e and e.parked then ck_unpark(e, m) end
+    budget = budget - 1
+  end
+  local run = tonumber(redis.call('HGET', ck, 'run') or 0)
+  local lo = '-'
+  while budget > 0 do
+    local pm = redis.call('ZRANGEBYLEX', pk, lo, '+', 'LIMIT', 0, 1)[1]
+    if not pm then break end
+    local g, m = park_split(pm)
+    local e = load(string.sub(m, MEMBER_ID))
+    if not e or not e.parked then
+      redis.call('ZREM', pk, pm) -- cannot happen; never block on it
+    elseif run + tonumber(redis.call('HGET', ck, 'r:' .. g) or 0) >= tonumber(e.climit) then
+      lo = '(' .. g .. PARK_END -- the next group
     else
-      local v = redis.call('HMGET', k_ck(c), 'run', 'ready')
-      if tonumber(v[1] or 0) + tonumber(v[2] or 0) >= tonumber(e.climit) then break end
-      redis.call('ZREM', pk, head)
-      redis.call('HDEL', k_exec(e.id), 'parked')
-      idx_add(e, head)
-      redis.call('HINCRBY', k_ck(c), 'ready', 1)
+      redis.call('ZREM', pk, pm)
+      ck_unpark(e, m)
+      budget = budget - 1
     end
   end
   ck_gc(c)
 end
 
 -- enqueue makes an execution claimable: into the ready indexes, counted
--- as ready for its concurrency key.
+-- as ready in its concurrency key's group.
 local function enqueue(e)
   idx_add(e, member(e))
-  if e.ckey then redis.call('HINCRBY', k_ck(ck_of(e)), 'ready', 1) end
+  if e.ckey then ck_ready(e, 1) end
 end
 
 -- Queue statistics (Store.QueueStats), so that reading them costs the
@@ -330,11 +416,12 @@ local function leave(e)
   if e.status == 'queued' or (e.status == 'scheduled' and e.due) then
     local m = member(e)
     if e.parked then
-      redis.call('ZREM', k_ckpark(ck_of(e)), m)
+      redis.call('ZREM', k_ckparkg(ck_of(e)), ck_group(e) .. m)
+      redis.call('ZREM', k_ckpark(ck_of(e)), m) -- parked by an older latch
       redis.call('HDEL', k_exec(e.id), 'parked')
     else
       idx_rem(e, m)
-      if e.ckey then redis.call('HINCRBY', k_ck(ck_of(e)), 'ready', -1) end
+      if e.ckey then ck_ready(e, -1) end
     end
     if e.status == 'scheduled' then
       redis.call('ZREM', k_due(), e.id)
@@ -607,9 +694,12 @@ local function admit_new(x, status, now, q)
   if x.ckey ~= '' then
     h[#h + 1] = 'ckey'; h[#h + 1] = x.ckey
     h[#h + 1] = 'climit'; h[#h + 1] = x.climit
-    e.ckey = x.ckey
+    e.ckey, e.climit = x.ckey, x.climit
   end
-  if x.rkey ~= '' then h[#h + 1] = 'rkey'; h[#h + 1] = x.rkey end
+  if x.rkey ~= '' then
+    h[#h + 1] = 'rkey'; h[#h + 1] = x.rkey
+    e.rkey = x.rkey
+  end
   if x.schedule ~= '' then h[#h + 1] = 'schedule'; h[#h + 1] = x.schedule end
   if x.trace and x.trace ~= '' then h[#h + 1] = 'trace'; h[#h + 1] = x.trace end
   if status == 'skipped' then h[#h + 1] = 'finished'; h[#h + 1] = now end

@@ -8,7 +8,7 @@
 --
 -- KEYS[1] exec:<id>
 --   derived: running, the ready indexes, tenant:<T>, done:<T>, ck:<c>,
---   ckpark:<c>, runs:<id>
+--   ckparkg:<c>, ckpark:<c>, runs:<id>
 -- ARGV[1] NS  ARGV[2] id  ARGV[3] tenant ('' = any)  ARGV[4] token
 -- ARGV[5] now_us  ARGV[6] ra (now as a queue member part)
 -- ARGV[7] unstarted ('1' or '0')

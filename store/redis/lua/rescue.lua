@@ -7,7 +7,7 @@
 --
 -- KEYS[1] running
 --   derived: exec:<id> of each expired lease, the ready indexes,
---   tenant:<T>, done:<T>, ck:<c>, ckpark:<c>, runs:<id>
+--   tenant:<T>, done:<T>, ck:<c>, ckparkg:<c>, ckpark:<c>, runs:<id>
 -- ARGV[1] NS  ARGV[2] now_us  ARGV[3] limit  ARGV[4] ra (now as a queue
 -- member part)  ARGV[5] the error recorded for a lost lease
 -- Returns {version, requeued, failed, cancelled}; version 0 when nothing

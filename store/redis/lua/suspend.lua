@@ -19,7 +19,8 @@
 --
 -- KEYS[1] exec:<id>   KEYS[2] steps:<id>   KEYS[3] wake
 --   derived: running, the ready indexes, tenant:<T>, done:<T>, ck:<c>,
---   ckpark:<c>, sigbuf:<scoped(id, signal)>, signames:<id>, runs:<id>
+--   ckparkg:<c>, ckpark:<c>, sigbuf:<scoped(id, signal)>, signames:<id>,
+--   runs:<id>
 -- ARGV[1] NS  ARGV[2] id  ARGV[3] tenant ('' = any)  ARGV[4] token
 -- ARGV[5] now_us  ARGV[6] ra (now as a queue member part)  ARGV[7] step
 -- ARGV[8] until_us ('' for a wait)  ARGV[9] signal ('' for a sleep)

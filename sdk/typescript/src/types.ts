@@ -55,6 +55,11 @@ export interface Execution {
   cancel_requested: boolean;
   wake_at: string | null;
   waiting_for: string | null;
+  /** How many submits (and schedule fires) its dedup key answered with this execution. */
+  dedup_hits: number;
+  last_dedup_hit_at: string | null;
+  /** The W3C traceparent its runs continue; absent when it has none. */
+  trace_parent?: string;
 }
 
 /** The answer to a submit: the execution, and whether the dedup key already mapped to it. */
@@ -76,6 +81,8 @@ export interface Lease {
   timeout_seconds: number;
   /** The flow's journal at the claim: step name → recorded result. */
   steps: { [name: string]: JSONValue };
+  /** The execution's W3C traceparent, absent when it has none: a run's span continues it. */
+  trace_parent?: string;
 }
 
 export interface HeartbeatResponse {

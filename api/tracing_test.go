@@ -109,7 +109,7 @@ func spanNamed(t *testing.T, spans tracetest.SpanStubs, name string) tracetest.S
 func attrs(s tracetest.SpanStub) map[attribute.Key]string {
 	m := map[attribute.Key]string{}
 	for _, kv := range s.Attributes {
-		m[kv.Key] = kv.Value.Emit()
+		m[kv.Key] = kv.Value.String()
 	}
 	return m
 }

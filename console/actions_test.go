@@ -364,7 +364,7 @@ type deletedWhileRead struct {
 func (d deletedWhileRead) GetSchedule(ctx context.Context, p *store.GetScheduleParams) (*store.Schedule, error) {
 	s, err := d.Store.GetSchedule(ctx, p)
 	if err == nil {
-		err = d.Store.DeleteSchedule(ctx, &store.DeleteScheduleParams{Tenant: p.Tenant, Name: p.Name})
+		err = d.DeleteSchedule(ctx, &store.DeleteScheduleParams{Tenant: p.Tenant, Name: p.Name})
 	}
 	return s, err
 }

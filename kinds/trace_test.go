@@ -90,7 +90,7 @@ func TestHTTPSendsItsSpanWhenTracingOn(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, kv := range client.Attributes {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.String()
 	}
 	if attrs["http.request.method"] != "POST" || attrs["http.response.status_code"] != "200" ||
 		attrs["url.full"] != srv.URL+"/hook" {

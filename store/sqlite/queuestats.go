@@ -4,31 +4,45 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 
 	"github.com/latch-run/latch/store"
 )
 
+// liveIndexes are the partial indexes that hold the executions in flight,
+// each with the condition that makes it usable: between them every
+// scheduled, queued, running and suspended execution, once.
+var liveIndexes = []struct{ name, cond string }{
+	{"executions_ready_tenant", "status IN ('queued', 'scheduled')"},
+	{"executions_leases", "status = 'running'"},
+	{"executions_suspended", "status = 'suspended'"},
+}
+
 // queueStatsQuery counts the executions that are not terminal by tenant and
-// queue. It reads executions_live only (a partial index over those rows
-// that covers the query, in group order), so its cost follows the number of
-// live executions, not the table's history. Its first three arguments are
-// the time of the read.
+// queue. It reads them through liveIndexes only (one row read each), so its
+// cost follows the number of executions in flight, not the table's
+// history. Its first argument is the time of the read.
 func queueStatsQuery(p *store.QueueStatsParams) (string, []any) {
-	t := ns(now(p.Now))
+	args := []any{ns(now(p.Now))}
+	parts := make([]string, len(liveIndexes))
+	for i, ix := range liveIndexes {
+		parts[i] = `SELECT tenant, queue, status, run_at FROM executions INDEXED BY ` + ix.name + ` WHERE ` + ix.cond
+		if p.Tenant != "" {
+			parts[i] += ` AND tenant = ?2`
+		}
+	}
+	if p.Tenant != "" {
+		args = append(args, p.Tenant)
+	}
 	query := `SELECT tenant, queue,
 		COALESCE(SUM(status = 'queued' OR (status = 'scheduled' AND run_at <= ?1)), 0),
 		MIN(CASE WHEN status = 'queued' OR (status = 'scheduled' AND run_at <= ?1) THEN run_at END),
 		COALESCE(SUM(status = 'scheduled' AND run_at > ?1), 0),
 		COALESCE(SUM(status = 'running'), 0),
 		COALESCE(SUM(status = 'suspended'), 0)
-		FROM executions INDEXED BY executions_live
-		WHERE status IN ('scheduled', 'queued', 'running', 'suspended')`
-	args := []any{t}
-	if p.Tenant != "" {
-		query += ` AND tenant = ?2`
-		args = append(args, p.Tenant)
-	}
-	return query + ` GROUP BY tenant, queue ORDER BY tenant, queue`, args
+		FROM (` + strings.Join(parts, ` UNION ALL `) + `)
+		GROUP BY tenant, queue ORDER BY tenant, queue`
+	return query, args
 }
 
 // QueueStats implements store.Store.

@@ -5,7 +5,7 @@ DROP INDEX workers_seen;
 DROP TABLE workers;
 DROP INDEX servers_seen;
 DROP TABLE servers;
-DROP INDEX executions_live;
+DROP INDEX executions_suspended;
 ALTER TABLE executions DROP COLUMN last_dedup_hit_at;
 ALTER TABLE executions DROP COLUMN dedup_hits;
 ALTER TABLE executions DROP COLUMN trace_parent;

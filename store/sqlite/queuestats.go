@@ -12,21 +12,24 @@ import (
 // liveIndexes are the partial indexes that hold the executions in flight,
 // each with the condition that makes it usable: between them every
 // scheduled, queued, running and suspended execution, once.
-var liveIndexes = []struct{ name, cond string }{
-	{"executions_ready_tenant", "status IN ('queued', 'scheduled')"},
-	{"executions_leases", "status = 'running'"},
-	{"executions_suspended", "status = 'suspended'"},
+// cols is what QueueStats reads of each entry: all of it from the index
+// (migration 0007 made each covering), the status and run time of a
+// running or suspended one being of no use.
+var liveIndexes = []struct{ name, cond, cols string }{
+	{"executions_ready_tenant", "status IN ('queued', 'scheduled')", "tenant, queue, status, run_at"},
+	{"executions_leases", "status = 'running'", "tenant, queue, 'running', NULL"},
+	{"executions_suspended", "status = 'suspended'", "tenant, queue, 'suspended', NULL"},
 }
 
 // queueStatsQuery counts the executions that are not terminal by tenant and
-// queue. It reads them through liveIndexes only (one row read each), so its
+// queue. It reads them from liveIndexes only (their entries, no row), so its
 // cost follows the number of executions in flight, not the table's
 // history. Its first argument is the time of the read.
 func queueStatsQuery(p *store.QueueStatsParams) (string, []any) {
 	args := []any{ns(now(p.Now))}
 	parts := make([]string, len(liveIndexes))
 	for i, ix := range liveIndexes {
-		parts[i] = `SELECT tenant, queue, status, run_at FROM executions INDEXED BY ` + ix.name + ` WHERE ` + ix.cond
+		parts[i] = `SELECT ` + ix.cols + ` FROM executions INDEXED BY ` + ix.name + ` WHERE ` + ix.cond
 		if p.Tenant != "" {
 			parts[i] += ` AND tenant = ?2`
 		}
@@ -40,7 +43,7 @@ func queueStatsQuery(p *store.QueueStatsParams) (string, []any) {
 		COALESCE(SUM(status = 'scheduled' AND run_at > ?1), 0),
 		COALESCE(SUM(status = 'running'), 0),
 		COALESCE(SUM(status = 'suspended'), 0)
-		FROM (` + strings.Join(parts, ` UNION ALL `) + `)
+		FROM (SELECT tenant, queue, status, run_at FROM (` + strings.Join(parts, ` UNION ALL `) + `))
 		GROUP BY tenant, queue ORDER BY tenant, queue`
 	return query, args
 }

@@ -1,7 +1,10 @@
 package console
 
 import (
+	"context"
 	"net/http"
+
+	"github.com/latch-run/latch/store"
 )
 
 // The console's actions, each with a second look: cancel, force delete
@@ -60,4 +63,16 @@ func (c *Console) confirmed(w http.ResponseWriter, r *http.Request, page confirm
 // act on; status is 409 unless given.
 func (c *Console) refused(w http.ResponseWriter, r *http.Request, status int, title, message string) {
 	c.render(w, r, status, "error", errorPage{Title: title, Message: message + " Nothing was changed."})
+}
+
+// actionExecution reads the execution an action on /executions/{id}/...
+// targets, in the request's tenant scope (another tenant's is not found).
+// false when it answered already.
+func (c *Console) actionExecution(ctx context.Context, w http.ResponseWriter, r *http.Request) (*store.Execution, bool) {
+	x, err := c.cfg.Store.Get(ctx, &store.GetParams{Tenant: identityFrom(r.Context()).Tenant, ID: r.PathValue("id")})
+	if err != nil {
+		c.fail(w, r, err)
+		return nil, false
+	}
+	return x, true
 }

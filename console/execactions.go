@@ -20,10 +20,8 @@ func (c *Console) deleteExecution(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := c.storeCtx(r)
 	defer cancel()
-	tenant := identityFrom(r.Context()).Tenant
-	x, err := c.cfg.Store.Get(ctx, &store.GetParams{Tenant: tenant, ID: r.PathValue("id")})
-	if err != nil {
-		c.fail(w, r, err)
+	x, ok := c.actionExecution(ctx, w, r)
+	if !ok {
 		return
 	}
 	back := "/executions/" + url.PathEscape(x.ID)
@@ -34,7 +32,7 @@ func (c *Console) deleteExecution(w http.ResponseWriter, r *http.Request) {
 	if !c.confirmed(w, r, confirmPage{Title: "Delete this execution?", Message: msg, Button: "Delete", Back: back, Danger: true}) {
 		return
 	}
-	if err := c.cfg.Store.Delete(ctx, &store.DeleteParams{Tenant: tenant, ID: x.ID, Force: true, Now: c.cfg.Now()}); err != nil {
+	if err := c.cfg.Store.Delete(ctx, &store.DeleteParams{Tenant: x.Tenant, ID: x.ID, Force: true, Now: c.cfg.Now()}); err != nil {
 		c.fail(w, r, err)
 		return
 	}
@@ -49,10 +47,8 @@ func (c *Console) retryExecution(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := c.storeCtx(r)
 	defer cancel()
-	tenant := identityFrom(r.Context()).Tenant
-	x, err := c.cfg.Store.Get(ctx, &store.GetParams{Tenant: tenant, ID: r.PathValue("id")})
-	if err != nil {
-		c.fail(w, r, err)
+	x, ok := c.actionExecution(ctx, w, r)
+	if !ok {
 		return
 	}
 	back := "/executions/" + url.PathEscape(x.ID)
@@ -64,7 +60,7 @@ func (c *Console) retryExecution(w http.ResponseWriter, r *http.Request) {
 		Message: "Execution " + x.ID + " (" + x.Kind + ") will be queued again with fresh attempts, keeping the steps it recorded. It takes one of tenant " + x.Tenant + "'s in-flight slots."}) {
 		return
 	}
-	_, err = c.cfg.Store.Retry(ctx, &store.RetryParams{Tenant: tenant, ID: x.ID, Now: c.cfg.Now()})
+	_, err := c.cfg.Store.Retry(ctx, &store.RetryParams{Tenant: x.Tenant, ID: x.ID, Now: c.cfg.Now()})
 	switch {
 	case errors.Is(err, store.ErrQuotaExceeded):
 		c.refused(w, r, http.StatusConflict, "Quota exceeded",

@@ -130,19 +130,18 @@ func (c *Console) cancelExecution(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := c.storeCtx(r)
 	defer cancel()
-	id := r.PathValue("id")
-	x, err := c.cfg.Store.Get(ctx, &store.GetParams{Tenant: identityFrom(r.Context()).Tenant, ID: id})
-	if err != nil {
-		c.fail(w, r, err)
+	x, ok := c.actionExecution(ctx, w, r)
+	if !ok {
 		return
 	}
+	id := x.ID
 	back := "/executions/" + url.PathEscape(id)
 	if !c.confirmed(w, r, confirmPage{Title: "Cancel execution " + id + "?", Button: "Cancel execution", Back: back,
 		Message: "Execution " + id + " (" + x.Kind + ", " + string(x.Status) + ") will be cancelled: at once unless it is running, " +
 			"else when its worker sees the request at its next heartbeat."}) {
 		return
 	}
-	_, err = c.cfg.Store.Cancel(ctx, &store.CancelParams{Tenant: identityFrom(r.Context()).Tenant, ID: id,
+	_, err := c.cfg.Store.Cancel(ctx, &store.CancelParams{Tenant: identityFrom(r.Context()).Tenant, ID: id,
 		Now: c.cfg.Now()})
 	if err != nil {
 		c.fail(w, r, err)

@@ -21,13 +21,12 @@ func (c *Console) signalExecution(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := c.storeCtx(r)
 	defer cancel()
-	tenant := identityFrom(r.Context()).Tenant
-	x, err := c.cfg.Store.Get(ctx, &store.GetParams{Tenant: tenant, ID: r.PathValue("id")})
-	if err != nil {
-		c.fail(w, r, err)
+	x, ok := c.actionExecution(ctx, w, r)
+	if !ok {
 		return
 	}
 	back := "/executions/" + url.PathEscape(x.ID)
+	var err error
 	name := r.PostForm.Get("name")
 	if x.Status != store.StatusSuspended || x.WaitingFor == "" || name != x.WaitingFor {
 		c.refused(w, r, http.StatusConflict, "Not waiting for that signal",
@@ -56,7 +55,7 @@ func (c *Console) signalExecution(w http.ResponseWriter, r *http.Request) {
 		Message: "Execution " + x.ID + " (" + x.Kind + ") is waiting for signal " + name + ". It will resume with the data " + shown + "."}) {
 		return
 	}
-	_, err = c.cfg.Store.Signal(ctx, &store.SignalParams{Tenant: tenant, ExecutionID: x.ID, Name: name, Data: data,
+	_, err = c.cfg.Store.Signal(ctx, &store.SignalParams{Tenant: x.Tenant, ExecutionID: x.ID, Name: name, Data: data,
 		Now: c.cfg.Now()})
 	switch {
 	case errors.Is(err, store.ErrNotActive):

@@ -20,7 +20,9 @@
 //     for another kind or payload; the key dies with its execution (delete,
 //     force delete, prune) or its TTL, and then admits a new one; each
 //     deduplicated answer counts one hit on the execution (DedupHits, the
-//     latest at LastDedupHitAt), shown in that answer and every later one;
+//     latest at LastDedupHitAt), shown in that answer and every later one
+//     (State.Hits: a backend whose first deduplicated answer shows no hit
+//     is held to showing none);
 //   - quota: admitting more than max_inflight scheduled+queued+running is
 //     ErrQuotaExceeded (after the dedup lookup: a duplicate takes no quota);
 //     every exit path frees the slot exactly once;

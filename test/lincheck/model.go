@@ -68,7 +68,25 @@ type State struct {
 	Flows      map[string]Flow // execution id -> its journal and signals; absent when empty
 	TurnSeq    int64           // the largest turn given
 	Concurrent bool
+	Hits       HitCounting
 }
+
+// HitCounting says whether the store under test counts dedup hits
+// (Execution.DedupHits and LastDedupHitAt): decided by its first
+// deduplicated answer, which shows the hit if it does. Until then no
+// execution has a hit either way. A store that counts is then held to the
+// exact count and time of every hit, in every answer that shows the
+// execution; one whose first deduplicated answer shows none must show none
+// ever after (a count that appears later is a difference). This lets the
+// model check the backends written before the count existed; every backend
+// of this repository counts.
+type HitCounting uint8
+
+const (
+	HitsUnknown HitCounting = iota // no deduplicated answer yet
+	HitsCounted
+	HitsNotCounted
+)
 
 // NewState returns the state of a store holding the given tenants and no
 // executions. Zero settings take the store defaults.
@@ -95,13 +113,13 @@ func NewState(tenants ...store.CreateTenantParams) *State {
 // Flow's slices, which are never changed in place (copy on write).
 func (s *State) Clone() *State {
 	return &State{Tenants: maps.Clone(s.Tenants), Execs: maps.Clone(s.Execs), Keys: maps.Clone(s.Keys),
-		Flows: maps.Clone(s.Flows), TurnSeq: s.TurnSeq, Concurrent: s.Concurrent}
+		Flows: maps.Clone(s.Flows), TurnSeq: s.TurnSeq, Concurrent: s.Concurrent, Hits: s.Hits}
 }
 
 // Equal reports whether two states are the same.
 func (s *State) Equal(o *State) bool {
 	return maps.Equal(s.Tenants, o.Tenants) && maps.Equal(s.Execs, o.Execs) && maps.Equal(s.Keys, o.Keys) &&
-		maps.EqualFunc(s.Flows, o.Flows, Flow.equal) && s.TurnSeq == o.TurnSeq
+		maps.EqualFunc(s.Flows, o.Flows, Flow.equal) && s.TurnSeq == o.TurnSeq && s.Hits == o.Hits
 }
 
 // Hash is an order-independent hash of the state: Equal states hash equal.
@@ -356,9 +374,17 @@ func (s *State) admit(in Input, out Output) error {
 					return fail(fmt.Errorf("answered err=%q deduplicated=%t id=%s, want deduplicated onto %s",
 						got.Err, got.Dedup, short(got.X.ID), short(x.ID)))
 				}
-				x.DedupHits++
-				x.LastDedupHit = in.Now
-				s.Execs[x.ID] = x
+				if s.Hits == HitsUnknown {
+					s.Hits = HitsNotCounted
+					if got.X.DedupHits != 0 || got.X.LastDedupHit != 0 {
+						s.Hits = HitsCounted
+					}
+				}
+				if s.Hits == HitsCounted {
+					x.DedupHits++
+					x.LastDedupHit = in.Now
+					s.Execs[x.ID] = x
+				}
 				if err := wantView(got.X, x.View); err != nil {
 					return fail(err)
 				}

@@ -165,7 +165,7 @@ type View struct {
 	WaitingFor  string
 	SuspendStep string
 	// The submits its dedup key answered with it, the latest at
-	// LastDedupHit.
+	// LastDedupHit (State.Hits says whether the backend counts them).
 	DedupHits    int
 	LastDedupHit int64
 }

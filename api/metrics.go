@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/latch-run/latch/engine"
+	"github.com/latch-run/latch/internal/labels"
 	"github.com/latch-run/latch/store"
 )
 
@@ -25,6 +26,8 @@ type metrics struct {
 	leases   *prometheus.CounterVec
 	runs     *prometheus.CounterVec
 	runTime  *prometheus.HistogramVec
+	// kinds bounds the kind label: kinds are tenants' names.
+	kinds *labels.Bounded
 }
 
 // Sources of claims: the label source of latch_leases_claimed_total.
@@ -35,7 +38,8 @@ const (
 
 func newMetrics(extra ...prometheus.Collector) *metrics {
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
+		kinds: labels.New(labels.DefaultMax),
+		reg:   prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "latch_http_requests_total",
 			Help: "HTTP requests answered, by route pattern and status code.",
@@ -113,6 +117,7 @@ func (s *Server) OnWorkerRun() func(r *engine.Run) {
 }
 
 func (m *metrics) ran(kind, outcome string, d time.Duration) {
+	kind = m.kinds.Value(kind)
 	m.runs.WithLabelValues(kind, outcome).Inc()
 	m.runTime.WithLabelValues(kind, outcome).Observe(d.Seconds())
 }

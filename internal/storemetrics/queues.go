@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/latch-run/latch/internal/labels"
 	"github.com/latch-run/latch/store"
 )
 
@@ -37,7 +38,8 @@ type QueuesConfig struct {
 // latch_store_up 0 and no queue gauge, never a failed scrape; it is logged
 // once, and its recovery once.
 type Queues struct {
-	cfg QueuesConfig
+	cfg   QueuesConfig
+	names *labels.Bounded // the queue label
 
 	mu     sync.Mutex // held through a read: concurrent scrapes wait for it, then share it
 	readAt time.Time
@@ -85,7 +87,7 @@ func NewQueues(cfg QueuesConfig) *Queues {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Queues{cfg: cfg}
+	return &Queues{cfg: cfg, names: labels.New(labels.DefaultMax)}
 }
 
 // Describe implements prometheus.Collector.
@@ -145,10 +147,11 @@ func (q *Queues) read() (*snapshot, time.Time) {
 	q.failed = err != nil
 	s.err = err
 	for _, st := range stats {
-		sum := s.queues[st.Queue]
+		name := q.names.Value(st.Queue) // queues are tenants' names: at most DefaultMax series
+		sum := s.queues[name]
 		if sum == nil {
-			sum = &store.QueueStats{Queue: st.Queue}
-			s.queues[st.Queue] = sum
+			sum = &store.QueueStats{Queue: name}
+			s.queues[name] = sum
 		}
 		sum.Ready += st.Ready
 		sum.Scheduled += st.Scheduled

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/latch-run/latch/internal/labels"
 	"github.com/latch-run/latch/internal/storewrap"
 	"github.com/latch-run/latch/store"
 )
@@ -35,6 +36,7 @@ type Metrics struct {
 	deferrals prometheus.Counter
 	suspends  *prometheus.CounterVec
 	signals   *prometheus.CounterVec
+	kinds     *labels.Bounded // the kind label: kinds are tenants' names
 }
 
 // New returns the collectors, every series without labels or with a
@@ -70,6 +72,7 @@ func New() *Metrics {
 	}
 	m.signals.WithLabelValues(SignalDelivered)
 	m.signals.WithLabelValues(SignalBuffered)
+	m.kinds = labels.New(labels.DefaultMax)
 	return m
 }
 
@@ -99,11 +102,11 @@ func (m *Metrics) Observe(c *storewrap.Call) {
 		switch c.Op {
 		case "Fail":
 			if r.Status == store.StatusQueued || r.Status == store.StatusScheduled {
-				m.retries.WithLabelValues(r.Kind).Inc()
+				m.retries.WithLabelValues(m.kinds.Value(r.Kind)).Inc()
 			}
 		case "Suspend":
 			if r.Status == store.StatusSuspended {
-				m.suspends.WithLabelValues(r.Kind).Inc()
+				m.suspends.WithLabelValues(m.kinds.Value(r.Kind)).Inc()
 			}
 		}
 	}

@@ -26,13 +26,26 @@ import (
 // handler (no network) over a store holding LATCH_BENCH_EXECUTIONS
 // executions, for the admin and for one tenant, on SQLite and, with
 // LATCH_TEST_POSTGRES_URL, on PostgreSQL. It reports each page's median
-// as ms/median. docs/console.md ("Page times") has the figures:
+// as ms/median. With LATCH_BENCH_INFLIGHT=K (K < N) all but K of the
+// executions are run to their end first (one in ten failed), as in a
+// store that keeps its history; without it every execution stays in
+// flight, the worst case for the queue counts. docs/console.md ("Page
+// times") has the figures:
 //
 //	LATCH_BENCH_EXECUTIONS=1000000 go test -run '^$' -bench 'Pages/sqlite' -benchtime 20x ./console/
+//	LATCH_BENCH_EXECUTIONS=1000000 LATCH_BENCH_INFLIGHT=10000 go test -run '^$' -bench Pages -benchtime 20x ./console/
 func BenchmarkPages(b *testing.B) {
 	n, _ := strconv.Atoi(os.Getenv("LATCH_BENCH_EXECUTIONS"))
 	if n <= 0 {
 		b.Skip("set LATCH_BENCH_EXECUTIONS=N to seed N executions and time the pages")
+	}
+	inflight := n
+	if v := os.Getenv("LATCH_BENCH_INFLIGHT"); v != "" {
+		k, err := strconv.Atoi(v)
+		if err != nil || k < 0 || k > n {
+			b.Fatalf("LATCH_BENCH_INFLIGHT=%q: want a count from 0 to LATCH_BENCH_EXECUTIONS", v)
+		}
+		inflight = k
 	}
 	b.Run("sqlite", func(b *testing.B) {
 		st, err := sqlite.Open(context.Background(), testdb.SQLite(b))
@@ -40,7 +53,7 @@ func BenchmarkPages(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { st.Close() })
-		benchPages(b, st, n)
+		benchPages(b, st, n, inflight)
 	})
 	if os.Getenv(testdb.PostgresEnv) != "" {
 		b.Run("postgres", func(b *testing.B) {
@@ -53,7 +66,7 @@ func BenchmarkPages(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { st.Close() })
-			benchPages(b, st, n)
+			benchPages(b, st, n, inflight)
 		})
 	}
 }
@@ -65,11 +78,11 @@ const (
 	benchTenant  = "t03"
 )
 
-func benchPages(b *testing.B, st store.Store, n int) {
+func benchPages(b *testing.B, st store.Store, n, inflight int) {
 	ctx := context.Background()
 	start := time.Now()
-	some := seedPages(b, st, n)
-	b.Logf("seeded %d executions in %v", n, time.Since(start).Round(time.Millisecond))
+	some := seedPages(b, st, n, inflight)
+	b.Logf("seeded %d executions (%d in flight) in %v", n, inflight, time.Since(start).Round(time.Millisecond))
 
 	admin := auth.NewKey()
 	authn := auth.Authenticator{Store: st, AdminKeyHash: auth.HashKey(admin)}
@@ -81,7 +94,7 @@ func benchPages(b *testing.B, st store.Store, n int) {
 	c := console.New(console.Config{Store: st, Auth: authn})
 	b.Cleanup(c.Close)
 
-	pages := []string{"/overview", "/executions", "/executions?queue=q3", "/executions?status=scheduled",
+	pages := []string{"/overview", "/executions", "/executions?queue=q3", "/executions?status=scheduled", "/executions?status=failed",
 		"/executions/" + some, "/schedules", "/schedule?tenant=" + benchTenant + "&name=nightly", "/limits", "/tenants"}
 	benchReads(b, st)
 	for _, who := range []struct{ name, key string }{{"admin", admin}, {"tenant", tenantKey}} {
@@ -188,13 +201,14 @@ func benchLogin(b *testing.B, c *console.Console, key string) string {
 }
 
 // seedPages admits n executions over benchTenants tenants, 5 queues and 8
-// kinds; a tenth scheduled an hour ahead, one in twenty with one of 50
-// concurrency keys, one in a hundred fired by schedule "nightly". Then a
-// thousand are claimed (running). Everything else stays queued: every
-// execution is in flight, the worst case for the overview's queue counts.
-// Each tenant also gets the schedule and three rate limits, and a server
-// reports an hour of activity. It returns one execution's id.
-func seedPages(b *testing.B, st store.Store, n int) string {
+// kinds. The first n-inflight are plain ones that are then run to their
+// end (the history); of the rest, a tenth is scheduled an hour ahead, one
+// in twenty has one of 50 concurrency keys, one in a hundred is fired by
+// schedule "nightly". Then a thousand are claimed (running); everything
+// else stays queued. Each tenant also gets the schedule and three rate
+// limits, and a server reports an hour of activity. It returns one
+// execution's id.
+func seedPages(b *testing.B, st store.Store, n, inflight int) string {
 	ctx := context.Background()
 	now := time.Now()
 	for t := range benchTenants {
@@ -237,6 +251,10 @@ func seedPages(b *testing.B, st store.Store, n int) string {
 				for i := lo; i < min(lo+batch, n); i++ {
 					sub := store.Submission{Kind: fmt.Sprintf("kind-%d", i%8), Queue: fmt.Sprintf("q%d", i%5),
 						Payload: []byte(`{"n":` + strconv.Itoa(i) + `}`)}
+					if i < n-inflight {
+						items = append(items, sub)
+						continue
+					}
 					if i%10 == 1 {
 						sub.RunAt = now.Add(time.Hour)
 					}
@@ -272,7 +290,10 @@ func seedPages(b *testing.B, st store.Store, n int) string {
 	if fail != nil {
 		b.Fatal(fail)
 	}
-	for claimed := 0; claimed < min(1000, n/2); {
+	if n > inflight {
+		finishPages(b, st, n-inflight)
+	}
+	for claimed := 0; claimed < min(1000, inflight/2); {
 		res, err := st.Claim(ctx, &store.ClaimParams{WorkerID: "bench-worker", Max: 100, LeaseDuration: time.Hour, Now: time.Now()})
 		if err != nil {
 			b.Fatal(err)
@@ -298,4 +319,60 @@ func seedPages(b *testing.B, st store.Store, n int) string {
 		b.Fatal("no execution of the timed tenant was seeded")
 	}
 	return some
+}
+
+// finishPages runs count queued executions to their end, 4 workers at once:
+// one in ten fails, the others succeed.
+func finishPages(b *testing.B, st store.Store, count int) {
+	ctx := context.Background()
+	start := time.Now()
+	var (
+		mu   sync.Mutex
+		left = count
+		fail error
+		wg   sync.WaitGroup
+	)
+	for w := range 4 {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				want := min(100, left)
+				left -= want
+				stop := want == 0 || fail != nil
+				mu.Unlock()
+				if stop {
+					return
+				}
+				res, err := st.Claim(ctx, &store.ClaimParams{WorkerID: fmt.Sprintf("seed-%d", w), Max: want,
+					LeaseDuration: time.Hour, Now: time.Now()})
+				if err == nil && len(res.Leases) < want {
+					err = fmt.Errorf("claimed %d of %d", len(res.Leases), want)
+				}
+				for i, l := range res.Leases {
+					if err != nil {
+						break
+					}
+					if i%10 == 0 {
+						_, err = st.Fail(ctx, &store.FailParams{ExecutionID: l.ExecutionID, Tenant: l.Tenant, Token: l.Token,
+							Error: "seeded failure", Now: time.Now()})
+					} else {
+						_, err = st.Complete(ctx, &store.CompleteParams{ExecutionID: l.ExecutionID, Tenant: l.Tenant, Token: l.Token,
+							Result: []byte(`{"ok":true}`), Now: time.Now()})
+					}
+				}
+				if err != nil {
+					mu.Lock()
+					if fail == nil {
+						fail = err
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if fail != nil {
+		b.Fatal(fail)
+	}
+	b.Logf("ran %d executions to their end in %v", count, time.Since(start).Round(time.Millisecond))
 }

@@ -73,9 +73,10 @@ func TestMigrateRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The five newest: 7 (observation), 6 (attempt history), 5 (flows),
-	// 4 (fair claims) and 3 (keys and sessions), newest first.
-	downs := []migration.Migration{ms[len(ms)-1], ms[len(ms)-2], ms[len(ms)-3], ms[len(ms)-4], ms[len(ms)-5]}
+	// The six newest: 8 (schedule ticks), 7 (observation), 6 (attempt
+	// history), 5 (flows), 4 (fair claims) and 3 (keys and sessions),
+	// newest first.
+	downs := []migration.Migration{ms[len(ms)-1], ms[len(ms)-2], ms[len(ms)-3], ms[len(ms)-4], ms[len(ms)-5], ms[len(ms)-6]}
 	db, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {
 		t.Fatal(err)
@@ -257,6 +258,13 @@ func TestQueryPlans(t *testing.T) {
 		"activity of every tenant": {activity(store.ActivityParams{Since: due}), "SEARCH activity USING INDEX activity_minute (minute>?)"},
 		"list of a tenant's queued": {listing(store.ListParams{Tenant: "acme", Status: store.StatusQueued},
 			"tenant = ?", "status = ?", "id < ?"), "SEARCH executions USING COVERING INDEX executions_ready_tenant (tenant=?)"},
+		// A schedule's ticks and a dedup key's executions in listing
+		// order, whatever the tenant's history (not its executions_tenant
+		// walk, which read all of it for a rare schedule).
+		"list of a schedule's ticks": {listing(store.ListParams{Tenant: "acme", Schedule: "s"},
+			"tenant = ?", "schedule = ?", "id < ?"), "SEARCH executions USING INDEX executions_schedule_ticks (tenant=? AND schedule=? AND id<?)"},
+		"list by dedup key": {listing(store.ListParams{Tenant: "acme", DedupKey: "k"},
+			"tenant = ?", "dedup_key = ?"), "SEARCH executions USING INDEX executions_tenant_dedup (tenant=? AND dedup_key=?)"},
 		"activity of a tenant": {activity(store.ActivityParams{Tenant: "acme", Since: due}), "SEARCH activity USING PRIMARY KEY (tenant=? AND minute>?)"},
 	} {
 		rows, err := s.read.QueryContext(ctx, `EXPLAIN QUERY PLAN `+c.sql, c.args...)

@@ -19,7 +19,7 @@ func runAttempts(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("attempts", "EXECUTION_ID")
 	c := clientFlags(fs)
 	asJSON := fs.Bool("json", false, "print the raw JSON history")
-	if err := parse(fs, args, 1); err != nil {
+	if err := parse(ctx, fs, args, 1); err != nil {
 		return err
 	}
 	var raw json.RawMessage

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
 // execution is the part of the API's execution object the CLI shows.
@@ -48,7 +50,21 @@ func newFlags(name, args string) *flag.FlagSet {
 	return fs
 }
 
-func parse(fs *flag.FlagSet, args []string, nargs int) error {
+// parse parses args with fs and wants at least nargs arguments after the
+// flags. Run by the command tree (cli.go), -h shows the command's help; in
+// describe mode, parse hands fs over and stops the command.
+func parse(ctx context.Context, fs *flag.FlagSet, args []string, nargs int) error {
+	if d, ok := ctx.Value(describeKey{}).(**flag.FlagSet); ok {
+		*d = fs
+		return errDescribed
+	}
+	if cmd, ok := ctx.Value(cobraKey{}).(*cobra.Command); ok {
+		fs.SetOutput(cmd.ErrOrStderr())
+		fs.Usage = func() {
+			cmd.SetOut(cmd.ErrOrStderr())
+			cmd.Help() //nolint:errcheck // on stderr, with the usage error
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
@@ -70,7 +86,7 @@ func runSubmit(ctx context.Context, args []string, out io.Writer) error {
 	timeout := fs.Int("timeout", 0, "seconds an attempt may run (default 300)")
 	ckey := fs.String("concurrency-key", "", "limit concurrent runs sharing this key")
 	climit := fs.Int("concurrency-limit", 0, "runs allowed at once for --concurrency-key (default 1)")
-	if err := parse(fs, args, 1); err != nil {
+	if err := parse(ctx, fs, args, 1); err != nil {
 		return err
 	}
 	body := map[string]any{"kind": fs.Arg(0)}
@@ -103,7 +119,7 @@ func runSubmit(ctx context.Context, args []string, out io.Writer) error {
 func runGet(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("get", "EXECUTION_ID")
 	c := clientFlags(fs)
-	if err := parse(fs, args, 1); err != nil {
+	if err := parse(ctx, fs, args, 1); err != nil {
 		return err
 	}
 	var e json.RawMessage
@@ -122,7 +138,7 @@ func runList(ctx context.Context, args []string, out io.Writer) error {
 	}
 	limit := fs.Int("limit", 50, "page size, 1-500")
 	asJSON := fs.Bool("json", false, "print the raw JSON page")
-	if err := parse(fs, args, 0); err != nil {
+	if err := parse(ctx, fs, args, 0); err != nil {
 		return err
 	}
 	q.Set("limit", strconv.Itoa(*limit))
@@ -162,7 +178,7 @@ func runWait(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("wait", "EXECUTION_ID")
 	c := clientFlags(fs)
 	timeout := fs.Duration("timeout", 0, "give up after this long (0 = wait forever)")
-	if err := parse(fs, args, 1); err != nil {
+	if err := parse(ctx, fs, args, 1); err != nil {
 		return err
 	}
 	if *timeout > 0 {
@@ -195,7 +211,7 @@ func runWait(ctx context.Context, args []string, out io.Writer) error {
 func runCancel(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("cancel", "EXECUTION_ID")
 	c := clientFlags(fs)
-	if err := parse(fs, args, 1); err != nil {
+	if err := parse(ctx, fs, args, 1); err != nil {
 		return err
 	}
 	var e json.RawMessage
@@ -209,7 +225,7 @@ func runDelete(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("rm", "EXECUTION_ID")
 	c := clientFlags(fs)
 	force := fs.Bool("force", false, "delete even if not terminal: cancels it and frees its quota slot and dedup key")
-	if err := parse(fs, args, 1); err != nil {
+	if err := parse(ctx, fs, args, 1); err != nil {
 		return err
 	}
 	path := "/api/executions/" + url.PathEscape(fs.Arg(0))

@@ -19,7 +19,7 @@ func runSignal(ctx context.Context, args []string, out io.Writer) error {
 	c := clientFlags(fs)
 	idemKey := fs.String("idempotency-key", "",
 		"sent as Idempotency-Key: a repeat with the same key answers the first signal's answer and sends nothing")
-	if err := parse(fs, args, 2); err != nil {
+	if err := parse(ctx, fs, args, 2); err != nil {
 		return err
 	}
 	if fs.NArg() > 3 {
@@ -47,7 +47,7 @@ func runSignal(ctx context.Context, args []string, out io.Writer) error {
 func runRetry(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("retry", "EXECUTION_ID")
 	c := clientFlags(fs)
-	if err := parse(fs, args, 1); err != nil {
+	if err := parse(ctx, fs, args, 1); err != nil {
 		return err
 	}
 	var e json.RawMessage
@@ -64,7 +64,7 @@ func runSteps(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("steps", "EXECUTION_ID")
 	c := clientFlags(fs)
 	asJSON := fs.Bool("json", false, "print the raw JSON journal")
-	if err := parse(fs, args, 1); err != nil {
+	if err := parse(ctx, fs, args, 1); err != nil {
 		return err
 	}
 	var page struct {

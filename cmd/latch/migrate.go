@@ -29,7 +29,7 @@ func runMigrate(ctx context.Context, args []string, out io.Writer) error {
 	}
 	fs := newFlags("migrate "+op, "")
 	storeURL := fs.String("store", envOr("LATCH_STORE", "sqlite:latch.db"), "store URL (LATCH_STORE)")
-	if err := parse(fs, rest, 0); err != nil {
+	if err := parse(ctx, fs, rest, 0); err != nil {
 		return err
 	}
 	m, err := latch.Migrate(ctx, *storeURL, op)

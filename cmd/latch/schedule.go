@@ -49,7 +49,7 @@ func runSchedule(ctx context.Context, args []string, out io.Writer) error {
 		fs.Func("limit", "page size, 1-1000 (default 1000)", func(v string) error { page.Set("limit", v); return nil })
 		fs.Func("cursor", "next_cursor of the previous page", func(v string) error { page.Set("cursor", v); return nil })
 	}
-	if err := parse(fs, rest, nargs); err != nil {
+	if err := parse(ctx, fs, rest, nargs); err != nil {
 		return err
 	}
 	path := "/api/schedules/" + url.PathEscape(fs.Arg(0))

@@ -37,7 +37,7 @@ func runTenant(ctx context.Context, args []string, out io.Writer) error {
 	if sub == "rm" {
 		force = fs.Bool("force", false, "delete even while executions are in flight: they are removed and their workers' leases lost")
 	}
-	if err := parse(fs, rest, 1); err != nil {
+	if err := parse(ctx, fs, rest, 1); err != nil {
 		return err
 	}
 	name := fs.Arg(0)
@@ -81,7 +81,7 @@ func runTenant(ctx context.Context, args []string, out io.Writer) error {
 func runTenantKeyRemove(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("tenant key rm", "NAME KEY_ID")
 	c := clientFlags(fs)
-	if err := parse(fs, args, 2); err != nil {
+	if err := parse(ctx, fs, args, 2); err != nil {
 		return err
 	}
 	name, id := fs.Arg(0), fs.Arg(1)

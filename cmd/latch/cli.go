@@ -125,8 +125,11 @@ func addFlags(cmd *cobra.Command, fs *flag.FlagSet) {
 		if s, ok := shorthands[f.Name]; ok && short[s] {
 			pf.Shorthand = s
 		}
-		if pf.Value.Type() == "func" { // fs.Func: a string
+		switch pf.Value.Type() {
+		case "func": // fs.Func: a string
 			pf.Value = typedValue{pf.Value, "string"}
+		case "boolFunc":
+			pf.Value = typedValue{pf.Value, "bool"}
 		}
 		cmd.Flags().AddFlag(pf)
 	})

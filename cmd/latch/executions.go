@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/url"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -119,12 +118,16 @@ func runSubmit(ctx context.Context, args []string, out io.Writer) error {
 func runGet(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("get", "EXECUTION_ID")
 	c := clientFlags(fs)
+	format := outputFlag(fs, "json", false)
 	if err := parse(ctx, fs, args, 1); err != nil {
 		return err
 	}
 	var e json.RawMessage
 	if _, err := c.do(ctx, "GET", "/api/executions/"+url.PathEscape(fs.Arg(0)), nil, nil, &e); err != nil {
 		return err
+	}
+	if format.or("json") == "table" {
+		return printTable(out, executionColumns, []json.RawMessage{e})
 	}
 	return printJSON(out, e)
 }
@@ -137,7 +140,7 @@ func runList(ctx context.Context, args []string, out io.Writer) error {
 		fs.Func(name, "filter by "+name, func(v string) error { q.Set(name, v); return nil })
 	}
 	limit := fs.Int("limit", 50, "page size, 1-500")
-	asJSON := fs.Bool("json", false, "print the raw JSON page")
+	format := outputFlag(fs, "table", true)
 	if err := parse(ctx, fs, args, 0); err != nil {
 		return err
 	}
@@ -149,10 +152,10 @@ func runList(ctx context.Context, args []string, out io.Writer) error {
 	if _, err := c.do(ctx, "GET", "/api/executions?"+q.Encode(), nil, nil, &page); err != nil {
 		return err
 	}
-	if *asJSON {
+	if format.or("table") == "json" { // the raw page
 		return printJSON(out, page)
 	}
-	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	tw := newTable(out)
 	fmt.Fprintln(tw, "EXECUTION_ID\tTENANT\tKIND\tQUEUE\tSTATUS\tATTEMPT\tCREATED")
 	for _, raw := range page.Items {
 		var e execution

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"text/tabwriter"
 	"time"
 )
 
@@ -63,7 +62,7 @@ const maxResultShown = 60
 func runSteps(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("steps", "EXECUTION_ID")
 	c := clientFlags(fs)
-	asJSON := fs.Bool("json", false, "print the raw JSON journal")
+	format := outputFlag(fs, "table", true)
 	if err := parse(ctx, fs, args, 1); err != nil {
 		return err
 	}
@@ -79,13 +78,13 @@ func runSteps(ctx context.Context, args []string, out io.Writer) error {
 	if _, err := c.do(ctx, "GET", "/api/executions/"+url.PathEscape(fs.Arg(0))+"/steps", nil, nil, &raw); err != nil {
 		return err
 	}
-	if *asJSON {
+	if format.or("table") == "json" { // the raw journal
 		return printJSON(out, raw)
 	}
 	if err := json.Unmarshal(raw, &page); err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	tw := newTable(out)
 	fmt.Fprintln(tw, "STEP\tATTEMPT\tRECORDED\tRESULT")
 	for _, st := range page.Items {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", st.Name, st.Attempt, st.RecordedAt.Format(time.RFC3339),

@@ -33,6 +33,10 @@ func runTenant(ctx context.Context, args []string, out io.Writer) error {
 			})
 		}
 	}
+	var format *formatValue
+	if sub == "get" || sub == "keys" {
+		format = outputFlag(fs, "json", false)
+	}
 	var force *bool
 	if sub == "rm" {
 		force = fs.Bool("force", false, "delete even while executions are in flight: they are removed and their workers' leases lost")
@@ -73,7 +77,13 @@ func runTenant(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return printJSON(out, res)
+	switch {
+	case format == nil || format.or("json") == "json":
+		return printJSON(out, res)
+	case sub == "keys":
+		return printItems(out, keyColumns, res)
+	}
+	return printTable(out, tenantColumns, []json.RawMessage{res})
 }
 
 // runTenantKeyRemove is `latch tenant key rm NAME KEY_ID`: the key is

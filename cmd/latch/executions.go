@@ -171,46 +171,6 @@ func runList(ctx context.Context, args []string, out io.Writer) error {
 	return tw.Flush()
 }
 
-// errNotSucceeded makes `latch wait` exit 7 (exitNotSucceeded) when the
-// execution ended in another terminal status than succeeded.
-type errNotSucceeded struct{ status string }
-
-func (e errNotSucceeded) Error() string { return "execution ended " + e.status }
-
-func runWait(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("wait", "EXECUTION_ID")
-	c := clientFlags(fs)
-	timeout := fs.Duration("timeout", 0, "give up after this long (0 = wait forever)")
-	if err := parse(ctx, fs, args, 1); err != nil {
-		return err
-	}
-	if *timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *timeout)
-		defer cancel()
-	}
-	path := "/api/executions/" + url.PathEscape(fs.Arg(0)) + "?wait_seconds=60"
-	for {
-		var raw json.RawMessage
-		if _, err := c.do(ctx, "GET", path, nil, nil, &raw); err != nil {
-			return err
-		}
-		var e execution
-		if err := json.Unmarshal(raw, &e); err != nil {
-			return err
-		}
-		if e.terminal() {
-			if err := printJSON(out, raw); err != nil {
-				return err
-			}
-			if e.Status != "succeeded" {
-				return errNotSucceeded{e.Status}
-			}
-			return nil
-		}
-	}
-}
-
 func runCancel(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("cancel", "EXECUTION_ID")
 	c := clientFlags(fs)

@@ -50,6 +50,9 @@ func TestCompletion(t *testing.T) {
 		{[]string{"migrate", "up", "--"}, []string{"--store"}},
 		{[]string{"serve", "--"}, []string{"--addr", "--store", "--workers", "--config", "--print-config"}},
 		{[]string{"wait", "--"}, []string{"--timeout"}},
+		{[]string{"get", "-"}, []string{"-o", "--output"}},
+		{[]string{"get", "-o", ""}, []string{"json", "table"}},
+		{[]string{"tenant", "keys", "--output", ""}, []string{"json", "table"}},
 	} {
 		got := complete(t, c.words...)
 		for _, w := range c.want {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/url"
 	"strings"
-	"text/tabwriter"
 	"time"
 )
 
@@ -18,15 +17,15 @@ const maxErrorShown = 80
 func runAttempts(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("attempts", "EXECUTION_ID")
 	c := clientFlags(fs)
-	asJSON := fs.Bool("json", false, "print the raw JSON history")
-	if err := parse(fs, args, 1); err != nil {
+	format := outputFlag(fs, "table", true)
+	if err := parse(ctx, fs, args, 1); err != nil {
 		return err
 	}
 	var raw json.RawMessage
 	if _, err := c.do(ctx, "GET", "/api/executions/"+url.PathEscape(fs.Arg(0))+"/attempts", nil, nil, &raw); err != nil {
 		return err
 	}
-	if *asJSON {
+	if format.or("table") == "json" { // the raw history
 		return printJSON(out, raw)
 	}
 	var page struct {
@@ -42,7 +41,7 @@ func runAttempts(ctx context.Context, args []string, out io.Writer) error {
 	if err := json.Unmarshal(raw, &page); err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	tw := newTable(out)
 	fmt.Fprintln(tw, "ATTEMPT\tWORKER\tCLAIMED\tENDED\tOUTCOME\tERROR")
 	for _, r := range page.Items {
 		// A run still going has no end and no outcome yet.

@@ -22,7 +22,7 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	workerSlots := fs.Int("worker-slots", 100, "slots of the engine worker (worker drain, submit-to-start)")
 	rate := fs.Int("rate", 500, "submits per second of submit-to-start")
 	duration := fs.Duration("duration", 10*time.Second, "how long submit-to-start submits")
-	if err := parse(fs, args, 0); err != nil {
+	if err := parse(ctx, fs, args, 0); err != nil {
 		return err
 	}
 	s, err := openStore(ctx, *storeURL)

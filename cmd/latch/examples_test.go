@@ -4,57 +4,74 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
-// TestEveryCommandHasAnExample: every command and subcommand has an
-// example its -h prints, and the example's flags are ones the command
-// knows (run with them and -h, it stops at -h, not at an unknown flag).
+// TestEveryCommandHasAnExample walks the command tree: every command and
+// subcommand (completion's too) has an example its --help prints, the
+// example invokes that command (or, for tenant, schedule and migrate, one
+// of its subcommands), and the example's flags are ones the command knows
+// (run with them and -h, it stops at -h, not at an unknown flag).
 func TestEveryCommandHasAnExample(t *testing.T) {
-	var names []string
-	for name := range commands {
-		names = append(names, name)
-	}
-	subs := map[string][]string{
-		"tenant":   {"create", "get", "update", "key", "keys", "key rm", "disable", "enable", "rm"},
-		"schedule": {"ls", "get", "apply", "trigger", "rm"},
-		"migrate":  {"up", "down", "status"},
-	}
-	var all []string
-	for _, name := range names {
-		if s, ok := subs[name]; ok {
-			for _, sub := range s {
-				all = append(all, name+" "+sub)
+	root := newRoot(io.Discard, io.Discard)
+	var walk func(c *cobra.Command)
+	seen := map[string]bool{}
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if sub.Hidden || sub.Name() == "help" {
+				continue
 			}
-			continue
+			path := strings.TrimPrefix(sub.CommandPath(), "latch ")
+			seen[path] = true
+			t.Run(path, func(t *testing.T) { checkExample(t, root, sub, path) })
+			walk(sub)
 		}
-		all = append(all, name)
 	}
-	for _, cmd := range all {
-		ex, ok := examples[cmd]
-		if !ok {
-			t.Errorf("latch %s has no example", cmd)
-			continue
-		}
-		var usage strings.Builder
-		fs := newFlags(cmd, "")
-		fs.SetOutput(&usage)
-		fs.Usage()
-		if !strings.Contains(usage.String(), "example:\n  "+ex+"\n") {
-			t.Errorf("latch %s -h: want the example %q in:\n%s", cmd, ex, usage.String())
-		}
-		// The example's flags (up to its arguments) parse.
-		fields := strings.Fields(ex)[1+len(strings.Fields(cmd)):]
-		if err := parseOnly(cmd, fields); err != nil {
-			t.Errorf("latch %s: the example %q: %v", cmd, ex, err)
+	walk(root)
+	for _, want := range []string{"tenant key rm", "tenant keys", "schedule apply", "migrate status", "completion fish", "wait"} {
+		if !seen[want] {
+			t.Errorf("the walk missed latch %s", want)
 		}
 	}
 	for cmd := range examples {
-		if !slices.Contains(all, cmd) {
+		if !seen[cmd] {
 			t.Errorf("example for %q, which is no command", cmd)
 		}
+	}
+}
+
+func checkExample(t *testing.T, root, cmd *cobra.Command, path string) {
+	args := append(strings.Fields(path), "--help")
+	code, out, errOut := cli(t, args...)
+	help := out + errOut
+	_, ours := cmd.Annotations["latch"]
+	if ours && code != exitUsage || !ours && code != exitOK {
+		t.Errorf("latch %s --help: exit %d", path, code)
+	}
+	_, ex, ok := strings.Cut(help, "\nExamples:\n  ")
+	if !ok {
+		t.Fatalf("latch %s --help has no example:\n%s", path, help)
+	}
+	ex, _, _ = strings.Cut(ex, "\n")
+	if !strings.HasPrefix(ex, "latch "+path+" ") {
+		t.Fatalf("latch %s: the example %q is not an invocation of it", path, ex)
+	}
+	// The command the example runs: this one or, for a command of
+	// subcommands, one of them.
+	fields := strings.Fields(ex)[1:]
+	target, rest, err := root.Find(fields)
+	if err != nil || !strings.HasPrefix(target.CommandPath()+" ", cmd.CommandPath()+" ") {
+		t.Fatalf("latch %s: the example %q runs %s (%v)", path, ex, target.CommandPath(), err)
+	}
+	if !ours {
+		return
+	}
+	targetPath := strings.TrimPrefix(target.CommandPath(), "latch ")
+	if err := parseOnly(targetPath, rest); err != nil {
+		t.Errorf("latch %s: the example %q: %v", path, ex, err)
 	}
 }
 

@@ -8,8 +8,9 @@ import (
 	"io"
 	"net/url"
 	"strconv"
-	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
 // execution is the part of the API's execution object the CLI shows.
@@ -48,7 +49,21 @@ func newFlags(name, args string) *flag.FlagSet {
 	return fs
 }
 
-func parse(fs *flag.FlagSet, args []string, nargs int) error {
+// parse parses args with fs and wants at least nargs arguments after the
+// flags. Run by the command tree (cli.go), -h shows the command's help; in
+// describe mode, parse hands fs over and stops the command.
+func parse(ctx context.Context, fs *flag.FlagSet, args []string, nargs int) error {
+	if d, ok := ctx.Value(describeKey{}).(**flag.FlagSet); ok {
+		*d = fs
+		return errDescribed
+	}
+	if cmd, ok := ctx.Value(cobraKey{}).(*cobra.Command); ok {
+		fs.SetOutput(cmd.ErrOrStderr())
+		fs.Usage = func() {
+			cmd.SetOut(cmd.ErrOrStderr())
+			cmd.Help() //nolint:errcheck // on stderr, with the usage error
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
@@ -70,7 +85,7 @@ func runSubmit(ctx context.Context, args []string, out io.Writer) error {
 	timeout := fs.Int("timeout", 0, "seconds an attempt may run (default 300)")
 	ckey := fs.String("concurrency-key", "", "limit concurrent runs sharing this key")
 	climit := fs.Int("concurrency-limit", 0, "runs allowed at once for --concurrency-key (default 1)")
-	if err := parse(fs, args, 1); err != nil {
+	if err := parse(ctx, fs, args, 1); err != nil {
 		return err
 	}
 	body := map[string]any{"kind": fs.Arg(0)}
@@ -103,12 +118,16 @@ func runSubmit(ctx context.Context, args []string, out io.Writer) error {
 func runGet(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("get", "EXECUTION_ID")
 	c := clientFlags(fs)
-	if err := parse(fs, args, 1); err != nil {
+	format := outputFlag(fs, "json", false)
+	if err := parse(ctx, fs, args, 1); err != nil {
 		return err
 	}
 	var e json.RawMessage
 	if _, err := c.do(ctx, "GET", "/api/executions/"+url.PathEscape(fs.Arg(0)), nil, nil, &e); err != nil {
 		return err
+	}
+	if format.or("json") == "table" {
+		return printTable(out, executionColumns, []json.RawMessage{e})
 	}
 	return printJSON(out, e)
 }
@@ -121,8 +140,8 @@ func runList(ctx context.Context, args []string, out io.Writer) error {
 		fs.Func(name, "filter by "+name, func(v string) error { q.Set(name, v); return nil })
 	}
 	limit := fs.Int("limit", 50, "page size, 1-500")
-	asJSON := fs.Bool("json", false, "print the raw JSON page")
-	if err := parse(fs, args, 0); err != nil {
+	format := outputFlag(fs, "table", true)
+	if err := parse(ctx, fs, args, 0); err != nil {
 		return err
 	}
 	q.Set("limit", strconv.Itoa(*limit))
@@ -133,10 +152,10 @@ func runList(ctx context.Context, args []string, out io.Writer) error {
 	if _, err := c.do(ctx, "GET", "/api/executions?"+q.Encode(), nil, nil, &page); err != nil {
 		return err
 	}
-	if *asJSON {
+	if format.or("table") == "json" { // the raw page
 		return printJSON(out, page)
 	}
-	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	tw := newTable(out)
 	fmt.Fprintln(tw, "EXECUTION_ID\tTENANT\tKIND\tQUEUE\tSTATUS\tATTEMPT\tCREATED")
 	for _, raw := range page.Items {
 		var e execution
@@ -152,50 +171,10 @@ func runList(ctx context.Context, args []string, out io.Writer) error {
 	return tw.Flush()
 }
 
-// errNotSucceeded makes `latch wait` exit 7 (exitNotSucceeded) when the
-// execution ended in another terminal status than succeeded.
-type errNotSucceeded struct{ status string }
-
-func (e errNotSucceeded) Error() string { return "execution ended " + e.status }
-
-func runWait(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("wait", "EXECUTION_ID")
-	c := clientFlags(fs)
-	timeout := fs.Duration("timeout", 0, "give up after this long (0 = wait forever)")
-	if err := parse(fs, args, 1); err != nil {
-		return err
-	}
-	if *timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *timeout)
-		defer cancel()
-	}
-	path := "/api/executions/" + url.PathEscape(fs.Arg(0)) + "?wait_seconds=60"
-	for {
-		var raw json.RawMessage
-		if _, err := c.do(ctx, "GET", path, nil, nil, &raw); err != nil {
-			return err
-		}
-		var e execution
-		if err := json.Unmarshal(raw, &e); err != nil {
-			return err
-		}
-		if e.terminal() {
-			if err := printJSON(out, raw); err != nil {
-				return err
-			}
-			if e.Status != "succeeded" {
-				return errNotSucceeded{e.Status}
-			}
-			return nil
-		}
-	}
-}
-
 func runCancel(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("cancel", "EXECUTION_ID")
 	c := clientFlags(fs)
-	if err := parse(fs, args, 1); err != nil {
+	if err := parse(ctx, fs, args, 1); err != nil {
 		return err
 	}
 	var e json.RawMessage
@@ -209,7 +188,7 @@ func runDelete(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("rm", "EXECUTION_ID")
 	c := clientFlags(fs)
 	force := fs.Bool("force", false, "delete even if not terminal: cancels it and frees its quota slot and dedup key")
-	if err := parse(fs, args, 1); err != nil {
+	if err := parse(ctx, fs, args, 1); err != nil {
 		return err
 	}
 	path := "/api/executions/" + url.PathEscape(fs.Arg(0))

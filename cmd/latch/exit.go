@@ -16,7 +16,7 @@ const (
 	exitConflict     = 4 // the state forbids it (409) or a quota or limit was reached (429)
 	exitDenied       = 5 // the key is missing, unknown or revoked (401), or may not do this (403)
 	exitTryLater     = 6 // the server or its store is unavailable (503), or latch wait's --timeout ran out
-	exitNotSucceeded = 7 // latch wait: the execution ended failed, cancelled or skipped
+	exitNotSucceeded = 7 // latch wait: an execution (of several: any) ended failed, cancelled or skipped
 )
 
 // exitCode is the exit code of a command that returned err.

@@ -31,7 +31,8 @@ func TestExitCodes(t *testing.T) {
 		{"tenant disabled", problem(403, "tenant_disabled"), 5},
 		{"unavailable", problem(503, "unavailable"), 6},
 		{"wait timed out", fmt.Errorf("get: %w", context.DeadlineExceeded), 6},
-		{"not succeeded", errNotSucceeded{"failed"}, 7},
+		{"not succeeded", errNotSucceeded{status: "failed"}, 7},
+		{"several, some not succeeded", fmt.Errorf("wait: %w", errNotSucceeded{ended: 1, n: 3}), 7},
 		{"internal", problem(500, "internal"), 1},
 		{"no answer", errors.New("dial tcp 127.0.0.1:8080: connection refused"), 1},
 	} {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"text/tabwriter"
 	"time"
 )
 
@@ -19,7 +18,7 @@ func runSignal(ctx context.Context, args []string, out io.Writer) error {
 	c := clientFlags(fs)
 	idemKey := fs.String("idempotency-key", "",
 		"sent as Idempotency-Key: a repeat with the same key answers the first signal's answer and sends nothing")
-	if err := parse(fs, args, 2); err != nil {
+	if err := parse(ctx, fs, args, 2); err != nil {
 		return err
 	}
 	if fs.NArg() > 3 {
@@ -47,7 +46,7 @@ func runSignal(ctx context.Context, args []string, out io.Writer) error {
 func runRetry(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("retry", "EXECUTION_ID")
 	c := clientFlags(fs)
-	if err := parse(fs, args, 1); err != nil {
+	if err := parse(ctx, fs, args, 1); err != nil {
 		return err
 	}
 	var e json.RawMessage
@@ -63,8 +62,8 @@ const maxResultShown = 60
 func runSteps(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("steps", "EXECUTION_ID")
 	c := clientFlags(fs)
-	asJSON := fs.Bool("json", false, "print the raw JSON journal")
-	if err := parse(fs, args, 1); err != nil {
+	format := outputFlag(fs, "table", true)
+	if err := parse(ctx, fs, args, 1); err != nil {
 		return err
 	}
 	var page struct {
@@ -79,13 +78,13 @@ func runSteps(ctx context.Context, args []string, out io.Writer) error {
 	if _, err := c.do(ctx, "GET", "/api/executions/"+url.PathEscape(fs.Arg(0))+"/steps", nil, nil, &raw); err != nil {
 		return err
 	}
-	if *asJSON {
+	if format.or("table") == "json" { // the raw journal
 		return printJSON(out, raw)
 	}
 	if err := json.Unmarshal(raw, &page); err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	tw := newTable(out)
 	fmt.Fprintln(tw, "STEP\tATTEMPT\tRECORDED\tRESULT")
 	for _, st := range page.Items {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", st.Name, st.Attempt, st.RecordedAt.Format(time.RFC3339),

@@ -40,8 +40,12 @@ func newLogger(out io.Writer, format string, level slog.Level) *slog.Logger {
 	return slog.New(slog.NewTextHandler(out, opts))
 }
 
-// isTerminal reports whether w is a terminal.
+// isTerminal reports whether w is a terminal: a file that is one, or a
+// writer that says it is (the tests' stand-in for a terminal).
 func isTerminal(w io.Writer) bool {
+	if t, ok := w.(interface{ IsTerminal() bool }); ok {
+		return t.IsTerminal()
+	}
 	f, ok := w.(*os.File)
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }

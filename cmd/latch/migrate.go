@@ -29,7 +29,11 @@ func runMigrate(ctx context.Context, args []string, out io.Writer) error {
 	}
 	fs := newFlags("migrate "+op, "")
 	storeURL := fs.String("store", envOr("LATCH_STORE", "sqlite:latch.db"), "store URL (LATCH_STORE)")
-	if err := parse(fs, rest, 0); err != nil {
+	var format *formatValue
+	if op == "status" {
+		format = outputFlag(fs, "lines of text", false)
+	}
+	if err := parse(ctx, fs, rest, 0); err != nil {
 		return err
 	}
 	m, err := latch.Migrate(ctx, *storeURL, op)
@@ -39,6 +43,21 @@ func runMigrate(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if err != nil {
 		return err
+	}
+	switch format.or("") {
+	case "json":
+		ran := m.Ran
+		if ran == nil {
+			ran = []int{}
+		}
+		return printJSON(out, map[string]any{"report": m.Report, "ran": ran})
+	case "table":
+		tw := newTable(out)
+		fmt.Fprintln(tw, "REPORT")
+		for _, line := range m.Report {
+			fmt.Fprintln(tw, line)
+		}
+		return tw.Flush()
 	}
 	for _, line := range m.Report {
 		fmt.Fprintln(out, line)

@@ -33,7 +33,7 @@ func runProve(ctx context.Context, args []string, out io.Writer) error {
 	workers := fs.Int("workers", 0, "worker slots (default 16 + rate/25)")
 	every := fs.Duration("report-every", 10*time.Second, "time between progress lines")
 	drain := fs.Duration("drain-timeout", time.Minute, "longest wait, after the load, for every execution to finish")
-	if err := parse(fs, args, 0); err != nil {
+	if err := parse(ctx, fs, args, 0); err != nil {
 		return err
 	}
 	if *duration <= 0 || *rate < 1 || *workers < 0 || *every <= 0 || *drain <= 0 {

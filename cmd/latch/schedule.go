@@ -44,12 +44,16 @@ func runSchedule(ctx context.Context, args []string, out io.Writer) error {
 		fs.StringVar(&idemKey, "idempotency-key", "",
 			"sent as Idempotency-Key: a repeat with the same key answers the first trigger's execution instead of firing again")
 	}
+	var format *formatValue
+	if sub == "ls" || sub == "get" {
+		format = outputFlag(fs, "json", false)
+	}
 	page := url.Values{}
 	if sub == "ls" {
 		fs.Func("limit", "page size, 1-1000 (default 1000)", func(v string) error { page.Set("limit", v); return nil })
 		fs.Func("cursor", "next_cursor of the previous page", func(v string) error { page.Set("cursor", v); return nil })
 	}
-	if err := parse(fs, rest, nargs); err != nil {
+	if err := parse(ctx, fs, rest, nargs); err != nil {
 		return err
 	}
 	path := "/api/schedules/" + url.PathEscape(fs.Arg(0))
@@ -86,7 +90,13 @@ func runSchedule(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return printJSON(out, res)
+	switch {
+	case format == nil || format.or("json") == "json":
+		return printJSON(out, res)
+	case sub == "ls":
+		return printItems(out, scheduleColumns, res)
+	}
+	return printTable(out, scheduleColumns, []json.RawMessage{res})
 }
 
 // applySchedules PUTs every rate limit, then every schedule, of the file.

@@ -72,6 +72,11 @@ const (
 )
 
 func serveFlags(args []string) (*serveConfig, error) {
+	return serveFlagsCtx(context.Background(), args)
+}
+
+// serveFlagsCtx is serveFlags with the command's context (cli.go).
+func serveFlagsCtx(ctx context.Context, args []string) (*serveConfig, error) {
 	fs := newFlags("serve", "")
 	c := &serveConfig{flags: fs}
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "listen address (LATCH_ADDR)")
@@ -90,7 +95,7 @@ func serveFlags(args []string) (*serveConfig, error) {
 	fs.IntVar(&c.maxSchedules, "max-schedules", api.DefaultMaxSchedules, "schedules one tenant may have; 0 = no bound (LATCH_MAX_SCHEDULES)")
 	configFile := fs.String("config", "", "config file of settings (YAML, keys named like the flags); flags, then the environment, then the file, then the defaults (LATCH_CONFIG)")
 	fs.BoolVar(&c.printConfig, "print-config", false, "print the effective settings, secrets masked, and where each came from, then exit")
-	if err := parse(fs, args, 0); err != nil {
+	if err := parse(ctx, fs, args, 0); err != nil {
 		return nil, err
 	}
 	if *configFile == "" {
@@ -155,7 +160,7 @@ func serveFlags(args []string) (*serveConfig, error) {
 }
 
 func runServe(ctx context.Context, args []string, out io.Writer) error {
-	cfg, err := serveFlags(args)
+	cfg, err := serveFlagsCtx(ctx, args)
 	if err != nil {
 		return err
 	}

@@ -33,11 +33,15 @@ func runTenant(ctx context.Context, args []string, out io.Writer) error {
 			})
 		}
 	}
+	var format *formatValue
+	if sub == "get" || sub == "keys" {
+		format = outputFlag(fs, "json", false)
+	}
 	var force *bool
 	if sub == "rm" {
 		force = fs.Bool("force", false, "delete even while executions are in flight: they are removed and their workers' leases lost")
 	}
-	if err := parse(fs, rest, 1); err != nil {
+	if err := parse(ctx, fs, rest, 1); err != nil {
 		return err
 	}
 	name := fs.Arg(0)
@@ -73,7 +77,13 @@ func runTenant(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return printJSON(out, res)
+	switch {
+	case format == nil || format.or("json") == "json":
+		return printJSON(out, res)
+	case sub == "keys":
+		return printItems(out, keyColumns, res)
+	}
+	return printTable(out, tenantColumns, []json.RawMessage{res})
 }
 
 // runTenantKeyRemove is `latch tenant key rm NAME KEY_ID`: the key is
@@ -81,7 +91,7 @@ func runTenant(ctx context.Context, args []string, out io.Writer) error {
 func runTenantKeyRemove(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("tenant key rm", "NAME KEY_ID")
 	c := clientFlags(fs)
-	if err := parse(fs, args, 2); err != nil {
+	if err := parse(ctx, fs, args, 2); err != nil {
 		return err
 	}
 	name, id := fs.Arg(0), fs.Arg(1)

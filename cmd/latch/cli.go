@@ -1,0 +1,293 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// The command tree is a cobra tree: it gives -h its help (usage, example,
+// flags), `latch help CMD`, and `latch completion bash|zsh|fish`. The flags
+// themselves stay the standard library's, defined once in each command's
+// run function and parsed there, so that every command line that worked
+// before works the same (-flag and --flag alike, flags before arguments).
+// The tree learns a command's flags by running it in describe mode
+// (describeFlags): its run function defines them and stops at parse.
+
+// runFunc is a command's body: args are the words after the command's name
+// (for tenant, schedule and migrate, starting with the subcommand).
+type runFunc func(ctx context.Context, args []string, out io.Writer) error
+
+// command is one top-level command.
+type command struct {
+	name    string
+	args    string // the arguments after the flags, for the usage line
+	summary string
+	run     runFunc
+	subs    []subcommand
+}
+
+// subcommand is one word of tenant, schedule or migrate.
+type subcommand struct {
+	path    string // the words after the command: "create", "key rm"
+	args    string
+	summary string
+}
+
+var commands = []command{
+	{name: "serve", summary: "run the API, console, scheduler and workers", run: runServe},
+	{name: "submit", args: "KIND [PAYLOAD_JSON]", summary: "submit an execution", run: runSubmit},
+	{name: "get", args: "EXECUTION_ID", summary: "show one execution", run: runGet},
+	{name: "ls", summary: "list executions", run: runList},
+	{name: "wait", args: "EXECUTION_ID [EXECUTION_ID...]", summary: "wait until executions are terminal", run: runWait},
+	{name: "cancel", args: "EXECUTION_ID", summary: "cancel an execution", run: runCancel},
+	{name: "rm", args: "EXECUTION_ID", summary: "delete an execution (--force for one in flight)", run: runDelete},
+	{name: "signal", args: "EXECUTION_ID NAME [DATA_JSON]", summary: "send a signal to a flow: EXECUTION_ID NAME [DATA_JSON]", run: runSignal},
+	{name: "retry", args: "EXECUTION_ID", summary: "queue a failed execution again, keeping its recorded steps", run: runRetry},
+	{name: "steps", args: "EXECUTION_ID", summary: "show the steps a flow recorded", run: runSteps},
+	{name: "attempts", args: "EXECUTION_ID", summary: "show an execution's runs: worker, times, outcome, error", run: runAttempts},
+	{name: "tenant", summary: "manage tenants: create, get, update, disable, enable, rm; keys: key, keys, key rm", run: runTenant, subs: []subcommand{
+		{"create", "NAME", "create a tenant and its first API key"},
+		{"get", "NAME", "show a tenant's settings and usage"},
+		{"update", "NAME", "change a tenant's settings"},
+		{"disable", "NAME", "refuse the tenant's keys until enabled again"},
+		{"enable", "NAME", "accept a disabled tenant's keys again"},
+		{"rm", "NAME", "delete a tenant (--force while executions are in flight)"},
+		{"key", "NAME", "make another API key for a tenant"},
+		{"keys", "NAME", "list a tenant's API keys"},
+		{"key rm", "NAME KEY_ID", "revoke one of a tenant's API keys"},
+	}},
+	{name: "schedule", summary: "manage schedules and rate limits: ls, get, apply -f FILE, trigger, rm", run: runSchedule, subs: []subcommand{
+		{"ls", "", "list schedules"},
+		{"get", "NAME", "show a schedule"},
+		{"apply", "-f FILE", "create or replace the schedules and rate limits of a file"},
+		{"trigger", "NAME", "run a schedule now, off its cycle"},
+		{"rm", "NAME", "delete a schedule"},
+	}},
+	{name: "bench", summary: "measure submit and drain throughput against a store", run: runBench},
+	{name: "prove", summary: "soak a store with steady mixed load, then check the invariants and for leaks", run: runProve},
+	{name: "migrate", summary: "apply, revert or show a store's schema migrations: up, down, status", run: runMigrate, subs: []subcommand{
+		{"up", "", "apply every pending migration"},
+		{"down", "", "revert the newest migration (PostgreSQL)"},
+		{"status", "", "show the schema version"},
+	}},
+}
+
+// ctxKey carries, in a run function's context, the cobra command being run
+// (its help is the flag set's usage) or, in describe mode, where parse puts
+// the flag set.
+type (
+	cobraKey    struct{}
+	describeKey struct{}
+)
+
+// ours marks, in a command's annotations, the commands of latch (not
+// cobra's help and completion).
+const ours = "latch"
+
+// errDescribed stops a run function at parse in describe mode.
+var errDescribed = errors.New("described")
+
+// describeFlags returns the flag set run defines for the words path.
+func describeFlags(run runFunc, path []string) *flag.FlagSet {
+	var fs *flag.FlagSet
+	ctx := context.WithValue(context.Background(), describeKey{}, &fs)
+	if err := run(ctx, path, io.Discard); !errors.Is(err, errDescribed) {
+		panic(fmt.Sprintf("latch %s: describing its flags: %v", strings.Join(path, " "), err))
+	}
+	return fs
+}
+
+// shorthands are the one-letter forms of long flags; the flag set defines
+// both names, help and completion show them as one flag.
+var shorthands = map[string]string{"output": "o"}
+
+// addFlags makes fs's flags known to cmd, for help and completion.
+func addFlags(cmd *cobra.Command, fs *flag.FlagSet) {
+	short := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) {
+		if s, ok := shorthands[f.Name]; ok && fs.Lookup(s) != nil {
+			short[s] = true
+		}
+	})
+	fs.VisitAll(func(f *flag.Flag) {
+		if short[f.Name] {
+			return
+		}
+		pf := pflag.PFlagFromGoFlag(f)
+		if s, ok := shorthands[f.Name]; ok && short[s] {
+			pf.Shorthand = s
+		}
+		switch pf.Value.Type() {
+		case "func": // fs.Func: a string
+			pf.Value = typedValue{pf.Value, "string"}
+		case "boolFunc":
+			pf.Value = typedValue{pf.Value, "bool"}
+		}
+		cmd.Flags().AddFlag(pf)
+	})
+}
+
+type typedValue struct {
+	pflag.Value
+	typ string
+}
+
+func (v typedValue) Type() string { return v.typ }
+
+// completeArgs completes the values of -o; the arguments of the commands
+// are names and ids only the server knows, so no file names either (but
+// for -f).
+func completeArgs(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if n := len(args); n > 0 {
+		switch strings.TrimLeft(args[n-1], "-") {
+		case "o", "output":
+			return outputFormats, cobra.ShellCompDirectiveNoFileComp
+		case "f", "store", "config":
+			return nil, cobra.ShellCompDirectiveDefault
+		}
+	}
+	return nil, cobra.ShellCompDirectiveNoFileComp
+}
+
+// newRoot builds the command tree; out and errOut are the command's
+// standard output and error.
+func newRoot(out, errOut io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "latch",
+		Short:         "the latch job-execution service and its client",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetOut(out)
+	root.SetErr(errOut)
+	leaf := func(c command, path []string, use, args, summary string) *cobra.Command {
+		if args != "" {
+			use += " " + args
+		}
+		cmd := &cobra.Command{
+			Use:                   use,
+			Short:                 summary,
+			Example:               "  " + examples[strings.Join(path, " ")],
+			DisableFlagParsing:    true,
+			DisableFlagsInUseLine: true,
+			Args:                  cobra.ArbitraryArgs,
+			ValidArgsFunction:     completeArgs,
+			Annotations:           map[string]string{ours: "1"},
+			RunE: func(cmd *cobra.Command, args []string) error {
+				ctx := context.WithValue(cmd.Context(), cobraKey{}, cmd)
+				return c.run(ctx, append(slices.Clone(path[1:]), args...), out)
+			},
+		}
+		addFlags(cmd, describeFlags(c.run, path[1:]))
+		return cmd
+	}
+	for _, c := range commands {
+		if len(c.subs) == 0 {
+			root.AddCommand(leaf(c, []string{c.name}, c.name+" [flags]", c.args, c.summary))
+			continue
+		}
+		parent := &cobra.Command{
+			Use:                c.name + " COMMAND",
+			Short:              c.summary,
+			Example:            "  " + examples[c.name],
+			DisableFlagParsing: true,
+			Args:               cobra.ArbitraryArgs,
+			Annotations:        map[string]string{ours: "1"},
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+					cmd.SetOut(cmd.ErrOrStderr())
+					cmd.Help() //nolint:errcheck // the help goes to stderr; the exit code says usage
+					return fmt.Errorf("%w: want one of its commands", errUsage)
+				}
+				// An unknown subcommand: the command's own message.
+				ctx := context.WithValue(cmd.Context(), cobraKey{}, cmd)
+				return c.run(ctx, args, out)
+			},
+		}
+		root.AddCommand(parent)
+		byPath := map[string]*cobra.Command{}
+		for _, s := range c.subs {
+			words := strings.Fields(s.path)
+			under := parent
+			if len(words) > 1 {
+				under = byPath[strings.Join(words[:len(words)-1], " ")]
+			}
+			cmd := leaf(c, append([]string{c.name}, words...), words[len(words)-1]+" [flags]", s.args, s.summary)
+			byPath[s.path] = cmd
+			under.AddCommand(cmd)
+		}
+	}
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, cmd := range root.Commands() {
+		if cmd.Name() != "completion" {
+			continue
+		}
+		cmd.Short = "print the shell completion script: bash, zsh, fish or powershell"
+		cmd.Example = "  " + completionExamples["bash"]
+		for _, sh := range cmd.Commands() {
+			sh.Example = "  " + completionExamples[sh.Name()]
+		}
+	}
+	return root
+}
+
+// completionExamples are the install lines of the completion scripts.
+var completionExamples = map[string]string{
+	"bash":       "latch completion bash > /etc/bash_completion.d/latch",
+	"zsh":        `latch completion zsh > "${fpath[1]}/_latch"`,
+	"fish":       "latch completion fish > ~/.config/fish/completions/latch.fish",
+	"powershell": "latch completion powershell | Out-String | Invoke-Expression",
+}
+
+func run(ctx context.Context, args []string, out, errOut io.Writer) int {
+	root := newRoot(out, errOut)
+	if len(args) == 0 || len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help") {
+		usage(root, errOut)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	if cmd, _, err := root.Find(args); err != nil || cmd == root {
+		if !strings.HasPrefix(args[0], "__complete") {
+			fmt.Fprintf(errOut, "latch: unknown command %q\n\n", args[0])
+			usage(root, errOut)
+			return exitUsage
+		}
+	}
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil {
+		// The library's errors start with "latch: "; the line already says
+		// "latch <command>: ", once is enough.
+		fmt.Fprintf(errOut, "latch %s: %s\n", args[0], strings.TrimPrefix(err.Error(), "latch: "))
+		if _, ok := cmd.Annotations[ours]; !ok { // cobra's own commands (help, completion): a wrong command line
+			return exitUsage
+		}
+		return exitCode(err)
+	}
+	return exitOK
+}
+
+// usage is `latch -h`: the commands and where the client finds its server.
+func usage(root *cobra.Command, w io.Writer) {
+	fmt.Fprintln(w, "usage: latch <command> [flags]")
+	fmt.Fprintln(w)
+	for _, c := range root.Commands() {
+		if c.IsAvailableCommand() && c.Name() != "help" {
+			fmt.Fprintf(w, "  %-11s %s\n", c.Name(), c.Short)
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Client commands read LATCH_URL (default http://127.0.0.1:8080) and LATCH_KEY.")
+	fmt.Fprintln(w, "Run 'latch <command> -h' for its flags and an example.")
+}

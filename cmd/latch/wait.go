@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+)
+
+// errNotSucceeded makes `latch wait` exit 7 (exitNotSucceeded) when an
+// execution ended in another terminal status than succeeded.
+type errNotSucceeded struct {
+	status   string // of the one execution waited for
+	ended, n int    // of several: how many ended otherwise, of how many
+}
+
+func (e errNotSucceeded) Error() string {
+	if e.n > 1 {
+		return fmt.Sprintf("%d of %d executions ended other than succeeded", e.ended, e.n)
+	}
+	return "execution ended " + e.status
+}
+
+// maxWaiters bounds the long polls `latch wait` holds at once: each counts
+// against the tenant's --max-long-polls on the server.
+const maxWaiters = 16
+
+// statusPoll is the long poll of `latch wait` with a status line: short,
+// so that the line follows the execution's status and attempt.
+const statusPoll = 1
+
+// runWait waits until each execution is terminal. One: it prints the
+// execution, indented, and on a terminal keeps a status line on stderr.
+// Several: one line of JSON each as it ends, and on a terminal a progress
+// bar on stderr. Exit 7 when any ended other than succeeded.
+func runWait(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("wait", "EXECUTION_ID [EXECUTION_ID...]")
+	c := clientFlags(fs)
+	timeout := fs.Duration("timeout", 0, "give up after this long (0 = wait forever)")
+	if err := parse(ctx, fs, args, 1); err != nil {
+		return err
+	}
+	if *timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
+	}
+	// The status line and the bar only on a terminal: scripts and CI logs
+	// get the JSON and nothing else.
+	var tty io.Writer
+	if w := stderrOf(ctx); isTerminal(w) {
+		tty = w
+	}
+	if fs.NArg() == 1 {
+		return waitOne(ctx, c, fs.Arg(0), out, tty)
+	}
+	return waitMany(ctx, c, fs.Args(), out, tty)
+}
+
+// stderrOf is the standard error of the command running in ctx.
+func stderrOf(ctx context.Context) io.Writer {
+	if cmd, ok := ctx.Value(cobraKey{}).(*cobra.Command); ok {
+		return cmd.ErrOrStderr()
+	}
+	return io.Discard
+}
+
+// poll asks for the execution id, held up to hold seconds until it is
+// terminal.
+func poll(ctx context.Context, c *apiClient, id string, hold int) (json.RawMessage, *execution, error) {
+	var raw json.RawMessage
+	path := "/api/executions/" + url.PathEscape(id) + "?wait_seconds=" + strconv.Itoa(hold)
+	if _, err := c.do(ctx, "GET", path, nil, nil, &raw); err != nil {
+		return nil, nil, err
+	}
+	var e execution
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return nil, nil, fmt.Errorf("decode answer: %w", err)
+	}
+	return raw, &e, nil
+}
+
+// clearLine is the start of a line drawn over the one before.
+const clearLine = "\r\x1b[2K"
+
+func waitOne(ctx context.Context, c *apiClient, id string, out, tty io.Writer) error {
+	start := time.Now()
+	hold := 60
+	if tty != nil {
+		hold = 0 // the first status at once
+	}
+	for {
+		raw, e, err := poll(ctx, c, id, hold)
+		if tty != nil {
+			hold = statusPoll
+		}
+		if err != nil {
+			if tty != nil {
+				fmt.Fprintln(tty) // the error on a line of its own
+			}
+			return err
+		}
+		if tty != nil {
+			fmt.Fprintf(tty, "%s%s: %s, attempt %d, %s", clearLine, id, e.Status, e.Attempt,
+				time.Since(start).Round(time.Second))
+		}
+		if !e.terminal() {
+			continue
+		}
+		if tty != nil {
+			fmt.Fprintln(tty)
+		}
+		if err := printJSON(out, raw); err != nil {
+			return err
+		}
+		if e.Status != "succeeded" {
+			return errNotSucceeded{status: e.Status}
+		}
+		return nil
+	}
+}
+
+func waitMany(ctx context.Context, c *apiClient, ids []string, out, tty io.Writer) error {
+	var (
+		mu    sync.Mutex // orders the lines on out and the bar's drawing
+		ended int        // other than succeeded
+		bar   *progressbar.ProgressBar
+	)
+	if tty != nil {
+		bar = progressbar.NewOptions(len(ids),
+			progressbar.OptionSetWriter(tty),
+			progressbar.OptionSetDescription("ended"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionSetPredictTime(false),
+			progressbar.OptionSetElapsedTime(true),
+			progressbar.OptionSetRenderBlankState(true),
+		)
+	}
+	stopTicks := func() {}
+	if bar != nil {
+		// Between ends, the bar's time waited goes on.
+		stop, stopped := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(stopped)
+			tick := time.NewTicker(time.Second)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					mu.Lock()
+					bar.RenderBlank() //nolint:errcheck // as Clear
+					mu.Unlock()
+				}
+			}
+		}()
+		stopTicks = func() { close(stop); <-stopped }
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(maxWaiters)
+	for _, id := range ids {
+		g.Go(func() error {
+			for {
+				raw, e, err := poll(gctx, c, id, 60)
+				if err != nil {
+					return fmt.Errorf("%s: %w", id, err)
+				}
+				if !e.terminal() {
+					continue
+				}
+				var line bytes.Buffer
+				if err := json.Compact(&line, raw); err != nil {
+					return fmt.Errorf("%s: decode answer: %w", id, err)
+				}
+				line.WriteByte('\n')
+				mu.Lock()
+				defer mu.Unlock()
+				if bar != nil {
+					bar.Clear() //nolint:errcheck // a failed redraw leaves the bar as it was
+				}
+				if _, err := out.Write(line.Bytes()); err != nil {
+					return err
+				}
+				if e.Status != "succeeded" {
+					ended++
+					if bar != nil {
+						bar.Describe(fmt.Sprintf("ended (%d not succeeded)", ended))
+					}
+				}
+				if bar != nil {
+					bar.Add(1) //nolint:errcheck // as Clear
+				}
+				return nil
+			}
+		})
+	}
+	err := g.Wait()
+	stopTicks()
+	if bar != nil {
+		fmt.Fprintln(tty) // the bar stays, the error or prompt below it
+	}
+	if err != nil {
+		return err
+	}
+	if ended > 0 {
+		return errNotSucceeded{ended: ended, n: len(ids)}
+	}
+	return nil
+}

@@ -202,7 +202,12 @@ func newRoot(out, errOut io.Writer) *cobra.Command {
 			Args:               cobra.ArbitraryArgs,
 			Annotations:        map[string]string{ours: "1"},
 			RunE: func(cmd *cobra.Command, args []string) error {
-				if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+				if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+					cmd.SetOut(cmd.OutOrStdout())
+					cmd.Help() //nolint:errcheck // asked for: on stdout
+					return errHelp
+				}
+				if len(args) == 0 {
 					cmd.SetOut(cmd.ErrOrStderr())
 					cmd.Help() //nolint:errcheck // the help goes to stderr; the exit code says usage
 					return fmt.Errorf("%w: want one of its commands", errUsage)
@@ -266,6 +271,9 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 	}
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
+	if errors.Is(err, errHelp) {
+		return exitOK // -h or --help: the help, on standard output, is the answer
+	}
 	if err != nil {
 		// The library's errors start with "latch: "; the line already says
 		// "latch <command>: ", once is enough.

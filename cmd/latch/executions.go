@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -57,14 +58,30 @@ func parse(ctx context.Context, fs *flag.FlagSet, args []string, nargs int) erro
 		*d = fs
 		return errDescribed
 	}
-	if cmd, ok := ctx.Value(cobraKey{}).(*cobra.Command); ok {
+	cmd, _ := ctx.Value(cobraKey{}).(*cobra.Command)
+	if cmd != nil {
 		fs.SetOutput(cmd.ErrOrStderr())
 		fs.Usage = func() {
 			cmd.SetOut(cmd.ErrOrStderr())
 			cmd.Help() //nolint:errcheck // on stderr, with the usage error
 		}
 	}
-	if err := fs.Parse(args); err != nil {
+	help := fs.Usage
+	fs.Usage = func() {} // Parse's error says which: help asked for, or a mistake
+	err := fs.Parse(args)
+	fs.Usage = help
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		// -h or --help: the help is the answer, on standard output.
+		if cmd != nil {
+			cmd.SetOut(cmd.OutOrStdout())
+			cmd.Help() //nolint:errcheck // written to standard output
+		} else {
+			fs.PrintDefaults()
+		}
+		return errHelp
+	case err != nil:
+		fs.Usage()
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if fs.NArg() < nargs {

@@ -16,6 +16,10 @@ import (
 // (exitUsage).
 var errUsage = errors.New("usage")
 
+// errHelp ends a command whose flags asked for its help (-h, --help): the
+// help is printed and latch exits 0.
+var errHelp = errors.New("help requested")
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// The first SIGINT or SIGTERM cancels ctx: commands wind down (serve

@@ -123,6 +123,28 @@ func TestOutputPattern(t *testing.T) {
 	}
 }
 
+func TestParseBlocks(t *testing.T) {
+	doc := "intro\n\n```sh\necho hi\n```\n\n```text\nhi\n```\n\n```go\nx := 1\n```\n\n```sh\ntrue\n```\n"
+	blocks, err := parseBlocks(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(blocks) != 2 || blocks[0].script != "echo hi" || !blocks[0].hasOut || blocks[0].want != "hi" ||
+		blocks[1].script != "true" || blocks[1].hasOut {
+		t.Fatalf("parsed %+v", blocks)
+	}
+	for name, bad := range map[string]string{
+		"output after prose": "```sh\necho hi\n```\nIt prints:\n```text\nhi\n```\n",
+		"output first":       "```text\nhi\n```\n",
+		"two outputs":        "```sh\necho hi\n```\n```text\nhi\n```\n```text\nhi\n```\n",
+		"not closed":         "```sh\necho hi\n",
+	} {
+		if _, err := parseBlocks(bad); err == nil {
+			t.Errorf("%s: parsed without an error", name)
+		}
+	}
+}
+
 const marker = "@@doctest block"
 
 var markerLine = regexp.MustCompile(`(?m)^` + marker + ` (\d+)@@$`)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -102,50 +101,8 @@ const tsAdminKey = "lk_typescript-browser-test-admin-key-only"
 // worker) on a free port and answers its base URL.
 func serve(t *testing.T, bin string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	dir := t.TempDir()
-	var logs bytes.Buffer
-	cmd := exec.Command(bin, "serve", "--addr", addr, "--store", "sqlite:"+filepath.Join(dir, "latch.db"),
+	return startServe(t, bin, tsAdminKey, "--store", "sqlite:"+filepath.Join(t.TempDir(), "latch.db"),
 		"--workers", "0", "--console=false", "--shutdown-grace", "1s")
-	cmd.Env = append(os.Environ(), "LATCH_ADMIN_KEY="+tsAdminKey)
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-	base := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			t.Fatalf("latch serve exited at start:\n%s", logs.String())
-		default:
-		}
-		if res, err := http.Get(base + "/readyz"); err == nil {
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				return base
-			}
-		}
-		time.Sleep(50 * time.Millisecond) // polling a process we cannot be notified by
-	}
-	t.Fatalf("latch serve not ready after 30 s:\n%s", logs.String())
-	return ""
 }
 
 // api calls latch and decodes the answer into out; any status but want fails the test.

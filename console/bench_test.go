@@ -7,12 +7,15 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/latch-run/latch/auth"
 	"github.com/latch-run/latch/console"
@@ -34,6 +37,8 @@ import (
 //
 //	LATCH_BENCH_EXECUTIONS=1000000 go test -run '^$' -bench 'Pages/sqlite' -benchtime 20x ./console/
 //	LATCH_BENCH_EXECUTIONS=1000000 LATCH_BENCH_INFLIGHT=10000 go test -run '^$' -bench Pages -benchtime 20x ./console/
+//
+// LATCH_BENCH_REUSE=NAME keeps the seeded stores for a later run.
 func BenchmarkPages(b *testing.B) {
 	n, _ := strconv.Atoi(os.Getenv("LATCH_BENCH_EXECUTIONS"))
 	if n <= 0 {
@@ -47,8 +52,19 @@ func BenchmarkPages(b *testing.B) {
 		}
 		inflight = k
 	}
+	// LATCH_BENCH_REUSE=NAME keeps the seeded store (a SQLite file in the
+	// temporary directory, a PostgreSQL schema) under that name, and a
+	// later run with the same name times its pages without seeding again.
+	reuse := os.Getenv("LATCH_BENCH_REUSE")
+	if reuse != "" && (strings.Trim(reuse, "abcdefghijklmnopqrstuvwxyz0123456789_") != "" || len(reuse) > 40) {
+		b.Fatalf("LATCH_BENCH_REUSE=%q: want up to 40 of a-z, 0-9 and _", reuse)
+	}
 	b.Run("sqlite", func(b *testing.B) {
-		st, err := sqlite.Open(context.Background(), testdb.SQLite(b))
+		path := testdb.SQLite(b)
+		if reuse != "" {
+			path = filepath.Join(os.TempDir(), "latch-bench-"+reuse+".db")
+		}
+		st, err := sqlite.Open(context.Background(), path)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -57,7 +73,12 @@ func BenchmarkPages(b *testing.B) {
 	})
 	if os.Getenv(testdb.PostgresEnv) != "" {
 		b.Run("postgres", func(b *testing.B) {
-			u := testdb.PostgresSchema(b, "latch_console_bench_", "the console's page benchmark")
+			var u string
+			if reuse != "" {
+				u = keptSchema(b, "latch_bench_"+reuse)
+			} else {
+				u = testdb.PostgresSchema(b, "latch_console_bench_", "the console's page benchmark")
+			}
 			if _, err := postgres.Migrate(context.Background(), u, "up"); err != nil {
 				b.Fatal(err)
 			}
@@ -78,17 +99,40 @@ const (
 	benchTenant  = "t03"
 )
 
+// keptSchema is the database URL of schema in LATCH_TEST_POSTGRES_URL's
+// database, created when missing and never dropped.
+func keptSchema(b *testing.B, schema string) string {
+	base := testdb.URL(b, testdb.PostgresEnv, "the console's page benchmark")
+	conn, err := pgx.Connect(context.Background(), base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(context.Background(), "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		b.Fatal(err)
+	}
+	return testdb.WithParams(b, base, map[string]string{"search_path": schema, "pool_max_conns": "10"})
+}
+
 func benchPages(b *testing.B, st store.Store, n, inflight int) {
 	ctx := context.Background()
 	start := time.Now()
-	some := seedPages(b, st, n, inflight)
-	b.Logf("seeded %d executions (%d in flight) in %v", n, inflight, time.Since(start).Round(time.Millisecond))
+	var some string
+	if l, err := st.List(ctx, &store.ListParams{Tenant: benchTenant, Limit: 1}); err != nil {
+		b.Fatal(err)
+	} else if len(l.Items) > 0 {
+		some = l.Items[0].ID
+		b.Logf("timing the store seeded before (LATCH_BENCH_REUSE)")
+	} else {
+		some = seedPages(b, st, n, inflight)
+		b.Logf("seeded %d executions (%d in flight) in %v", n, inflight, time.Since(start).Round(time.Millisecond))
+	}
 
 	admin := auth.NewKey()
 	authn := auth.Authenticator{Store: st, AdminKeyHash: auth.HashKey(admin)}
 	tenantKey := auth.NewKey()
 	if err := st.AddAPIKey(ctx, &store.AddAPIKeyParams{Tenant: benchTenant, KeyHash: auth.HashKey(tenantKey),
-		KeyID: "bench", Now: time.Now()}); err != nil {
+		KeyID: "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36), Now: time.Now()}); err != nil {
 		b.Fatal(err)
 	}
 	c := console.New(console.Config{Store: st, Auth: authn})

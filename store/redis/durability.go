@@ -3,6 +3,11 @@ package redis
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/latch-run/latch/store"
 )
@@ -13,13 +18,33 @@ var _ store.DurabilityChecker = (*Store)(nil)
 // restart or crash can lose (see "Durability" in doc.go). A server that
 // refuses CONFIG GET (as some managed services do) gets a warning that the
 // settings could not be checked.
+//
+// On a Redis Cluster every primary is read, and each warning names its
+// primary.
 func (s *Store) CheckDurability(ctx context.Context) (string, error) {
-	cfg, err := s.rdb.ConfigGet(ctx, "*").Result()
+	var mu sync.Mutex
+	var warnings []string
+	err := s.eachPrimary(ctx, func(ctx context.Context, c *goredis.Client) error {
+		cfg, err := c.ConfigGet(ctx, "*").Result()
+		if err != nil {
+			return err
+		}
+		if w := durabilityWarning(cfg["appendonly"], cfg["appendfsync"], cfg["save"]); w != "" {
+			if s.cluster != nil {
+				w = "primary " + c.Options().Addr + ": " + w
+			}
+			mu.Lock()
+			warnings = append(warnings, w)
+			mu.Unlock()
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Sprintf("could not read the Redis persistence settings (%v): make sure AOF is on "+
 			"(appendonly yes), or a Redis restart can lose acknowledged executions", err), nil
 	}
-	return durabilityWarning(cfg["appendonly"], cfg["appendfsync"], cfg["save"]), nil
+	slices.Sort(warnings)
+	return strings.Join(warnings, "; "), nil
 }
 
 // durabilityWarning judges Redis's persistence settings.

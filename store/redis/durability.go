@@ -19,22 +19,19 @@ var _ store.DurabilityChecker = (*Store)(nil)
 // refuses CONFIG GET (as some managed services do) gets a warning that the
 // settings could not be checked.
 //
-// On a Redis Cluster every primary is read, and each warning names its
-// primary.
+// On a Redis Cluster every primary is read, and each warning names the
+// primaries it is about.
 func (s *Store) CheckDurability(ctx context.Context) (string, error) {
 	var mu sync.Mutex
-	var warnings []string
+	byWarning := map[string][]string{} // warning -> the primaries it is about
 	err := s.eachPrimary(ctx, func(ctx context.Context, c *goredis.Client) error {
 		cfg, err := c.ConfigGet(ctx, "*").Result()
 		if err != nil {
 			return err
 		}
 		if w := durabilityWarning(cfg["appendonly"], cfg["appendfsync"], cfg["save"]); w != "" {
-			if s.cluster != nil {
-				w = "primary " + c.Options().Addr + ": " + w
-			}
 			mu.Lock()
-			warnings = append(warnings, w)
+			byWarning[w] = append(byWarning[w], c.Options().Addr)
 			mu.Unlock()
 		}
 		return nil
@@ -42,6 +39,14 @@ func (s *Store) CheckDurability(ctx context.Context) (string, error) {
 	if err != nil {
 		return fmt.Sprintf("could not read the Redis persistence settings (%v): make sure AOF is on "+
 			"(appendonly yes), or a Redis restart can lose acknowledged executions", err), nil
+	}
+	var warnings []string
+	for w, addrs := range byWarning {
+		if s.cluster != nil {
+			slices.Sort(addrs)
+			w = "primaries " + strings.Join(addrs, ", ") + ": " + w
+		}
+		warnings = append(warnings, w)
 	}
 	slices.Sort(warnings)
 	return strings.Join(warnings, "; "), nil

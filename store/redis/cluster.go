@@ -110,7 +110,11 @@ func (h clusterHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) gored
 }
 
 func (h clusterHook) check(ctx context.Context, err error) {
-	if err != nil && !errors.Is(err, goredis.ErrClosed) && !errors.Is(err, errClosed) && unavailable(err) {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, goredis.ErrClosed) || errors.Is(err, errClosed) {
+		return // the caller's or the Store's end, not the node's
+	}
+	if unavailable(err) {
 		h.cc.ReloadState(ctx)
 	}
 }

@@ -84,7 +84,8 @@ func TestOpenStoreURLs(t *testing.T) {
 	}
 	// Network backends are chosen by scheme; with nothing listening at the
 	// address the open fails, naming the URL without its password.
-	for _, u := range []string{"postgres://u:secret@127.0.0.1:1/latch?connect_timeout=2", "redis://:secret@127.0.0.1:1/0"} {
+	for _, u := range []string{"postgres://u:secret@127.0.0.1:1/latch?connect_timeout=2", "redis://:secret@127.0.0.1:1/0",
+		"redis-cluster://:secret@127.0.0.1:1,127.0.0.1:2?dial_timeout=2"} {
 		_, err := latch.Open(t.Context(), u)
 		if err == nil || strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), "127.0.0.1:1") {
 			t.Errorf("Open(%q) = %v, want a connection error naming the address, not the password", u, err)

@@ -27,6 +27,9 @@ import (
 //	redis://, rediss://          the Redis server at the URL (go-redis
 //	                             syntax); ?prefix=NAME namespaces the keys
 //	                             (default "latch")
+//	redis-cluster://H:P,H:P,...  the Redis Cluster of which some nodes are
+//	                             listed (rediss-cluster:// for TLS), with
+//	                             go-redis's cluster options and ?prefix=
 func Open(ctx context.Context, storeURL string) (*Client, error) {
 	b, target, err := parseStoreURL(storeURL)
 	if err != nil {
@@ -89,13 +92,14 @@ func parseStoreURL(u string) (b *backend, target string, err error) {
 		b, target = sqliteBackend, u[len("sqlite:"):]
 	case strings.HasPrefix(lower, "postgres://"), strings.HasPrefix(lower, "postgresql://"):
 		return postgresBackend, u, nil
-	case strings.HasPrefix(lower, "redis://"), strings.HasPrefix(lower, "rediss://"):
+	case strings.HasPrefix(lower, "redis://"), strings.HasPrefix(lower, "rediss://"),
+		strings.HasPrefix(lower, "redis-cluster://"), strings.HasPrefix(lower, "rediss-cluster://"):
 		return redisBackend, u, nil
 	case !strings.Contains(u, "://") &&
 		(strings.HasSuffix(lower, ".db") || strings.HasSuffix(lower, ".sqlite") || strings.HasSuffix(lower, ".sqlite3")):
 		b, target = sqliteBackend, u
 	default:
-		return nil, "", fmt.Errorf("latch: %w: store URL %q: want sqlite:PATH, postgres://HOST/DB or redis://HOST",
+		return nil, "", fmt.Errorf("latch: %w: store URL %q: want sqlite:PATH, postgres://HOST/DB, redis://HOST or redis-cluster://HOST:PORT,HOST:PORT",
 			ErrInvalid, u)
 	}
 	if target == "" {

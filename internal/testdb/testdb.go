@@ -1,8 +1,9 @@
 // Package testdb gives each test a database of its own on every backend:
 // a SQLite file in the test's temporary directory (SQLite), a schema on the
-// machine's PostgreSQL (PostgresSchema, Schema) or a key prefix on its Redis
-// (Redis), named by LATCH_TEST_POSTGRES_URL and LATCH_TEST_REDIS_URL, each
-// removed when the test ends. Without the variable a test is skipped,
+// machine's PostgreSQL (PostgresSchema, Schema), a key prefix on its Redis
+// (Redis) or on its Redis Cluster (RedisCluster), named by
+// LATCH_TEST_POSTGRES_URL, LATCH_TEST_REDIS_URL and
+// LATCH_TEST_REDIS_CLUSTER_URL, each removed when the test ends. Without the variable a test is skipped,
 // saying which variable to set; with LATCH_REQUIRE_BACKENDS set (CI) it
 // fails instead, so a backend suite can never pass by not running.
 package testdb
@@ -14,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,7 +29,11 @@ import (
 const (
 	PostgresEnv = "LATCH_TEST_POSTGRES_URL"
 	RedisEnv    = "LATCH_TEST_REDIS_URL"
-	RequireEnv  = "LATCH_REQUIRE_BACKENDS"
+	// RedisClusterEnv names a Redis Cluster by a store URL,
+	// redis-cluster://HOST:PORT,HOST:PORT,... (test/rediscluster/start.sh
+	// starts one and prints it).
+	RedisClusterEnv = "LATCH_TEST_REDIS_CLUSTER_URL"
+	RequireEnv      = "LATCH_REQUIRE_BACKENDS"
 )
 
 // URL returns the value of env, or skips t (fails it under
@@ -148,9 +154,9 @@ func releasePool(base string) {
 }
 
 // RedisNamespace is a key prefix of a test's own on the Redis of
-// LATCH_TEST_REDIS_URL.
+// LATCH_TEST_REDIS_URL or the Redis Cluster of LATCH_TEST_REDIS_CLUSTER_URL.
 type RedisNamespace struct {
-	// URL is LATCH_TEST_REDIS_URL.
+	// URL is LATCH_TEST_REDIS_URL or LATCH_TEST_REDIS_CLUSTER_URL.
 	URL string
 	// Prefix is the namespace's key prefix.
 	Prefix string
@@ -162,13 +168,26 @@ type RedisNamespace struct {
 // is shared, so it is never flushed).
 func Redis(t testing.TB, prefix, what string) *RedisNamespace {
 	t.Helper()
-	ns := &RedisNamespace{URL: URL(t, RedisEnv, what), Prefix: Name(prefix)}
+	return redisNamespace(t, RedisEnv, prefix, what)
+}
+
+// RedisCluster is Redis on the Redis Cluster of LATCH_TEST_REDIS_CLUSTER_URL:
+// the prefix's keys are found and removed on every primary; the cluster is
+// never flushed either.
+func RedisCluster(t testing.TB, prefix, what string) *RedisNamespace {
+	t.Helper()
+	return redisNamespace(t, RedisClusterEnv, prefix, what)
+}
+
+func redisNamespace(t testing.TB, env, prefix, what string) *RedisNamespace {
+	t.Helper()
+	ns := &RedisNamespace{URL: URL(t, env, what), Prefix: Name(prefix)}
 	rdb := redisClient(t, ns.URL)
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := rdb.Ping(ctx).Err(); err != nil {
-		t.Fatalf("connect to %s: %v", RedisEnv, err)
+		t.Fatalf("connect to %s: %v", env, err)
 	}
 	t.Cleanup(func() {
 		if _, err := ns.each(t, true); err != nil {
@@ -196,15 +215,40 @@ func (ns *RedisNamespace) each(t testing.TB, unlink bool) (int, error) {
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	cc, ok := rdb.(*goredis.ClusterClient)
+	if !ok {
+		return scanUnlink(ctx, rdb.(*goredis.Client), "*"+ns.Prefix+"*", unlink)
+	}
+	var mu sync.Mutex
+	n := 0
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error {
+		k, err := scanUnlink(ctx, c, "*"+ns.Prefix+"*", unlink)
+		mu.Lock()
+		n += k
+		mu.Unlock()
+		return err
+	})
+	return n, err
+}
+
+// scanUnlink counts the keys of one server that match pattern, removing
+// them when unlink is set: one UNLINK per key, so that keys of different
+// slots on a cluster's node never meet in one command.
+func scanUnlink(ctx context.Context, rdb *goredis.Client, pattern string, unlink bool) (int, error) {
 	n := 0
 	var cursor uint64
 	for {
-		keys, next, err := rdb.Scan(ctx, cursor, "*"+ns.Prefix+"*", 1000).Result()
+		keys, next, err := rdb.Scan(ctx, cursor, pattern, 1000).Result()
 		if err != nil {
 			return n, err
 		}
 		if len(keys) > 0 && unlink {
-			if err := rdb.Unlink(ctx, keys...).Err(); err != nil {
+			if _, err := rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+				for _, k := range keys {
+					p.Unlink(ctx, k)
+				}
+				return nil
+			}); err != nil {
 				return n, err
 			}
 		}
@@ -215,8 +259,27 @@ func (ns *RedisNamespace) each(t testing.TB, unlink bool) (int, error) {
 	}
 }
 
-func redisClient(t testing.TB, rawURL string) *goredis.Client {
+// redisClient is a client of the Redis (redis://) or the Redis Cluster
+// (redis-cluster://HOST:PORT,...) of rawURL; only the addresses and the
+// credentials of a cluster URL are read.
+func redisClient(t testing.TB, rawURL string) goredis.UniversalClient {
 	t.Helper()
+	if rest, ok := strings.CutPrefix(rawURL, "redis-cluster://"); ok {
+		rest, _, _ = strings.Cut(rest, "?")
+		rest, _, _ = strings.Cut(rest, "/")
+		opt := &goredis.ClusterOptions{}
+		if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+			u, err := url.Parse("redis://" + rest[:i+1] + "x")
+			if err != nil {
+				t.Fatalf("%s: %v", RedisClusterEnv, err)
+			}
+			opt.Username = u.User.Username()
+			opt.Password, _ = u.User.Password()
+			rest = rest[i+1:]
+		}
+		opt.Addrs = strings.Split(rest, ",")
+		return goredis.NewClusterClient(opt)
+	}
 	opt, err := goredis.ParseURL(rawURL)
 	if err != nil {
 		t.Fatalf("%s: %v", RedisEnv, err)

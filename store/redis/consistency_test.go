@@ -21,11 +21,10 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 
 	// Every key of the namespace, by kind.
 	all := map[string]bool{}
-	iter := r.Scan(ctx, 0, s.k.pattern(), 1000).Iterator()
-	for iter.Next(ctx) {
-		all[iter.Val()] = true
-	}
-	if err := iter.Err(); err != nil {
+	if err := s.scanEach(ctx, s.k.pattern(), func(key string) error {
+		all[key] = true
+		return nil
+	}); err != nil {
 		return nil, err
 	}
 	// hashes reads every hash whose key is prefix followed by a name, by name.

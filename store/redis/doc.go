@@ -38,8 +38,9 @@
 // about 10 µs of server time). The library's name changes with any change
 // to the sources, so Stores of different versions sharing a server each
 // call their own functions; a replaced version's library stays loaded (some
-// 100 KB) until FUNCTION DELETE. In Redis Cluster every primary needs the
-// library: a ClusterClient would load it on each.
+// 100 KB) until FUNCTION DELETE. On a Redis Cluster every primary gets
+// the library at Open, and every primary again when one answers that it
+// lacks it (cluster.go).
 //
 // Group commit: Admit and Complete, the hot operations, take a group of
 // concurrent calls in one script run, each call decided in arrival order
@@ -208,8 +209,13 @@
 // keys that hang off stored data (an execution found through a dedup key or
 // an index, the indexes of its queue and kind, its concurrency key, the
 // records of its tenant) are derived inside the script from the same
-// prefix, which is legal because they are in the same slot. Open connects
-// to a single server (or primary) today; a ClusterClient is not yet wired.
+// prefix, which is legal because they are in the same slot. A
+// redis-cluster:// URL opens the Store on a go-redis ClusterClient
+// (cluster.go, which says where the commands that name no key go, and how
+// a failover is followed). A failover loses what the primary had
+// acknowledged but not yet sent to the promoted replica (replication is
+// asynchronous): a suffix of the namespace's changes, each script's
+// effects whole or not at all (TestClusterFailover).
 //
 // # Flows
 //
@@ -245,7 +251,10 @@
 // newest version its process knew when it was handed out, and only a later
 // one closes it (notify.go). When the subscription drops, go-redis
 // resubscribes and every waiter is woken, since changes may have been
-// missed; callers poll as well, as the Notifier contract says.
+// missed; callers poll as well, as the Notifier contract says. On a Redis
+// Cluster the channel is a plain one (PUBLISH reaches every node of the
+// cluster) and the subscriber connects to the namespace's primary, so a
+// failover drops its connection too, and it resubscribes on the new one.
 //
 // It is also a store.ChangeFeed: a change made through it is reported with
 // the ids of the executions it changed; a version none of its own scripts

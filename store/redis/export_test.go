@@ -13,6 +13,16 @@ import (
 // without Redis functions.
 func WithScripts() Option { return func(c *config) { c.scripts = true } }
 
+// ClusterOptions returns what Open reads of a redis-cluster:// URL: the
+// addresses, the user, the dial timeout and the prefix.
+func ClusterOptions(rawURL string) (addrs []string, user string, dial time.Duration, prefix string, err error) {
+	opt, prefix, _, err := parseClusterURL(rawURL)
+	if err != nil {
+		return nil, "", 0, "", err
+	}
+	return opt.Addrs, opt.Username, opt.DialTimeout, prefix, nil
+}
+
 // Library returns the name of the function library this build loads.
 func Library() string { return libName }
 
@@ -99,7 +109,7 @@ func SeedTerminal(tb testing.TB, s *Store, tenants, queues []string, n int, fini
 				all = append(all, id)
 				args = append(args, id)
 			}
-			if err := seedScript.Run(ctx, s.rdb, nil, args...).Err(); err != nil {
+			if err := seedScript.Run(ctx, s.rdb, []string{s.k.list()}, args...).Err(); err != nil {
 				tb.Fatal(err)
 			}
 			m -= k

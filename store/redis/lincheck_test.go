@@ -14,7 +14,18 @@ import (
 func newServers(t *testing.T, n int) []store.Store {
 	t.Helper()
 	url := redisURL(t)
-	prefix := newPrefix(t, url)
+	return openServers(t, url, newPrefix(t, url), n)
+}
+
+// newClusterServers is newServers on the Redis Cluster.
+func newClusterServers(t *testing.T, n int) []store.Store {
+	t.Helper()
+	url := clusterURL(t)
+	return openServers(t, url, newClusterPrefix(t, url), n)
+}
+
+func openServers(t *testing.T, url, prefix string, n int) []store.Store {
+	t.Helper()
 	servers := make([]store.Store, n)
 	for i := range servers {
 		s := open(t, url, prefix)
@@ -28,19 +39,29 @@ func newServers(t *testing.T, n int) []store.Store {
 // TestLinearizable checks concurrent histories of the Redis store with
 // porcupine against the sequential model, the clients spread over three
 // stores on one key prefix: TestLinearizable/redis/Tenants and
-// .../Contention, each on a key prefix of its own.
+// .../Contention, each on a key prefix of its own; and the same on the
+// Redis Cluster, TestLinearizable/redis-cluster/...
 func TestLinearizable(t *testing.T) {
 	t.Run("redis", func(t *testing.T) {
 		redisURL(t)
 		lincheck.Check(t, newServers)
 	})
+	t.Run("redis-cluster", func(t *testing.T) {
+		clusterURL(t)
+		lincheck.Check(t, newClusterServers)
+	})
 }
 
 // TestProperty runs the seeded model-based property test on Redis:
-// TestProperty/redis, every case on one key prefix.
+// TestProperty/redis, every case on one key prefix; and on the Redis
+// Cluster, TestProperty/redis-cluster.
 func TestProperty(t *testing.T) {
 	t.Run("redis", func(t *testing.T) {
 		redisURL(t)
 		lincheck.Property(t, newStore)
+	})
+	t.Run("redis-cluster", func(t *testing.T) {
+		clusterURL(t)
+		lincheck.Property(t, newClusterStore)
 	})
 }

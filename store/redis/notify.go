@@ -39,6 +39,7 @@ import (
 // doubt for ackGrace: only one still unclaimed then counts as remote.
 type notifier struct {
 	ps   *goredis.PubSub
+	lost func() // called when the subscription fails (nil: nothing to do)
 	quit chan struct{}
 	done chan struct{}
 	feed *store.Feed
@@ -66,14 +67,17 @@ type wait struct {
 }
 
 // startNotifier subscribes to channel and returns once the subscription is
-// confirmed, so that no change after Open is missed.
-func startNotifier(ctx context.Context, rdb *goredis.Client, channel string, feed *store.Feed) (*notifier, error) {
+// confirmed, so that no change after Open is missed. lost, if not nil, is
+// called each time the subscription's connection fails, before go-redis
+// reconnects (on a cluster: a refresh of the cluster's map, so that the
+// reconnection finds the slot's new primary after a failover).
+func startNotifier(ctx context.Context, rdb goredis.UniversalClient, channel string, feed *store.Feed, lost func()) (*notifier, error) {
 	ps := rdb.Subscribe(ctx, channel)
 	if _, err := ps.ReceiveTimeout(ctx, 10*time.Second); err != nil {
 		ps.Close()
 		return nil, fmt.Errorf("redis: subscribe %s: %w", channel, err)
 	}
-	n := &notifier{ps: ps, quit: make(chan struct{}), done: make(chan struct{}), feed: feed,
+	n := &notifier{ps: ps, lost: lost, quit: make(chan struct{}), done: make(chan struct{}), feed: feed,
 		mine: map[uint64]struct{}{}, doubt: map[uint64]struct{}{}}
 	go n.loop()
 	return n, nil
@@ -103,6 +107,9 @@ func (n *notifier) loop() {
 			// The connection failed; go-redis reconnects and resubscribes
 			// on the next receive. Changes may be lost meanwhile.
 			n.wakeAll()
+			if n.lost != nil {
+				n.lost()
+			}
 			select {
 			case <-n.quit:
 				return

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,8 +18,9 @@ import (
 
 // Store is the Redis implementation of store.Store.
 type Store struct {
-	rdb *goredis.Client
-	k   keys
+	rdb     goredis.UniversalClient
+	cluster *goredis.ClusterClient // rdb, on a Redis Cluster (cluster.go); else nil
+	k       keys
 
 	// functions: the scripts run as the function library (FCALL), not as
 	// scripts (EVALSHA); see scripts.go.
@@ -59,22 +61,44 @@ type config struct {
 func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 
 // Open connects to the Redis server named by rawURL (redis://, rediss://,
-// or unix://, as go-redis's ParseURL reads them, with its query options)
-// and returns a Store on the namespace named by the URL's prefix query
-// parameter ("latch" when absent), or by WithPrefix. Open loads the Lua
-// scripts and subscribes to the namespace's change channel before it
-// returns.
+// or unix://, as go-redis's ParseURL reads them, with its query options),
+// or to the Redis Cluster named by a redis-cluster:// or rediss-cluster://
+// URL (cluster.go), and returns a Store on the namespace named by the
+// URL's prefix query parameter ("latch" when absent), or by WithPrefix.
+// Open loads the Lua scripts and subscribes to the namespace's change
+// channel before it returns.
 func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	cfg := config{prefix: DefaultPrefix}
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("redis: store URL: %w", err)
-	}
-	q := u.Query()
-	if p, ok := q["prefix"]; ok {
-		cfg.prefix = p[len(p)-1]
-		q.Del("prefix")
-		u.RawQuery = q.Encode()
+	var (
+		ropt *goredis.Options
+		copt *goredis.ClusterOptions
+	)
+	if isClusterURL(rawURL) {
+		var (
+			p   string
+			has bool
+			err error
+		)
+		if copt, p, has, err = parseClusterURL(rawURL); err != nil {
+			return nil, fmt.Errorf("redis: store URL: %w", err)
+		}
+		if has {
+			cfg.prefix = p
+		}
+	} else {
+		u, err := url.Parse(rawURL)
+		if err != nil {
+			return nil, fmt.Errorf("redis: store URL: %w", err)
+		}
+		q := u.Query()
+		if p, ok := q["prefix"]; ok {
+			cfg.prefix = p[len(p)-1]
+			q.Del("prefix")
+			u.RawQuery = q.Encode()
+		}
+		if ropt, err = goredis.ParseURL(u.String()); err != nil {
+			return nil, fmt.Errorf("redis: store URL: %w", err)
+		}
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -83,24 +107,30 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	ropt, err := goredis.ParseURL(u.String())
-	if err != nil {
-		return nil, fmt.Errorf("redis: store URL: %w", err)
+	s := &Store{k: k}
+	var addr string
+	if copt != nil {
+		if copt.ClientName == "" {
+			copt.ClientName = "latch:" + cfg.prefix // shows in CLIENT LIST
+		}
+		s.cluster = goredis.NewClusterClient(copt)
+		s.cluster.AddHook(clusterHook{s.cluster})
+		s.rdb, addr = s.cluster, strings.Join(copt.Addrs, ",")
+	} else {
+		if ropt.ClientName == "" {
+			ropt.ClientName = "latch:" + cfg.prefix // shows in CLIENT LIST
+		}
+		s.rdb, addr = goredis.NewClient(ropt), ropt.Addr
 	}
-	if ropt.ClientName == "" {
-		ropt.ClientName = "latch:" + cfg.prefix // shows in CLIENT LIST
-	}
-	rdb := goredis.NewClient(ropt)
-	if err := rdb.Ping(ctx).Err(); err != nil {
+	rdb := s.rdb
+	if err := s.ping(ctx); err != nil {
 		rdb.Close()
-		return nil, fmt.Errorf("redis: connect to %s: %w", ropt.Addr, err)
+		return nil, fmt.Errorf("redis: connect to %s: %w", addr, err)
 	}
-	functions, err := loadScripts(ctx, rdb, !cfg.scripts)
-	if err != nil {
+	if s.functions, err = s.loadScripts(ctx, !cfg.scripts); err != nil {
 		rdb.Close()
 		return nil, err
 	}
-	s := &Store{rdb: rdb, k: k, functions: functions}
 	if err := s.upgrade(ctx); err != nil {
 		rdb.Close()
 		return nil, err
@@ -111,7 +141,11 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		rdb.Close()
 		return nil, err
 	}
-	if s.note, err = startNotifier(ctx, rdb, k.channel(), &s.feed); err != nil {
+	var lost func()
+	if s.cluster != nil {
+		lost = func() { s.cluster.ReloadState(context.Background()) }
+	}
+	if s.note, err = startNotifier(ctx, rdb, k.channel(), &s.feed, lost); err != nil {
 		rdb.Close()
 		return nil, err
 	}
@@ -122,11 +156,20 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 }
 
 // Ping checks that the server answers.
+// On a cluster it is the primary that holds the namespace's slot.
 func (s *Store) Ping(ctx context.Context) error {
-	if err := s.rdb.Ping(ctx).Err(); err != nil {
+	if err := s.ping(ctx); err != nil {
 		return fmt.Errorf("redis: ping: %w", err)
 	}
 	return nil
+}
+
+func (s *Store) ping(ctx context.Context) error {
+	c, err := s.primary(ctx)
+	if err != nil {
+		return err
+	}
+	return c.Ping(ctx).Err()
 }
 
 // Close stops the change subscriber and closes the connections. Operations
@@ -154,7 +197,7 @@ func (s *Store) WatchChanges(fn func(store.Change)) (stop func()) { return s.fee
 
 // run runs a script and returns its reply as an array.
 func (s *Store) run(ctx context.Context, op string, sc *luaScript, keys []string, args ...any) ([]any, error) {
-	res, err := runScript(ctx, s.rdb, s.functions, sc, keys, args...)
+	res, err := runScript(ctx, s.rdb, s.functions, s.loadLibrary, sc, keys, args...)
 	if err != nil {
 		return nil, fmt.Errorf("redis: %s: %w", op, interpretError(err))
 	}

@@ -57,11 +57,16 @@ func newStore(t *testing.T) store.Store {
 	return s
 }
 
-// TestStore runs the shared conformance suite: TestStore/redis/<Family>/<Case>.
+// TestStore runs the shared conformance suite: TestStore/redis/<Family>/<Case>,
+// and on a Redis Cluster TestStore/redis-cluster/<Family>/<Case>.
 func TestStore(t *testing.T) {
 	t.Run("redis", func(t *testing.T) {
 		redisURL(t)
 		storetest.Run(t, newStore)
+	})
+	t.Run("redis-cluster", func(t *testing.T) {
+		clusterURL(t)
+		storetest.Run(t, newClusterStore)
 	})
 }
 
@@ -156,12 +161,20 @@ func TestClaimMany(t *testing.T) {
 }
 
 // TestStoreReopen runs the suite's durability checks (I8): a Store is closed
-// and another opened on the same key prefix.
+// and another opened on the same key prefix (on a Redis, then on a Redis
+// Cluster).
 func TestStoreReopen(t *testing.T) {
 	t.Run("redis", func(t *testing.T) {
 		url := redisURL(t)
 		storetest.RunReopen(t, func(t *testing.T) storetest.Reopen {
 			prefix := newPrefix(t, url)
+			return func(t *testing.T) store.Store { return open(t, url, prefix) }
+		})
+	})
+	t.Run("redis-cluster", func(t *testing.T) {
+		url := clusterURL(t)
+		storetest.RunReopen(t, func(t *testing.T) storetest.Reopen {
+			prefix := newClusterPrefix(t, url)
 			return func(t *testing.T) store.Store { return open(t, url, prefix) }
 		})
 	})

@@ -195,15 +195,18 @@ func loadLibrary(ctx context.Context, c scripter) error {
 // runScript runs sc with FCALL when functions is set, else with EVALSHA
 // (which go-redis follows with EVAL when the server has lost its script
 // cache). A server that lost the library — a restart without persistence,
-// FUNCTION FLUSH — answers that the function is missing without running
-// anything, so it is loaded again and the call made once more.
-func runScript(ctx context.Context, c scripter, functions bool, sc *luaScript, keys []string, args ...any) (any, error) {
+// FUNCTION FLUSH, a cluster's new primary after a resharding — answers
+// that the function is missing without running anything, so it is loaded
+// again (load: on the server, or on every primary of a cluster) and the
+// call made once more.
+func runScript(ctx context.Context, c scripter, functions bool, load func(context.Context) error,
+	sc *luaScript, keys []string, args ...any) (any, error) {
 	if !functions {
 		return sc.eval.Run(ctx, c, keys, args...).Result()
 	}
 	res, err := c.FCall(ctx, sc.fn, keys, args...).Result()
 	if err != nil && isNoFunction(err) {
-		if err := loadLibrary(ctx, c); err != nil {
+		if err := load(ctx); err != nil {
 			return nil, err
 		}
 		res, err = c.FCall(ctx, sc.fn, keys, args...).Result()

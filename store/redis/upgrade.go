@@ -81,17 +81,3 @@ func (s *Store) backfill(ctx context.Context) error {
 	}
 	return nil
 }
-
-// scanEach calls fn for every key matching pattern.
-func (s *Store) scanEach(ctx context.Context, pattern string, fn func(key string) error) error {
-	iter := s.rdb.Scan(ctx, 0, pattern, 1000).Iterator()
-	for iter.Next(ctx) {
-		if err := fn(iter.Val()); err != nil {
-			return err
-		}
-	}
-	if err := iter.Err(); err != nil {
-		return fmt.Errorf("redis: upgrade: %w", err)
-	}
-	return nil
-}

@@ -35,3 +35,24 @@ func TestRedisThreeServers(t *testing.T) {
 	t.Parallel()
 	testThreeServers(t, redisStore(t))
 }
+
+// redisClusterStore is redisStore on the Redis Cluster named by
+// LATCH_TEST_REDIS_CLUSTER_URL (testdb.RedisCluster).
+func redisClusterStore(t *testing.T) string {
+	t.Helper()
+	ns := testdb.RedisCluster(t, "latch_e2e_", "multi-server Redis Cluster test")
+	t.Cleanup(func() {
+		n, err := ns.Keys(t)
+		if err == nil && n == 0 && !t.Skipped() {
+			t.Errorf("no key under prefix %s: was the store URL's prefix honoured?", ns.Prefix)
+		}
+	})
+	return ns.StoreURL(t)
+}
+
+// Three `latch serve` processes on one key prefix of a Redis Cluster
+// (redis-cluster://): the same scenario as TestRedisThreeServers.
+func TestRedisClusterThreeServers(t *testing.T) {
+	t.Parallel()
+	testThreeServers(t, redisClusterStore(t))
+}

@@ -151,9 +151,11 @@
 //	                                 test ends (after CheckConsistency)
 //
 // The PostgreSQL and Redis tests need LATCH_TEST_POSTGRES_URL and
-// LATCH_TEST_REDIS_URL; without them they skip, loudly, unless
+// LATCH_TEST_REDIS_URL, and the Redis Cluster ones (.../redis-cluster)
+// LATCH_TEST_REDIS_CLUSTER_URL; without them they skip, loudly, unless
 // LATCH_REQUIRE_BACKENDS is set, when they fail instead. CI (.ci/run) sets
-// all three and runs go test -race ./..., so every backend is checked there.
+// them all (starting a local cluster with test/rediscluster/start.sh) and
+// runs go test -race ./..., so every backend is checked there.
 //
 //	go test -race ./test/lincheck                       # the short version, SQLite
 //	LATCH_TEST_POSTGRES_URL=postgres://... go test -race ./store/postgres -run 'Linearizable|Property'

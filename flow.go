@@ -16,7 +16,9 @@ import (
 // Step runs fn once as the flow step name and returns its result as
 // recorded (JSON). If an earlier run of this execution recorded name,
 // fn is not called and the recorded result is returned. An error from fn
-// records nothing and is returned as it is.
+// records nothing and is returned as it is. A new name when the journal
+// holds store.MaxSteps steps records nothing and returns ErrTooManySteps,
+// marked Permanent: return it and the execution fails without a retry.
 //
 // A step is recorded once, but fn may run more than once: if the process
 // dies after fn did its work and before the record, the next run calls it
@@ -74,7 +76,8 @@ type SignalOptions struct {
 // Signal sends the signal name with data (marshalled to JSON; nil is
 // null) to an execution. delivered is true when it ended a wait at once,
 // false when it is kept for a later wait of that name. ErrNotActive if the
-// execution has ended.
+// execution has ended; ErrSignalBufferFull if it would be kept and the
+// execution keeps as many signals as it may (nothing written).
 func (c *Client) Signal(ctx context.Context, tenant, id, name string, data any, opts SignalOptions) (delivered bool, err error) {
 	var raw json.RawMessage
 	if data != nil {

@@ -53,6 +53,15 @@ var (
 	ErrNotActive = store.ErrNotActive
 	// ErrNotFailed: Retry of an execution that is not failed. Retry: no.
 	ErrNotFailed = store.ErrNotFailed
+	// ErrTooManySteps: Job.Step, Job.Sleep or Job.WaitSignal under a new
+	// step name when the execution's journal holds store.MaxSteps steps.
+	// Nothing was recorded; the error is Permanent, so returning it fails
+	// the execution without a retry. Retry: no.
+	ErrTooManySteps = store.ErrTooManySteps
+	// ErrSignalBufferFull: Signal that would be kept when the execution
+	// keeps store.MaxBufferedSignals signals no wait has consumed. Nothing
+	// was written. Retry: once a wait of the flow consumed one.
+	ErrSignalBufferFull = store.ErrSignalBufferFull
 )
 
 // Permanent marks a handler's error as not worth retrying: the execution

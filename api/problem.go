@@ -20,7 +20,9 @@ type Code string
 // the server's body budget is spent), too_many_requests (a tenant's event
 // streams, long polls or stream tickets at their bound), invalid_ticket (a
 // stream ticket unknown, expired, used or for another execution), schedule_limit (a tenant's
-// schedules at their bound) and headers_too_large (MaxHeaderBytes).
+// schedules at their bound), too_many_steps and signal_buffer_full (an
+// execution's journal or kept signals at their bound, store.MaxSteps and
+// store.MaxBufferedSignals) and headers_too_large (MaxHeaderBytes).
 const (
 	CodeUnauthorized         Code = "unauthorized"
 	CodeInvalidTicket        Code = "invalid_ticket"
@@ -39,6 +41,8 @@ const (
 	CodeLeaseLost            Code = "lease_lost"
 	CodeNotActive            Code = "not_active"
 	CodeNotFailed            Code = "not_failed"
+	CodeTooManySteps         Code = "too_many_steps"
+	CodeSignalBufferFull     Code = "signal_buffer_full"
 	CodeMethodNotAllowed     Code = "method_not_allowed"
 	CodeInternal             Code = "internal"
 	CodeUnavailable          Code = "unavailable"
@@ -67,10 +71,16 @@ var codeInfo = map[Code]struct {
 	CodeLeaseLost:            {http.StatusConflict, "Lease lost"},
 	CodeNotActive:            {http.StatusConflict, "Execution not active"},
 	CodeNotFailed:            {http.StatusConflict, "Execution not failed"},
-	CodeMethodNotAllowed:     {http.StatusMethodNotAllowed, "Method not allowed"},
-	CodeInternal:             {http.StatusInternalServerError, "Internal error"},
-	CodeUnavailable:          {http.StatusServiceUnavailable, "Service unavailable"},
-	CodeHeadersTooLarge:      {http.StatusRequestHeaderFieldsTooLarge, "Request header fields too large"},
+	// Both bounds are 409, not 429: neither frees with time, so a client
+	// that waits and repeats (as 429 invites, and as the SDKs do on their
+	// own) gains nothing. A journal never shrinks; kept signals go only
+	// when the flow's waits consume them.
+	CodeTooManySteps:     {http.StatusConflict, "Too many steps"},
+	CodeSignalBufferFull: {http.StatusConflict, "Signal buffer full"},
+	CodeMethodNotAllowed: {http.StatusMethodNotAllowed, "Method not allowed"},
+	CodeInternal:         {http.StatusInternalServerError, "Internal error"},
+	CodeUnavailable:      {http.StatusServiceUnavailable, "Service unavailable"},
+	CodeHeadersTooLarge:  {http.StatusRequestHeaderFieldsTooLarge, "Request header fields too large"},
 }
 
 // problemTypeBase prefixes every problem type URI.
@@ -151,6 +161,10 @@ func problemFor(err error) *Problem {
 		return problem(CodeLeaseLost, "the lease token is not the execution's current lease; abandon this attempt")
 	case errors.Is(err, store.ErrNotActive):
 		return problem(CodeNotActive, "the execution has ended; no wait can consume a new signal")
+	case errors.Is(err, store.ErrTooManySteps):
+		return problem(CodeTooManySteps, "the execution's journal holds as many steps as it may; a new step name is refused, a recorded one still answers")
+	case errors.Is(err, store.ErrSignalBufferFull):
+		return problem(CodeSignalBufferFull, "the execution keeps as many signals as it may that no wait has consumed; nothing was written")
 	case errors.Is(err, store.ErrNotFailed):
 		return problem(CodeNotFailed, "only a failed execution can be retried")
 	case errors.Is(err, store.ErrInvalid):

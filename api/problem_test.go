@@ -42,6 +42,12 @@ func TestProblemGolden(t *testing.T) {
 	out := newEnv(t, func(c *Config) { c.Store = outage{c.Store, &outageOn} })
 	okey := out.tenant("acme")
 	outageOn.Store(true)
+	low := newEnv(t, func(c *Config) { c.Store = lowFlowBounds{c.Store} })
+	lkey := low.tenant("acme")
+	low.submit(lkey, `{"kind":"flow"}`, http.StatusCreated)
+	ll := low.claimOne(lkey)
+	low.record(lkey, ll, `"name":"one"`).want(http.StatusOK)
+	low.signal(lkey, ll.ExecutionID, "go", nil).want(http.StatusAccepted)
 
 	for _, c := range []struct {
 		name string
@@ -84,6 +90,8 @@ func TestProblemGolden(t *testing.T) {
 			return e.do("POST", "/api/executions/"+l.ExecutionID+"/heartbeat", key, `{"lease_token":"`+l.LeaseToken+`"}`)
 		}},
 		{"not_active", func() *resp { return e.do("POST", "/api/executions/"+l.ExecutionID+"/signals/go", key, `{}`) }},
+		{"too_many_steps", func() *resp { return low.record(lkey, ll, `"name":"two"`) }},
+		{"signal_buffer_full", func() *resp { return low.signal(lkey, ll.ExecutionID, "go", nil) }},
 		{"not_failed", func() *resp { return e.do("POST", "/api/executions/"+l.ExecutionID+"/retry", key, nil) }},
 		{"method_not_allowed", func() *resp { return e.do("PUT", "/api/executions", key, nil) }},
 		{"internal", func() *resp { return broken.do("GET", "/api/executions/x", bkey, nil) }},
@@ -132,17 +140,19 @@ func golden(t *testing.T, path, got string) {
 func TestProblemFor(t *testing.T) {
 	t.Parallel()
 	for err, code := range map[error]Code{
-		fmt.Errorf("x: %w", store.ErrNotFound):        CodeNotFound,
-		fmt.Errorf("x: %w", store.ErrTenantExists):    CodeTenantExists,
-		fmt.Errorf("x: %w", store.ErrQuotaExceeded):   CodeQuotaExceeded,
-		fmt.Errorf("x: %w", store.ErrDedupKeyReused):  CodeDedupKeyReused,
-		fmt.Errorf("x: %w", store.ErrLeaseLost):       CodeLeaseLost,
-		fmt.Errorf("x: %w", store.ErrNotTerminal):     CodeNotTerminal,
-		fmt.Errorf("x: %w", store.ErrInvalid):         CodeInvalidRequest,
-		&http.MaxBytesError{Limit: 5}:                 CodePayloadTooLarge,
-		fmt.Errorf("x: %w", store.ErrUnavailable):     CodeUnavailable,
-		fmt.Errorf("x: %w", context.DeadlineExceeded): CodeUnavailable,
-		errors.New("boom"):                            CodeInternal,
+		fmt.Errorf("x: %w", store.ErrNotFound):         CodeNotFound,
+		fmt.Errorf("x: %w", store.ErrTenantExists):     CodeTenantExists,
+		fmt.Errorf("x: %w", store.ErrQuotaExceeded):    CodeQuotaExceeded,
+		fmt.Errorf("x: %w", store.ErrDedupKeyReused):   CodeDedupKeyReused,
+		fmt.Errorf("x: %w", store.ErrLeaseLost):        CodeLeaseLost,
+		fmt.Errorf("x: %w", store.ErrNotTerminal):      CodeNotTerminal,
+		fmt.Errorf("x: %w", store.ErrTooManySteps):     CodeTooManySteps,
+		fmt.Errorf("x: %w", store.ErrSignalBufferFull): CodeSignalBufferFull,
+		fmt.Errorf("x: %w", store.ErrInvalid):          CodeInvalidRequest,
+		&http.MaxBytesError{Limit: 5}:                  CodePayloadTooLarge,
+		fmt.Errorf("x: %w", store.ErrUnavailable):      CodeUnavailable,
+		fmt.Errorf("x: %w", context.DeadlineExceeded):  CodeUnavailable,
+		errors.New("boom"):                             CodeInternal,
 	} {
 		p := problemFor(err)
 		if p.Code != code || p.Status != codeInfo[code].status || p.Type != problemTypeBase+string(code) {

@@ -453,7 +453,8 @@ func (a *attempt) storeCtx(ctx context.Context) (context.Context, context.Cancel
 // which repeating the call cannot change.
 func isStoreVerdict(err error) bool {
 	for _, s := range []error{store.ErrNotFound, store.ErrLeaseLost, store.ErrInvalid,
-		store.ErrNotTerminal, store.ErrQuotaExceeded, store.ErrDedupKeyReused, store.ErrExists} {
+		store.ErrNotTerminal, store.ErrQuotaExceeded, store.ErrDedupKeyReused, store.ErrExists,
+		store.ErrTooManySteps, store.ErrSignalBufferFull} {
 		if errors.Is(err, s) {
 			return true
 		}

@@ -119,7 +119,7 @@ func (f *flow) record(ctx context.Context, name string, result json.RawMessage, 
 		return err
 	})
 	if err != nil {
-		return nil, leaseError(err)
+		return nil, flowError(name, err)
 	}
 	f.mu.Lock()
 	f.journal[name] = res.Step.Result
@@ -186,7 +186,7 @@ func (f *flow) suspend(ctx context.Context, p *store.SuspendParams) error {
 		return err
 	})
 	if err != nil {
-		return leaseError(err)
+		return flowError(p.Step, err)
 	}
 	f.mu.Lock()
 	f.suspendedAs = x.Status
@@ -204,6 +204,18 @@ func (f *flow) suspension() store.Status {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.suspendedAs
+}
+
+// flowError is the error a step's record or a suspension under the step
+// name returns to the handler: a journal at its bound fails the execution
+// for good (Permanent: the journal never shrinks, so no later attempt could
+// record the step), a lost lease is ErrLeaseLost, other errors pass.
+func flowError(step string, err error) error {
+	if errors.Is(err, store.ErrTooManySteps) {
+		return Permanent(fmt.Errorf("step %q: the journal holds as many steps as it may (store.MaxSteps = %d): %w",
+			step, store.MaxSteps, err))
+	}
+	return leaseError(err)
 }
 
 // leaseError turns a store's lease verdict into the engine's ErrLeaseLost,

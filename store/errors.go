@@ -45,6 +45,21 @@ var (
 	// can ever consume it. Nothing was written. Retry: no.
 	ErrNotActive = errors.New("execution is not active")
 
+	// ErrTooManySteps: recording a step under a new name (RecordStep, or a
+	// Suspend whose outcome would be a new step) would give the
+	// execution's journal more than its bound of steps (MaxSteps). Nothing
+	// was written; the lease is kept. A name recorded already is answered
+	// as recorded, full or not. Retry: no — a journal never shrinks while
+	// its execution lives.
+	ErrTooManySteps = errors.New("too many steps")
+
+	// ErrSignalBufferFull: a signal that would be kept for a later wait
+	// finds the execution holding its bound of kept signals
+	// (MaxBufferedSignals). Nothing was written. A signal that ends a wait
+	// at once, and a repeat of an idempotency key, are never refused so.
+	// Retry: yes, once a wait of the flow has consumed a kept signal.
+	ErrSignalBufferFull = errors.New("signal buffer full")
+
 	// ErrNotFailed: Retry of an execution that is not failed. Retry: no.
 	ErrNotFailed = errors.New("execution is not failed")
 

@@ -38,8 +38,15 @@ type RecordStepParams struct {
 	Name        string
 	Result      json.RawMessage // canonical JSON; nil = null
 	StartedAt   time.Time       // zero = not given
-	Now         time.Time
+	// MaxSteps overrides the journal's bound (MaxSteps) when above 0. It
+	// is for tests, which reach the bound in a few calls: the engine and
+	// the API never set it, so no request chooses its own bound.
+	MaxSteps int
+	Now      time.Time
 }
+
+// StepBound is the journal's bound this call enforces.
+func (p *RecordStepParams) StepBound() int { return bound(p.MaxSteps, MaxSteps) }
 
 // RecordStepResult is the step as recorded: the one given (Recorded) or the
 // one recorded before under the same name, which wins.
@@ -62,8 +69,14 @@ type SuspendParams struct {
 	// Timeout bounds a wait: it ends with TimedOut at Now+Timeout. 0 =
 	// no timeout.
 	Timeout time.Duration
-	Now     time.Time
+	// MaxSteps overrides the journal's bound as RecordStepParams.MaxSteps
+	// does (tests only).
+	MaxSteps int
+	Now      time.Time
 }
+
+// StepBound is the journal's bound this call enforces.
+func (p *SuspendParams) StepBound() int { return bound(p.MaxSteps, MaxSteps) }
 
 // SignalParams are the arguments of Store.Signal.
 type SignalParams struct {
@@ -74,8 +87,15 @@ type SignalParams struct {
 	// IdempotencyKey, when set, makes the signal once-only: a repeat with
 	// the same key for the same execution answers the first answer.
 	IdempotencyKey string
-	Now            time.Time
+	// MaxBuffered overrides MaxBufferedSignals when above 0. It is for
+	// tests, which reach the bound in a few calls: the engine and the API
+	// never set it, so no request chooses its own bound.
+	MaxBuffered int
+	Now         time.Time
 }
+
+// BufferBound is the bound of kept signals this call enforces.
+func (p *SignalParams) BufferBound() int { return bound(p.MaxBuffered, MaxBufferedSignals) }
 
 // SignalResult reports what a signal did: Delivered when it ended a wait
 // at once, false when it was kept for a later wait.
@@ -105,6 +125,40 @@ type RetryParams struct {
 type StepsParams struct {
 	Tenant string // "" = any tenant
 	ID     string
+}
+
+// Bounds of one execution's flow state (docs/flows.md, "Limits and
+// costs"), each enforced inside the store operation that adds to it, in
+// the same atomic step as the write, so concurrent calls cannot pass it:
+//
+//   - MaxSteps: the steps of its journal. A new name past it is refused
+//     with ErrTooManySteps, by RecordStep and by a Suspend whose outcome
+//     would be a new step; a suspension checks at its start, so the
+//     signal or the wake that ends it later always records its step. A
+//     lease carries the whole journal and every run re-reads it, so the
+//     bound also bounds a claim's read: 10,000 is far above any flow
+//     written by hand (tens of steps) and leaves room for a loop that
+//     makes each of a few thousand items its own step.
+//   - MaxBufferedSignals: the signals kept, not yet consumed by a wait.
+//     One more is refused with ErrSignalBufferFull and changes nothing; a
+//     signal that ends a wait at once is always accepted, and a wait that
+//     consumes a kept signal frees its place.
+//   - Idempotency keys of signals need no bound of their own: a key is
+//     kept with a signal that is either kept (MaxBufferedSignals at most)
+//     or was consumed by a wait, each wait recording one step (MaxSteps
+//     at most). So an execution keeps at most MaxSteps +
+//     MaxBufferedSignals keys.
+const (
+	MaxSteps           = 10_000
+	MaxBufferedSignals = 1_000
+)
+
+// bound is override when above 0, else def.
+func bound(override, def int) int {
+	if override > 0 {
+		return override
+	}
+	return def
 }
 
 // Bounds of flow names, checked by CheckStepName and CheckSignalName.

@@ -132,7 +132,10 @@ type Store interface {
 	// RecordStep records a step in a running execution's journal (I10).
 	// Fenced like Heartbeat. The first record of a name wins: recording a
 	// name already recorded changes nothing and answers the recorded step
-	// with Recorded false. The step's Attempt is the execution's.
+	// with Recorded false. The step's Attempt is the execution's. A new
+	// name when the journal holds p.StepBound() steps is ErrTooManySteps,
+	// nothing written (the lease kept); the count and the insert are one
+	// atomic step.
 	RecordStep(ctx context.Context, p *RecordStepParams) (*RecordStepResult, error)
 
 	// Suspend ends a running attempt to sleep or to wait for a signal
@@ -143,6 +146,9 @@ type Store interface {
 	//     would make it.
 	//   - Step already recorded: nothing is recorded, the execution is
 	//     queued again at once.
+	//   - Step new and the journal holds p.StepBound() steps:
+	//     ErrTooManySteps, nothing changed (the lease kept), since the
+	//     outcome, now or when the suspension ends, is one more step.
 	//   - A sleep (Until) not after Now, or a wait (Signal) for a signal of
 	//     that name buffered and not yet consumed: the step is recorded
 	//     (null; the oldest such signal's data, consuming it) and the
@@ -161,9 +167,12 @@ type Store interface {
 	// ErrNotActive if the execution is terminal; if it is suspended
 	// waiting for Name, the wait's step is recorded with Data and the
 	// execution is queued again (a resume; Delivered); else the signal is
-	// buffered for a later wait of that name. Signals of one name are
-	// consumed oldest first, each by one wait. ErrNotFound for a missing
-	// execution or another tenant's.
+	// buffered for a later wait of that name, or refused with
+	// ErrSignalBufferFull, nothing written, when the execution buffers
+	// p.BufferBound() signals already (counted and inserted in one atomic
+	// step). Signals of one name are consumed oldest first, each by one
+	// wait, which frees its place. ErrNotFound for a missing execution or
+	// another tenant's.
 	Signal(ctx context.Context, p *SignalParams) (*SignalResult, error)
 
 	// Wake ends the suspensions whose WakeAt is not after Now: the step is

@@ -119,7 +119,8 @@ func result(err error) string {
 	}
 	for _, refusal := range []error{store.ErrNotFound, store.ErrExists, store.ErrQuotaExceeded,
 		store.ErrDedupKeyReused, store.ErrLeaseLost, store.ErrNotTerminal, store.ErrNotActive,
-		store.ErrNotFailed, store.ErrScheduleLimit, store.ErrInvalid} {
+		store.ErrNotFailed, store.ErrScheduleLimit, store.ErrInvalid, store.ErrTooManySteps,
+		store.ErrSignalBufferFull} {
 		if errors.Is(err, refusal) {
 			return ResultOK
 		}

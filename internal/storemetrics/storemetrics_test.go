@@ -65,6 +65,9 @@ func (f *fakeStore) Suspend(_ context.Context, p *store.SuspendParams) (*store.E
 }
 
 func (f *fakeStore) Signal(_ context.Context, p *store.SignalParams) (*store.SignalResult, error) {
+	if p.Name == "full" {
+		return nil, fmt.Errorf("execution x keeps 1000 signals: %w", store.ErrSignalBufferFull)
+	}
 	return &store.SignalResult{Delivered: p.Name == "go"}, nil
 }
 
@@ -87,6 +90,7 @@ func TestMetricsCountCalls(t *testing.T) {
 	_, _ = st.Signal(ctx, &store.SignalParams{Name: "go"})
 	_, _ = st.Signal(ctx, &store.SignalParams{Name: "other"})
 	_, _ = st.Signal(ctx, &store.SignalParams{Name: "other"})
+	_, _ = st.Signal(ctx, &store.SignalParams{Name: "full"}) // refused: an answer, not an error, and no signal
 	_, _ = st.Claim(ctx, &store.ClaimParams{})
 	_ = st.Ping(ctx)
 
@@ -106,7 +110,7 @@ func TestMetricsCountCalls(t *testing.T) {
 		// answer; an unavailable store is an error.
 		{"latch_store_operation_duration_seconds", map[string]string{"operation": "Fail", "result": "ok"}, 4},
 		{"latch_store_operation_duration_seconds", map[string]string{"operation": "Suspend", "result": "ok"}, 2},
-		{"latch_store_operation_duration_seconds", map[string]string{"operation": "Signal", "result": "ok"}, 3},
+		{"latch_store_operation_duration_seconds", map[string]string{"operation": "Signal", "result": "ok"}, 4},
 		{"latch_store_operation_duration_seconds", map[string]string{"operation": "Claim", "result": "ok"}, 1},
 		{"latch_store_operation_duration_seconds", map[string]string{"operation": "Ping", "result": "error"}, 1},
 		{"latch_store_operation_duration_seconds", map[string]string{"operation": "Ping", "result": "ok"}, -1},

@@ -22,9 +22,12 @@ WHERE id = $1 AND ($2 = '' OR tenant = $2) FOR UPDATE`
 	sqlSignalAnswered = `SELECT delivered FROM latch_signals WHERE execution_id = $1 AND idempotency_key = $2`
 
 	// Keep signal $3 with data $4 ($2 now, $5 idempotency key) for a later
-	// wait.
+	// wait, unless the execution keeps $6 signals already (no row then).
+	// It runs after the lock, so its count sees every signal kept or
+	// consumed before.
 	sqlSignalBuffer = `INSERT INTO latch_signals (execution_id, name, data, consumed, delivered, idempotency_key, sent_at)
-VALUES ($1, $3, $4, false, false, $5, $2)`
+SELECT $1, $3, $4, false, false, $5, $2
+WHERE (SELECT count(*) FROM latch_signals WHERE execution_id = $1 AND NOT consumed) < $6`
 
 	// End the wait with the signal: its step is recorded with the data and
 	// the execution queued again at $2, a resume. A signal with a key
@@ -84,7 +87,11 @@ func (s *Store) Signal(ctx context.Context, p *store.SignalParams) (*store.Signa
 			return false, fmt.Errorf("execution %s is %s: %w", p.ExecutionID, status, store.ErrNotActive)
 		}
 		if store.Status(status) != store.StatusSuspended || waiting != p.Name {
-			_, err := tx.Exec(ctx, sqlSignalBuffer, id, t, p.Name, data, key)
+			tag, err := tx.Exec(ctx, sqlSignalBuffer, id, t, p.Name, data, key, p.BufferBound())
+			if err == nil && tag.RowsAffected() == 0 {
+				err = fmt.Errorf("execution %s keeps %d signals, its bound: %w", p.ExecutionID, p.BufferBound(),
+					store.ErrSignalBufferFull)
+			}
 			return false, err
 		}
 		res.Delivered = true

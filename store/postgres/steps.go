@@ -21,11 +21,18 @@ import (
 // row locked; every one of them sets has_steps on the execution, so that a
 // claim reads journals only for the executions that have one.
 const (
-	// RecordStep, one statement: the fence (sqlFence's conditions) locks
-	// the execution, the step is inserted unless its name is recorded
-	// already, and the recorded step is read back. Records of one
-	// execution run one after the other on the row lock. $1 id, $2 token,
-	// $3 tenant, $4 now, $5 name, $6 result, $7 started_at.
+	// RecordStep's lock: sent in one pipeline with sqlRecordStep (one
+	// implicit transaction, one round trip), so that the record's
+	// statement takes its snapshot after the lock and counts every step
+	// its previous holder committed. $1 id.
+	sqlRecordStepLock = `SELECT 1 FROM latch_executions WHERE id = $1 FOR NO KEY UPDATE`
+
+	// RecordStep: the fence (sqlFence's conditions) locks the execution,
+	// the step is inserted unless its name is recorded already or the
+	// journal holds $8 steps (full), and the recorded step is read back.
+	// Records of one execution run one after the other on the row lock.
+	// $1 id, $2 token, $3 tenant, $4 now, $5 name, $6 result, $7
+	// started_at, $8 the journal's bound.
 	//
 	// The winner of a name recorded before is read in the statement's
 	// snapshot: it is there unless its record committed while this one
@@ -37,16 +44,19 @@ WITH x AS (
     WHERE id = $1 AND status = 'running' AND lease_token = $2
       AND ($3 = '' OR tenant = $3) AND lease_expires_at >= $4
     FOR NO KEY UPDATE
+), room AS (
+    SELECT NOT EXISTS (SELECT 1 FROM latch_steps WHERE execution_id = $1 AND name = $5)
+        AND (SELECT count(*) FROM latch_steps WHERE execution_id = $1) >= $8 AS at_bound
 ), ins AS (
     INSERT INTO latch_steps (execution_id, name, result, started_at, recorded_at, attempt)
-    SELECT x.id, $5, $6, $7, $4, x.attempt FROM x
+    SELECT x.id, $5, $6, $7, $4, x.attempt FROM x, room WHERE NOT room.at_bound
     ON CONFLICT (execution_id, name) DO NOTHING
     RETURNING name, result, started_at, recorded_at, attempt
 ), f AS (
     UPDATE latch_executions e SET has_steps = true
     FROM x WHERE e.id = x.id AND NOT x.has_steps AND EXISTS (SELECT 1 FROM ins)
 )
-SELECT EXISTS (SELECT 1 FROM x), ins.name IS NOT NULL,
+SELECT EXISTS (SELECT 1 FROM x), ins.name IS NOT NULL, (SELECT at_bound FROM room),
     coalesce(ins.name, s.name), coalesce(ins.result, s.result), coalesce(ins.started_at, s.started_at),
     coalesce(ins.recorded_at, s.recorded_at), coalesce(ins.attempt, s.attempt)
 FROM (SELECT 1) one
@@ -97,22 +107,30 @@ func (s *Store) RecordStep(ctx context.Context, p *store.RecordStepParams) (*sto
 		startedAt = &v
 	}
 	var (
-		res    store.RecordStepResult
-		fenced bool
+		res          store.RecordStepResult
+		fenced, full bool
 	)
 	err = s.write(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
-		row := c.QueryRow(ctx, sqlRecordStep, f.id, f.token, f.tenant, t, p.Name, result, startedAt)
+		b := &pgx.Batch{}
+		b.Queue(sqlRecordStepLock, f.id)
+		b.Queue(sqlRecordStep, f.id, f.token, f.tenant, t, p.Name, result, startedAt, p.StepBound())
+		br := c.SendBatch(ctx, b)
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return err
+		}
 		var (
 			name, result *string
 			recordedAt   *time.Time
 			attempt      *int
 			st           stepRow
 		)
-		if err := row.Scan(&fenced, &res.Recorded, &name, &result, &st.startedAt, &recordedAt, &attempt); err != nil {
-			return err
+		err := br.QueryRow().Scan(&fenced, &res.Recorded, &full, &name, &result, &st.startedAt, &recordedAt, &attempt)
+		if cerr := br.Close(); err == nil {
+			err = cerr
 		}
-		if !fenced {
-			return nil
+		if err != nil || !fenced || full {
+			return err
 		}
 		if name == nil { // recorded by a concurrent call: read it now
 			st.name = p.Name
@@ -130,6 +148,10 @@ func (s *Store) RecordStep(ctx context.Context, p *store.RecordStepParams) (*sto
 	}
 	if !fenced {
 		return nil, fmt.Errorf("execution %s: %w", p.ExecutionID, store.ErrLeaseLost)
+	}
+	if full {
+		return nil, fmt.Errorf("execution %s is at its bound of %d steps: %w", p.ExecutionID, p.StepBound(),
+			store.ErrTooManySteps)
 	}
 	return &res, nil
 }

@@ -39,19 +39,29 @@ func (s *Store) checkFlows(ctx context.Context, all map[string]bool, execs map[s
 		}
 	}
 	// Every buffer is named in its execution's set of names, and every
-	// name has a buffer (an emptied one leaves the set).
+	// name has a buffer (an emptied one leaves the set). nbuf counts the
+	// signals in the execution's buffers (store.MaxBufferedSignals bounds it).
 	named := map[string]bool{}
-	for id := range execs {
+	for id, e := range execs {
 		names, err := s.rdb.SMembers(ctx, s.k.sigNames(id)).Result()
 		if err != nil {
 			return append(bad, err.Error())
 		}
+		buffered := int64(0)
 		for _, n := range names {
 			buf := s.k.sigBuf(scoped(id, n))
 			named[buf] = true
 			if !all[buf] {
 				report("exec %s: signal %q named without a buffer", id, n)
 			}
+			l, err := s.rdb.LLen(ctx, buf).Result()
+			if err != nil {
+				return append(bad, err.Error())
+			}
+			buffered += l
+		}
+		if nbuf := e["nbuf"]; (nbuf == "" && buffered != 0) || (nbuf != "" && nbuf != fmt.Sprint(buffered)) {
+			report("exec %s: nbuf %q, %d signals buffered", id, nbuf, buffered)
 		}
 	}
 	for key := range all {

@@ -89,6 +89,10 @@ func status(arr []any, what string) error {
 		return fmt.Errorf("%s is %v: %w", what, at(arr, 1), store.ErrNotActive)
 	case "NOTFAILED":
 		return fmt.Errorf("%s is %v: %w", what, at(arr, 1), store.ErrNotFailed)
+	case "TOOMANYSTEPS":
+		return fmt.Errorf("%s holds %v steps: %w", what, at(arr, 1), store.ErrTooManySteps)
+	case "BUFFERFULL":
+		return fmt.Errorf("%s keeps %v signals: %w", what, at(arr, 1), store.ErrSignalBufferFull)
 	case "IDEXISTS":
 		return fmt.Errorf("%s: execution id %v: %w", what, at(arr, 1), store.ErrExists)
 	}

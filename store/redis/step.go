@@ -19,7 +19,8 @@ func (s *Store) RecordStep(ctx context.Context, p *store.RecordStepParams) (*sto
 		return nil, err
 	}
 	arr, err := s.run(ctx, "record step", scriptStep, []string{s.k.exec(p.ExecutionID), s.k.steps(p.ExecutionID)},
-		s.k.ns, p.ExecutionID, p.Tenant, p.Token, itoa(us(now(p.Now))), p.Name, jsonOrNull(p.Result), optUS(p.StartedAt))
+		s.k.ns, p.ExecutionID, p.Tenant, p.Token, itoa(us(now(p.Now))), p.Name, jsonOrNull(p.Result), optUS(p.StartedAt),
+		p.StepBound())
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,7 @@ func (s *Store) RecordStep(ctx context.Context, p *store.RecordStepParams) (*sto
 		}
 		st := store.Step{Name: p.Name, Result: jsonOrNull(p.Result), StartedAt: p.StartedAt,
 			RecordedAt: t, Attempt: l.attempt}
-		prev, recorded, err := recordStep(ctx, tx, p.ExecutionID, &st)
+		prev, recorded, err := recordStep(ctx, tx, p.ExecutionID, &st, p.StepBound())
 		if err != nil {
 			return false, err
 		}
@@ -45,15 +45,21 @@ func (s *Store) RecordStep(ctx context.Context, p *store.RecordStepParams) (*sto
 
 // recordStep records st in execution id's journal unless a step of its name
 // is recorded already: the first record wins. It returns the step as
-// recorded, and whether this call recorded it.
-func recordStep(ctx context.Context, tx *sql.Tx, id string, st *store.Step) (*store.Step, bool, error) {
+// recorded, and whether this call recorded it. A new name is refused with
+// ErrTooManySteps when the journal holds limit steps; limit 0 checks
+// nothing (the end of a suspension, whose Suspend checked for room).
+func recordStep(ctx context.Context, tx *sql.Tx, id string, st *store.Step, limit int) (*store.Step, bool, error) {
 	prev, err := getStep(ctx, tx, id, st.Name)
 	if prev != nil || err != nil {
 		return prev, false, err
 	}
 	var seq int64
-	if err := tx.QueryRowContext(ctx, `UPDATE executions SET steps = steps + 1 WHERE id = ? RETURNING steps`, id).
-		Scan(&seq); err != nil {
+	err = tx.QueryRowContext(ctx, `UPDATE executions SET steps = steps + 1 WHERE id = ? AND (? = 0 OR steps < ?)
+		RETURNING steps`, id, limit, limit).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, fmt.Errorf("execution %s is at its bound of %d steps: %w", id, limit, store.ErrTooManySteps)
+	}
+	if err != nil {
 		return nil, false, fmt.Errorf("sqlite: record step: %w", err)
 	}
 	var started sql.NullInt64
@@ -68,6 +74,19 @@ func recordStep(ctx context.Context, tx *sql.Tx, id string, st *store.Step) (*st
 	rec := *st
 	rec.StartedAt, rec.RecordedAt = nullTimeValue(started), fromNS(ns(st.RecordedAt))
 	return &rec, true, nil
+}
+
+// stepRoom is ErrTooManySteps when execution id's journal holds limit
+// steps or more.
+func stepRoom(ctx context.Context, tx *sql.Tx, id string, limit int) error {
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT steps FROM executions WHERE id = ?`, id).Scan(&n); err != nil {
+		return fmt.Errorf("sqlite: count steps: %w", err)
+	}
+	if n >= limit {
+		return fmt.Errorf("execution %s holds %d steps, its bound %d: %w", id, n, limit, store.ErrTooManySteps)
+	}
+	return nil
 }
 
 // getStep reads the step of execution id named name; nil if none is

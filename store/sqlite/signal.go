@@ -57,7 +57,7 @@ func (s *Store) Signal(ctx context.Context, p *store.SignalParams) (*store.Signa
 		data := jsonOrNull(p.Data)
 		if status == string(store.StatusSuspended) && waiting.Valid && waiting.String == p.Name {
 			st := store.Step{Name: step.String, Result: data, RecordedAt: t, Attempt: attempt}
-			if _, _, err := recordStep(ctx, tx, p.ExecutionID, &st); err != nil {
+			if _, _, err := recordStep(ctx, tx, p.ExecutionID, &st, 0); err != nil {
 				return false, err
 			}
 			if err := resumeAt(ctx, tx, p.ExecutionID, t); err != nil {
@@ -67,6 +67,8 @@ func (s *Store) Signal(ctx context.Context, p *store.SignalParams) (*store.Signa
 			if p.IdempotencyKey == "" {
 				return true, nil // consumed at once: nothing to keep
 			}
+		} else if err := bufferRoom(ctx, tx, p.ExecutionID, p.BufferBound()); err != nil {
+			return false, err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO flow_signals (execution_id, seq, name, data, consumed,
 			idempotency_key, delivered, created_at)
@@ -84,6 +86,21 @@ func (s *Store) Signal(ctx context.Context, p *store.SignalParams) (*store.Signa
 		s.feed.Publish(p.ExecutionID)
 	}
 	return &res, nil
+}
+
+// bufferRoom is ErrSignalBufferFull when execution id keeps limit signals
+// or more. The transaction holds SQLite's one write lock, so the count and
+// the insert after it are one step.
+func bufferRoom(ctx context.Context, tx *sql.Tx, id string, limit int) error {
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM flow_signals INDEXED BY flow_signals_pending
+		WHERE execution_id = ? AND consumed = 0`, id).Scan(&n); err != nil {
+		return fmt.Errorf("sqlite: count signals: %w", err)
+	}
+	if n >= limit {
+		return fmt.Errorf("execution %s keeps %d signals, its bound %d: %w", id, n, limit, store.ErrSignalBufferFull)
+	}
+	return nil
 }
 
 // sqlOldestSignal reads an execution's oldest buffered signal of a name.

@@ -32,6 +32,11 @@ func (s *Store) Suspend(ctx context.Context, p *store.SuspendParams) (*store.Exe
 		if prev != nil {
 			return resumeAt(ctx, tx, id, t)
 		}
+		// The outcome, now or when the suspension ends, is a new step:
+		// there must be room for it now.
+		if err := stepRoom(ctx, tx, id, p.StepBound()); err != nil {
+			return err
+		}
 		var outcome json.RawMessage
 		switch {
 		case p.Signal == "" && !p.Until.After(t):
@@ -43,7 +48,7 @@ func (s *Store) Suspend(ctx context.Context, p *store.SuspendParams) (*store.Exe
 		}
 		if outcome != nil {
 			st := store.Step{Name: p.Step, Result: outcome, RecordedAt: t, Attempt: l.attempt}
-			if _, _, err := recordStep(ctx, tx, id, &st); err != nil {
+			if _, _, err := recordStep(ctx, tx, id, &st, 0); err != nil {
 				return err
 			}
 			return resumeAt(ctx, tx, id, t)

@@ -45,6 +45,8 @@
 //	               Flow/RetryKeepsJournal), FlowRace/ConcurrentRecordsOfOneStepOneWins
 //	I11 signals    FlowSignal/*, FlowRace/* (a signal against the wait's timeout, against
 //	               the suspend itself, and many identical signals at once)
+//	flow bounds    FlowBounds/* (store.MaxSteps, store.MaxBufferedSignals and the keys
+//	               they bound, exactly and under concurrent records and signals)
 //	I12 fairness   Fairness/* (one claim alone; claims of many workers at once
 //	               stay fair only as far as store.Store.Claim promises)
 //
@@ -99,6 +101,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Flow", testFlow},
 		{"FlowSignal", testFlowSignal},
 		{"FlowRace", testFlowRace},
+		{"FlowBounds", testFlowBounds},
 		{"Runs", testRuns},
 		{"Observe", testObserve},
 		{"TenantList", testTenantList},

@@ -14,13 +14,16 @@ import latchserver
 from latch_client import (ERRORS, Client, Conflict, DedupKeyReused, Forbidden, HeadersTooLarge, InternalError,
                           InvalidRequest, InvalidTicket, LatchError, LeaseLost, MethodNotAllowed, NotActive,
                           NotFailed, NotFound, NotTerminal, PayloadTooLarge, QuotaExceeded, RetryPolicy,
-                          ScheduleLimit, TenantDisabled, TenantExists, TooManyRequests, TransportError,
-                          Unauthorized, Unavailable, UnsupportedMediaType)
+                          ScheduleLimit, SignalBufferFull, TenantDisabled, TenantExists, TooManyRequests,
+                          TooManySteps, TransportError, Unauthorized, Unavailable, UnsupportedMediaType, Worker)
 
 ALL_CODES = {"unauthorized", "invalid_ticket", "forbidden", "tenant_disabled", "not_found", "invalid_request",
              "payload_too_large", "unsupported_media_type", "quota_exceeded", "too_many_requests",
              "schedule_limit", "dedup_key_reused", "tenant_exists", "not_terminal", "lease_lost", "not_active",
-             "not_failed", "method_not_allowed", "internal", "unavailable", "headers_too_large"}
+             "not_failed", "too_many_steps", "signal_buffer_full", "method_not_allowed", "internal", "unavailable",
+             "headers_too_large"}
+
+MAX_BUFFERED_SIGNALS = 1000  # store.MaxBufferedSignals
 
 
 class ProblemCodesTest(unittest.TestCase):
@@ -96,6 +99,17 @@ class ProblemCodesTest(unittest.TestCase):
             self.c.put_schedule(f"s{i}", every="1h", kind="job")
         self.check(ScheduleLimit, 409, lambda: self.c.put_schedule("one-more", every="1h", kind="job"))
         self.c.put_schedule("s0", every="2h", kind="job")  # replacing one always works
+
+    def test_signal_buffer_full(self) -> None:
+        e = self.c.submit("job")  # no worker runs it: every signal is kept
+        eid = e["execution_id"]
+        for i in range(MAX_BUFFERED_SIGNALS):
+            self.assertFalse(self.c.signal(eid, "item", i, idempotency_key=f"k{i}"))
+        self.check(SignalBufferFull, 409, lambda: self.c.signal(eid, "item", "over"))
+        self.check(SignalBufferFull, 409, lambda: self.c.signal(eid, "item", "over", idempotency_key="new"))
+        self.assertIsInstance(SignalBufferFull("signal_buffer_full", 409), Conflict)
+        # A repeat answers its first answer, full or not.
+        self.assertFalse(self.c.signal(eid, "item", 0, idempotency_key="k0"))
 
     def test_payload_too_large(self) -> None:
         self.check(PayloadTooLarge, 413, lambda: self.c.submit("job", {"x": "y" * (1 << 20)}))
@@ -300,3 +314,35 @@ class RetryTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TooManyStepsTest(unittest.TestCase):
+    """A step past the journal's bound raises TooManySteps in the handler, and
+    the Worker fails the attempt without a retry (no later attempt could record
+    it), instead of burning the execution's attempts."""
+
+    def test_step_past_the_bound_fails_without_retry(self) -> None:
+        fake = Fake([problem("too_many_steps", 409), ok(200, {"execution_id": "e1", "status": "failed"})])
+        self.addCleanup(fake.close)
+        c = Client(fake.url, "lk_x", retry=RetryPolicy(max_retries=3, sleep=lambda s: None))
+        seen: List[BaseException] = []
+
+        def flow(job: Any) -> Any:
+            try:
+                return job.step("one more", lambda: 1)
+            except LatchError as e:
+                seen.append(e)
+                raise
+
+        w = Worker(c, {"flow": flow})
+        lease = {"execution_id": "e1", "lease_token": "t1", "kind": "flow", "steps": {}, "attempt": 1,
+                 "max_attempts": 5}
+        self.assertEqual(w.run_lease(lease), "failed")
+        self.assertEqual(len(seen), 1)
+        self.assertIsInstance(seen[0], TooManySteps)
+        self.assertIsInstance(seen[0], Conflict)
+        self.assertEqual([(m, p) for m, p, _, _ in fake.requests],
+                         [("POST", "/api/executions/e1/steps"), ("POST", "/api/executions/e1/fail")])
+        body = fake.requests[1][3]
+        self.assertIs(body["retry"], False)
+        self.assertIn("too_many_steps", body["error"])

@@ -91,6 +91,23 @@ export class NotActive extends Conflict {
 export class NotFailed extends Conflict {
   static override readonly codeName = "not_failed";
 }
+/**
+ * 409: a new step name (job.step, or a sleep or wait under a new name) when the
+ * execution's journal holds as many steps as it may (10,000). Nothing was
+ * recorded, and repeating cannot help: the Worker fails the attempt without a
+ * retry when a handler lets it through.
+ */
+export class TooManySteps extends Conflict {
+  static override readonly codeName = "too_many_steps";
+}
+/**
+ * 409: the signal would be kept for a later wait, and the execution keeps as
+ * many signals no wait has consumed as it may (1,000). Nothing was written; a
+ * wait of the flow that consumes one makes room.
+ */
+export class SignalBufferFull extends Conflict {
+  static override readonly codeName = "signal_buffer_full";
+}
 /** 409: creating a tenant whose name is taken. */
 export class TenantExists extends Conflict {
   static override readonly codeName = "tenant_exists";
@@ -139,7 +156,8 @@ export const ERRORS: Readonly<Record<string, ErrorClass>> = Object.freeze(
   Object.fromEntries(
     [
       InvalidRequest, Unauthorized, InvalidTicket, Forbidden, TenantDisabled, NotFound, MethodNotAllowed,
-      NotTerminal, LeaseLost, NotActive, NotFailed, TenantExists, ScheduleLimit, PayloadTooLarge,
+      NotTerminal, LeaseLost, NotActive, NotFailed, TooManySteps, SignalBufferFull, TenantExists, ScheduleLimit,
+      PayloadTooLarge,
       UnsupportedMediaType, DedupKeyReused, QuotaExceeded, TooManyRequests, HeadersTooLarge, InternalError,
       Unavailable,
     ].map((cls) => [cls.codeName, cls as ErrorClass]),

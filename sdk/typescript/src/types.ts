@@ -16,7 +16,8 @@ export type ProblemCode =
   | "unauthorized" | "invalid_ticket" | "forbidden" | "tenant_disabled" | "not_found" | "invalid_request"
   | "payload_too_large" | "unsupported_media_type" | "quota_exceeded" | "too_many_requests"
   | "dedup_key_reused" | "tenant_exists" | "schedule_limit" | "not_terminal" | "lease_lost" | "not_active"
-  | "not_failed" | "method_not_allowed" | "internal" | "unavailable" | "headers_too_large";
+  | "not_failed" | "too_many_steps" | "signal_buffer_full" | "method_not_allowed" | "internal" | "unavailable"
+  | "headers_too_large";
 
 /** An RFC 9457 problem document: every error answer. */
 export interface Problem {

@@ -2,7 +2,7 @@
 // and runs flows (steps, sleeps, signal waits) with the journal its lease carries.
 
 import { Client, formatTime, sleep } from "./client.js";
-import { LatchError, LeaseLost } from "./errors.js";
+import { LatchError, LeaseLost, TooManySteps } from "./errors.js";
 import type { Execution, JSONValue, Lease } from "./types.js";
 
 /** A handler: gets the job, answers its result (JSON; undefined stores null). */
@@ -126,7 +126,9 @@ export class Job {
   /**
    * Runs fn once for the flow: the recorded result when the journal has
    * `name`, else fn's result, recorded (the first record wins, and that is
-   * what every run gets). fn's result must be JSON.
+   * what every run gets). fn's result must be JSON. A new name when the
+   * journal holds as many steps as it may throws TooManySteps: let it
+   * through, and the attempt fails without a retry.
    */
   async step<T extends JSONValue>(name: string, fn: () => T | Promise<T>): Promise<T> {
     if (Object.prototype.hasOwnProperty.call(this.steps, name)) return this.steps[name] as T;
@@ -382,6 +384,11 @@ export class Worker {
         }
         if (err instanceof JobCancelled || (job.cancelled && isAbort(err))) {
           await c.fail(id, tok, job.signal.reason instanceof Error ? job.signal.reason.message : "cancel requested", { retry: false });
+          return "failed";
+        }
+        if (err instanceof TooManySteps) {
+          // The journal never shrinks: no later attempt could record the step.
+          await c.fail(id, tok, `TooManySteps: ${err.message}`, { retry: false });
           return "failed";
         }
         // The handler's error fails the attempt.

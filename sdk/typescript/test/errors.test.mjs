@@ -9,8 +9,8 @@ import { after, before, beforeEach, describe, test } from "node:test";
 import {
   Client, Conflict, DedupKeyReused, ERRORS, Forbidden, HeadersTooLarge, InternalError, InvalidRequest, InvalidTicket,
   LatchError, LeaseLost, MethodNotAllowed, NotActive, NotFailed, NotFound, NotTerminal, PayloadTooLarge, QuotaExceeded,
-  ScheduleLimit, TenantDisabled, TenantExists, TooManyRequests, TransportError, Unauthorized, Unavailable,
-  UnsupportedMediaType,
+  ScheduleLimit, SignalBufferFull, TenantDisabled, TenantExists, TooManyRequests, TooManySteps, TransportError,
+  Unauthorized, Unavailable, UnsupportedMediaType, Worker,
 } from "../dist/index.js";
 import { MAX_SCHEDULES, REPO, Server } from "./latchserver.mjs";
 
@@ -18,8 +18,10 @@ const ALL_CODES = [
   "unauthorized", "invalid_ticket", "forbidden", "tenant_disabled", "not_found", "invalid_request",
   "payload_too_large", "unsupported_media_type", "quota_exceeded", "too_many_requests", "schedule_limit",
   "dedup_key_reused", "tenant_exists", "not_terminal", "lease_lost", "not_active", "not_failed",
-  "method_not_allowed", "internal", "unavailable", "headers_too_large",
+  "too_many_steps", "signal_buffer_full", "method_not_allowed", "internal", "unavailable", "headers_too_large",
 ].sort();
+
+const MAX_BUFFERED_SIGNALS = 1000; // store.MaxBufferedSignals
 
 const noRetry = { retry: { maxRetries: 0 } };
 
@@ -108,6 +110,18 @@ describe("problem codes, caused for real", () => {
     for (let i = 0; i < MAX_SCHEDULES; i++) await c.putSchedule(`s${i}`, { every: "1h", kind: "job" });
     await check(ScheduleLimit, 409, () => c.putSchedule("one-more", { every: "1h", kind: "job" }));
     await c.putSchedule("s0", { every: "2h", kind: "job" }); // replacing one always works
+  });
+
+  test("signal_buffer_full", async () => {
+    const e = await c.submit("job"); // no worker runs it: every signal is kept
+    for (let i = 0; i < MAX_BUFFERED_SIGNALS; i++) {
+      assert.equal(await c.signal(e.execution_id, "item", i, { idempotencyKey: `k${i}` }), false);
+    }
+    await check(SignalBufferFull, 409, () => c.signal(e.execution_id, "item", "over"));
+    await check(SignalBufferFull, 409, () => c.signal(e.execution_id, "item", "over", { idempotencyKey: "new" }));
+    assert.ok(new SignalBufferFull("signal_buffer_full", 409) instanceof Conflict);
+    // A repeat answers its first answer, full or not.
+    assert.equal(await c.signal(e.execution_id, "item", 0, { idempotencyKey: "k0" }), false);
   });
 
   test("payload_too_large", () => check(PayloadTooLarge, 413, () => c.submit("job", { x: "y".repeat(1 << 20) })));
@@ -292,5 +306,37 @@ describe("retries", () => {
     const ac = new AbortController();
     setTimeout(() => ac.abort(new Error("gave up")), 100);
     await assert.rejects(c.submit("job", null, { signal: ac.signal }), /gave up/);
+  });
+});
+
+// A step past the journal's bound throws TooManySteps in the handler, and the
+// Worker fails the attempt without a retry (no later attempt could record it),
+// instead of burning the execution's attempts.
+describe("too_many_steps in a flow", () => {
+  test("fails the attempt without a retry", async () => {
+    const f = await Fake.start([problem("too_many_steps", 409), ok(200, { execution_id: "e1", status: "failed" })]);
+    after(() => f.close());
+    const c = new Client({ baseUrl: f.url, key: "lk_x", retry: { maxRetries: 3, sleep: async () => {} } });
+    const seen = [];
+    const w = new Worker(c, {
+      handlers: {
+        flow: async (job) => {
+          try {
+            return await job.step("one more", () => 1);
+          } catch (err) {
+            seen.push(err);
+            throw err;
+          }
+        },
+      },
+    });
+    const lease = { execution_id: "e1", lease_token: "t1", kind: "flow", steps: {}, attempt: 1, max_attempts: 5 };
+    assert.equal(await w.runLease(lease), "failed");
+    assert.equal(seen.length, 1);
+    assert.ok(seen[0] instanceof TooManySteps && seen[0] instanceof Conflict);
+    assert.deepEqual(f.requests.map((r) => [r.method, r.path]),
+      [["POST", "/api/executions/e1/steps"], ["POST", "/api/executions/e1/fail"]]);
+    assert.equal(f.requests[1].body.retry, false);
+    assert.match(f.requests[1].body.error, /too_many_steps/);
   });
 });

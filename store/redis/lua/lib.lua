@@ -28,7 +28,8 @@
 -- rkey schedule trace (the W3C traceparent) dhits dhit_at (dedup hits and
 -- the latest's time) result error started finished worker token lease_exp, the
 -- placement flags parked and due (see leave), and of a flow (see the flows
--- section below): journal ("1" once a step is recorded), resume, and while
+-- section below): journal ("1" once a step is recorded), resume, nbuf (the
+-- signals buffered, not yet consumed: absent is 0), and while
 -- suspended wake_at, waiting (the awaited signal) and sstep (the step the
 -- suspension's outcome is recorded under).
 
@@ -783,6 +784,11 @@ local function sig_pop(id, name)
   local data = redis.call('LPOP', b)
   if not data then return nil end
   if redis.call('LLEN', b) == 0 then redis.call('SREM', k_signames(id), name) end
+  -- A signal buffered by a latch that kept no count is not in nbuf: the
+  -- count never goes below 0.
+  if tonumber(redis.call('HGET', k_exec(id), 'nbuf') or '0') > 0 then
+    redis.call('HINCRBY', k_exec(id), 'nbuf', -1)
+  end
   return data
 end
 

@@ -11,9 +11,11 @@
 --   the ready indexes, ck:<c>
 -- ARGV[1] NS  ARGV[2] id  ARGV[3] tenant ('' = any)  ARGV[4] name
 -- ARGV[5] data JSON  ARGV[6] idempotency key ('' = none)  ARGV[7] now_us
--- ARGV[8] ra (now as a queue member part)
--- Returns {'NOTFOUND'}, {'NOTACTIVE', status} (nothing changed) or
--- {'OK', version, delivered (0/1)}; version 0 when nothing changed.
+-- ARGV[8] ra (now as a queue member part)  ARGV[9] the bound of buffered
+-- signals (store.MaxBufferedSignals)
+-- Returns {'NOTFOUND'}, {'NOTACTIVE', status}, {'BUFFERFULL', buffered}
+-- (a signal to keep, and the execution keeps its bound: nothing changed)
+-- or {'OK', version, delivered (0/1)}; version 0 when nothing changed.
 
 local name, data, idem, now = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local e = load(ARGV[2], SUSPEND_FIELDS)
@@ -29,8 +31,11 @@ if e.status == 'suspended' and e.waiting == name then
   resume(e, now, ARGV[8])
   delivered = 1
 else
+  local n = tonumber(redis.call('HGET', KEYS[1], 'nbuf') or '0')
+  if n >= tonumber(ARGV[9]) then return {'BUFFERFULL', n} end
   redis.call('RPUSH', k_sigbuf(scoped(e.id, name)), data)
   redis.call('SADD', k_signames(e.id), name)
+  redis.call('HINCRBY', KEYS[1], 'nbuf', 1)
 end
 if idem ~= '' then redis.call('HSET', KEYS[2], idem, delivered) end
 return {'OK', changed(), delivered}

@@ -109,6 +109,23 @@ class NotFailed(Conflict):
     code_name = "not_failed"
 
 
+class TooManySteps(Conflict):
+    """409: a new step name (Job.step, or a sleep or wait under a new name) when
+    the execution's journal holds as many steps as it may (10,000). Nothing was
+    recorded, and repeating cannot help: the Worker fails the attempt without a
+    retry when a handler lets it through."""
+
+    code_name = "too_many_steps"
+
+
+class SignalBufferFull(Conflict):
+    """409: the signal would be kept for a later wait, and the execution keeps as
+    many signals no wait has consumed as it may (1,000). Nothing was written; a
+    wait of the flow that consumes one makes room."""
+
+    code_name = "signal_buffer_full"
+
+
 class TenantExists(Conflict):
     """409: creating a tenant whose name is taken."""
 
@@ -172,7 +189,8 @@ class Unavailable(LatchError):
 ERRORS: Dict[str, Type[LatchError]] = {
     cls.code_name: cls
     for cls in (InvalidRequest, Unauthorized, InvalidTicket, Forbidden, TenantDisabled, NotFound,
-                MethodNotAllowed, NotTerminal, LeaseLost, NotActive, NotFailed, TenantExists,
+                MethodNotAllowed, NotTerminal, LeaseLost, NotActive, NotFailed, TooManySteps,
+                SignalBufferFull, TenantExists,
                 ScheduleLimit, PayloadTooLarge, UnsupportedMediaType, DedupKeyReused, QuotaExceeded,
                 TooManyRequests, HeadersTooLarge, InternalError, Unavailable)
 }

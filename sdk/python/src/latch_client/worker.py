@@ -12,7 +12,7 @@ import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from .client import Client, format_time
-from .errors import LatchError, LeaseLost
+from .errors import LatchError, LeaseLost, TooManySteps
 
 log = logging.getLogger("latch_client")
 
@@ -92,7 +92,9 @@ class Job:
     def step(self, name: str, fn: Callable[[], Any]) -> Any:
         """Runs fn once for the flow: the recorded result when the journal has
         name, else fn's result, recorded (the first record wins, and that is
-        what every run gets). fn's result must be JSON."""
+        what every run gets). fn's result must be JSON. A new name when the
+        journal holds as many steps as it may raises TooManySteps: let it
+        through, and the attempt fails without a retry."""
         if name in self.steps:
             return self.steps[name]
         started = datetime.datetime.now(datetime.timezone.utc)
@@ -291,6 +293,11 @@ class Worker:
                 if job.lease_lost.is_set():
                     return "lease_lost"
                 c.fail(eid, tok, str(e), retry=False)
+                return "failed"
+            except TooManySteps as e:  # the journal never shrinks: no attempt could go on
+                if job.lease_lost.is_set():
+                    return "lease_lost"
+                c.fail(eid, tok, f"TooManySteps: {e}", retry=False)
                 return "failed"
             except Exception as e:  # the handler's error fails the attempt
                 if job.lease_lost.is_set():

@@ -61,6 +61,10 @@ func (c *Console) signalExecution(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, store.ErrNotActive):
 		c.refused(w, r, http.StatusConflict, "Execution ended", "Execution "+x.ID+" ended before the signal was sent.")
 		return
+	case errors.Is(err, store.ErrSignalBufferFull):
+		c.refused(w, r, http.StatusConflict, "Too many signals kept",
+			"Execution "+x.ID+" keeps as many signals as it may, none of them consumed by a wait; the signal was not sent.")
+		return
 	case err != nil:
 		c.fail(w, r, err)
 		return

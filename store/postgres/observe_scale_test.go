@@ -188,6 +188,16 @@ FROM (
 			return len(r.Items), nil
 		})
 	}
+	// A filter no execution matches: what one request may cost.
+	for _, tenant := range []string{"", "t07"} {
+		median(fmt.Sprintf("List first page tenant=%q kind=nope", tenant), func() (int, error) {
+			r, err := s.List(ctx, &store.ListParams{Tenant: tenant, Kind: "nope"})
+			if err != nil {
+				return 0, err
+			}
+			return len(r.Items), nil
+		})
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

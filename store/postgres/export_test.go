@@ -38,3 +38,18 @@ func ObservePlanQueries() map[string]PlanQuery {
 func ListPlanQuery() string {
 	return `SELECT ` + executionColumnsPlain + ` FROM latch_executions ORDER BY latch_executions.id DESC LIMIT 51`
 }
+
+// ListPlanQueries are List's statements: its window of acme's executions
+// and of every tenant's, the page read in such a window with a kind
+// filter, and acme's page of a dedup key.
+func ListPlanQueries() map[string]PlanQuery {
+	after, _ := parseID("00000000-0000-7000-8000-0000000186a1")
+	oldest, _ := parseID("00000000-0000-7000-8000-000000013881")
+	return map[string]PlanQuery{
+		"window of a tenant":            {listWindowQuery([]string{"tenant = $1", "id < $2"}, 3), []any{"acme", after, 10000}},
+		"window of every tenant":        {listWindowQuery([]string{"id < $1"}, 2), []any{after, 10000}},
+		"page in a tenant's window":     {listQuery([]string{"tenant = $1", "id < $2", "id >= $3", "kind = $4"}, 5), []any{"acme", after, oldest, "nope", 51}},
+		"page in every tenant's window": {listQuery([]string{"id < $1", "id >= $2", "kind = $3"}, 4), []any{after, oldest, "nope", 51}},
+		"dedup key of a tenant":         {listQuery([]string{"tenant = $1", "dedup_key = $2"}, 3), []any{"acme", "k", 51}},
+	}
+}

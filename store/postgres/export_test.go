@@ -42,7 +42,7 @@ func ListPlanQuery() string {
 
 // ListPlanQueries are List's statements: its window of acme's executions
 // and of every tenant's (counted after a page), the page read in such a
-// window with a kind filter, and acme's page of a dedup key.
+// window with a kind filter, and acme's pages unfiltered and of a dedup key.
 func ListPlanQueries() map[string]PlanQuery {
 	after, _ := parseID("00000000-0000-7000-8000-0000000186a1")
 	oldest, _ := parseID("00000000-0000-7000-8000-000000013881")
@@ -53,6 +53,7 @@ func ListPlanQueries() map[string]PlanQuery {
 		"window of every tenant":        {all.countQuery(), append(all.args(uuid.Nil), 10000)},
 		"page in a tenant's window":     {acme.pageQuery([]string{"kind = $4"}, 5), append(acme.args(oldest), "nope", 51)},
 		"page in every tenant's window": {all.pageQuery([]string{"kind = $3"}, 4), append(all.args(oldest), "nope", 51)},
+		"unfiltered page of a tenant":   {acme.pageQuery(nil, 4), append(acme.args(uuid.Nil), 51)},
 		"dedup key of a tenant":         {listQuery([]string{"tenant = $1", "dedup_key = $2"}, 3), []any{"acme", "k", 51}},
 	}
 }

@@ -42,6 +42,7 @@ func TestListPlans(t *testing.T) {
 		"window of every tenant":        {"Index Only Scan Backward using latch_executions_pkey", "(id < $1)"},
 		"page in a tenant's window":     {" using latch_executions_tenant", "(ROW(tenant, id) >= ROW($1, $3))"},
 		"page in every tenant's window": {"Index Scan Backward using latch_executions_pkey", "(id >= $2)"},
+		"unfiltered page of a tenant":   {"Index Scan Backward using latch_executions_tenant", "(ROW(tenant, id) < ROW($1, $2))"},
 		"dedup key of a tenant":         {"Index Scan using latch_executions_tenant_dedup"},
 	}
 	queries := postgres.ListPlanQueries()

@@ -155,6 +155,11 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 		if n == scan {
 			windowEnd = *oldest
 		}
+	} else if p.Tenant != "" && !p.Filtered() {
+		// A tenant's executions, unfiltered: bounded like a window, for the
+		// same reason (listWindow), from After to the oldest.
+		win = newListWindow(p)
+		args = win.args(uuid.Nil)
 	} else {
 		if p.Tenant != "" {
 			add("tenant = $%d", p.Tenant)

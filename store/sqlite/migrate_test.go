@@ -266,6 +266,8 @@ func TestQueryPlans(t *testing.T) {
 			"SEARCH executions USING PRIMARY KEY (id<?)"},
 		"list page in a tenant's window": {listing(store.ListParams{Tenant: "acme", Kind: "k", Status: store.StatusSucceeded},
 			"tenant = ?", "id < ?", "id >= ?", "status = ?", "kind = ?"), "SEARCH executions USING INDEX executions_tenant (tenant=? AND id>? AND id<?)"},
+		"list first page in a tenant's window": {listing(store.ListParams{Tenant: "acme", Kind: "k"},
+			"tenant = ?", "id >= ?", "kind = ?"), "SEARCH executions USING INDEX executions_tenant (tenant=? AND id>?)"},
 		"list page in every tenant's window": {listing(store.ListParams{Kind: "k", Queue: "q"},
 			"id < ?", "id >= ?", "kind = ?", "queue = ?"), "SEARCH executions USING PRIMARY KEY (id>? AND id<?)"},
 		// A tenant's dedup key and schedule: their matches only, no window.

@@ -557,8 +557,8 @@ type ListParams struct {
 	// Next still visits every match exactly once, newest first, and a page
 	// never holds more than Limit. A filter the backend serves from an
 	// index that holds only matches may ignore Scan (see ListIndexer): a
-	// dedup key or schedule lookup of one tenant in SQL, for instance,
-	// answers in one call.
+	// dedup key lookup of one tenant in SQLite or PostgreSQL, or a
+	// schedule's in SQLite, answers in one call.
 	Scan int
 }
 

@@ -246,7 +246,10 @@ type ListOptions struct {
 	Cursor   string // a previous Page's NextCursor; "" = the first page
 }
 
-// Page is one page of List, newest first. NextCursor is "" on the last page.
+// Page is one page of List, newest first. NextCursor is "" on the last page
+// only: a page may hold fewer than Limit items, even none, while NextCursor
+// is set (one call examines a bounded number of executions, see
+// store.ListParams.Scan), so page until NextCursor is "".
 type Page struct {
 	Items      []*Execution
 	NextCursor string

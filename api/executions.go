@@ -114,13 +114,18 @@ type listResponse struct {
 	NextCursor *string      `json:"next_cursor"`
 }
 
-// listExecutions answers one page, newest first: at most limit items, and
-// cut short (with next_cursor set) once its payloads and results reach
-// MaxListBytes.
+// listExecutions answers one page, newest first: at most limit items, cut
+// short (with next_cursor set) once its payloads and results reach
+// MaxListBytes, or once it has examined ListScan executions for filters
+// that no index answers. So a page may hold fewer than limit items, even
+// none, while next_cursor is set: clients page until next_cursor is null.
+// A filter that matches nothing costs one request ListScan executions,
+// however many the tenant (or, for the admin, the server) has.
 func (s *Server) listExecutions(ctx context.Context, req *listRequest) (*listResponse, error) {
 	p := req.params
 	p.Tenant = principalFrom(ctx).scope()
 	p.MaxBytes = s.cfg.MaxListBytes // with limit=500 and 1 MiB payloads, a page would be ~1 GB
+	p.Scan = s.cfg.ListScan
 	res, err := s.cfg.Store.List(ctx, &p)
 	if err != nil {
 		return nil, err

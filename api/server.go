@@ -56,6 +56,13 @@ type Config struct {
 	// set. 0 = 8 MiB.
 	MaxListBytes int
 
+	// ListScan bounds the executions one GET /api/executions examines when
+	// its filters are answered by examining executions one by one
+	// (store.ListParams.Scan): the page then ends there with the matches
+	// found, maybe none, and next_cursor continues after the last one
+	// examined. 0 = store.DefaultListScan (10,000).
+	ListScan int
+
 	// MaxStreamsPerTenant bounds the event streams one tenant (or the
 	// admin) may hold open on this server at once; one more is refused
 	// with 429 too_many_requests. 0 = 100; < 0 = no bound.
@@ -174,6 +181,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.MaxListBytes <= 0 {
 		cfg.MaxListBytes = DefaultMaxListBytes
+	}
+	if cfg.ListScan <= 0 {
+		cfg.ListScan = store.DefaultListScan
 	}
 	if cfg.StreamWriteTimeout <= 0 {
 		cfg.StreamWriteTimeout = DefaultStreamWriteTimeout

@@ -72,6 +72,12 @@ type Config struct {
 	// on one is refused by the others. Empty = a random secret of this
 	// process: its sessions end when it stops.
 	SessionSecret []byte
+	// ListScan bounds the executions one list page examines when its
+	// filters are answered by examining executions one by one
+	// (store.ListParams.Scan): the page then shows the matches found so
+	// far, maybe none, and its Older link goes on from there. 0 =
+	// store.DefaultListScan.
+	ListScan int
 }
 
 // pageSize is how many executions a list page shows.

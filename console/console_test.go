@@ -425,6 +425,44 @@ func TestPagesEscapeWhatUsersSubmitted(t *testing.T) {
 	}
 }
 
+// TestExecutionsScanBound: a filtered list page examines at most ListScan
+// executions; when none of those match it says so (not "No executions
+// match") and its Older link goes on to the match.
+func TestExecutionsScanBound(t *testing.T) {
+	e := newEnv(t, func(c *console.Config) { c.ListScan = 5 })
+	key := e.tenant("a")
+	rare := e.submit("a", store.Submission{Kind: "rare"})
+	for range 12 {
+		e.submit("a", store.Submission{Kind: "common"})
+	}
+	b := e.browser()
+	b.login(key)
+	path, pages := "/executions?kind=rare", 0
+	var found []string
+	for path != "" {
+		p := b.do("GET", path, nil)
+		pages++
+		if pages > 10 {
+			t.Fatal("paging did not end")
+		}
+		ids := p.ids()
+		found = append(found, ids...)
+		m := regexp.MustCompile(`<a href="([^"]+)">Older executions</a>`).FindStringSubmatch(p.body)
+		path = ""
+		if m != nil {
+			path = strings.ReplaceAll(m[1], "&amp;", "&")
+			if len(ids) == 0 && !strings.Contains(p.body, "None of the newest executions searched match") {
+				t.Errorf("an empty page with an Older link does not say that older ones may match:\n%s", p.body)
+			}
+		} else if len(ids) == 0 && !strings.Contains(p.body, "No executions match.") {
+			t.Errorf("the last, empty page does not say that nothing matches")
+		}
+	}
+	if len(found) != 1 || found[0] != rare.ID || pages < 3 {
+		t.Fatalf("found %v in %d pages; want only %s, after at least 2 empty pages", found, pages, rare.ID)
+	}
+}
+
 func TestExecutionsPageByPage(t *testing.T) {
 	e := newEnv(t)
 	key := e.tenant("a")

@@ -71,7 +71,7 @@ func (c *Console) listExecutions(w http.ResponseWriter, r *http.Request) {
 	}
 	p := store.ListParams{Tenant: scope(r, f.Tenant), Status: store.Status(f.Status), Kind: f.Kind,
 		Queue: f.Queue, DedupKey: f.DedupKey, Schedule: f.Schedule, Limit: pageSize,
-		After: q.Get("after"), MaxBytes: maxListBytes}
+		After: q.Get("after"), MaxBytes: maxListBytes, Scan: c.cfg.ListScan}
 	ctx, cancel := c.storeCtx(r)
 	defer cancel()
 	res, err := c.cfg.Store.List(ctx, &p)

@@ -61,7 +61,7 @@ func (c *Console) showSchedule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ticks, err := c.cfg.Store.List(ctx, &store.ListParams{Tenant: s.Tenant, Schedule: s.Name, Limit: ticksShown,
-		MaxBytes: maxListBytes})
+		MaxBytes: maxListBytes, Scan: c.cfg.ListScan})
 	if err != nil {
 		c.fail(w, r, err)
 		return

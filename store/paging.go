@@ -2,26 +2,43 @@ package store
 
 import "fmt"
 
-// List page sizes (docs/api.md: limit 1–500, default 50).
+// List page sizes (docs/api.md: limit 1–500, default 50), and how many
+// executions one List examines at most (ListParams.Scan).
 const (
 	DefaultListLimit = 50
 	MaxListLimit     = 500
+	DefaultListScan  = 10000
 )
 
 // Paging checks p's page and returns its size: Limit, or DefaultListLimit
-// when it is 0. A Limit outside 1..MaxListLimit, or an After that is not an
-// execution id (IsExecutionID), is ErrInvalid. Every backend's List starts
-// with it.
+// when it is 0. A Limit outside 1..MaxListLimit, a negative Scan, or an
+// After that is not an execution id (IsExecutionID), is ErrInvalid. Every
+// backend's List starts with it.
 func (p *ListParams) Paging() (limit int, err error) {
 	switch {
 	case p.Limit < 0 || p.Limit > MaxListLimit:
 		return 0, fmt.Errorf("%w: limit %d not in 1..%d", ErrInvalid, p.Limit, MaxListLimit)
+	case p.Scan < 0:
+		return 0, fmt.Errorf("%w: scan %d is negative", ErrInvalid, p.Scan)
 	case p.After != "" && !IsExecutionID(p.After):
 		return 0, fmt.Errorf("%w: cursor %q is not an execution id", ErrInvalid, p.After)
 	case p.Limit == 0:
 		return DefaultListLimit, nil
 	}
 	return p.Limit, nil
+}
+
+// ScanSize is p.Scan with its default applied.
+func (p *ListParams) ScanSize() int {
+	if p.Scan <= 0 {
+		return DefaultListScan
+	}
+	return p.Scan
+}
+
+// Filtered reports whether p filters executions by more than their tenant.
+func (p *ListParams) Filtered() bool {
+	return p.Status != "" || p.Kind != "" || p.Queue != "" || p.DedupKey != "" || p.Schedule != ""
 }
 
 // IsExecutionID reports whether id has the form of an execution id: a UUID

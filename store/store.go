@@ -554,13 +554,35 @@ type ListParams struct {
 	Limit    int    // 1..500; 0 = 50
 	After    string // an execution id from a previous page's Next; "" = first page
 	// MaxBytes bounds a page by the bytes of its items' payloads and
-	// results: the page ends after the item that reaches it (so it always
-	// holds at least one item) and Next is set. 0 = no bound.
+	// results: the page ends after the item that reaches it (so a page it
+	// cuts holds at least that item) and Next is set. 0 = no bound.
 	MaxBytes int
+	// Scan bounds the work of one call (0 = DefaultListScan). A List whose
+	// filters the backend answers by examining executions one by one
+	// examines at most Scan of them, newest first from After. When it
+	// stops there before the page is full, it returns the matches found
+	// (possibly none) and sets Next to the id of the last execution
+	// examined, so that paging on continues right after it. Paging through
+	// Next still visits every match exactly once, newest first, and a page
+	// never holds more than Limit. A filter the backend serves from an
+	// index that holds only matches may ignore Scan (see ListIndexer): a
+	// dedup key lookup of one tenant in SQLite or PostgreSQL, or a
+	// schedule's in SQLite, answers in one call.
+	Scan int
+}
+
+// ListIndexer is implemented by a Store whose List serves some filters
+// from an index that holds only matches (or is bounded otherwise, like a
+// tenant's executions in flight), and so may ignore ListParams.Scan.
+type ListIndexer interface {
+	// ListIndexed reports whether List serves p's filters so.
+	ListIndexed(p *ListParams) bool
 }
 
 // ListResult is one page, newest first. Next is the After of the next page,
-// "" when this is the last.
+// "" when this is the last. A page may hold fewer than Limit items, even
+// none, while Next is set (MaxBytes, Scan): only an empty Next ends the
+// paging.
 type ListResult struct {
 	Items []*Execution
 	Next  string

@@ -222,15 +222,24 @@ func (r *runner) drain(ctx context.Context) bool {
 }
 
 // unfinished counts the tenant's scheduled, queued, running and suspended
-// executions, up to one of each.
+// executions, up to one of each. A page may be empty and still have a
+// Next (List examines at most ListParams.Scan executions a call): only
+// the end of the paging says there is none.
 func (r *runner) unfinished(ctx context.Context) (int, error) {
 	n := 0
 	for _, s := range []store.Status{store.StatusScheduled, store.StatusQueued, store.StatusRunning, store.StatusSuspended} {
-		page, err := r.st.List(ctx, &store.ListParams{Tenant: r.tenant, Status: s, Limit: 1})
-		if err != nil {
-			return 0, err
+		p := store.ListParams{Tenant: r.tenant, Status: s, Limit: 1}
+		for {
+			page, err := r.st.List(ctx, &p)
+			if err != nil {
+				return 0, err
+			}
+			if len(page.Items) > 0 || page.Next == "" {
+				n += len(page.Items)
+				break
+			}
+			p.After = page.Next
 		}
-		n += len(page.Items)
 	}
 	return n, nil
 }

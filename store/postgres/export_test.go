@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"github.com/google/uuid"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -37,4 +38,33 @@ func ObservePlanQueries() map[string]PlanQuery {
 // tenant's executions.
 func ListPlanQuery() string {
 	return `SELECT ` + executionColumnsPlain + ` FROM latch_executions ORDER BY latch_executions.id DESC LIMIT 51`
+}
+
+// ListPlanQueries are List's statements: its window of acme's executions
+// and of every tenant's (counted after a page), the page read in such a
+// window with a kind filter, and acme's pages unfiltered and of a dedup key.
+func ListPlanQueries() map[string]PlanQuery {
+	after, _ := parseID("00000000-0000-7000-8000-0000000186a1")
+	oldest, _ := parseID("00000000-0000-7000-8000-000000013881")
+	acme := &listWindow{tenant: "acme", hi: after}
+	all := &listWindow{hi: after}
+	return map[string]PlanQuery{
+		"window of a tenant":            {acme.countQuery(), append(acme.args(uuid.Nil), 10000)},
+		"window of every tenant":        {all.countQuery(), append(all.args(uuid.Nil), 10000)},
+		"page in a tenant's window":     {acme.pageQuery([]string{"kind = $4"}, 5), append(acme.args(oldest), "nope", 51)},
+		"page in every tenant's window": {all.pageQuery([]string{"kind = $3"}, 4), append(all.args(oldest), "nope", 51)},
+		"unfiltered page of a tenant":   {acme.pageQuery(nil, 4), append(acme.args(uuid.Nil), 51)},
+		"dedup key of a tenant":         {listQuery([]string{"tenant = $1", "dedup_key = $2"}, 3), []any{"acme", "k", 51}},
+	}
+}
+
+// ListPlanQueriesOf are List's window and page statements for tenant's
+// first page with a kind filter; the page's arguments take the window's
+// oldest id.
+func ListPlanQueriesOf(tenant string) (window PlanQuery, page func(oldest string) PlanQuery) {
+	w := &listWindow{tenant: tenant, hi: maxID}
+	return PlanQuery{w.countQuery(), append(w.args(uuid.Nil), 10000)}, func(oldest string) PlanQuery {
+		lo, _ := parseID(oldest)
+		return PlanQuery{w.pageQuery([]string{"kind = $4"}, 5), append(w.args(lo), "nope", 51)}
+	}
 }

@@ -188,6 +188,26 @@ FROM (
 			return len(r.Items), nil
 		})
 	}
+	// List's window of t07 and the page in it (a kind no execution has),
+	// as the store plans them (generic plans).
+	window, page := postgres.ListPlanQueriesOf("t07")
+	t.Logf("List window tenant=\"t07\":\n%s", strings.Join(explainGeneric(t, schema, window, true), "\n"))
+	var oldest string
+	if err := admin.pool.QueryRow(ctx, `SELECT min(id::text COLLATE "C") FROM (SELECT id FROM `+tbl("latch_executions")+
+		` WHERE tenant = 't07' ORDER BY id DESC LIMIT 10000) w`).Scan(&oldest); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("List page in that window, kind=nope:\n%s", strings.Join(explainGeneric(t, schema, page(oldest), true), "\n"))
+	// A filter no execution matches: what one request may cost.
+	for _, tenant := range []string{"", "t07"} {
+		median(fmt.Sprintf("List first page tenant=%q kind=nope", tenant), func() (int, error) {
+			r, err := s.List(ctx, &store.ListParams{Tenant: tenant, Kind: "nope"})
+			if err != nil {
+				return 0, err
+			}
+			return len(r.Items), nil
+		})
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

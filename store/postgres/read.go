@@ -117,7 +117,12 @@ func (s *Store) Get(ctx context.Context, p *store.GetParams) (*store.Execution, 
 }
 
 // List implements store.Store. Pages are keyed on the id (UUIDv7, so newest
-// first is id descending) and stable under inserts.
+// first is id descending) and stable under inserts. Filters that no index
+// serves (listIndexed) are read through a window (listWindow): the ids of
+// the next Scan executions, newest first from After, are counted first and
+// the page is then read from that range of ids only, so a filter few
+// executions match costs at most Scan index entries and rows however long
+// the history.
 func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResult, error) {
 	limit, err := p.Paging()
 	if err != nil {
@@ -129,8 +134,40 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 		args = append(args, v)
 		where = append(where, fmt.Sprintf(cond, len(args)))
 	}
-	if p.Tenant != "" {
-		add("tenant = $%d", p.Tenant)
+	// The window's oldest id when List stops at it, "" when the window
+	// reaches the oldest execution.
+	windowEnd := ""
+	var win *listWindow
+	if p.Filtered() && !listIndexed(p) {
+		win = newListWindow(p)
+		scan := p.ScanSize()
+		var n int
+		var oldest *string
+		err := s.pool.QueryRow(ctx, win.countQuery(), append(win.args(uuid.Nil), scan)...).Scan(&n, &oldest)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: list: %w", interpretError(err))
+		}
+		if n == 0 || oldest == nil {
+			return &store.ListResult{}, nil
+		}
+		lo, _ := parseID(*oldest)
+		args = win.args(lo)
+		if n == scan {
+			windowEnd = *oldest
+		}
+	} else if p.Tenant != "" && !p.Filtered() {
+		// A tenant's executions, unfiltered: bounded like a window, for the
+		// same reason (listWindow), from After to the oldest.
+		win = newListWindow(p)
+		args = win.args(uuid.Nil)
+	} else {
+		if p.Tenant != "" {
+			add("tenant = $%d", p.Tenant)
+		}
+		if p.After != "" {
+			after, _ := parseID(p.After) // Paging checked it
+			add("id < $%d", after)
+		}
 	}
 	if p.Status != "" {
 		add("status = $%d", string(p.Status))
@@ -147,22 +184,11 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 	if p.Schedule != "" {
 		add("schedule = $%d", p.Schedule)
 	}
-	if p.After != "" {
-		after, _ := parseID(p.After) // Paging checked it
-		add("id < $%d", after)
-	}
-	query := `SELECT ` + executionColumnsPlain + ` FROM latch_executions`
-	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	// ORDER BY names the table's id: a bare id is the output column
-	// id::text, whose order no index has, so every page sorted every row
-	// the filters let through (2 s for an unfiltered page of a million
-	// executions, TestObserveScale1M) instead of walking the primary key
-	// (or latch_executions_tenant) from the newest id and stopping after the
-	// page.
 	args = append(args, limit+1)
-	query += fmt.Sprintf(` ORDER BY latch_executions.id DESC LIMIT $%d`, len(args))
+	query := listQuery(where, len(args))
+	if win != nil {
+		query = win.pageQuery(where, len(args))
+	}
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list: %w", interpretError(err))
@@ -189,6 +215,112 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 	if len(res.Items) > limit {
 		res.Items = res.Items[:limit]
 		res.Next = res.Items[limit-1].ID
+	} else {
+		res.Next = windowEnd
 	}
 	return res, nil
+}
+
+// ListIndexed implements store.ListIndexer.
+func (s *Store) ListIndexed(p *store.ListParams) bool { return listIndexed(p) }
+
+// listIndexed reports whether List reads p through an index that holds
+// only matches, and so needs no window: one tenant's executions of a dedup
+// key (latch_executions_tenant_dedup). A schedule's are not:
+// latch_executions_schedule holds those in flight only.
+func listIndexed(p *store.ListParams) bool {
+	return p.Tenant != "" && p.DedupKey != ""
+}
+
+// listQuery is List's statement under the conditions where, newest first,
+// its argument $limit the page's size plus one.
+//
+// ORDER BY names the table's id: a bare id is the output column id::text,
+// whose order no index has, so every page sorted every row the filters
+// let through (2 s for an unfiltered page of a million executions,
+// TestObserveScale1M) instead of walking the primary key (or
+// latch_executions_tenant) from the newest id and stopping after the page.
+func listQuery(where []string, limit int) string {
+	query := `SELECT ` + executionColumnsPlain + ` FROM latch_executions`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	return query + fmt.Sprintf(` ORDER BY latch_executions.id DESC LIMIT $%d`, limit)
+}
+
+// listWindow is List's window: the executions of the tenant (or of every
+// tenant) with ids in [lo, hi), hi being After (or above every id) and lo
+// the window's oldest id once counted (below every id before). A tenant's
+// window is bounded on (tenant, id) row values, not with tenant = $1 and
+// ranges of id: the statements are planned once for every tenant (generic
+// plans, postgres.go), and with tenant = $1 the plan for "the newest ids of
+// a tenant below After" walked the primary key backwards filtering on the
+// tenant, which reads the rows of every tenant in between: half a million
+// rows for a tenant of 20,000 among 1,000,000 (TestObserveScale1M). Row
+// bounds and ORDER BY tenant, id leave latch_executions_tenant the only
+// index to walk.
+type listWindow struct {
+	tenant string
+	hi     uuid.UUID
+}
+
+// maxID is above every execution id (a UUIDv7 has version 7).
+var maxID = uuid.UUID{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+
+func newListWindow(p *store.ListParams) *listWindow {
+	w := &listWindow{tenant: p.Tenant, hi: maxID}
+	if p.After != "" {
+		w.hi, _ = parseID(p.After) // Paging checked it
+	}
+	return w
+}
+
+// args are the window's arguments with lo as its oldest id: $1, $2 (and
+// $3 for a tenant).
+func (w *listWindow) args(lo uuid.UUID) []any {
+	if w.tenant == "" {
+		return []any{w.hi, lo}
+	}
+	return []any{w.tenant, w.hi, lo}
+}
+
+// cond is the window's condition on its args.
+func (w *listWindow) cond() string {
+	if w.tenant == "" {
+		return `id < $1 AND id >= $2`
+	}
+	return `(tenant, id) < ($1, $2) AND (tenant, id) >= ($1, $3)`
+}
+
+// order is the window's order, newest first, on the columns of alias
+// ("" for none).
+func (w *listWindow) order(alias string) string {
+	if alias != "" {
+		alias += "."
+	}
+	if w.tenant == "" {
+		return alias + `id DESC`
+	}
+	return alias + `tenant DESC, ` + alias + `id DESC`
+}
+
+// countQuery counts the executions of the window, at most its next
+// argument, and finds the oldest of them, from an index alone. (uuid has
+// no min; the canonical text of a uuid, byte by byte, sorts as the uuid
+// does.)
+func (w *listWindow) countQuery() string {
+	return fmt.Sprintf(`SELECT count(*), min(id::text COLLATE "C") FROM (SELECT id FROM latch_executions
+		WHERE %s ORDER BY %s LIMIT $%d) w`, w.cond(), w.order(""), len(w.args(uuid.Nil))+1)
+}
+
+// pageQuery reads the page in the window, filtered by where, newest first,
+// until the page ($limit, its size plus one) is full. ORDER BY names the
+// table's columns, as listQuery's does.
+func (w *listWindow) pageQuery(where []string, limit int) string {
+	cond := w.cond()
+	if len(where) > 0 {
+		cond += ` AND ` + strings.Join(where, " AND ")
+	}
+	return `SELECT ` + executionColumnsPlain + ` FROM latch_executions WHERE ` + cond +
+		` ORDER BY ` + w.order("latch_executions") + fmt.Sprintf(` LIMIT $%d`, limit)
 }

@@ -179,4 +179,6 @@ func TestObserveAt1M(t *testing.T) {
 	// The worst case of a filtered List: no execution matches, so it
 	// reads every one (once, not 5 times).
 	median("List first page, every tenant, failed (none)", 1, list(store.ListParams{Status: store.StatusFailed}))
+	median("List first page, every tenant, kind=nope", 1, list(store.ListParams{Kind: "nope"}))
+	median("List first page, one tenant, kind=nope", 5, list(store.ListParams{Tenant: "t07", Kind: "nope"}))
 }

@@ -84,8 +84,10 @@ func (s *Store) Get(ctx context.Context, p *store.GetParams) (*store.Execution, 
 // list index newest id first, reading executions a chunk at a time in one
 // pipeline and filtering them here; pages are keyed by id, so executions
 // added or removed between chunks or pages neither repeat nor shift others.
-// With MaxBytes the page ends after the item whose payload and result
-// bytes reach it.
+// No index serves a filter here, so every List examines at most Scan ids
+// of the list index (each one an HGETALL): when they run out before the
+// page is full, Next is the last one examined. With MaxBytes the page ends
+// after the item whose payload and result bytes reach it.
 func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResult, error) {
 	limit, err := p.Paging()
 	if err != nil {
@@ -95,21 +97,26 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 	if p.Tenant != "" {
 		index = s.k.listTenant(p.Tenant)
 	}
-	filtered := p.Status != "" || p.Kind != "" || p.Queue != "" || p.DedupKey != "" || p.Schedule != ""
 	chunk := limit + 1
-	if filtered {
+	if p.Filtered() {
 		chunk = max(chunk, 200)
 	}
 	res := &store.ListResult{}
 	cursor := p.After
 	size := 0
+	left := p.ScanSize() // ids the call may still examine
 	for len(res.Items) <= limit {
+		if left == 0 {
+			res.Next = cursor // the last id examined
+			return res, nil
+		}
+		n := min(chunk, left)
 		hi := "+"
 		if cursor != "" {
 			hi = "(" + cursor
 		}
 		ids, err := s.rdb.ZRangeArgs(ctx, goredis.ZRangeArgs{
-			Key: index, Start: hi, Stop: "-", ByLex: true, Rev: true, Count: int64(chunk),
+			Key: index, Start: hi, Stop: "-", ByLex: true, Rev: true, Count: int64(n),
 		}).Result()
 		if err != nil {
 			return nil, fmt.Errorf("redis: list: %w", interpretError(err))
@@ -146,9 +153,10 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 				return res, nil
 			}
 		}
-		if len(ids) < chunk {
+		if len(ids) < n {
 			break
 		}
+		left -= len(ids)
 		cursor = ids[len(ids)-1]
 	}
 	if len(res.Items) > limit {

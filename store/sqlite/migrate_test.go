@@ -266,6 +266,25 @@ func TestQueryPlans(t *testing.T) {
 		"list by dedup key": {listing(store.ListParams{Tenant: "acme", DedupKey: "k"},
 			"tenant = ?", "dedup_key = ?"), "SEARCH executions USING INDEX executions_tenant_dedup (tenant=? AND dedup_key=?)"},
 		"activity of a tenant": {activity(store.ActivityParams{Tenant: "acme", Since: due}), "SEARCH activity USING PRIMARY KEY (tenant=? AND minute>?)"},
+		// List's window (read.go): its bound from an index alone, then the
+		// page from that range of ids only, whatever the filters.
+		"list window of a tenant": {query{listWindowQuery([]string{"tenant = ?", "id < ?"}), []any{"acme", "x", 10}},
+			"SEARCH executions USING COVERING INDEX executions_tenant (tenant=? AND id<?)"},
+		"list window of every tenant": {query{listWindowQuery([]string{"id < ?"}), []any{"x", 10}},
+			"SEARCH executions USING PRIMARY KEY (id<?)"},
+		"list page in a tenant's window": {listing(store.ListParams{Tenant: "acme", Kind: "k", Status: store.StatusSucceeded},
+			"tenant = ?", "id < ?", "id >= ?", "status = ?", "kind = ?"), "SEARCH executions USING INDEX executions_tenant (tenant=? AND id>? AND id<?)"},
+		"list first page in a tenant's window": {listing(store.ListParams{Tenant: "acme", Kind: "k"},
+			"tenant = ?", "id >= ?", "kind = ?"), "SEARCH executions USING INDEX executions_tenant (tenant=? AND id>?)"},
+		"list page in every tenant's window": {listing(store.ListParams{Kind: "k", Queue: "q"},
+			"id < ?", "id >= ?", "kind = ?", "queue = ?"), "SEARCH executions USING PRIMARY KEY (id>? AND id<?)"},
+		// A tenant's dedup key and schedule: their matches only, no window.
+		"list of a tenant's dedup key": {listing(store.ListParams{Tenant: "acme", DedupKey: "d"},
+			"tenant = ?", "dedup_key = ?", "id < ?"), "SEARCH executions USING INDEX executions_tenant_dedup (tenant=? AND dedup_key=? AND id<?)"},
+		"list of a tenant's schedule": {listing(store.ListParams{Tenant: "acme", Schedule: "s"},
+			"tenant = ?", "schedule = ?", "id < ?"), "SEARCH executions USING COVERING INDEX executions_schedule (tenant=? AND schedule=?)"},
+		"list of a tenant's schedule, succeeded": {listing(store.ListParams{Tenant: "acme", Schedule: "s", Status: store.StatusSucceeded},
+			"tenant = ?", "schedule = ?", "status = ?", "id < ?"), "SEARCH executions USING COVERING INDEX executions_schedule (tenant=? AND schedule=? AND status=? AND id<?)"},
 	} {
 		rows, err := s.read.QueryContext(ctx, `EXPLAIN QUERY PLAN `+c.sql, c.args...)
 		if err != nil {
@@ -290,7 +309,8 @@ func TestQueryPlans(t *testing.T) {
 		// tree: they are few.
 		scan := strings.Contains(strings.ReplaceAll(text, "SCAN executions USING COVERING INDEX", ""), "SCAN executions")
 		temp := strings.Contains(text, "USE TEMP B-TREE") && what != "running concurrency keys" &&
-			what != "list of a tenant's queued" && !strings.HasPrefix(what, "queue stats")
+			what != "list of a tenant's queued" && !strings.HasPrefix(what, "queue stats") &&
+			!strings.HasPrefix(what, "list of a tenant's schedule")
 		if !strings.Contains(text, c.want) || scan || temp {
 			t.Errorf("%s: plan %q, want a search using %s", what, text, c.want)
 		}

@@ -120,6 +120,9 @@ func TestObserveMillion(t *testing.T) {
 		{"List, one tenant, queued", store.ListParams{Tenant: "t07", Status: store.StatusQueued}},
 		{"List, all tenants, succeeded", store.ListParams{Status: store.StatusSucceeded}},
 		{"List, one tenant, succeeded", store.ListParams{Tenant: "t07", Status: store.StatusSucceeded}},
+		// A filter no execution matches: what one request may cost.
+		{"List, all tenants, kind=nope", store.ListParams{Kind: "nope"}},
+		{"List, one tenant, kind=nope", store.ListParams{Tenant: "t07", Kind: "nope"}},
 	} {
 		median(c.what, func() (int, error) {
 			r, err := s.List(ctx, &c.p)

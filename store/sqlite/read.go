@@ -87,7 +87,12 @@ func (s *Store) Get(ctx context.Context, p *store.GetParams) (*store.Execution, 
 	return interpreted(getExecution(ctx, s.read, p.Tenant, p.ID))
 }
 
-// List implements store.Store.
+// List implements store.Store. Filters that no index serves (listIndexed)
+// are read through a window: the ids of the next Scan executions (of the
+// tenant, through executions_tenant, or of every tenant, through the
+// primary key), newest first from After, are counted first and the page is
+// then read from that id range only, so a filter few executions match costs
+// at most Scan index entries and rows however long the history.
 func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResult, error) {
 	limit, err := p.Paging()
 	if err != nil {
@@ -101,6 +106,28 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 	}
 	if p.Tenant != "" {
 		add("tenant = ?", p.Tenant)
+	}
+	if p.After != "" {
+		add("id < ?", p.After)
+	}
+	// The window's oldest id when List stops at it, "" when the window
+	// reaches the oldest execution.
+	windowEnd := ""
+	if p.Filtered() && !listIndexed(p) {
+		scan := p.ScanSize()
+		var n int
+		var oldest sql.NullString
+		err := s.read.QueryRowContext(ctx, listWindowQuery(where), append(args, scan)...).Scan(&n, &oldest)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list: %w", interpretError(err))
+		}
+		if n == 0 {
+			return &store.ListResult{}, nil
+		}
+		add("id >= ?", oldest.String)
+		if n == scan {
+			windowEnd = oldest.String
+		}
 	}
 	if p.Status != "" {
 		add("status = ?", string(p.Status))
@@ -116,9 +143,6 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 	}
 	if p.Schedule != "" {
 		add("schedule = ?", p.Schedule)
-	}
-	if p.After != "" {
-		add("id < ?", p.After)
 	}
 	query := listQuery(p, where)
 	args = append(args, limit+1)
@@ -147,25 +171,68 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 	if len(res.Items) > limit {
 		res.Items = res.Items[:limit]
 		res.Next = res.Items[limit-1].ID
+	} else {
+		res.Next = windowEnd
 	}
 	return res, nil
 }
 
+// ListIndexed implements store.ListIndexer.
+func (s *Store) ListIndexed(p *store.ListParams) bool { return listIndexed(p) }
+
+// listIndexed reports whether List reads p through an index that holds
+// only matches, or only the tenant's executions in flight (bounded by its
+// max_inflight), and so needs no window: one tenant's executions of a
+// dedup key (executions_tenant_dedup), of a schedule (executions_schedule),
+// or of a status in flight (liveIndexes).
+func listIndexed(p *store.ListParams) bool {
+	return p.Tenant != "" && (p.DedupKey != "" || p.Schedule != "" || liveList(p))
+}
+
+// liveList reports whether List reads p through liveIndexes.
+func liveList(p *store.ListParams) bool {
+	return p.Tenant != "" && p.Status.Inflight() && p.Kind == "" && p.DedupKey == "" && p.Schedule == ""
+}
+
+// listWindowQuery counts the executions of List's window and finds its
+// oldest id: the next Scan ids (its last argument) under the conditions
+// where (tenant and After only), newest first, read from an index alone.
+func listWindowQuery(where []string) string {
+	cond := ""
+	if len(where) > 0 {
+		cond = ` WHERE ` + strings.Join(where, " AND ")
+	}
+	return `SELECT count(*), min(id) FROM (SELECT id FROM executions` + cond + ` ORDER BY id DESC LIMIT ?)`
+}
+
 // listQuery is List's statement, newest first, its conditions where and
-// its last argument the limit. A tenant's executions of a status in flight
-// are read through the partial index that holds that status (liveIndexes:
-// at most the tenant's max_inflight rows): the ids of the page first,
-// sorted, then their rows. Read in id order through executions_tenant
-// instead, a page of a status few of the tenant's executions have would
-// walk the tenant's whole history (a third of a second at 20,000
-// executions of the tenant among 1,000,000). Filters the indexes lack
-// (kind, dedup key, schedule) keep the plain plan.
+// its last argument the limit. A tenant's executions of a dedup key are
+// read through executions_tenant_dedup, already in id order. Those of a
+// schedule, or of a status in flight, through the index that holds them
+// (executions_schedule: the schedule's retained ticks; liveIndexes: at
+// most the tenant's max_inflight rows), the ids of the page first, sorted,
+// then their rows. Read in id order through executions_tenant instead, a
+// page of a status few of the tenant's executions have would walk the
+// tenant's whole history (a third of a second at 20,000 executions of the
+// tenant among 1,000,000), and the planner, lacking statistics, chose that
+// for a schedule. Other filters keep the plain plan, over List's window.
 func listQuery(p *store.ListParams, where []string) string {
 	cond := ""
 	if len(where) > 0 {
 		cond = ` WHERE ` + strings.Join(where, " AND ")
 	}
-	if p.Tenant != "" && p.Status.Inflight() && p.Kind == "" && p.DedupKey == "" && p.Schedule == "" {
+	byIDs := func(ix, cond string) string {
+		return `SELECT ` + executionColumns + ` FROM executions WHERE id IN (
+			SELECT id FROM executions INDEXED BY ` + ix + cond + ` ORDER BY id DESC LIMIT ?)
+			ORDER BY id DESC`
+	}
+	switch {
+	case p.Tenant != "" && p.DedupKey != "":
+		return `SELECT ` + executionColumns + ` FROM executions INDEXED BY executions_tenant_dedup` + cond +
+			` ORDER BY id DESC LIMIT ?`
+	case p.Tenant != "" && p.Schedule != "":
+		return byIDs("executions_schedule", cond)
+	case liveList(p):
 		ix := liveIndexes[0] // queued, scheduled
 		switch p.Status {
 		case store.StatusRunning:
@@ -173,9 +240,7 @@ func listQuery(p *store.ListParams, where []string) string {
 		case store.StatusSuspended:
 			ix = liveIndexes[2]
 		}
-		return `SELECT ` + executionColumns + ` FROM executions WHERE id IN (
-			SELECT id FROM executions INDEXED BY ` + ix.name + cond + ` AND ` + ix.cond + ` ORDER BY id DESC LIMIT ?)
-			ORDER BY id DESC`
+		return byIDs(ix.name, cond+` AND `+ix.cond)
 	}
 	return `SELECT ` + executionColumns + ` FROM executions` + cond + ` ORDER BY id DESC LIMIT ?`
 }

@@ -508,19 +508,36 @@ func CheckInflight(t testing.TB, s store.Store, tenant string) {
 }
 
 // listAll pages through List from p.After on and returns every item,
-// failing on a repeated item, an empty page that promises more, or an item
-// that does not match p's filters.
+// failing on a repeated item, an item out of newest-first order, a page
+// over its limit, a Next that does not move on, or an item that does not
+// match p's filters. A page may be empty and still have a Next (Scan).
 func listAll(t testing.TB, s store.Store, p store.ListParams) []*store.Execution {
+	t.Helper()
+	return listPages(t, s, p, nil)
+}
+
+// listPages is listAll, calling page (if not nil) with each page's result.
+func listPages(t testing.TB, s store.Store, p store.ListParams, page func(*store.ListResult)) []*store.Execution {
 	t.Helper()
 	seen := map[string]bool{}
 	var out []*store.Execution
-	for page := 0; ; page++ {
-		if page > 100000 {
+	limit := p.Limit
+	if limit == 0 {
+		limit = store.DefaultListLimit
+	}
+	for n := 0; ; n++ {
+		if n > 100000 {
 			t.Fatal("List: paging did not end")
 		}
 		res, err := s.List(t.Context(), &p)
 		if err != nil {
 			t.Fatalf("List %+v: %v", p, err)
+		}
+		if page != nil {
+			page(res)
+		}
+		if len(res.Items) > limit {
+			t.Fatalf("List %+v: %d items, over the limit %d", p, len(res.Items), limit)
 		}
 		for _, x := range res.Items {
 			if seen[x.ID] {
@@ -530,13 +547,16 @@ func listAll(t testing.TB, s store.Store, p store.ListParams) []*store.Execution
 			if msg := mismatch(x, &p); msg != "" {
 				t.Errorf("List %+v returned %s, which does not match: %s", p, x.ID, msg)
 			}
+			if len(out) > 0 && x.ID >= out[len(out)-1].ID {
+				t.Fatalf("List: %s after %s, not newest first", x.ID, out[len(out)-1].ID)
+			}
 			out = append(out, x)
 		}
 		if res.Next == "" {
 			return out
 		}
-		if len(res.Items) == 0 {
-			t.Fatalf("List: an empty page promises more (Next %q)", res.Next)
+		if p.After != "" && res.Next >= p.After {
+			t.Fatalf("List after %s: Next %s does not move on", p.After, res.Next)
 		}
 		p.After = res.Next
 	}

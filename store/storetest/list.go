@@ -326,9 +326,172 @@ func testList(t *testing.T, ns NewStore) {
 		}
 	})
 
+	t.Run("ScanBudget", func(t *testing.T) { testListScan(t, ns) })
+
+	t.Run("NegativeScanIsInvalid", func(t *testing.T) {
+		e := start(t, ns)
+		_, err := e.s.List(e.ctx, &store.ListParams{Tenant: acme, Kind: "echo", Scan: -1})
+		wantErr(t, "List with Scan -1", err, store.ErrInvalid)
+	})
+
 	t.Run("NegativeLimitIsInvalid", func(t *testing.T) {
 		e := start(t, ns)
 		_, err := e.s.List(e.ctx, &store.ListParams{Tenant: acme, Limit: -1})
 		wantErr(t, "List with Limit -1", err, store.ErrInvalid)
+	})
+}
+
+// testListScan covers ListParams.Scan: a List that examines executions one
+// by one stops after Scan of them, with the matches found so far (maybe
+// none) and a Next; paging on still visits every match once, newest
+// first, within Limit and MaxBytes.
+func testListScan(t *testing.T, ns NewStore) {
+	const scan = 50
+	// seed gives acme 400 executions: the oldest 200 of kind "common",
+	// except every 20th of kind "rare" in queue "slow" with a 1 KiB
+	// payload, the oldest of those with dedup key "needle"; then the newest
+	// 200, all "common". globex gets 100 older ones, every 10th "rare"
+	// (Tenant "" sees them among acme's). It returns every execution,
+	// newest first.
+	seed := func(e *env) []*store.Execution {
+		e.t.Helper()
+		e.createTenant(store.CreateTenantParams{Name: globex})
+		big := mustJSON(`{"pad":"` + strings.Repeat("x", 1014) + `"}`)
+		sub := func(i int, rare bool) store.Submission {
+			if !rare {
+				return job("common")
+			}
+			s := job("rare")
+			s.Queue, s.Payload = "slow", big
+			if i == 0 {
+				s.DedupKey = "needle"
+			}
+			return s
+		}
+		for b := range 5 { // batches of 20 a tenant, one second apart
+			var subs []store.Submission
+			for i := b * 20; i < b*20+20; i++ {
+				subs = append(subs, sub(i, i%10 == 0))
+			}
+			e.admit(globex, at(time.Duration(b)*time.Second), subs...)
+		}
+		for b := range 20 {
+			var subs []store.Submission
+			for i := b * 20; i < b*20+20; i++ {
+				subs = append(subs, sub(i, i < 200 && i%20 == 0))
+			}
+			e.admit(acme, at(time.Minute+time.Duration(b)*time.Second), subs...)
+		}
+		all := e.list(store.ListParams{Limit: store.MaxListLimit})
+		if len(all) != 500 {
+			e.t.Fatalf("seeded %d executions, want 500", len(all))
+		}
+		return all
+	}
+	// want is all's executions that p's filters match, in order.
+	want := func(all []*store.Execution, p store.ListParams) []string {
+		var ids []string
+		for _, x := range all {
+			if mismatch(x, &p) == "" {
+				ids = append(ids, x.ID)
+			}
+		}
+		return ids
+	}
+	ids := func(xs []*store.Execution) []string {
+		out := make([]string, len(xs))
+		for i, x := range xs {
+			out[i] = x.ID
+		}
+		return out
+	}
+	indexed := func(s store.Store, p store.ListParams) bool {
+		li, ok := s.(store.ListIndexer)
+		return ok && li.ListIndexed(&p)
+	}
+
+	t.Run("StopsAtScanAndPagesOn", func(t *testing.T) {
+		e := start(t, ns)
+		all := seed(e)
+		for _, p := range []store.ListParams{
+			{Tenant: acme, Kind: "rare", Limit: 5, Scan: scan},
+			{Kind: "rare", Limit: 5, Scan: scan},
+			{Tenant: acme, Kind: "rare", Queue: "slow", Scan: scan},
+			{Kind: "rare", Status: store.StatusQueued, Limit: 3, Scan: scan},
+			{Tenant: globex, Kind: "rare", Scan: scan},
+			{Tenant: acme, Kind: "nope", Scan: scan},
+		} {
+			// Every backend examines executions one by one for a kind:
+			// the newest 200 do not match, so the first page stops at
+			// Scan with nothing found yet.
+			res, err := e.s.List(e.ctx, &p)
+			e.must(err, "List")
+			if p.Tenant != globex && (len(res.Items) != 0 || res.Next == "") {
+				t.Errorf("List %+v first page: %d items, Next %q; want none and a Next (the newest %d examined do not match)",
+					p, len(res.Items), res.Next, scan)
+			}
+			var pages int
+			got := listPages(t, e.s, p, func(*store.ListResult) { pages++ })
+			if w := want(all, p); fmt.Sprint(ids(got)) != fmt.Sprint(w) {
+				t.Errorf("List %+v paged to the end: %d items %v, want %d %v", p, len(got), ids(got), len(w), w)
+			}
+			// At most Scan examined a page: the pages cover what they
+			// examined, about the whole history.
+			if p.Kind == "nope" && pages < 400/scan {
+				t.Errorf("List %+v: %d pages, want at least %d with Scan %d over 400 executions", p, pages, 400/scan, scan)
+			}
+		}
+	})
+
+	t.Run("LimitAndMaxBytesStillHold", func(t *testing.T) {
+		e := start(t, ns)
+		all := seed(e)
+		// "common" matches most: pages fill to the limit within the scan.
+		p := store.ListParams{Tenant: acme, Kind: "common", Limit: 7, Scan: scan}
+		res, err := e.s.List(e.ctx, &p)
+		e.must(err, "List")
+		if len(res.Items) != 7 || res.Next != res.Items[6].ID {
+			t.Errorf("List %+v: %d items, Next %q; want 7 and Next the last", p, len(res.Items), res.Next)
+		}
+		got := e.list(p)
+		if w := want(all, p); fmt.Sprint(ids(got)) != fmt.Sprint(w) {
+			t.Errorf("List %+v paged: %d items, want %d", p, len(got), len(w))
+		}
+		// Each 1 KiB payload of "rare" fills a 1 KiB budget alone.
+		p = store.ListParams{Kind: "rare", Limit: 500, Scan: scan, MaxBytes: 1024}
+		got = listPages(t, e.s, p, func(r *store.ListResult) {
+			if len(r.Items) > 1 {
+				t.Errorf("List %+v: a page of %d items, want at most 1", p, len(r.Items))
+			}
+		})
+		if w := want(all, p); fmt.Sprint(ids(got)) != fmt.Sprint(w) {
+			t.Errorf("List %+v paged: %d items, want %d", p, len(got), len(w))
+		}
+	})
+
+	t.Run("DedupKeyLookup", func(t *testing.T) {
+		e := start(t, ns)
+		all := seed(e)
+		for _, p := range []store.ListParams{
+			{Tenant: acme, DedupKey: "needle", Scan: scan},
+			{Tenant: globex, DedupKey: "needle", Scan: scan},
+			{DedupKey: "needle", Scan: scan},
+		} {
+			w := want(all, p)
+			if len(w) != 1 && p.Tenant != "" || len(w) != 2 && p.Tenant == "" {
+				t.Fatalf("seed: %d executions with key needle for %q", len(w), p.Tenant)
+			}
+			if indexed(e.s, p) {
+				// An index of the key's executions answers at once.
+				res, err := e.s.List(e.ctx, &p)
+				e.must(err, "List")
+				if fmt.Sprint(ids(res.Items)) != fmt.Sprint(w) || res.Next != "" {
+					t.Errorf("List %+v: %v, Next %q; want %v in one page", p, ids(res.Items), res.Next, w)
+				}
+			}
+			if got := e.list(p); fmt.Sprint(ids(got)) != fmt.Sprint(w) {
+				t.Errorf("List %+v paged: %v, want %v", p, ids(got), w)
+			}
+		}
 	})
 }

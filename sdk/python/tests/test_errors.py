@@ -312,6 +312,24 @@ class RetryTest(unittest.TestCase):
         self.assertEqual(keys[0], keys[1])
 
 
+
+class PagingTest(unittest.TestCase):
+    """A page may hold fewer items than the limit, even none, while its
+    next_cursor is set (the server bounds the executions one request
+    examines): the iterators follow the cursor, not the page's size."""
+
+    def test_empty_page_with_a_cursor_is_followed(self) -> None:
+        f = Fake([ok(200, {"items": [{"id": "e3"}], "next_cursor": "c1"}),
+                  ok(200, {"items": [], "next_cursor": "c2"}),
+                  ok(200, {"items": [{"id": "e1"}], "next_cursor": None})])
+        self.addCleanup(f.close)
+        c = Client(f.url, "lk_x")
+        got = [e["id"] for e in c.iter_executions(kind="rare", limit=2)]
+        self.assertEqual(got, ["e3", "e1"])
+        cursors = [re.search(r"[?&]cursor=([^&]*)", r[1]) for r in f.requests]
+        self.assertEqual([m.group(1) if m else None for m in cursors], [None, "c1", "c2"])
+
+
 if __name__ == "__main__":
     unittest.main()
 

@@ -340,3 +340,25 @@ describe("too_many_steps in a flow", () => {
     assert.match(f.requests[1].body.error, /too_many_steps/);
   });
 });
+
+// A page may hold fewer items than the limit, even none, while its
+// next_cursor is set (the server bounds the executions one request
+// examines): the iterators follow the cursor, not the page's size.
+describe("paging", () => {
+  test("an empty page with a cursor is followed", async () => {
+    const f = await Fake.start([
+      ok(200, { items: [{ id: "e3" }], next_cursor: "c1" }),
+      ok(200, { items: [], next_cursor: "c2" }),
+      ok(200, { items: [{ id: "e1" }], next_cursor: null }),
+    ]);
+    try {
+      const c = new Client({ baseUrl: f.url, key: "lk_x" });
+      const got = [];
+      for await (const e of c.list({ kind: "rare", limit: 2 })) got.push(e.id);
+      assert.deepEqual(got, ["e3", "e1"]);
+      assert.deepEqual(f.requests.map((r) => new URL(r.path, f.url).searchParams.get("cursor")), [null, "c1", "c2"]);
+    } finally {
+      await f.close();
+    }
+  });
+});

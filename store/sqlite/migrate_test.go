@@ -281,8 +281,6 @@ func TestQueryPlans(t *testing.T) {
 		// A tenant's dedup key and schedule: their matches only, no window.
 		"list of a tenant's dedup key": {listing(store.ListParams{Tenant: "acme", DedupKey: "d"},
 			"tenant = ?", "dedup_key = ?", "id < ?"), "SEARCH executions USING INDEX executions_tenant_dedup (tenant=? AND dedup_key=? AND id<?)"},
-		"list of a tenant's schedule": {listing(store.ListParams{Tenant: "acme", Schedule: "s"},
-			"tenant = ?", "schedule = ?", "id < ?"), "SEARCH executions USING COVERING INDEX executions_schedule (tenant=? AND schedule=?)"},
 		"list of a tenant's schedule, succeeded": {listing(store.ListParams{Tenant: "acme", Schedule: "s", Status: store.StatusSucceeded},
 			"tenant = ?", "schedule = ?", "status = ?", "id < ?"), "SEARCH executions USING COVERING INDEX executions_schedule (tenant=? AND schedule=? AND status=? AND id<?)"},
 	} {

@@ -183,8 +183,9 @@ func (s *Store) ListIndexed(p *store.ListParams) bool { return listIndexed(p) }
 // listIndexed reports whether List reads p through an index that holds
 // only matches, or only the tenant's executions in flight (bounded by its
 // max_inflight), and so needs no window: one tenant's executions of a
-// dedup key (executions_tenant_dedup), of a schedule (executions_schedule),
-// or of a status in flight (liveIndexes).
+// dedup key (executions_tenant_dedup), of a schedule
+// (executions_schedule_ticks, or executions_schedule with a status), or of
+// a status in flight (liveIndexes).
 func listIndexed(p *store.ListParams) bool {
 	return p.Tenant != "" && (p.DedupKey != "" || p.Schedule != "" || liveList(p))
 }
@@ -207,11 +208,12 @@ func listWindowQuery(where []string) string {
 
 // listQuery is List's statement, newest first, its conditions where and
 // its last argument the limit. A tenant's executions of a dedup key are
-// read through executions_tenant_dedup, already in id order. Those of a
-// schedule, or of a status in flight, through the index that holds them
-// (executions_schedule: the schedule's retained ticks; liveIndexes: at
-// most the tenant's max_inflight rows), the ids of the page first, sorted,
-// then their rows. Read in id order through executions_tenant instead, a
+// read through executions_tenant_dedup, and those of a schedule through
+// executions_schedule_ticks (migration 8), both already in id order. Those
+// of a schedule and a status, or of a status in flight, through the index
+// that holds them (executions_schedule, in id order per status;
+// liveIndexes: at most the tenant's max_inflight rows), the ids of the
+// page first, sorted, then their rows. Read in id order through executions_tenant instead, a
 // page of a status few of the tenant's executions have would walk the
 // tenant's whole history (a third of a second at 20,000 executions of the
 // tenant among 1,000,000), and the planner, lacking statistics, chose that
@@ -229,6 +231,9 @@ func listQuery(p *store.ListParams, where []string) string {
 	switch {
 	case p.Tenant != "" && p.DedupKey != "":
 		return `SELECT ` + executionColumns + ` FROM executions INDEXED BY executions_tenant_dedup` + cond +
+			` ORDER BY id DESC LIMIT ?`
+	case p.Tenant != "" && p.Schedule != "" && p.Status == "":
+		return `SELECT ` + executionColumns + ` FROM executions INDEXED BY executions_schedule_ticks` + cond +
 			` ORDER BY id DESC LIMIT ?`
 	case p.Tenant != "" && p.Schedule != "":
 		return byIDs("executions_schedule", cond)

@@ -55,6 +55,7 @@ func ListPlanQueries() map[string]PlanQuery {
 		"page in every tenant's window": {all.pageQuery([]string{"kind = $3"}, 4), append(all.args(oldest), "nope", 51)},
 		"unfiltered page of a tenant":   {acme.pageQuery(nil, 4), append(acme.args(uuid.Nil), 51)},
 		"dedup key of a tenant":         {listQuery([]string{"tenant = $1", "dedup_key = $2"}, 3), []any{"acme", "k", 51}},
+		"schedule of a tenant":          {listQuery([]string{"tenant = $1", "schedule = $2", "id < $3"}, 4), []any{"acme", "s1", after, 51}},
 	}
 }
 

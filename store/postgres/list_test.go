@@ -14,7 +14,7 @@ import (
 
 // TestListPlans: List's window is read from an index alone, and the page in
 // it from that range of an index, whatever the filters; a tenant's dedup
-// key is read through its own index. The plans are read as the store's
+// key and a schedule's ticks are read through their own indexes. The plans are read as the store's
 // connections plan them (generic plans), with statistics of 100,000
 // executions over 50 tenants, ids in creation order as the store makes them.
 func TestListPlans(t *testing.T) {
@@ -44,6 +44,7 @@ func TestListPlans(t *testing.T) {
 		"page in every tenant's window": {"Index Scan Backward using latch_executions_pkey", "(id >= $2)"},
 		"unfiltered page of a tenant":   {"Index Scan Backward using latch_executions_tenant", "(ROW(tenant, id) < ROW($1, $2))"},
 		"dedup key of a tenant":         {"Index Scan using latch_executions_tenant_dedup"},
+		"schedule of a tenant":          {"Index Scan Backward using latch_executions_schedule_ticks"},
 	}
 	queries := postgres.ListPlanQueries()
 	if len(queries) != len(want) {

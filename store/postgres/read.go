@@ -226,10 +226,10 @@ func (s *Store) ListIndexed(p *store.ListParams) bool { return listIndexed(p) }
 
 // listIndexed reports whether List reads p through an index that holds
 // only matches, and so needs no window: one tenant's executions of a dedup
-// key (latch_executions_tenant_dedup). A schedule's are not:
-// latch_executions_schedule holds those in flight only.
+// key (latch_executions_tenant_dedup) or of a schedule
+// (latch_executions_schedule_ticks, migration 9, in id order).
 func listIndexed(p *store.ListParams) bool {
-	return p.Tenant != "" && p.DedupKey != ""
+	return p.Tenant != "" && (p.DedupKey != "" || p.Schedule != "")
 }
 
 // listQuery is List's statement under the conditions where, newest first,

@@ -1,0 +1,1 @@
+DROP INDEX latch_executions_schedule_ticks;

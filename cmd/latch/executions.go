@@ -182,7 +182,13 @@ func runList(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", e.ID, e.Tenant, e.Kind, e.Queue, e.Status,
 			e.Attempt, e.CreatedAt.Format(time.RFC3339))
 	}
-	if page.NextCursor != nil {
+	switch {
+	case page.NextCursor != nil && len(page.Items) < *limit:
+		// The server stopped at its bound of executions examined for a
+		// filter (docs/api.md): older ones may still match.
+		fmt.Fprintf(tw, "(no match among the newest executions searched beyond these; older ones may match: --cursor %s)\n",
+			*page.NextCursor)
+	case page.NextCursor != nil:
 		fmt.Fprintf(tw, "(more: --cursor %s)\n", *page.NextCursor)
 	}
 	return tw.Flush()

@@ -234,14 +234,16 @@ func leasesInOrder(cs []claimed, expires time.Time) []store.Lease {
 }
 
 // claimTx claims when candidates carry limits, in one transaction, in
-// rounds. A round locks its candidates (SKIP LOCKED) and decides them in
-// claim order: the concurrency key first (a candidate blocked by it is
-// passed over, and takes no token), then the rate limit (store.RateLimit's
-// GCRA on the bucket's TAT); it leases what it chose and defers the ready
-// executions of every bucket that refused a start (deferRefused). The
-// claim ends when it has Max leases or has seen every ready execution; a
-// later round looks further only because the first one deferred or passed
-// over what it found. The moved TATs are written before the commit.
+// rounds. A round locks its candidates (SKIP LOCKED) and decides them with
+// the tenants taking turns (choose): the concurrency key first (a candidate
+// blocked by it is passed over, takes no token and costs its tenant no
+// turn), then the rate limit (store.RateLimit's GCRA on the bucket's TAT);
+// it leases what it chose and defers the ready executions of every bucket
+// that refused a start (deferRefused). The claim ends when it has Max
+// leases or has seen every ready execution; a later round looks further
+// only because an earlier one deferred or passed over what it found, and
+// begins with the tenant whose turn found no candidate left in a read that
+// may have been cut short. The moved TATs are written before the commit.
 //
 // Locks: the first round takes, after its candidates, each of their (tenant,
 // concurrency key) pairs (advisory locks, in (tenant, key) order), and only
@@ -271,7 +273,9 @@ func (s *Store) claimTx(ctx context.Context, p *store.ClaimParams, t time.Time, 
 					return false, err
 				}
 			}
-			got, err := c.lease(ctx, tx, c.choose(cands, maxN-len(leases)))
+			full := len(cands) >= batch // some tenant's read may have been cut short
+			chosen, considered := c.choose(cands, maxN-len(leases), full, round == 0)
+			got, err := c.lease(ctx, tx, chosen)
 			if err != nil {
 				return false, err
 			}
@@ -284,12 +288,10 @@ func (s *Store) claimTx(ctx context.Context, p *store.ClaimParams, t time.Time, 
 			if !at.IsZero() && (retryAt.IsZero() || at.Before(retryAt)) {
 				retryAt = at
 			}
-			if len(cands) < batch {
+			if !full {
 				break // every ready execution was seen
 			}
-			for _, x := range cands {
-				c.seen = append(c.seen, x.id)
-			}
+			c.seen = append(c.seen, considered...)
 		}
 		if err := writeBuckets(ctx, tx, c.buckets); err != nil {
 			return false, err
@@ -316,8 +318,8 @@ type claimRun struct {
 	buckets map[pair]*bucket // the rate limits locked
 	tenants []string         // the first round's tenants, in turn order
 	seen    []string         // the candidates of earlier rounds
-	ord     map[string]int64 // each candidate's place in claim order
-	lastOrd int64            // the previous round's last place
+	ord     map[string]int64 // each chosen candidate's place in claim order
+	lastOrd int64            // the last place given (choose)
 }
 
 // candidate is a ready execution a claim holds (FOR UPDATE).
@@ -327,7 +329,7 @@ type candidate struct {
 	key     *string // concurrency key
 	limit   *int
 	rateKey *string
-	ord     int64 // its place in the round's claim order
+	ord     int64 // its place in the order the round read it in
 }
 
 // candidates locks and reads up to about n ready executions in claim order:
@@ -372,10 +374,7 @@ func (c *claimRun) candidates(ctx context.Context, tx pgx.Tx, round, n int) ([]c
 	if c.ord == nil {
 		c.ord = map[string]int64{}
 	}
-	base := c.lastOrd + 1
 	for _, x := range cands {
-		c.ord[x.id] = base + x.ord
-		c.lastOrd = max(c.lastOrd, base+x.ord)
 		if round == 0 && !slices.Contains(c.tenants, x.tenant) {
 			c.tenants = append(c.tenants, x.tenant)
 		}
@@ -416,28 +415,92 @@ func (c *claimRun) lockLimits(ctx context.Context, tx pgx.Tx, cands []candidate)
 	return err
 }
 
-// choose decides the candidates in claim order and returns the ids of up
-// to n to lease: the concurrency key first, then the bucket.
-func (c *claimRun) choose(cands []candidate, n int) []string {
-	var chosen []string
-	for _, x := range cands {
-		if len(chosen) == n {
-			break
+// choose decides a round's candidates and returns the ids of up to n to
+// lease, in claim order, and the candidates it decided (leased or passed
+// over). The tenants take turns (I12) in the order of their first
+// candidates (turn order), one start each a turn, each turn going to the
+// tenant's next candidate in its own order that its limits let start: the
+// concurrency key first, then the bucket. A candidate they refuse (a key
+// this very claim filled, a bucket out of tokens) is passed over and costs
+// its tenant no turn: the tenant's next candidate takes it.
+//
+// When a tenant runs out of candidates while its read may have been cut
+// short (full: the round read as many as it asked for; in the first round,
+// whose reads give each tenant the same share, only a tenant that gave as
+// many as any other can have more), choose stops at that tenant's turn:
+// the next round reads further and begins with it (c.tenants), the other
+// tenants following in turn order.
+func (c *claimRun) choose(cands []candidate, n int, full, first bool) (chosen, considered []string) {
+	var order []string
+	queue := map[string][]candidate{}
+	for _, x := range cands { // in the round's claim order
+		if _, ok := queue[x.tenant]; !ok {
+			order = append(order, x.tenant)
 		}
+		queue[x.tenant] = append(queue[x.tenant], x)
+	}
+	most := 0
+	for _, q := range queue {
+		most = max(most, len(q))
+	}
+	cut := func(t string) bool { return full && (!first || len(queue[t]) == most) }
+	gave := map[string]int{} // candidates decided, per tenant
+	startable := func(x candidate) bool {
 		if x.key != nil && c.running[pair{x.tenant, *x.key}] >= *x.limit {
-			continue
+			return false
 		}
 		if x.rateKey != nil {
 			if b := c.buckets[pair{x.tenant, *x.rateKey}]; b != nil && !b.take(c.t) {
-				continue
+				return false
 			}
 		}
-		if x.key != nil {
-			c.running[pair{x.tenant, *x.key}]++ // leased by this very claim
-		}
-		chosen = append(chosen, x.id)
+		return true
 	}
-	return chosen
+	// take gives t's turn to its next startable candidate, if it has one.
+	take := func(t string) bool {
+		q := queue[t]
+		for gave[t] < len(q) {
+			x := q[gave[t]]
+			gave[t]++
+			considered = append(considered, x.id)
+			if !startable(x) {
+				continue // passed over: the turn stays t's
+			}
+			if x.key != nil {
+				c.running[pair{x.tenant, *x.key}]++ // leased by this very claim
+			}
+			c.lastOrd++
+			c.ord[x.id] = c.lastOrd
+			chosen = append(chosen, x.id)
+			return true
+		}
+		return false
+	}
+	for len(chosen) < n && len(order) > 0 {
+		for i := 0; i < len(order) && len(chosen) < n; {
+			t := order[i]
+			switch {
+			case take(t):
+				i++
+			case cut(t):
+				// Its turn waits for the next round, which begins with it.
+				c.tenants = rotateTo(c.tenants, t)
+				return chosen, considered
+			default:
+				order = slices.Delete(order, i, i+1) // nothing more to start
+			}
+		}
+	}
+	return chosen, considered
+}
+
+// rotateTo returns ts rotated to begin with t (ts unchanged if it lacks t).
+func rotateTo(ts []string, t string) []string {
+	i := slices.Index(ts, t)
+	if i <= 0 {
+		return ts
+	}
+	return append(slices.Clone(ts[i:]), ts[:i]...)
 }
 
 // lease leases the chosen candidates.

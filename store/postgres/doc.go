@@ -108,11 +108,14 @@
 // start when they come back. TATs and deferred times are rounded up to the
 // microsecond, never looser than the exact GCRA.
 //
-// The claim then looks further (a round) when it has fewer than Max leases
-// and did not see every ready execution: a later round starts after the
-// previous one's last candidate and considers only executions whose keys
-// and buckets the claim already holds or that have none, so it waits for
-// no lock taken out of order (no deadlock between claimers).
+// The tenants take turns over the starts the transaction decides (I12): a
+// candidate a limit refuses is passed over and costs its tenant no turn,
+// the tenant's next candidate taking it. The claim looks further (a round)
+// when it has fewer than Max leases and did not see every ready execution:
+// a later round skips the candidates already decided, resumes the turns
+// where the previous round left them, and considers only executions whose
+// keys and buckets the claim already holds or that have none, so it waits
+// for no lock taken out of order (no deadlock between claimers).
 //
 // # Schedules (I6)
 //

@@ -148,6 +148,65 @@ func testFairness(t *testing.T, ns NewStore) {
 		}
 	})
 
+	// A candidate whose concurrency key this very claim filled gives up
+	// no turn of its tenant: the tenant's next startable execution takes
+	// it, however many of the key's executions wait ahead of it.
+	t.Run("KeyFilledByTheClaimKeepsTheTurn", func(t *testing.T) {
+		for _, keyed := range []int{2, 9} {
+			t.Run(fmt.Sprint(keyed), func(t *testing.T) {
+				e := startEmpty(t, ns)
+				e.createTenant(store.CreateTenantParams{Name: acme})
+				e.createTenant(store.CreateTenantParams{Name: globex})
+				for i := range keyed {
+					s := prio(fmt.Sprintf("a-k%d", i), 9)
+					s.ConcurrencyKey = "k" // limit 1
+					e.submit(acme, at(time.Duration(i)), s)
+				}
+				e.submit(acme, at(time.Second), prio("a-free", 0))
+				for i := range 4 {
+					e.submit(globex, at(2*time.Second+time.Duration(i)), prio(fmt.Sprintf("g%d", i), 0))
+				}
+				ls := e.claim(store.ClaimParams{Max: 4, Now: at(time.Minute)})
+				want := []string{"a-k0", "g0", "a-free", "g1"}
+				if got := kinds(ls); fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("Claim Max 4 with %d of acme's on key k (limit 1) ahead of a-free: got %v, want %v",
+						keyed, got, want)
+				}
+				// acme was served last.
+				ls = e.claim(store.ClaimParams{Max: 2, Now: at(time.Minute)})
+				want = []string{"g2", "g3"}
+				if got := kinds(ls); fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("next Claim Max 2: got %v, want %v", got, want)
+				}
+			})
+		}
+	})
+
+	// Likewise a candidate its bucket refuses: the tenant's next
+	// startable execution takes the turn.
+	t.Run("BucketRefusalKeepsTheTurn", func(t *testing.T) {
+		e := startEmpty(t, ns)
+		e.createTenant(store.CreateTenantParams{Name: acme})
+		e.createTenant(store.CreateTenantParams{Name: globex})
+		_, err := e.s.PutRateLimit(e.ctx, &store.PutRateLimitParams{Limit: store.RateLimit{Tenant: acme,
+			Key: "r", Rate: 1, Per: time.Hour, Burst: 1}, Now: base})
+		e.must(err, "PutRateLimit")
+		for i := range 3 {
+			s := prio(fmt.Sprintf("a-r%d", i), 9)
+			s.RateKey = "r"
+			e.submit(acme, at(time.Duration(i)), s)
+		}
+		e.submit(acme, at(time.Second), prio("a-free", 0))
+		for i := range 4 {
+			e.submit(globex, at(2*time.Second+time.Duration(i)), prio(fmt.Sprintf("g%d", i), 0))
+		}
+		ls := e.claim(store.ClaimParams{Max: 4, Now: at(time.Minute)})
+		want := []string{"a-r0", "g0", "a-free", "g1"}
+		if got := kinds(ls); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("Claim Max 4 with acme's bucket r taking one start: got %v, want %v", got, want)
+		}
+	})
+
 	t.Run("FiltersFindWorkBehindOtherKinds", func(t *testing.T) {
 		e := startEmpty(t, ns)
 		e.createTenant(store.CreateTenantParams{Name: acme})

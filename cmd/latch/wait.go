@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -79,8 +80,24 @@ func stderrOf(ctx context.Context) io.Writer {
 func poll(ctx context.Context, c *apiClient, id string, hold int) (json.RawMessage, *execution, error) {
 	var raw json.RawMessage
 	path := "/api/executions/" + url.PathEscape(id) + "?wait_seconds=" + strconv.Itoa(hold)
-	if _, err := c.do(ctx, "GET", path, nil, nil, &raw); err != nil {
-		return nil, nil, err
+	for {
+		_, err := c.do(ctx, "GET", path, nil, nil, &raw)
+		var p *problemError
+		if errors.As(err, &p) && p.Code == "too_many_requests" {
+			// The tenant holds as many long polls on this server as it may
+			// (its workers' claims count too): one ends soon, poll again
+			// then rather than give up on executions that are fine.
+			select {
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			case <-time.After(pollBusyWait):
+			}
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		break
 	}
 	var e execution
 	if err := json.Unmarshal(raw, &e); err != nil {
@@ -88,6 +105,10 @@ func poll(ctx context.Context, c *apiClient, id string, hold int) (json.RawMessa
 	}
 	return raw, &e, nil
 }
+
+// pollBusyWait is how long a poll refused for the tenant's bound of long
+// polls waits before it asks again.
+var pollBusyWait = time.Second
 
 // clearLine is the start of a line drawn over the one before.
 const clearLine = "\r\x1b[2K"

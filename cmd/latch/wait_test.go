@@ -203,3 +203,43 @@ func TestWaitMany(t *testing.T) {
 		t.Errorf("wait --timeout on one not due: exit %d %s", code, errOut)
 	}
 }
+
+// TestWaitPastTheLongPollBound: with more ids than the tenant may hold long
+// polls on the server, latch wait polls again after a refusal instead of
+// giving up on executions that are fine.
+func TestWaitPastTheLongPollBound(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, testdb.SQLite(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	srv := httptest.NewServer(api.New(api.Config{Store: st, AdminKeyHash: auth.HashKey(testAdminKey),
+		MaxLongPollsPerTenant: 2}).Handler())
+	defer srv.Close()
+	w := engine.NewWorker(engine.WorkerConfig{Store: st, Slots: 2})
+	if err := kinds.Register(w, kinds.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop(ctx)
+	defer func(d time.Duration) { pollBusyWait = d }(pollBusyWait)
+	pollBusyWait = 20 * time.Millisecond
+	key := newTenant(t, srv.URL, testAdminKey)
+	t.Setenv("LATCH_URL", srv.URL)
+	t.Setenv("LATCH_KEY", key)
+	args := []string{"wait", "--timeout", "1m"}
+	for range 6 {
+		var x struct {
+			ID string `json:"execution_id"`
+		}
+		call(t, srv.URL, "POST", "/api/executions", key, `{"kind":"sleep","payload":{"seconds":0.2}}`, 201, &x)
+		args = append(args, x.ID)
+	}
+	code, out, errOut := cli(t, args...)
+	if code != exitOK || strings.Count(out, "\n") != 6 {
+		t.Fatalf("latch wait on 6 ids with a bound of 2 long polls: exit %d, stdout %q, stderr %q; want 6 lines and exit 0", code, out, errOut)
+	}
+}

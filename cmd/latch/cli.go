@@ -256,10 +256,11 @@ var completionExamples = map[string]string{
 func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 	root := newRoot(out, errOut)
 	if len(args) == 0 || len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help") {
-		usage(root, errOut)
 		if len(args) == 0 {
+			usage(root, errOut) // a command line missing its command
 			return exitUsage
 		}
+		usage(root, out) // asked for: on stdout, as a command's -h
 		return exitOK
 	}
 	if cmd, _, err := root.Find(args); err != nil || cmd == root {

@@ -153,9 +153,10 @@ func runList(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("ls", "")
 	c := clientFlags(fs)
 	q := url.Values{}
-	for _, name := range []string{"status", "kind", "queue", "dedup_key", "schedule", "cursor"} {
+	for _, name := range []string{"status", "kind", "queue", "dedup_key", "schedule"} {
 		fs.Func(name, "filter by "+name, func(v string) error { q.Set(name, v); return nil })
 	}
+	fs.Func("cursor", "the page after this one: the cursor a previous page printed", func(v string) error { q.Set("cursor", v); return nil })
 	limit := fs.Int("limit", 50, "page size, 1-500")
 	format := outputFlag(fs, "table", true)
 	if err := parse(ctx, fs, args, 0); err != nil {

@@ -565,9 +565,9 @@ type ListParams struct {
 	// examined, so that paging on continues right after it. Paging through
 	// Next still visits every match exactly once, newest first, and a page
 	// never holds more than Limit. A filter the backend serves from an
-	// index that holds only matches may ignore Scan (see ListIndexer): a
-	// dedup key lookup of one tenant in SQLite or PostgreSQL, or a
-	// schedule's in SQLite, answers in one call.
+	// index that holds only matches may ignore Scan (see ListIndexer): one
+	// tenant's dedup key, or schedule, with no other filter, answers in one
+	// call in SQLite and PostgreSQL.
 	Scan int
 }
 

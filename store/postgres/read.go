@@ -228,8 +228,14 @@ func (s *Store) ListIndexed(p *store.ListParams) bool { return listIndexed(p) }
 // only matches, and so needs no window: one tenant's executions of a dedup
 // key (latch_executions_tenant_dedup) or of a schedule
 // (latch_executions_schedule_ticks, migration 9, in id order).
+//
+// An index serves only when it answers every filter given (the key or the
+// schedule alone): with another filter the list goes through the window,
+// so a schedule of a quarter of a million ticks is not walked in one
+// request for a status few of them have.
 func listIndexed(p *store.ListParams) bool {
-	return p.Tenant != "" && (p.DedupKey != "" || p.Schedule != "")
+	others := p.Status == "" && p.Kind == "" && p.Queue == ""
+	return p.Tenant != "" && others && (p.DedupKey != "") != (p.Schedule != "")
 }
 
 // listQuery is List's statement under the conditions where, newest first,

@@ -186,8 +186,22 @@ func (s *Store) ListIndexed(p *store.ListParams) bool { return listIndexed(p) }
 // dedup key (executions_tenant_dedup), of a schedule
 // (executions_schedule_ticks, or executions_schedule with a status), or of
 // a status in flight (liveIndexes).
+//
+// An index serves only when it answers every filter given: a dedup key
+// alone, a schedule alone or with a status (executions_schedule is
+// (tenant, schedule, status, id)); with any other filter the list goes
+// through the window, so a schedule of a quarter of a million ticks is
+// not walked in one request for a kind none of them has.
 func listIndexed(p *store.ListParams) bool {
-	return p.Tenant != "" && (p.DedupKey != "" || p.Schedule != "" || liveList(p))
+	switch {
+	case p.Tenant == "":
+		return false
+	case p.DedupKey != "":
+		return p.Status == "" && p.Kind == "" && p.Queue == "" && p.Schedule == ""
+	case p.Schedule != "":
+		return p.Kind == "" && p.Queue == ""
+	}
+	return liveList(p)
 }
 
 // liveList reports whether List reads p through liveIndexes.

@@ -420,6 +420,8 @@ func testListScan(t *testing.T, ns NewStore) {
 			{Kind: "rare", Status: store.StatusQueued, Limit: 3, Scan: scan},
 			{Tenant: globex, Kind: "rare", Scan: scan},
 			{Tenant: acme, Kind: "nope", Scan: scan},
+			// A dedup key's index does not answer a kind: the window does.
+			{Tenant: acme, DedupKey: "needle", Kind: "nope", Scan: scan},
 		} {
 			// Every backend examines executions one by one for a kind:
 			// the newest 200 do not match, so the first page stops at

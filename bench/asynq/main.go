@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/latch-run/latch/internal/benchcmp"
 	"github.com/latch-run/latch/store/storebench"
 )
 
@@ -51,6 +52,7 @@ type config struct {
 	redisCmds   bool          // print the Redis commands that took the most time in each phase
 	settle      time.Duration // pause between phases
 	verboseLogs bool
+	jsonOut     string // -json: write the run's figures here
 }
 
 func main() {
@@ -79,7 +81,17 @@ func main() {
 	flag.BoolVar(&c.redisCmds, "redis-commands", false, "print, per phase, the Redis commands that took the most server time (INFO commandstats; needs -redis-stats)")
 	flag.DurationVar(&c.settle, "settle", 2*time.Second, "pause between phases")
 	flag.BoolVar(&c.verboseLogs, "v", false, "let latch and Asynq log at info level")
+	flag.StringVar(&c.jsonOut, "json", "", "also write the run's figures to this file, for -median")
+	median := flag.String("median", "", "comma-separated -json files: print each row's ratio of latch to Asynq per run, its median and range, and the medians of the figures, then exit")
 	flag.Parse()
+	if *median != "" {
+		reps, err := benchcmp.ReadFiles(strings.Split(*median, ","))
+		if err != nil {
+			log.Fatal(err)
+		}
+		benchcmp.PrintRuns(os.Stdout, reps)
+		return
+	}
 	log.SetFlags(0)
 	log.SetPrefix("asynq-bench: ")
 	if c.only != "" && c.only != "latch" && c.only != "asynq" {
@@ -101,6 +113,9 @@ func envOr(k, def string) string {
 	}
 	return def
 }
+
+// sameRun marks a latch cell that shows the row above's measurement.
+const sameRun = "″ (same run)"
 
 // cell is one side's figure for one row of the table.
 type cell struct {
@@ -243,7 +258,11 @@ func run(ctx context.Context, c *config, out io.Writer) error {
 			return err
 		}
 	}
-	r.print(start, load, loadavg())
+	loadAfter := loadavg()
+	r.print(start, load, loadAfter)
+	if c.jsonOut != "" {
+		return r.report(start.UTC().Format(time.RFC3339), load, loadAfter).WriteFile(c.jsonOut)
+	}
 	return nil
 }
 
@@ -280,7 +299,7 @@ func (r *runner) submit(ctx context.Context) error {
 		}
 		l := lc
 		if i > 0 {
-			l = cell{text: "″ (same run)"}
+			l = cell{text: sameRun}
 		}
 		label := v.label
 		r.rows = append(r.rows, &row{workload: label, latch: l, asynq: ac})
@@ -329,7 +348,7 @@ func (r *runner) drain(ctx context.Context) error {
 		&row{workload: fmt.Sprintf("drain %d jobs, %d slots / concurrency (Asynq: task deleted when done)", c.drainN, c.slots),
 			latch: lc, asynq: ac, cpuNote: q},
 		&row{workload: fmt.Sprintf("… Asynq with Retention(%v): a completed record kept, as latch keeps its execution", c.uniqueTTL),
-			latch: cell{text: "″ (same run)"}, asynq: ar, cpuNote: q})
+			latch: cell{text: sameRun}, asynq: ar, cpuNote: q})
 	return nil
 }
 
@@ -359,7 +378,7 @@ func (r *runner) latency(ctx context.Context) error {
 		&row{workload: fmt.Sprintf("submit-to-start at %d/s for %v (Asynq: default TaskCheckInterval 1s)", c.rate, c.duration),
 			latch: lc, asynq: ad, cpuNote: w},
 		&row{workload: fmt.Sprintf("… Asynq with TaskCheckInterval %v", c.fastPoll),
-			latch: cell{text: "″ (same run)"}, asynq: af, cpuNote: w})
+			latch: cell{text: sameRun}, asynq: af, cpuNote: w})
 	return nil
 }
 
@@ -386,7 +405,7 @@ func (r *runner) contended(ctx context.Context) error {
 	latencyOnly(&lc, &au, &at)
 	r.rows = append(r.rows,
 		&row{workload: fmt.Sprintf("%d-way contended same-key submit (Asynq: Unique)", c.contenders), latch: lc, asynq: au},
-		&row{workload: "… Asynq with TaskID(key)", latch: cell{text: "″ (same run)"}, asynq: at})
+		&row{workload: "… Asynq with TaskID(key)", latch: cell{text: sameRun}, asynq: at})
 	return nil
 }
 

@@ -7,21 +7,18 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"net/url"
 	"os"
 	"os/signal"
 	"runtime/pprof"
-	"slices"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/latch-run/latch/internal/benchcmp"
 	"github.com/latch-run/latch/store/storebench"
 )
 
@@ -46,38 +43,6 @@ func (c *config) String() string {
 		"--rate %d --duration %v --rounds %d --contenders %d --pool %d --worker-pool %d",
 		c.n, c.clients, c.batchN, c.batch, c.drainN, c.slots, c.rate, c.duration, c.rounds,
 		c.contenders, c.pool, c.workerPool)
-}
-
-// measurement is one side's figure for one row.
-type measurement struct {
-	Ops     int           `json:"ops"`
-	Elapsed time.Duration `json:"elapsed_ns"`
-	Rate    float64       `json:"rate"`
-	P50     time.Duration `json:"p50_ns,omitempty"`
-	P99     time.Duration `json:"p99_ns,omitempty"`
-}
-
-func measure(r *storebench.Result) *measurement {
-	return &measurement{Ops: r.Ops, Elapsed: r.Elapsed, Rate: r.PerSecond(),
-		P50: r.Percentile(0.5), P99: r.Percentile(0.99)}
-}
-
-// row is one line of the table.
-type row struct {
-	Key      string       `json:"key"`
-	Workload string       `json:"workload"`
-	Latency  bool         `json:"latency"` // report percentiles, not throughput
-	Latch    *measurement `json:"latch,omitempty"`
-	River    *measurement `json:"river,omitempty"`
-}
-
-// report is one run, as --json writes it and --median reads it.
-type report struct {
-	Date       string `json:"date"`
-	Params     string `json:"params"`
-	LoadBefore string `json:"load_before"`
-	LoadAfter  string `json:"load_after"`
-	Rows       []row  `json:"rows"`
 }
 
 type runFunc func(ctx context.Context) (*storebench.Result, error)
@@ -112,10 +77,10 @@ func workloads(cfg *config, l *latchSide, r *riverSide) []workload {
 		{key: "batchfast", name: fmt.Sprintf("batch submit, %d per call (River: InsertManyFast, COPY)", cfg.batch),
 			latchOf: "batch",
 			river:   func(ctx context.Context) (*storebench.Result, error) { return r.batch(ctx, true) }},
-		{key: "drain", name: fmt.Sprintf("drain %s jobs, %d worker slots (River: default FetchCooldown %s)", thousands(float64(cfg.drainN)), cfg.slots, ms(100*time.Millisecond)),
+		{key: "drain", name: fmt.Sprintf("drain %s jobs, %d worker slots (River: default FetchCooldown %s)", benchcmp.Thousands(float64(cfg.drainN)), cfg.slots, ms(100*time.Millisecond)),
 			latch: l.drain,
 			river: func(ctx context.Context) (*storebench.Result, error) { return r.drain(ctx, 0) }},
-		{key: "drain10", name: fmt.Sprintf("drain %s jobs, %d worker slots (River: FetchCooldown %s)", thousands(float64(cfg.drainN)), cfg.slots, ms(fastCooldown)),
+		{key: "drain10", name: fmt.Sprintf("drain %s jobs, %d worker slots (River: FetchCooldown %s)", benchcmp.Thousands(float64(cfg.drainN)), cfg.slots, ms(fastCooldown)),
 			latchOf: "drain",
 			river:   func(ctx context.Context) (*storebench.Result, error) { return r.drain(ctx, fastCooldown) }},
 		{key: "start", name: fmt.Sprintf("submit-to-start at %d/s for %v (River: default FetchCooldown)", cfg.rate, cfg.duration), latency: true,
@@ -160,9 +125,11 @@ func main() {
 	cfg.pool, cfg.workerPool = int32(*pool), int32(*workerPool)
 
 	if *median != "" {
-		if err := printMedian(os.Stdout, strings.Split(*median, ",")); err != nil {
+		reps, err := benchcmp.ReadFiles(strings.Split(*median, ","))
+		if err != nil {
 			log.Fatal(err)
 		}
+		benchcmp.PrintRuns(os.Stdout, reps)
 		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -179,10 +146,9 @@ func main() {
 	}
 	rep, err := run(ctx, cfg, *only, *side)
 	if rep != nil {
-		printTable(os.Stdout, rep, 1)
+		benchcmp.PrintTable(os.Stdout, rep, 1)
 		if *jsonOut != "" {
-			b, _ := json.MarshalIndent(rep, "", "  ")
-			if werr := os.WriteFile(*jsonOut, b, 0o644); werr != nil && err == nil {
+			if werr := rep.WriteFile(*jsonOut); werr != nil && err == nil {
 				err = werr
 			}
 		}
@@ -193,7 +159,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, cfg *config, only, side string) (*report, error) {
+func run(ctx context.Context, cfg *config, only, side string) (*benchcmp.Report, error) {
 	schemas, err := newSchemas(ctx, cfg.db)
 	if err != nil {
 		return nil, err
@@ -201,7 +167,7 @@ func run(ctx context.Context, cfg *config, only, side string) (*report, error) {
 	defer schemas.dropAll()
 	l := &latchSide{cfg: cfg, schemas: schemas}
 	r := newRiverSide(cfg, schemas)
-	rep := &report{Date: time.Now().UTC().Format(time.RFC3339), Params: cfg.String(), LoadBefore: loadavg()}
+	rep := &benchcmp.Report{Peer: "River", Date: time.Now().UTC().Format(time.RFC3339), Params: cfg.String(), LoadBefore: benchcmp.LoadAvg()}
 	fmt.Printf("latch vs River on %s\nparameters: %s\nload before: %s\n", redact(cfg.db), cfg.String(), rep.LoadBefore)
 	keys := map[string]bool{}
 	for _, k := range strings.Split(only, ",") {
@@ -209,12 +175,12 @@ func run(ctx context.Context, cfg *config, only, side string) (*report, error) {
 			keys[k] = true
 		}
 	}
-	latchResults := map[string]*measurement{}
+	latchResults := map[string]*benchcmp.Measurement{}
 	for _, w := range workloads(cfg, l, r) {
 		if len(keys) > 0 && !keys[w.key] {
 			continue
 		}
-		rw := row{Key: w.key, Workload: w.name, Latency: w.latency}
+		rw := benchcmp.Row{Key: w.key, Workload: w.name, Latency: w.latency}
 		if side != "river" {
 			if w.latch != nil {
 				res, err := w.latch(ctx)
@@ -222,7 +188,7 @@ func run(ctx context.Context, cfg *config, only, side string) (*report, error) {
 					return rep, fmt.Errorf("latch: %s: %w", w.key, err)
 				}
 				fmt.Printf("latch  %-10s %v\n", w.key, res)
-				latchResults[w.key] = measure(res)
+				latchResults[w.key] = benchcmp.Measure(res)
 			}
 			rw.Latch = latchResults[cmp.Or(w.latchOf, w.key)]
 		}
@@ -232,135 +198,13 @@ func run(ctx context.Context, cfg *config, only, side string) (*report, error) {
 				return rep, fmt.Errorf("river: %s: %w", w.key, err)
 			}
 			fmt.Printf("river  %-10s %v\n", w.key, res)
-			rw.River = measure(res)
+			rw.Peer = benchcmp.Measure(res)
 		}
 		rep.Rows = append(rep.Rows, rw)
 	}
-	rep.LoadAfter = loadavg()
+	rep.LoadAfter = benchcmp.LoadAvg()
 	fmt.Printf("load after: %s\n\n", rep.LoadAfter)
 	return rep, nil
-}
-
-// printTable prints rep as a markdown table; runs > 1 says it holds medians.
-func printTable(out io.Writer, rep *report, runs int) {
-	what := "one run"
-	if runs > 1 {
-		what = fmt.Sprintf("median of %d runs", runs)
-	}
-	fmt.Fprintf(out, "%s, %s\nparameters: %s\n\n| workload | latch | River |\n|---|---|---|\n", rep.Date, what, rep.Params)
-	for _, r := range rep.Rows {
-		fmt.Fprintf(out, "| %s | %s | %s |\n", r.Workload, cell(r.Latch, r.Latency), cell(r.River, r.Latency))
-	}
-}
-
-func cell(m *measurement, latency bool) string {
-	switch {
-	case m == nil:
-		return "—"
-	case latency:
-		return fmt.Sprintf("p50 %s, p99 %s", msec(m.P50), msec(m.P99))
-	case m.P99 > 0:
-		return fmt.Sprintf("%s/s (p99 %s)", thousands(m.Rate), msec(m.P99))
-	default:
-		return thousands(m.Rate) + "/s"
-	}
-}
-
-func msec(d time.Duration) string {
-	ms := float64(d) / float64(time.Millisecond)
-	switch {
-	case ms < 10:
-		return fmt.Sprintf("%.1f ms", ms)
-	default:
-		return fmt.Sprintf("%.0f ms", ms)
-	}
-}
-
-func thousands(f float64) string {
-	s := fmt.Sprintf("%.0f", f)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
-}
-
-// printMedian prints the table of the per-figure medians of several runs.
-func printMedian(out io.Writer, files []string) error {
-	var reps []*report
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		rep := &report{}
-		if err := json.Unmarshal(b, rep); err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-		reps = append(reps, rep)
-	}
-	if len(reps) == 0 {
-		return fmt.Errorf("no runs")
-	}
-	med := &report{Date: reps[0].Date, Params: reps[0].Params}
-	for i, r := range reps {
-		if r.Params != med.Params {
-			return fmt.Errorf("%s ran with other parameters: %s", files[i], r.Params)
-		}
-		fmt.Fprintf(out, "run %d: %s, load before %s, after %s\n", i+1, r.Date, r.LoadBefore, r.LoadAfter)
-	}
-	for i, rw := range reps[0].Rows {
-		m := rw
-		var latch, river []*measurement
-		for _, rep := range reps {
-			if i >= len(rep.Rows) || rep.Rows[i].Key != rw.Key {
-				return fmt.Errorf("runs hold different rows")
-			}
-			latch = append(latch, rep.Rows[i].Latch)
-			river = append(river, rep.Rows[i].River)
-		}
-		m.Latch, m.River = medianOf(latch), medianOf(river)
-		med.Rows = append(med.Rows, m)
-	}
-	fmt.Fprintln(out)
-	printTable(out, med, len(reps))
-	return nil
-}
-
-// medianOf takes the median of each figure on its own.
-func medianOf(ms []*measurement) *measurement {
-	ms = slices.DeleteFunc(slices.Clone(ms), func(m *measurement) bool { return m == nil })
-	if len(ms) == 0 {
-		return nil
-	}
-	pick := func(f func(m *measurement) float64) float64 {
-		v := make([]float64, len(ms))
-		for i, m := range ms {
-			v[i] = f(m)
-		}
-		sort.Float64s(v)
-		if len(v)%2 == 1 {
-			return v[len(v)/2]
-		}
-		return (v[len(v)/2-1] + v[len(v)/2]) / 2
-	}
-	return &measurement{
-		Ops:  ms[0].Ops,
-		Rate: pick(func(m *measurement) float64 { return m.Rate }),
-		P50:  time.Duration(pick(func(m *measurement) float64 { return float64(m.P50) })),
-		P99:  time.Duration(pick(func(m *measurement) float64 { return float64(m.P99) })),
-	}
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 func envOr(name, def string) string {

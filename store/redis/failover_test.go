@@ -36,8 +36,9 @@ import (
 // It asserts:
 //
 //   - synced: every change the replica had applied is there after the
-//     failover: the tenant, the queued executions, the leases (their
-//     tokens still complete them), the completed ones, the dedup keys;
+//     failover: the tenant, its API keys, the queued executions, the
+//     leases (their tokens still complete them), the completed ones, the
+//     dedup keys;
 //   - lost: every change acknowledged after the link was closed is gone,
 //     all of it, and the namespace is what it was before them (its
 //     indexes, quota counters and dedup mappings agree with its
@@ -46,9 +47,10 @@ import (
 //     execution is running again under the same lease: the worker's token
 //     completes it, or the lease expires and Rescue queues it again, after
 //     which the old token is refused), a claim (the execution is queued
-//     again and claimed anew; the lost lease's token is refused), a
-//     tenant's setting and an API key (lost if their keys were on that
-//     primary, kept otherwise);
+//     again and claimed anew, while the lost lease's worker may still run
+//     it: its token is refused), a tenant's setting, an API key added (it
+//     is refused) and one revoked (it is accepted again) — each lost when
+//     its key was on that primary, kept otherwise;
 //   - nothing is started twice but what a lost change left to do: draining
 //     the queue after the failover claims each execution once, and never
 //     one whose completion survived;
@@ -88,13 +90,15 @@ func TestClusterFailover(t *testing.T) {
 		return err
 	}
 
-	// Synced: a tenant and an API key, ten executions (five with dedup
+	// Synced: a tenant and two API keys, ten executions (five with dedup
 	// keys), six leased, three of those completed.
 	if _, err := a.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme", MaxInflight: 1000}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.AddAPIKey(ctx, &store.AddAPIKeyParams{Tenant: "acme", KeyHash: "synced-key-hash", KeyID: "k1"}); err != nil {
-		t.Fatal(err)
+	for i, h := range []string{"synced-key-hash", "revoked-key-hash"} {
+		if err := a.AddAPIKey(ctx, &store.AddAPIKeyParams{Tenant: "acme", KeyHash: h, KeyID: "k" + strconv.Itoa(i)}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var synced []string
 	for i := range 10 {
@@ -131,6 +135,10 @@ func TestClusterFailover(t *testing.T) {
 	primary := primaryHolding(t, ctx, prim, "exec:"+synced[0])
 	replica := replicaOf(t, ctx, nodes, primary)
 	t.Logf("execution %s on primary %s, replica %s", synced[0], primary.addr, replica.addr)
+	// Where the tenant's hash and an API key are: on the killed primary
+	// their changes below are lost, elsewhere they are kept.
+	tenantOnPrimary := primaryHolding(t, ctx, prim, "tenant:acme") == primary
+	revokedOnPrimary := primaryHolding(t, ctx, prim, "apikey:revoked-key-hash") == primary
 
 	// The replica has applied every change so far: its offset in the
 	// replication stream (one ordered stream) reaches the primary's.
@@ -168,20 +176,20 @@ func TestClusterFailover(t *testing.T) {
 	if _, err := a.UpdateTenant(ctx, &store.UpdateTenantParams{Name: "acme", MaxInflight: &five}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.AddAPIKey(ctx, &store.AddAPIKeyParams{Tenant: "acme", KeyHash: "lost-key-hash", KeyID: "k2"}); err != nil {
+	if err := a.AddAPIKey(ctx, &store.AddAPIKeyParams{Tenant: "acme", KeyHash: "lost-key-hash", KeyID: "k9"}); err != nil {
 		t.Fatal(err)
 	}
-	// The keys of the tenant and of the new API key, as written: on the
-	// killed primary their changes are lost, elsewhere they are kept.
-	tenantOnPrimary := primaryHolding(t, ctx, prim, "tenant:acme") == primary
 	keyOnPrimary := primaryHolding(t, ctx, prim, "apikey:lost-key-hash") == primary
+	if err := a.DeleteAPIKey(ctx, &store.DeleteAPIKeyParams{Tenant: "acme", KeyID: "k1"}); err != nil {
+		t.Fatal(err)
+	}
 	acked := replOffset(t, ctx, primary, "master_repl_offset")
 
 	primary.kill(t)
 	replica.signal(t, syscall.SIGCONT)
 	start := time.Now()
-	t.Logf("replica stopped %v; the primary acknowledged up to offset %d, the replica applied %d; the tenant's key on that primary: %v, the API key's: %v",
-		start.Sub(stopped).Round(time.Millisecond), acked, synced1, tenantOnPrimary, keyOnPrimary)
+	t.Logf("replica stopped %v; the primary acknowledged up to offset %d, the replica applied %d; the tenant's key on that primary: %v, the API keys': %v %v",
+		start.Sub(stopped).Round(time.Millisecond), acked, synced1, tenantOnPrimary, keyOnPrimary, revokedOnPrimary)
 	waitPromoted(t, ctx, replica, 20*time.Second)
 	t.Logf("replica %s promoted %v after the primary's SIGKILL", replica.addr, time.Since(start).Round(time.Millisecond))
 	if got := replOffset(t, ctx, replica, "master_repl_offset"); got >= acked {
@@ -232,6 +240,10 @@ func TestClusterFailover(t *testing.T) {
 	}
 	if _, err := a.LookupAPIKey(ctx, &store.LookupAPIKeyParams{KeyHash: "lost-key-hash"}); errors.Is(err, store.ErrNotFound) != keyOnPrimary {
 		t.Errorf("API key added after the link closed: %v after the failover, its key on the killed primary: %v", err, keyOnPrimary)
+	}
+	// A lost revocation: the revoked key is accepted again.
+	if _, err := a.LookupAPIKey(ctx, &store.LookupAPIKeyParams{KeyHash: "revoked-key-hash"}); (err == nil) != revokedOnPrimary {
+		t.Errorf("API key revoked after the link closed: %v after the failover, its key on the killed primary: %v", err, revokedOnPrimary)
 	}
 	redis.CheckConsistency(t, a)
 

@@ -215,7 +215,7 @@
 // a failover is followed). A failover loses what the primary had
 // acknowledged but not yet sent to the promoted replica (replication is
 // asynchronous): a suffix of the namespace's changes, each script's
-// effects whole or not at all (TestClusterFailover).
+// effects whole or not at all (Durability, below).
 //
 // # Flows
 //
@@ -283,10 +283,31 @@
 // Within those limits a restart never splits an operation: Redis writes
 // each script's effects to the AOF as one MULTI/EXEC block, and a block cut
 // short at the end of the file is dropped when Redis loads it
-// (aof-load-truncated yes, the default). A
-// replica promoted after a primary failure may lack the last changes the
-// primary acknowledged (replication is asynchronous; WAIT is not used).
-// Lease tokens, dedup keys and quota counters are restored with the
-// executions they belong to, so the invariants hold on whatever state
-// survives.
+// (aof-load-truncated yes, the default).
+//
+// A replica promoted after its primary failed lacks whatever the primary
+// had acknowledged but not yet sent it: replication is asynchronous and
+// latch does not WAIT. What is lost is a suffix of the changes to that
+// primary's keys, each operation whole or not at all; how much depends on
+// how far behind the replica was (a Redis Cluster refuses to promote a
+// replica whose link was down longer than its
+// cluster-replica-validity-factor allows; 0 promotes it anyway). Lease
+// tokens, dedup keys and quota counters go back with the executions they
+// belong to, so the invariants hold on what survives, and a lost change
+// shows as follows (TestClusterFailover loses each of these on every run):
+//
+//   - a lost Admit: Get answers ErrNotFound and the dedup key maps to
+//     nothing, so resubmitting it admits a new execution;
+//   - a lost Complete: the execution is running again under the same
+//     lease, its result gone. The worker's retry with its token completes
+//     it; without one the lease expires and Rescue queues it again, and the
+//     work is done again (at least once);
+//   - a lost Claim: the execution is queued again and another claim starts
+//     it, while the lost lease's worker may still be running it; that
+//     worker's heartbeat and Complete answer ErrLeaseLost. Only a lost
+//     change starts an execution twice;
+//   - a lost tenant setting or API key change is undone: an added key is
+//     refused, a revoked key is accepted again.
+//
+// A Store carries on across the failover without reopening (cluster.go).
 package redis

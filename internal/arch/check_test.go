@@ -107,7 +107,7 @@ func TestRulesCatchEachBreach(t *testing.T) {
 		{"internal/storewrap: store engine", "the store wrapper (internal/storewrap) depends on the store contract only, so any layer may wrap a store: internal/storewrap -> engine"},
 		{"engine: store internal/storewrap", ""},
 		{"latch: store/sqlite store/postgres engine kinds internal/storemetrics", "the store's Prometheus collectors (internal/storemetrics) are the binaries': the engine and the facade link no metrics of their own: latch -> internal/storemetrics"},
-		{"kinds: engine store/storebench", "store/storebench is for benchmark drivers: latch bench, engine/enginebench, storetest.Benchmarks: kinds -> store/storebench"},
+		{"kinds: engine store/storebench", "store/storebench is for benchmark drivers: latch bench, engine/enginebench, storetest.Benchmarks, the peer benchmarks and their reports (internal/benchcmp): kinds -> store/storebench"},
 	} {
 		lines := append([]string(nil), base...)
 		from, _, _ := strings.Cut(c.add, ":")

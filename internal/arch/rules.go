@@ -78,8 +78,8 @@ func Rules(module string) []Rule {
 		Deny:   m.is("internal/storemetrics"),
 		Direct: true,
 	}, {
-		Name:   "store/storebench is for benchmark drivers: latch bench, engine/enginebench, storetest.Benchmarks",
-		From:   m.in(not(anyOf(m.is("cmd/latch", "engine/enginebench", "store/storetest"), m.under("bench")))),
+		Name:   "store/storebench is for benchmark drivers: latch bench, engine/enginebench, storetest.Benchmarks, the peer benchmarks and their reports (internal/benchcmp)",
+		From:   m.in(not(anyOf(m.is("cmd/latch", "engine/enginebench", "store/storetest", "internal/benchcmp"), m.under("bench")))),
 		Deny:   m.is("store/storebench"),
 		Direct: true,
 	}}

@@ -127,7 +127,7 @@ func run(ctx context.Context, cfg config, rounds int, specs []spec, jsonPath str
 				return ctx.Err()
 			}
 			fmt.Fprintf(log, "round %d: %s ...", r, c.name)
-			res, err := round(ctx, c, cfg, r)
+			res, err := round(ctx, c, cfg, r, log)
 			if err != nil {
 				fmt.Fprintln(log)
 				return fmt.Errorf("round %d on %s: %w", r, c.name, err)

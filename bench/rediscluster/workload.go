@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"slices"
@@ -66,7 +67,7 @@ type nodeResult struct {
 // acknowledged N Completes). Around each phase it reads INFO of every
 // primary. Then it checks that each submitted execution was started once
 // and is succeeded under its tenant, and deletes the prefix's keys.
-func round(ctx context.Context, c *cluster, cfg config, n int) (_ []phaseResult, err error) {
+func round(ctx context.Context, c *cluster, cfg config, n int, log io.Writer) (_ []phaseResult, err error) {
 	if cfg.Tenants < 1 || cfg.N < 1 || cfg.Clients < 1 || cfg.Slots < 1 {
 		return nil, errors.New("tenants, n, clients and slots must be at least 1")
 	}
@@ -77,9 +78,11 @@ func round(ctx context.Context, c *cluster, cfg config, n int) (_ []phaseResult,
 	}
 	defer st.Close()
 	defer func() {
+		t0 := time.Now()
 		if err2 := deleteKeys(context.WithoutCancel(ctx), c.primaries, prefix); err == nil {
 			err = err2
 		}
+		fmt.Fprintf(log, " (keys deleted in %.1fs)", time.Since(t0).Seconds())
 	}()
 	pr := newProbe(c.primaries)
 	defer pr.close()
@@ -122,9 +125,11 @@ func round(ctx context.Context, c *cluster, cfg config, n int) (_ []phaseResult,
 		return nil, err
 	}
 	dr := res("drain", cfg.N, el, before, after)
+	t0 := time.Now()
 	if err := verify(ctx, st, tenants, kind, ids, starts); err != nil {
 		return nil, err
 	}
+	fmt.Fprintf(log, " (checked in %.1fs)", time.Since(t0).Seconds())
 	return []phaseResult{sub, dr}, nil
 }
 

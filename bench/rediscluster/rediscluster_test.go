@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // needRedis skips the test without redis-server and redis-cli on PATH, or
@@ -185,5 +187,58 @@ func TestParseInfo(t *testing.T) {
 	got := parseInfo(s)
 	if got.cpu != 3.75 || got.calls != 40 || got.keys != 42 {
 		t.Errorf("parseInfo = %+v, want cpu 3.75, calls 40, keys 42", got)
+	}
+}
+
+// TestRunExisting runs on a cluster that is already up (-cluster3): run
+// must find its three primaries, leave the cluster running, and delete its
+// own keys and no other.
+func TestRunExisting(t *testing.T) {
+	needRedis(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var log bytes.Buffer
+	c, err := startCluster(ctx, "existing", freeBase(t, 3), 3, &log)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	defer c.stop()
+	if err := c.discover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	other := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: c.seeds})
+	defer other.Close()
+	if err := other.Set(ctx, "someone-else", "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	jsonPath := filepath.Join(t.TempDir(), "rc.json")
+	err = run(ctx, config{Tenants: 2, N: 40, Clients: 2, Slots: 3, Timeout: time.Minute}, 1,
+		[]spec{{name: "three-primaries", primaries: 3, existing: c.seeds[0]}}, jsonPath, &bytes.Buffer{}, &log)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, log.String())
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec record
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Clusters) != 1 || len(rec.Clusters[0].Primaries) != 3 {
+		t.Fatalf("run found %+v, want one cluster of three primaries", rec.Clusters)
+	}
+	var keys int64
+	for _, n := range c.primaries {
+		rdb := goredis.NewClient(&goredis.Options{Addr: n.Addr})
+		k, err := rdb.DBSize(ctx).Result()
+		rdb.Close()
+		if err != nil {
+			t.Fatalf("the cluster is down after run: %v", err)
+		}
+		keys += k
+	}
+	if v, err := other.Get(ctx, "someone-else").Result(); err != nil || v != "x" || keys != 1 {
+		t.Errorf("after run the cluster holds %d keys and someone-else's is %q (%v), want that one key only", keys, v, err)
 	}
 }

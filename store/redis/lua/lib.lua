@@ -51,7 +51,20 @@ local function k_turnseq() return NS .. ':turnseq' end
 -- Concurrency keys, schedules and rate keys are scoped per tenant: c and s
 -- below are scoped(tenant, key or name), the tenant's length first, so that
 -- no tenant/name pair can be read two ways; keys.go has the same function.
-local function scoped(t, name) return string.len(t) .. ':' .. t .. name end
+-- tenant_tag(t) is the tenant's part of those, string.len(t) .. ':' .. t,
+-- kept for the rest of the run (run_reset): a number turned into a string
+-- goes through Lua's number formatting (sprintf), which a run of many
+-- submissions of one tenant would otherwise pay several times each.
+local tenant_tags = {}
+local function tenant_tag(t)
+  local g = tenant_tags[t]
+  if not g then
+    g = string.len(t) .. ':' .. t
+    tenant_tags[t] = g
+  end
+  return g
+end
+local function scoped(t, name) return tenant_tag(t) .. name end
 local function k_ck(c) return NS .. ':ck:' .. c end
 local function k_ckparkg(c) return NS .. ':ckparkg:' .. c end
 -- ckpark:<c> is the park of a latch before parks by group: ck_settle lets
@@ -114,6 +127,14 @@ local MEMBER_ID = 33 -- queue members: 16 hex priority, 16 hex run_at, id
 
 local function istr(n) return string.format('%.0f', n) end
 
+-- now_num is tonumber(now) for the time of the calls of a run, read once
+-- (strtod) for all of a call's submissions.
+local now_s, now_n = nil, nil
+local function now_num(now)
+  if now ~= now_s then now_s, now_n = now, tonumber(now) end
+  return now_n
+end
+
 -- time_lex is keys.go's timeLex, for a time a script computes itself (a
 -- claim's rate-limit deferral): 16 hex digits of the microseconds with the
 -- sign bit flipped, built digit by digit so that no step leaves the
@@ -142,7 +163,7 @@ end
 
 -- dedup_member names (tenant, key) in the dedupexp sorted set; keys.go has
 -- the same function.
-local function dedup_member(t, key) return string.len(t) .. ':' .. t .. key end
+local function dedup_member(t, key) return tenant_tag(t) .. key end
 
 local FIELDS = {'tenant', 'queue', 'kind', 'status', 'ckey', 'climit', 'qp', 'ra',
   'parked', 'attempt', 'maxatt', 'cancel', 'token', 'dkey', 'lease_exp', 'run_at', 'due', 'rkey',
@@ -651,7 +672,10 @@ end
 
 -- run_reset forgets what the previous run kept: in the function library
 -- this file's locals outlive a call.
-local function run_reset() quotas, kinds_added, queues_added = {}, {}, {} end
+local function run_reset()
+  quotas, kinds_added, queues_added, tenant_tags = {}, {}, {}, {}
+  now_s, now_n = nil, nil
+end
 
 -- dedup_live returns the id of the execution tenant t's dedup key maps to,
 -- or nil if the key maps to none or its TTL has passed by now. An expired
@@ -661,7 +685,7 @@ local function dedup_live(t, dkey, now)
   local v = redis.call('HGET', k_dedup(t), dkey)
   if not v then return nil end
   local sep = string.find(v, ':', 1, true)
-  if tonumber(string.sub(v, 1, sep - 1)) <= tonumber(now) then return nil end
+  if tonumber(string.sub(v, 1, sep - 1)) <= now_num(now) then return nil end
   return string.sub(v, sep + 1)
 end
 
@@ -685,7 +709,7 @@ end
 local function admit_new(x, status, now, q)
   if not status then
     status = 'queued'
-    if tonumber(x.run_at) > tonumber(now) then status = 'scheduled' end
+    if x.run_at ~= now and tonumber(x.run_at) > now_num(now) then status = 'scheduled' end
   end
   local h = {'id', x.id, 'tenant', x.tenant, 'kind', x.kind, 'queue', x.queue,
     'prio', x.prio, 'status', status, 'payload', x.payload, 'attempt', 0, 'maxatt', x.maxatt,
@@ -717,7 +741,7 @@ local function admit_new(x, status, now, q)
     redis.call('ZADD', k_done(x.tenant), now, x.id)
   end
   if x.dkey ~= '' then
-    local expires = istr(tonumber(now) + q.ttl)
+    local expires = istr(now_num(now) + q.ttl)
     redis.call('HSET', k_dedup(x.tenant), x.dkey, expires .. ':' .. x.id)
     redis.call('ZADD', k_dedupexp(), expires, dedup_member(x.tenant, x.dkey))
   end

@@ -36,6 +36,7 @@ type config struct {
 	contenders int
 	pool       int32
 	workerPool int32
+	wal        bool
 }
 
 func (c *config) String() string {
@@ -121,6 +122,8 @@ func main() {
 	jsonOut := fs.String("json", "", "also write the results to this file, for --median")
 	median := fs.String("median", "", "comma-separated --json files: print the table of their medians and exit")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process to the file")
+	fs.BoolVar(&cfg.wal, "wal", false, "also count the server's WAL flushes, writes, records and commits over each side's "+
+		"workload (pg_stat_wal, pg_stat_database; setup included), per job: on a server nothing else uses")
 	_ = fs.Parse(os.Args[1:])
 	cfg.pool, cfg.workerPool = int32(*pool), int32(*workerPool)
 
@@ -183,28 +186,51 @@ func run(ctx context.Context, cfg *config, only, side string) (*benchcmp.Report,
 		rw := benchcmp.Row{Key: w.key, Workload: w.name, Latency: w.latency}
 		if side != "river" {
 			if w.latch != nil {
-				res, err := w.latch(ctx)
+				m, err := measureRun(ctx, cfg, schemas, "latch", w.key, w.latch)
 				if err != nil {
-					return rep, fmt.Errorf("latch: %s: %w", w.key, err)
+					return rep, err
 				}
-				fmt.Printf("latch  %-10s %v\n", w.key, res)
-				latchResults[w.key] = benchcmp.Measure(res)
+				latchResults[w.key] = m
 			}
 			rw.Latch = latchResults[cmp.Or(w.latchOf, w.key)]
 		}
 		if side != "latch" && w.river != nil {
-			res, err := w.river(ctx)
+			m, err := measureRun(ctx, cfg, schemas, "river", w.key, w.river)
 			if err != nil {
-				return rep, fmt.Errorf("river: %s: %w", w.key, err)
+				return rep, err
 			}
-			fmt.Printf("river  %-10s %v\n", w.key, res)
-			rw.Peer = benchcmp.Measure(res)
+			rw.Peer = m
 		}
 		rep.Rows = append(rep.Rows, rw)
 	}
 	rep.LoadAfter = benchcmp.LoadAvg()
 	fmt.Printf("load after: %s\n\n", rep.LoadAfter)
 	return rep, nil
+}
+
+// measureRun runs one side's workload and prints its result (and with
+// --wal, what the server wrote and flushed meanwhile).
+func measureRun(ctx context.Context, cfg *config, s *schemas, side, key string, fn runFunc) (*benchcmp.Measurement, error) {
+	var before *walStats
+	if cfg.wal {
+		var err error
+		if before, err = s.walStats(ctx); err != nil {
+			return nil, fmt.Errorf("--wal: %w", err)
+		}
+	}
+	res, err := fn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", side, key, err)
+	}
+	fmt.Printf("%-6s %-10s %v\n", side, key, res)
+	if cfg.wal {
+		after, err := s.walStats(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("--wal: %w", err)
+		}
+		fmt.Printf("%-6s %-10s %v\n", side, key, diffWAL(before, after, res.Ops))
+	}
+	return benchcmp.Measure(res), nil
 }
 
 func envOr(name, def string) string {

@@ -45,6 +45,16 @@ func checkPrefix(p string) error {
 	return nil
 }
 
+// The tenant router's keys (shard.go), in the home namespace: the turns
+// of the tenants (I12) and the last turn given, and the hints, one sorted
+// set per kind of work (claim, promote, rescue, wake, fire) of tenant
+// names scored by the earliest time, in microseconds, the tenant may have
+// such work. tenantNS is the namespace of tenant t, "{prefix/t}".
+func (k keys) shardTurns() string       { return k.ns + ":shard:turns" }
+func (k keys) shardTurnSeq() string     { return k.ns + ":shard:turnseq" }
+func (k keys) hint(what string) string  { return k.ns + ":shard:hint:" + what }
+func (k keys) tenantNS(t string) string { return strings.TrimSuffix(k.ns, "}") + "/" + t + "}" }
+
 // pattern matches every key of the namespace (for SCAN).
 func (k keys) pattern() string { return k.ns + ":*" }
 

@@ -1,0 +1,137 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// Hints: which tenants may have work of a kind, and from when.
+//
+// A loop over every tenant would cost every idle tenant a call per tick, so
+// the router keeps, in the home namespace, one sorted set per kind of work
+// (hint(what)): tenant names scored by the earliest time, in µs, at which
+// the tenant may have such work. A score is a lower bound, never the
+// truth: a tenant out of a hint set has no such work, a tenant in it may
+// have none. The rules that keep that so:
+//
+//   - After a script that may have given a tenant such work commits, the
+//     router lowers the tenant's score (ZADD LT), in Go, after the reply.
+//   - When a pass finds a tenant without work, it removes the tenant's
+//     hint, then reads the tenant's index and adds the hint back at the
+//     index's first time if the index is not empty (refresh). A script
+//     that commits work before that read is seen by it; one that commits
+//     after it lowers the hint after it, so after the removal.
+//   - A process that dies between a script and its hint write only delays
+//     the work: Prune re-derives every tenant's hints from its namespace
+//     (repairHints).
+const (
+	hintClaim   = "claim"   // ready work, or scheduled work from its run_at
+	hintPromote = "promote" // scheduled work, from its run_at (Promote)
+	hintRescue  = "rescue"  // leases, from their expiry (Rescue)
+	hintWake    = "wake"    // suspensions, from their wake_at (Wake)
+	hintFire    = "fire"    // enabled schedules, from their next run (ListSchedules DueBy)
+)
+
+var allHints = []string{hintClaim, hintPromote, hintRescue, hintWake, hintFire}
+
+// lower lowers tenant t's hints of the kinds given to at (µs). It runs
+// after the script it follows has answered, on a context its caller
+// cannot cancel; a failure is not the caller's (the script committed):
+// repairHints makes up for it.
+func (r *Router) lower(ctx context.Context, t string, at int64, whats ...string) {
+	ctx = context.WithoutCancel(ctx)
+	at = max(at, 0)
+	if len(whats) == 1 {
+		r.home.rdb.ZAddLT(ctx, r.home.k.hint(whats[0]), goredis.Z{Score: float64(at), Member: t})
+		return
+	}
+	_, _ = r.home.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for _, w := range whats {
+			p.ZAddLT(ctx, r.home.k.hint(w), goredis.Z{Score: float64(at), Member: t})
+		}
+		return nil
+	})
+}
+
+// next reads when tenant t may next have work of kind what, from its
+// namespace's index; ok false when it has none.
+func (r *Router) next(ctx context.Context, t, what string) (at int64, ok bool, err error) {
+	v := r.view(t)
+	first := func(key string) (int64, bool, error) {
+		zs, err := v.rdb.ZRangeWithScores(ctx, key, 0, 0).Result()
+		if err != nil || len(zs) == 0 {
+			return 0, false, err
+		}
+		return int64(math.Round(zs[0].Score)), true, nil
+	}
+	switch what {
+	case hintClaim:
+		n, err := v.rdb.ZCard(ctx, v.k.readyTenant(t)).Result()
+		if err != nil || n > 0 {
+			return 0, err == nil, err
+		}
+		return first(v.k.sched())
+	case hintPromote:
+		return first(v.k.sched())
+	case hintRescue:
+		return first(v.k.running())
+	case hintWake:
+		return first(v.k.wake())
+	case hintFire:
+		return first(v.k.nextRun())
+	}
+	return 0, false, fmt.Errorf("redis: unknown hint %q", what)
+}
+
+// refresh re-derives tenant t's hint of kind what: removed, then added back
+// at the first time of the tenant's index if it is not empty.
+func (r *Router) refresh(ctx context.Context, t, what string) error {
+	ctx = context.WithoutCancel(ctx)
+	key := r.home.k.hint(what)
+	if err := r.home.rdb.ZRem(ctx, key, t).Err(); err != nil {
+		return fmt.Errorf("redis: hint: %w", interpretError(err))
+	}
+	at, ok, err := r.next(ctx, t, what)
+	if err != nil {
+		// Put it back at once: the tenant's work is unknown, not absent.
+		r.lower(ctx, t, 0, what)
+		return fmt.Errorf("redis: hint: %w", interpretError(err))
+	}
+	if ok {
+		r.lower(ctx, t, at, what)
+	}
+	return nil
+}
+
+// hinted returns the tenants whose hint of kind what is not after at (µs),
+// earliest first, at most limit (0: all).
+func (r *Router) hinted(ctx context.Context, what string, at int64, limit int) ([]string, error) {
+	names, err := r.home.rdb.ZRangeArgs(ctx, goredis.ZRangeArgs{Key: r.home.k.hint(what), ByScore: true,
+		Start: "-inf", Stop: strconv.FormatInt(at, 10), Count: int64(limit)}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redis: hint: %w", interpretError(err))
+	}
+	return names, nil
+}
+
+// repairHints re-derives every tenant's hints from its namespace.
+func (r *Router) repairHints(ctx context.Context) error {
+	names, err := r.tenants(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, t := range names {
+		for _, w := range allHints {
+			if err := r.refresh(ctx, t, w); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

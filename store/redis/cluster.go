@@ -70,6 +70,8 @@ func parseClusterURL(rawURL string) (opt *goredis.ClusterOptions, prefix string,
 		prefix, ok = p[len(p)-1], true
 		q.Del("prefix")
 	}
+	q.Del("layout") // clusterLayout's
+
 	for _, a := range addrs[1:] {
 		q.Add("addr", a)
 	}
@@ -82,6 +84,33 @@ func parseClusterURL(rawURL string) (opt *goredis.ClusterOptions, prefix string,
 		return nil, "", false, err
 	}
 	return opt, prefix, ok, nil
+}
+
+// The layouts of a namespace on a Redis Cluster: a hash tag per tenant
+// (the tenant router, shard.go: the default), or the whole namespace in
+// one slot (?layout=single: the layout of latch before the router, which
+// a namespace created by it keeps).
+const (
+	layoutTenant = "tenant"
+	layoutSingle = "single"
+)
+
+// clusterLayout reads the layout parameter of a cluster URL.
+func clusterLayout(rawURL string) (string, error) {
+	_, rest, _ := strings.Cut(rawURL, "://")
+	_, rawQuery, _ := strings.Cut(rest, "?")
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return "", err
+	}
+	l := q.Get("layout")
+	switch l {
+	case "", layoutTenant:
+		return layoutTenant, nil
+	case layoutSingle:
+		return l, nil
+	}
+	return "", fmt.Errorf("layout %q: want %s or %s", l, layoutTenant, layoutSingle)
 }
 
 // clusterHook asks the cluster client for a new map of the cluster when a

@@ -137,6 +137,13 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		rdb.Close()
 		return nil, err
 	}
+	if copt != nil && !cfg.detached {
+		// A namespace the tenant router made is not one namespace.
+		if l, err := s.rdb.Get(ctx, k.layout()).Result(); err == nil && l == layoutTenant {
+			rdb.Close()
+			return nil, fmt.Errorf("redis: namespace %s holds a tenant per slot (the tenant router): open it without layout=single", k.ns)
+		}
+	}
 	if err := s.upgrade(ctx); err != nil {
 		rdb.Close()
 		return nil, err

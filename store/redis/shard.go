@@ -59,6 +59,10 @@ func OpenRouter(ctx context.Context, rawURL string, opts ...Option) (*Router, er
 	if err != nil {
 		return nil, err
 	}
+	if err := home.markLayout(ctx); err != nil {
+		home.Close()
+		return nil, err
+	}
 	r := &Router{home: home, views: map[string]*Store{}}
 	lost := func() { home.cluster.ReloadState(context.Background()) }
 	if r.note, err = startShardNotifier(ctx, home.rdb, home.k.ns, &r.feed, lost); err != nil {
@@ -93,6 +97,47 @@ func (r *Router) view(t string) *Store {
 	v.completeG = v.newGrouper("complete", scriptComplete, v.k.running())
 	r.views[t] = v
 	return v
+}
+
+// OpenStore opens the store a URL names: the tenant router on a Redis
+// Cluster (a redis-cluster:// or rediss-cluster:// URL), unless the URL
+// says layout=single; else Open's Store.
+func OpenStore(ctx context.Context, rawURL string, opts ...Option) (store.Store, error) {
+	if isClusterURL(rawURL) {
+		l, err := clusterLayout(rawURL)
+		if err != nil {
+			return nil, fmt.Errorf("redis: store URL: %w", err)
+		}
+		if l == layoutTenant {
+			return OpenRouter(ctx, rawURL, opts...)
+		}
+	}
+	return Open(ctx, rawURL, opts...)
+}
+
+// markLayout marks the home namespace as the router's, refusing one that
+// holds the single-slot layout (tenants or an admin key and no mark): its
+// executions would not be seen.
+func (s *Store) markLayout(ctx context.Context) error {
+	l, err := s.rdb.Get(ctx, s.k.layout()).Result()
+	switch {
+	case err == nil && l == layoutTenant:
+		return nil
+	case err != nil && !errors.Is(err, goredis.Nil):
+		return fmt.Errorf("redis: layout: %w", interpretError(err))
+	}
+	n, err := s.rdb.Exists(ctx, s.k.tenants(), s.k.admin()).Result()
+	if err != nil {
+		return fmt.Errorf("redis: layout: %w", interpretError(err))
+	}
+	if n > 0 {
+		return fmt.Errorf("redis: namespace %s holds the single-slot layout of an earlier latch: "+
+			"open it with ?layout=single, or use another prefix for a tenant per slot", s.k.ns)
+	}
+	if err := s.rdb.SetNX(ctx, s.k.layout(), layoutTenant, 0).Err(); err != nil {
+		return fmt.Errorf("redis: layout: %w", interpretError(err))
+	}
+	return nil
 }
 
 // tenants reads the registry, in name order.

@@ -21,17 +21,18 @@ import (
 //
 //   - After a script that may have given a tenant such work commits, the
 //     router lowers the tenant's score (ZADD LT), in Go, after the reply.
-//   - When a pass finds a tenant without work, it removes the tenant's
-//     hint, then reads the tenant's index and adds the hint back at the
-//     index's first time if the index is not empty (refresh). A script
-//     that commits work before that read is seen by it; one that commits
-//     after it lowers the hint after it, so after the removal.
+//   - When a pass finds a tenant without work (or done), it re-derives the
+//     tenant's hint from the tenant's index: its first time, or no hint
+//     when it is empty (refresh), as a compare and set against the count
+//     of lowerings (hintGen). A script that commits work before the read
+//     is seen by it; one that commits after it lowers the hint, and either
+//     the lowering comes after the write or it makes the write fail.
 //   - A process that dies between a script and its hint write only delays
 //     the work: Prune re-derives every tenant's hints from its namespace
 //     (repairHints).
 const (
 	hintClaim   = "claim"   // ready work, or scheduled work from its run_at
-	hintPromote = "promote" // scheduled work, from its run_at (Promote)
+	hintPromote = "promote" // scheduled work (sched, due), from its run_at (Promote)
 	hintRescue  = "rescue"  // leases, from their expiry (Rescue)
 	hintWake    = "wake"    // suspensions, from their wake_at (Wake)
 	hintFire    = "fire"    // enabled schedules, from their next run (ListSchedules DueBy)
@@ -39,20 +40,18 @@ const (
 
 var allHints = []string{hintClaim, hintPromote, hintRescue, hintWake, hintFire}
 
-// lower lowers tenant t's hints of the kinds given to at (µs). It runs
-// after the script it follows has answered, on a context its caller
-// cannot cancel; a failure is not the caller's (the script committed):
-// repairHints makes up for it.
+// lower lowers tenant t's hints of the kinds given to at (µs), each with
+// its lowering counted (hintGen) in the same MULTI. It runs after the
+// script it follows has answered, on a context its caller cannot cancel;
+// a failure is not the caller's (the script committed): repairHints makes
+// up for it.
 func (r *Router) lower(ctx context.Context, t string, at int64, whats ...string) {
 	ctx = context.WithoutCancel(ctx)
 	at = max(at, 0)
-	if len(whats) == 1 {
-		r.home.rdb.ZAddLT(ctx, r.home.k.hint(whats[0]), goredis.Z{Score: float64(at), Member: t})
-		return
-	}
-	_, _ = r.home.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+	_, _ = r.home.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 		for _, w := range whats {
 			p.ZAddLT(ctx, r.home.k.hint(w), goredis.Z{Score: float64(at), Member: t})
+			p.Incr(ctx, r.home.k.hintGen(w, t))
 		}
 		return nil
 	})
@@ -77,7 +76,19 @@ func (r *Router) next(ctx context.Context, t, what string) (at int64, ok bool, e
 		}
 		return first(v.k.sched())
 	case hintPromote:
-		return first(v.k.sched())
+		// Scheduled ones in sched, or in due once a claim found them due.
+		a, okA, err := first(v.k.sched())
+		if err != nil {
+			return 0, false, err
+		}
+		b, okB, err := first(v.k.due())
+		switch {
+		case err != nil || !okB:
+			return a, okA, err
+		case !okA:
+			return b, true, nil
+		}
+		return min(a, b), true, nil
 	case hintRescue:
 		return first(v.k.running())
 	case hintWake:
@@ -88,22 +99,35 @@ func (r *Router) next(ctx context.Context, t, what string) (at int64, ok bool, e
 	return 0, false, fmt.Errorf("redis: unknown hint %q", what)
 }
 
-// refresh re-derives tenant t's hint of kind what: removed, then added back
-// at the first time of the tenant's index if it is not empty.
+// refresh re-derives tenant t's hint of kind what from the tenant's index
+// (its first time, or no hint when it is empty), as a compare and set: the
+// write happens only if no lowering was counted since before the read
+// (WATCH of hintGen), so the hint is never, even for a moment, without
+// work a finished call gave the tenant. A refresh that loses the race
+// leaves the hint as it is, a lower bound still.
 func (r *Router) refresh(ctx context.Context, t, what string) error {
 	ctx = context.WithoutCancel(ctx)
 	key := r.home.k.hint(what)
-	if err := r.home.rdb.ZRem(ctx, key, t).Err(); err != nil {
+	err := r.home.cluster.Watch(ctx, func(tx *goredis.Tx) error {
+		if err := tx.Get(ctx, r.home.k.hintGen(what, t)).Err(); err != nil && !errors.Is(err, goredis.Nil) {
+			return err
+		}
+		at, ok, err := r.next(ctx, t, what)
+		if err != nil {
+			return err
+		}
+		_, err = tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+			if ok {
+				p.ZAdd(ctx, key, goredis.Z{Score: float64(at), Member: t})
+			} else {
+				p.ZRem(ctx, key, t)
+			}
+			return nil
+		})
+		return err
+	}, r.home.k.hintGen(what, t))
+	if err != nil && !errors.Is(err, goredis.TxFailedErr) {
 		return fmt.Errorf("redis: hint: %w", interpretError(err))
-	}
-	at, ok, err := r.next(ctx, t, what)
-	if err != nil {
-		// Put it back at once: the tenant's work is unknown, not absent.
-		r.lower(ctx, t, 0, what)
-		return fmt.Errorf("redis: hint: %w", interpretError(err))
-	}
-	if ok {
-		r.lower(ctx, t, at, what)
 	}
 	return nil
 }

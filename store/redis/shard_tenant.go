@@ -99,6 +99,7 @@ func (r *Router) DeleteTenant(ctx context.Context, p *store.DeleteTenantParams) 
 	_, _ = r.home.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
 		for _, w := range allHints {
 			pipe.ZRem(ctx, r.home.k.hint(w), p.Name)
+			pipe.Del(ctx, r.home.k.hintGen(w, p.Name))
 		}
 		pipe.ZRem(ctx, r.home.k.shardTurns(), p.Name)
 		return nil

@@ -118,7 +118,10 @@ func clusterLayout(rawURL string) (string, error) {
 // may have died and its replica been promoted, which go-redis would
 // otherwise learn only at its next periodic refresh. Refreshes are
 // asynchronous and coalesced (ReloadState).
-type clusterHook struct{ cc *goredis.ClusterClient }
+type clusterHook struct {
+	cc          *goredis.ClusterClient
+	unavailable func() // nil: nothing more to do
+}
 
 func (h clusterHook) DialHook(next goredis.DialHook) goredis.DialHook { return next }
 
@@ -145,6 +148,9 @@ func (h clusterHook) check(ctx context.Context, err error) {
 	}
 	if unavailable(err) {
 		h.cc.ReloadState(ctx)
+		if h.unavailable != nil {
+			h.unavailable()
+		}
 	}
 }
 

@@ -20,10 +20,11 @@ import (
 	"github.com/latch-run/latch/store/redis"
 )
 
-// TestClusterFailover kills the primary that holds a namespace's slot, on a
+// TestClusterFailover kills the primary that holds a tenant's slot, on a
 // Redis Cluster of the test's own (three primaries, a replica each, started
 // here on free ports: the shared test cluster is never disturbed), while
-// two Stores (two servers) are open on the namespace. It asserts:
+// two tenant routers (two servers) are open on the namespace (the home
+// namespace's primary may be that one or another). It asserts:
 //
 //   - synced: every change acknowledged before the replica had caught up
 //     (a WAIT 1 on the primary after the last of them) is there after the
@@ -45,28 +46,32 @@ func TestClusterFailover(t *testing.T) {
 	ctx := t.Context()
 	prefix := "failover"
 	url := "redis-cluster://" + nodes[0].addr + "," + nodes[1].addr + "," + nodes[2].addr + "?prefix=" + prefix
-	a, err := redis.Open(ctx, url)
+	a, err := redis.OpenRouter(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := redis.Open(ctx, url)
+	b, err := redis.OpenRouter(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
 
-	// The namespace's primary, and its replica.
+	// The primary holding the tenant's namespace, and its replica.
 	cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{nodes[0].addr}})
 	defer cc.Close()
-	tag := "{" + prefix + "}"
+	tag := a.TenantNamespace("acme")
 	pc, err := cc.MasterForKey(ctx, tag)
 	if err != nil {
 		t.Fatal(err)
 	}
 	primary := nodeByAddr(t, nodes, pc.Options().Addr)
 	replica := replicaOf(t, ctx, nodes, primary)
-	t.Logf("namespace %s on primary %s, replica %s", tag, primary.addr, replica.addr)
+	hc, err := cc.MasterForKey(ctx, "{"+prefix+"}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("tenant namespace %s on primary %s, replica %s; home on %s", tag, primary.addr, replica.addr, hc.Options().Addr)
 
 	// Synced: a tenant, ten executions (five with dedup keys), six leased,
 	// three of those completed.
@@ -164,7 +169,7 @@ func TestClusterFailover(t *testing.T) {
 
 	// The Stores reach the new primary: until go-redis has the new map of
 	// the cluster, a call fails with ErrUnavailable and nothing else.
-	for _, s := range []*redis.Store{a, b} {
+	for _, s := range []*redis.Router{a, b} {
 		waitFor(t, 15*time.Second, "the Store reaches the new primary", func() bool {
 			_, err := s.GetTenant(ctx, &store.GetTenantParams{Name: "acme"})
 			if err != nil && !errors.Is(err, store.ErrUnavailable) {
@@ -194,7 +199,7 @@ func TestClusterFailover(t *testing.T) {
 		}
 	}
 	t.Logf("the tail: %d of %d acknowledged changes survived the failover", kept, len(tail))
-	redis.CheckConsistency(t, a)
+	redis.CheckRouterConsistency(t, a)
 
 	// Carry on: redo what was lost, resubmit the synced dedup keys (they
 	// still name their executions), submit new work, and drain it all.
@@ -233,7 +238,7 @@ func TestClusterFailover(t *testing.T) {
 	if err != nil || ten.Inflight != 0 {
 		t.Errorf("tenant after the drain: %+v %v, want inflight 0", ten, err)
 	}
-	redis.CheckConsistency(t, a)
+	redis.CheckRouterConsistency(t, a)
 
 	// Changes through one Store wake the other again: its subscription
 	// found the new primary.

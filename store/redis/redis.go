@@ -60,6 +60,9 @@ type config struct {
 	// detached: no subscription of the Store's own; the tenant router
 	// (shard.go) subscribes for its namespaces and sets note.
 	detached bool
+	// unavailable, if set, is called when a call could not reach its
+	// cluster node (clusterHook): the tenant router repairs its hints.
+	unavailable func()
 }
 
 // WithPrefix sets the key prefix (default "latch", or the URL's prefix
@@ -120,7 +123,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 			copt.ClientName = "latch:" + cfg.prefix // shows in CLIENT LIST
 		}
 		s.cluster = goredis.NewClusterClient(copt)
-		s.cluster.AddHook(clusterHook{s.cluster})
+		s.cluster.AddHook(clusterHook{cc: s.cluster, unavailable: cfg.unavailable})
 		s.rdb, addr = s.cluster, strings.Join(copt.Addrs, ",")
 	} else {
 		if ropt.ClientName == "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	goredis "github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
@@ -37,6 +38,10 @@ type Router struct {
 
 	mu    sync.Mutex
 	views map[string]*Store // tenant -> its namespace's Store (shared client, no goroutine)
+
+	// needRepair: a node was out of reach (a failover may have lost hint
+	// writes its tenants' primaries kept); the next pass repairs first.
+	needRepair atomic.Bool
 }
 
 var (
@@ -54,16 +59,20 @@ func OpenRouter(ctx context.Context, rawURL string, opts ...Option) (*Router, er
 	if !isClusterURL(rawURL) {
 		return nil, errors.New("redis: the tenant router needs a redis-cluster:// URL")
 	}
-	opts = append(opts, func(c *config) { c.detached = true })
+	r := &Router{views: map[string]*Store{}}
+	opts = append(opts, func(c *config) {
+		c.detached = true
+		c.unavailable = func() { r.needRepair.Store(true) }
+	})
 	home, err := Open(ctx, rawURL, opts...)
 	if err != nil {
 		return nil, err
 	}
+	r.home = home
 	if err := home.markLayout(ctx); err != nil {
 		home.Close()
 		return nil, err
 	}
-	r := &Router{home: home, views: map[string]*Store{}}
 	lost := func() { home.cluster.ReloadState(context.Background()) }
 	if r.note, err = startShardNotifier(ctx, home.rdb, home.k.ns, &r.feed, lost); err != nil {
 		home.Close()

@@ -18,6 +18,7 @@ import (
 // pass runs one such pass: fn does tenant t's part with at most left and
 // returns how much it did.
 func (r *Router) pass(ctx context.Context, what string, nowUS int64, limit int, fn func(t string, v *Store, left int) (int, error)) error {
+	r.repairIfNeeded(ctx)
 	names, err := r.hinted(ctx, what, nowUS, 0)
 	if err != nil {
 		return err

@@ -40,6 +40,7 @@ func (r *Router) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimR
 		r.claimed(ctx, []string{p.Tenant}, [][]store.Lease{res.Leases}, []bool{len(res.Leases) < maxN}, res)
 		return res, nil
 	}
+	r.repairIfNeeded(ctx)
 	t := now(p.Now)
 	maxN, _ := p.Bounds()
 	names, err := r.hinted(ctx, hintClaim, us(t), 0)

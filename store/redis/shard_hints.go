@@ -29,7 +29,9 @@ import (
 //     the lowering comes after the write or it makes the write fail.
 //   - A process that dies between a script and its hint write only delays
 //     the work: Prune re-derives every tenant's hints from its namespace
-//     (repairHints).
+//     (repairHints), and so does the next pass after a node was out of
+//     reach (a failover of the home's primary may lose hint writes whose
+//     work the tenants' primaries kept).
 const (
 	hintClaim   = "claim"   // ready work, or scheduled work from its run_at
 	hintPromote = "promote" // scheduled work (sched, due), from its run_at (Promote)
@@ -141,6 +143,18 @@ func (r *Router) hinted(ctx context.Context, what string, at int64, limit int) (
 		return nil, fmt.Errorf("redis: hint: %w", interpretError(err))
 	}
 	return names, nil
+}
+
+// repairIfNeeded runs repairHints if a node was out of reach since the
+// last repair: a failover loses a suffix of each primary's writes, so the
+// home's primary may have lost hint writes whose work its tenants'
+// primaries kept.
+func (r *Router) repairIfNeeded(ctx context.Context) {
+	if r.needRepair.CompareAndSwap(true, false) {
+		if err := r.repairHints(ctx); err != nil {
+			r.needRepair.Store(true)
+		}
+	}
 }
 
 // repairHints re-derives every tenant's hints from its namespace.

@@ -17,20 +17,23 @@ import (
 // A store URL redis-cluster://HOST:PORT,HOST:PORT,... (rediss-cluster://
 // for TLS) names a Redis Cluster by some of its nodes (the client learns
 // the others), with go-redis's cluster options as query parameters, and
-// prefix as for redis://. Every key of a namespace carries the hash tag
-// {prefix} (keys.go), so the whole namespace lives in one slot and every
-// script's keys are on one shard: the scripts run unchanged, each atomic on
-// the slot's primary.
+// prefix as for redis://. OpenStore opens it as the tenant router
+// (shard.go): the home namespace {prefix} and a namespace {prefix/T} per
+// tenant, each a hash tag, so each tenant's keys live in one slot and
+// every script's keys are on one shard while tenants spread over the
+// primaries; ?layout=single opens the whole namespace in one slot instead
+// (Open), as before the router. Either way the scripts run unchanged,
+// each atomic on its slot's primary.
 //
 // What is not addressed by a key is sent where it belongs: the function
 // library (or the scripts) is loaded on every primary, and loaded again on
 // every primary when a node answers that it lacks it (a new primary after
 // a resharding; a promoted replica has it by replication); SCAN and CONFIG
-// GET visit every primary; PING goes to the namespace's primary; the
-// change channel is subscribed on the namespace's primary (notify.go). The
-// change messages are plain PUBLISH, which a cluster broadcasts to every
-// node: the scripts need no change, and the namespace keeps one channel
-// when its keys are spread over slots.
+// GET visit every primary; PING goes to the home namespace's primary; the
+// change channel is subscribed on one node (notify.go; the router's
+// pattern subscription, shard_notify.go). The change messages are plain
+// PUBLISH, which a cluster broadcasts to every node: the scripts need no
+// change.
 //
 // go-redis refreshes its map of the cluster on a MOVED reply, and
 // otherwise once a minute: a primary that dies answers nothing, so the

@@ -30,7 +30,7 @@ func (r *Router) pass(ctx context.Context, what string, nowUS int64, limit int, 
 		}
 		n, err := fn(t, r.view(t), left)
 		if err != nil {
-			return err
+			return r.unsure(err)
 		}
 		if n > 0 {
 			r.lower(ctx, t, 0, hintClaim) // requeued, promoted, woken, or a key's slot freed

@@ -34,7 +34,7 @@ func (r *Router) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimR
 	if p.Tenant != "" {
 		res, err := r.view(p.Tenant).Claim(ctx, p)
 		if err != nil {
-			return nil, err
+			return nil, r.unsure(err)
 		}
 		maxN, _ := p.Bounds()
 		r.claimed(ctx, []string{p.Tenant}, [][]store.Lease{res.Leases}, []bool{len(res.Leases) < maxN}, res)
@@ -104,6 +104,7 @@ func (r *Router) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimR
 		}
 		for j, i := range ask {
 			if errs[j] != nil {
+				r.unsure(errs[j])
 				errFirst = cmp.Or(errFirst, errs[j])
 				short[i] = true
 				continue
@@ -152,24 +153,34 @@ func (r *Router) claimed(ctx context.Context, names []string, got [][]store.Leas
 		served = append(served, t)
 	}
 	slices.SortFunc(served, func(a, b string) int { return cmp.Compare(last[a], last[b]) })
+	var turns []goredis.Z
 	if len(served) > 0 {
 		seq, err := r.home.rdb.IncrBy(ctx, r.home.k.shardTurnSeq(), int64(len(served))).Result()
 		if err == nil {
-			zs := make([]goredis.Z, len(served))
 			for i, t := range served {
-				zs[i] = goredis.Z{Score: float64(seq - int64(len(served)) + 1 + int64(i)), Member: t}
+				turns = append(turns, goredis.Z{Score: float64(seq - int64(len(served)) + 1 + int64(i)), Member: t})
 			}
-			r.home.rdb.ZAdd(ctx, r.home.k.shardTurns(), zs...)
 		}
 	}
-	for i, t := range names {
-		if len(got[i]) > 0 {
-			exp := int64(math.MaxInt64)
-			for _, l := range got[i] {
-				exp = min(exp, us(l.ExpiresAt))
+	// The turns and the rescue hints in one MULTI (all home keys).
+	if len(turns) > 0 || len(last) > 0 {
+		_, _ = r.home.rdb.TxPipelined(ctx, func(pipe goredis.Pipeliner) error {
+			if len(turns) > 0 {
+				pipe.ZAdd(ctx, r.home.k.shardTurns(), turns...)
 			}
-			r.lower(ctx, t, exp, hintRescue)
-		}
+			for i, t := range names {
+				if len(got[i]) == 0 {
+					continue
+				}
+				exp := int64(math.MaxInt64)
+				for _, l := range got[i] {
+					exp = min(exp, us(l.ExpiresAt))
+				}
+				pipe.ZAddLT(ctx, r.home.k.hint(hintRescue), goredis.Z{Score: float64(exp), Member: t})
+				pipe.Incr(ctx, r.home.k.hintGen(hintRescue, t))
+			}
+			return nil
+		})
 	}
 	if !res.RetryAt.IsZero() {
 		for _, t := range names {

@@ -42,7 +42,7 @@ func (r *Router) afterExec(ctx context.Context, e *store.Execution) {
 func (r *Router) Admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitResult, error) {
 	res, err := r.view(p.Tenant).Admit(ctx, p)
 	if err != nil {
-		return nil, err
+		return nil, r.unsure(err)
 	}
 	claimAt, promoteAt := int64(-1), int64(-1)
 	for _, it := range res.Items {
@@ -85,6 +85,7 @@ func (r *Router) Complete(ctx context.Context, p *store.CompleteParams) (*store.
 		return nil, err
 	}
 	e, err := v.Complete(ctx, p)
+	r.unsure(err)
 	if err == nil && e != nil && e.ConcurrencyKey != "" {
 		r.afterExec(ctx, e)
 	}
@@ -97,6 +98,7 @@ func (r *Router) Fail(ctx context.Context, p *store.FailParams) (*store.Executio
 		return nil, err
 	}
 	e, err := v.Fail(ctx, p)
+	r.unsure(err)
 	if err == nil {
 		r.afterExec(ctx, e)
 	}
@@ -109,6 +111,7 @@ func (r *Router) Release(ctx context.Context, p *store.ReleaseParams) (*store.Ex
 		return nil, err
 	}
 	e, err := v.Release(ctx, p)
+	r.unsure(err)
 	if err == nil {
 		r.afterExec(ctx, e)
 	}
@@ -121,6 +124,7 @@ func (r *Router) Cancel(ctx context.Context, p *store.CancelParams) (*store.Exec
 		return nil, err
 	}
 	e, err := v.Cancel(ctx, p)
+	r.unsure(err)
 	if err == nil {
 		r.afterExec(ctx, e)
 	}
@@ -132,7 +136,7 @@ func (r *Router) Delete(ctx context.Context, p *store.DeleteParams) error {
 	if err != nil {
 		return err
 	}
-	err = v.Delete(ctx, p)
+	err = r.unsure(v.Delete(ctx, p))
 	if err == nil && v.shardTenant != "" {
 		r.lower(ctx, v.shardTenant, 0, hintClaim) // a force delete may free a key's slot
 	}
@@ -153,6 +157,7 @@ func (r *Router) Suspend(ctx context.Context, p *store.SuspendParams) (*store.Ex
 		return nil, err
 	}
 	e, err := v.Suspend(ctx, p)
+	r.unsure(err)
 	if err == nil {
 		r.afterExec(ctx, e)
 	}
@@ -165,6 +170,7 @@ func (r *Router) Signal(ctx context.Context, p *store.SignalParams) (*store.Sign
 		return nil, err
 	}
 	res, err := v.Signal(ctx, p)
+	r.unsure(err)
 	if err == nil && res.Delivered && v.shardTenant != "" {
 		r.lower(ctx, v.shardTenant, 0, hintClaim)
 	}
@@ -177,6 +183,7 @@ func (r *Router) Retry(ctx context.Context, p *store.RetryParams) (*store.Execut
 		return nil, err
 	}
 	e, err := v.Retry(ctx, p)
+	r.unsure(err)
 	if err == nil {
 		r.afterExec(ctx, e)
 	}
@@ -211,6 +218,7 @@ func (r *Router) Get(ctx context.Context, p *store.GetParams) (*store.Execution,
 
 func (r *Router) PutSchedule(ctx context.Context, p *store.PutScheduleParams) (*store.PutScheduleResult, error) {
 	res, err := r.view(p.Schedule.Tenant).PutSchedule(ctx, p)
+	r.unsure(err)
 	if err == nil && res.Schedule != nil && res.Schedule.Enabled {
 		r.lower(ctx, p.Schedule.Tenant, us(res.Schedule.NextRunAt), hintFire)
 	}
@@ -223,6 +231,7 @@ func (r *Router) GetSchedule(ctx context.Context, p *store.GetScheduleParams) (*
 
 func (r *Router) SetScheduleEnabled(ctx context.Context, p *store.SetScheduleEnabledParams) (*store.Schedule, error) {
 	s, err := r.view(p.Tenant).SetScheduleEnabled(ctx, p)
+	r.unsure(err)
 	if err == nil && s.Enabled {
 		r.lower(ctx, p.Tenant, us(s.NextRunAt), hintFire)
 	}
@@ -235,6 +244,7 @@ func (r *Router) DeleteSchedule(ctx context.Context, p *store.DeleteSchedulePara
 
 func (r *Router) FireSchedule(ctx context.Context, p *store.FireScheduleParams) (*store.FireScheduleResult, error) {
 	res, err := r.view(p.Tenant).FireSchedule(ctx, p)
+	r.unsure(err)
 	if err == nil && res.Execution != nil && !res.Deduplicated {
 		r.afterExec(ctx, res.Execution)
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/latch-run/latch/store"
 )
 
 // Hints: which tenants may have work of a kind, and from when.
@@ -50,13 +52,38 @@ var allHints = []string{hintClaim, hintPromote, hintRescue, hintWake, hintFire}
 func (r *Router) lower(ctx context.Context, t string, at int64, whats ...string) {
 	ctx = context.WithoutCancel(ctx)
 	at = max(at, 0)
-	_, _ = r.home.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+	if _, err := r.home.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
 		for _, w := range whats {
 			p.ZAddLT(ctx, r.home.k.hint(w), goredis.Z{Score: float64(at), Member: t})
 			p.Incr(ctx, r.home.k.hintGen(w, t))
 		}
 		return nil
-	})
+	}); err != nil {
+		r.needRepair.Store(true)
+	}
+}
+
+// unsure notes a call's failure that may have come after its script
+// committed (a lost reply, a timeout: anything but a refusal), so that its
+// hints may be missing: the next pass repairs them first. It returns err.
+func (r *Router) unsure(err error) error {
+	if err != nil && !refusal(err) {
+		r.needRepair.Store(true)
+	}
+	return err
+}
+
+// refusal reports whether err is a business rule's refusal, which a script
+// answers having written nothing.
+func refusal(err error) bool {
+	for _, e := range []error{store.ErrNotFound, store.ErrExists, store.ErrQuotaExceeded, store.ErrDedupKeyReused,
+		store.ErrLeaseLost, store.ErrNotTerminal, store.ErrNotActive, store.ErrTooManySteps,
+		store.ErrSignalBufferFull, store.ErrNotFailed, store.ErrScheduleLimit, store.ErrInvalid} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // next reads when tenant t may next have work of kind what, from its

@@ -74,6 +74,7 @@ func (r *Router) ListTenants(ctx context.Context, p *store.ListTenantsParams) ([
 
 func (r *Router) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (*store.Tenant, error) {
 	ten, err := r.view(p.Name).UpdateTenant(ctx, p)
+	r.unsure(err)
 	if err == nil && p.Disabled != nil && !*p.Disabled {
 		// Enabled again: its work and its ticks may be due.
 		r.lower(ctx, p.Name, 0, hintClaim, hintFire)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -109,14 +110,14 @@ func TestRouterSpreadsTenants(t *testing.T) {
 	}
 	// Nothing of a tenant is in the home namespace but its registry entry
 	// and creation record, keys and hints.
-	var homeExec int64
+	var homeExec atomic.Int64
 	err := cc.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error {
 		ks, err := c.Keys(ctx, "{"+prefix+"}:exec:*").Result()
-		homeExec += int64(len(ks))
+		homeExec.Add(int64(len(ks)))
 		return err
 	})
-	if err != nil || homeExec != 0 {
-		t.Errorf("home namespace holds %d executions (%v), want none", homeExec, err)
+	if err != nil || homeExec.Load() != 0 {
+		t.Errorf("home namespace holds %d executions (%v), want none", homeExec.Load(), err)
 	}
 }
 

@@ -30,7 +30,8 @@ func (r *Router) pass(ctx context.Context, what string, nowUS int64, limit int, 
 		}
 		n, err := fn(t, r.view(t), left)
 		if err != nil {
-			return r.unsure(err)
+			r.unsure(err)
+			return err
 		}
 		if n > 0 {
 			r.lower(ctx, t, 0, hintClaim) // requeued, promoted, woken, or a key's slot freed

@@ -34,7 +34,8 @@ func (r *Router) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimR
 	if p.Tenant != "" {
 		res, err := r.view(p.Tenant).Claim(ctx, p)
 		if err != nil {
-			return nil, r.unsure(err)
+			r.unsure(err)
+			return nil, err
 		}
 		maxN, _ := p.Bounds()
 		r.claimed(ctx, []string{p.Tenant}, [][]store.Lease{res.Leases}, []bool{len(res.Leases) < maxN}, res)

@@ -42,7 +42,8 @@ func (r *Router) afterExec(ctx context.Context, e *store.Execution) {
 func (r *Router) Admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitResult, error) {
 	res, err := r.view(p.Tenant).Admit(ctx, p)
 	if err != nil {
-		return nil, r.unsure(err)
+		r.unsure(err)
+		return nil, err
 	}
 	claimAt, promoteAt := int64(-1), int64(-1)
 	for _, it := range res.Items {
@@ -136,7 +137,8 @@ func (r *Router) Delete(ctx context.Context, p *store.DeleteParams) error {
 	if err != nil {
 		return err
 	}
-	err = r.unsure(v.Delete(ctx, p))
+	err = v.Delete(ctx, p)
+	r.unsure(err)
 	if err == nil && v.shardTenant != "" {
 		r.lower(ctx, v.shardTenant, 0, hintClaim) // a force delete may free a key's slot
 	}

@@ -65,12 +65,11 @@ func (r *Router) lower(ctx context.Context, t string, at int64, whats ...string)
 
 // unsure notes a call's failure that may have come after its script
 // committed (a lost reply, a timeout: anything but a refusal), so that its
-// hints may be missing: the next pass repairs them first. It returns err.
-func (r *Router) unsure(err error) error {
+// hints may be missing: the next pass repairs them first.
+func (r *Router) unsure(err error) {
 	if err != nil && !refusal(err) {
 		r.needRepair.Store(true)
 	}
-	return err
 }
 
 // refusal reports whether err is a business rule's refusal, which a script

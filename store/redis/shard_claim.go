@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	goredis "github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/latch-run/latch/store"
 )
@@ -84,18 +85,17 @@ func (r *Router) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimR
 		}
 		answers := make([]*store.ClaimResult, len(ask))
 		errs := make([]error, len(ask))
-		done := make(chan struct{}, len(ask))
+		var g errgroup.Group
+		g.SetLimit(16) // within the client's pool
 		for j, i := range ask {
-			go func() {
-				defer func() { done <- struct{}{} }()
+			g.Go(func() error {
 				tp := *p
 				tp.Tenant, tp.Max = names[i], q
 				answers[j], errs[j] = r.view(names[i]).Claim(ctx, &tp)
-			}()
+				return nil
+			})
 		}
-		for range ask {
-			<-done
-		}
+		_ = g.Wait()
 		for round := range q {
 			for j := range ask {
 				if errs[j] == nil && round < len(answers[j].Leases) {

@@ -129,35 +129,29 @@ func (r *Router) next(ctx context.Context, t, what string) (at int64, ok bool, e
 
 // refresh re-derives tenant t's hint of kind what from the tenant's index
 // (its first time, or no hint when it is empty), as a compare and set: the
-// write happens only if no lowering was counted since before the read
-// (WATCH of hintGen), so the hint is never, even for a moment, without
-// work a finished call gave the tenant. A refresh that loses the race
-// leaves the hint as it is, a lower bound still.
+// write (hint_set.lua) happens only if no lowering was counted since the
+// count was read, before the index, so the hint is never, even for a
+// moment, without work a finished call gave the tenant. A refresh that
+// loses the race leaves the hint as it is, a lower bound still. (No
+// connection is held across the reads: on one node, a WATCH held while
+// reading could exhaust the pool.)
 func (r *Router) refresh(ctx context.Context, t, what string) error {
 	ctx = context.WithoutCancel(ctx)
-	key := r.home.k.hint(what)
-	err := r.home.cluster.Watch(ctx, func(tx *goredis.Tx) error {
-		if err := tx.Get(ctx, r.home.k.hintGen(what, t)).Err(); err != nil && !errors.Is(err, goredis.Nil) {
-			return err
-		}
-		at, ok, err := r.next(ctx, t, what)
-		if err != nil {
-			return err
-		}
-		_, err = tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-			if ok {
-				p.ZAdd(ctx, key, goredis.Z{Score: float64(at), Member: t})
-			} else {
-				p.ZRem(ctx, key, t)
-			}
-			return nil
-		})
-		return err
-	}, r.home.k.hintGen(what, t))
-	if err != nil && !errors.Is(err, goredis.TxFailedErr) {
+	gen := r.home.k.hintGen(what, t)
+	g0, err := r.home.rdb.Get(ctx, gen).Result()
+	if err != nil && !errors.Is(err, goredis.Nil) {
 		return fmt.Errorf("redis: hint: %w", interpretError(err))
 	}
-	return nil
+	at, ok, err := r.next(ctx, t, what)
+	if err != nil {
+		return fmt.Errorf("redis: hint: %w", interpretError(err))
+	}
+	score := ""
+	if ok {
+		score = itoa(at)
+	}
+	_, err = r.home.run(ctx, "hint", scriptHintSet, []string{r.home.k.hint(what), gen}, r.home.k.ns, t, g0, score)
+	return err
 }
 
 // hinted returns the tenants whose hint of kind what is not after at (µs),

@@ -25,6 +25,7 @@ import (
 // workers claiming (Max 8, every tenant) and completing until all are
 // done. It logs each phase's throughput and each primary's Redis CPU
 // (INFO cpu, used_cpu_sys + used_cpu_user) per operation.
+// LATCH_SHARD_WORKLOAD_SINGLE=1 runs it on the single-slot layout instead.
 func TestRouterWorkload(t *testing.T) {
 	url := os.Getenv("LATCH_SHARD_WORKLOAD_URL")
 	if url == "" {
@@ -37,7 +38,14 @@ func TestRouterWorkload(t *testing.T) {
 	const tenants, workers = 16, 16
 	ctx := context.Background()
 	prefix := testdb.Name("wl")
-	r := openRouter(t, url, prefix)
+	// LATCH_SHARD_WORKLOAD_SINGLE=1: the single-slot layout (layout=single),
+	// for the router's own cost.
+	var r store.Store
+	if os.Getenv("LATCH_SHARD_WORKLOAD_SINGLE") != "" {
+		r = open(t, url, prefix)
+	} else {
+		r = openRouter(t, url, prefix)
+	}
 	defer r.Close()
 	cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: clusterAddrs(t, url)})
 	defer cc.Close()

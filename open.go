@@ -29,7 +29,10 @@ import (
 //	                             (default "latch")
 //	redis-cluster://H:P,H:P,...  the Redis Cluster of which some nodes are
 //	                             listed (rediss-cluster:// for TLS), with
-//	                             go-redis's cluster options and ?prefix=
+//	                             go-redis's cluster options and ?prefix=;
+//	                             each tenant in a slot of its own
+//	                             (?layout=single: the whole namespace in
+//	                             one slot, as before the tenant router)
 func Open(ctx context.Context, storeURL string) (*Client, error) {
 	b, target, err := parseStoreURL(storeURL)
 	if err != nil {
@@ -67,7 +70,7 @@ var (
 		migrateFirst: true,
 	}
 	redisBackend = &backend{
-		open:    func(ctx context.Context, url string) (store.Store, error) { return redis.Open(ctx, url) },
+		open:    func(ctx context.Context, url string) (store.Store, error) { return redis.OpenStore(ctx, url) },
 		migrate: migrateRedis,
 	}
 )

@@ -17,20 +17,23 @@ import (
 // A store URL redis-cluster://HOST:PORT,HOST:PORT,... (rediss-cluster://
 // for TLS) names a Redis Cluster by some of its nodes (the client learns
 // the others), with go-redis's cluster options as query parameters, and
-// prefix as for redis://. Every key of a namespace carries the hash tag
-// {prefix} (keys.go), so the whole namespace lives in one slot and every
-// script's keys are on one shard: the scripts run unchanged, each atomic on
-// the slot's primary.
+// prefix as for redis://. OpenStore opens it as the tenant router
+// (shard.go): the home namespace {prefix} and a namespace {prefix/T} per
+// tenant, each a hash tag, so each tenant's keys live in one slot and
+// every script's keys are on one shard while tenants spread over the
+// primaries; ?layout=single opens the whole namespace in one slot instead
+// (Open), as before the router. Either way the scripts run unchanged,
+// each atomic on its slot's primary.
 //
 // What is not addressed by a key is sent where it belongs: the function
 // library (or the scripts) is loaded on every primary, and loaded again on
 // every primary when a node answers that it lacks it (a new primary after
 // a resharding; a promoted replica has it by replication); SCAN and CONFIG
-// GET visit every primary; PING goes to the namespace's primary; the
-// change channel is subscribed on the namespace's primary (notify.go). The
-// change messages are plain PUBLISH, which a cluster broadcasts to every
-// node: the scripts need no change, and the namespace keeps one channel
-// when its keys are spread over slots.
+// GET visit every primary; PING goes to the home namespace's primary; the
+// change channel is subscribed on one node (notify.go; the router's
+// pattern subscription, shard_notify.go). The change messages are plain
+// PUBLISH, which a cluster broadcasts to every node: the scripts need no
+// change.
 //
 // go-redis refreshes its map of the cluster on a MOVED reply, and
 // otherwise once a minute: a primary that dies answers nothing, so the
@@ -70,6 +73,8 @@ func parseClusterURL(rawURL string) (opt *goredis.ClusterOptions, prefix string,
 		prefix, ok = p[len(p)-1], true
 		q.Del("prefix")
 	}
+	q.Del("layout") // clusterLayout's
+
 	for _, a := range addrs[1:] {
 		q.Add("addr", a)
 	}
@@ -84,12 +89,42 @@ func parseClusterURL(rawURL string) (opt *goredis.ClusterOptions, prefix string,
 	return opt, prefix, ok, nil
 }
 
+// The layouts of a namespace on a Redis Cluster: a hash tag per tenant
+// (the tenant router, shard.go: the default), or the whole namespace in
+// one slot (?layout=single: the layout of latch before the router, which
+// a namespace created by it keeps).
+const (
+	layoutTenant = "tenant"
+	layoutSingle = "single"
+)
+
+// clusterLayout reads the layout parameter of a cluster URL.
+func clusterLayout(rawURL string) (string, error) {
+	_, rest, _ := strings.Cut(rawURL, "://")
+	_, rawQuery, _ := strings.Cut(rest, "?")
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return "", err
+	}
+	l := q.Get("layout")
+	switch l {
+	case "", layoutTenant:
+		return layoutTenant, nil
+	case layoutSingle:
+		return l, nil
+	}
+	return "", fmt.Errorf("layout %q: want %s or %s", l, layoutTenant, layoutSingle)
+}
+
 // clusterHook asks the cluster client for a new map of the cluster when a
 // call could not reach its node or the node answered CLUSTERDOWN: the node
 // may have died and its replica been promoted, which go-redis would
 // otherwise learn only at its next periodic refresh. Refreshes are
 // asynchronous and coalesced (ReloadState).
-type clusterHook struct{ cc *goredis.ClusterClient }
+type clusterHook struct {
+	cc          *goredis.ClusterClient
+	unavailable func() // nil: nothing more to do
+}
 
 func (h clusterHook) DialHook(next goredis.DialHook) goredis.DialHook { return next }
 
@@ -116,6 +151,9 @@ func (h clusterHook) check(ctx context.Context, err error) {
 	}
 	if unavailable(err) {
 		h.cc.ReloadState(ctx)
+		if h.unavailable != nil {
+			h.unavailable()
+		}
 	}
 }
 

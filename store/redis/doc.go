@@ -6,7 +6,9 @@
 // Open reads the URL with go-redis's ParseURL (redis://, rediss://, unix://
 // and its query options). The prefix query parameter, or the WithPrefix
 // option, names the namespace (default "latch"): Stores with different
-// prefixes share one server and nothing else.
+// prefixes share one server and nothing else. OpenStore, which latch.Open
+// uses, opens the same Store, except on a redis-cluster:// URL, where it
+// opens the tenant router (see Redis Cluster).
 //
 // # Atomicity
 //
@@ -201,21 +203,82 @@
 //
 // The braces around the prefix are a hash tag: every key of a namespace
 // hashes to the same slot, so every script's keys are on one node, as
-// Cluster requires. The honest trade-off is that one namespace lives on one
-// shard: a Cluster spreads several namespaces (prefixes), not one. It could
-// not be otherwise — operations across tenants (a Claim for every tenant,
-// Rescue, Prune) must see the whole namespace in one atomic step. Each
-// script names in KEYS the keys it can compute from its arguments; the
-// keys that hang off stored data (an execution found through a dedup key or
-// an index, the indexes of its queue and kind, its concurrency key, the
-// records of its tenant) are derived inside the script from the same
-// prefix, which is legal because they are in the same slot. A
-// redis-cluster:// URL opens the Store on a go-redis ClusterClient
-// (cluster.go, which says where the commands that name no key go, and how
-// a failover is followed). A failover loses what the primary had
-// acknowledged but not yet sent to the promoted replica (replication is
-// asynchronous): a suffix of the namespace's changes, each script's
-// effects whole or not at all (Durability, below).
+// Cluster requires. Each script names in KEYS the keys it can compute from
+// its arguments; the keys that hang off stored data (an execution found
+// through a dedup key or an index, the indexes of its queue and kind, its
+// concurrency key, the records of its tenant) are derived inside the
+// script from the same prefix, which is legal because they are in the same
+// slot. A redis-cluster:// URL (cluster.go) opens the tenant router
+// (OpenStore, OpenRouter; shard.go), which gives every tenant a namespace
+// of its own, so a slot of its own:
+//
+//	{p}                       the home namespace: tenants (the registry, and
+//	                          each tenant's creation record as tenant:<T>),
+//	                          apikey:<hash>, keyids:<T>, admin, session:<id>,
+//	                          schema, servers, server:<id>, workers,
+//	                          activity, and the router's own keys:
+//	{p}:layout                string "tenant": the router's home (a
+//	                          single-slot Store refuses it; the router
+//	                          refuses a single-slot namespace)
+//	{p}:shard:turns           zset   tenants by turn (I12), across tenants
+//	{p}:shard:turnseq         string the last turn given
+//	{p}:shard:hint:<what>     zset   tenants that may have work of a kind (claim,
+//	                                 promote, rescue, wake, fire) by the
+//	                                 earliest time, a lower bound (shard_hints.go)
+//	{p}:shard:gen:<what>:<T>  string lowerings of a hint (its refresh's compare
+//	                                 and set)
+//	{p/T}                     tenant T's namespace: the whole layout above for
+//	                          one tenant — its hash (authoritative: quota,
+//	                          inflight, disabled), executions, dedup, ready
+//	                          indexes, turns, sched, due, running, wake,
+//	                          done, concurrency keys, rate limits, schedules,
+//	                          nextrun, flows, runs, queue statistics
+//
+// ('/' is not allowed in a prefix, so no prefix's namespace is another's
+// tenant namespace.) Every operation on one tenant is the usual script on
+// the tenant's namespace: one script, one slot, one node, atomic as
+// above, while tenants spread over the cluster's primaries. The router
+// only routes and merges; every rule stays in the scripts:
+//
+//   - Tenants: CreateTenant writes the home record and key (the name and
+//     key hash are claimed there) then the tenant's namespace; DeleteTenant
+//     deletes the namespace (refused there while work is in flight) then
+//     the home record, keys, workers and activity. A crash between the
+//     two leaves a tenant that reads as missing; DeleteTenant removes it.
+//     LookupAPIKey reads home, then the Disabled flag from the tenant's
+//     namespace.
+//   - Claim for every tenant keeps I12 across namespaces: the tenants the
+//     claim hint names, by turn, served in rounds of one execution each by
+//     their own namespace's claim (batched: n wanted over k tenants asks
+//     each for n/k at once), then new turns in the order last served
+//     (shard_claim.go). Rescue, Promote and Wake visit the tenants their
+//     hint names as due, ListSchedules DueBy those of the fire hint: an
+//     idle tenant costs nothing per tick. Prune visits every tenant, then
+//     re-derives every hint; so does the next pass after a node was out of
+//     reach.
+//   - A call naming an execution but no tenant (an admin's) finds it with
+//     one pipelined EXISTS over the tenants' namespaces; List over every
+//     tenant merges the tenants' pages newest first (the scan bound then
+//     applies per tenant); the lists ordered by tenant are the tenants'
+//     lists in name order.
+//   - Changes: each namespace keeps its version counter and channel; the
+//     router subscribes with one pattern, {p[}/]*:changed, and marks
+//     versions per namespace (shard_notify.go).
+//
+// What this gives: a tenant's work stays on one primary (a single huge
+// tenant gets one node's throughput, as before), and different tenants'
+// work spreads over the primaries. Execution ids the store makes are
+// unique everywhere; an id a client chooses is unique within its tenant
+// only. A ?layout=single URL keeps a namespace in one slot (one shard: a
+// Cluster then spreads several prefixes, not one), as latch did before
+// the router, and as it still does on a single server.
+//
+// A failover loses what the primary had acknowledged but not yet sent to
+// the promoted replica (replication is asynchronous): a suffix of that
+// primary's changes, each script's effects whole or not at all
+// (Durability, below; TestClusterFailover). Home and tenants may be on different primaries,
+// so a failover of one may lose a suffix of its own writes only: the
+// home's hint writes whose work a tenant's primary kept are re-derived.
 //
 // # Flows
 //
@@ -254,7 +317,8 @@
 // missed; callers poll as well, as the Notifier contract says. On a Redis
 // Cluster the channel is a plain one (PUBLISH reaches every node of the
 // cluster) and the subscriber connects to the namespace's primary, so a
-// failover drops its connection too, and it resubscribes on the new one.
+// failover drops its connection too, and it resubscribes on the new one
+// (the tenant router's one pattern subscription: see Redis Cluster).
 //
 // It is also a store.ChangeFeed: a change made through it is reported with
 // the ids of the executions it changed; a version none of its own scripts

@@ -137,3 +137,22 @@ func SeedTerminal(tb testing.TB, s *Store, tenants, queues []string, n int, fini
 		}
 	})
 }
+
+// CheckRouterConsistency is CheckConsistency on the home namespace and on
+// every tenant namespace of a tenant router.
+func CheckRouterConsistency(t testing.TB, r *Router) {
+	t.Helper()
+	ctx := context.Background()
+	names, err := r.tenants(ctx)
+	if err != nil {
+		t.Errorf("consistency check: %v", err)
+		return
+	}
+	CheckConsistency(t, r.home)
+	for _, n := range names {
+		CheckConsistency(t, r.view(n))
+	}
+}
+
+// TenantNamespace is the namespace (hash tag included) of tenant t.
+func (r *Router) TenantNamespace(t string) string { return r.home.k.tenantNS(t) }

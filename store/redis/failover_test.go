@@ -24,7 +24,8 @@ import (
 // TestClusterFailover kills the primary that holds a tenant's executions,
 // on a Redis Cluster of the test's own (three primaries, a replica each,
 // started here on free ports: the shared test cluster is never disturbed),
-// while two Stores (two servers) are open on the namespace, and makes the
+// while two tenant routers (two servers) are open on the namespace (its
+// home may be on that primary or another), and makes the
 // failover lose acknowledged changes, every time: once the replica has
 // applied everything up to a point (its replication offset reaches the
 // primary's), it is stopped (SIGSTOP) and its replication link closed on
@@ -64,12 +65,12 @@ func TestClusterFailover(t *testing.T) {
 	ctx := t.Context()
 	prefix := "failover"
 	url := "redis-cluster://" + nodes[0].addr + "," + nodes[1].addr + "," + nodes[2].addr + "?prefix=" + prefix
-	a, err := redis.Open(ctx, url)
+	a, err := redis.OpenRouter(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := redis.Open(ctx, url)
+	b, err := redis.OpenRouter(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestClusterFailover(t *testing.T) {
 		}
 		return e
 	}
-	complete := func(s *redis.Store, l store.Lease) error {
+	complete := func(s *redis.Router, l store.Lease) error {
 		_, err := s.Complete(ctx, &store.CompleteParams{ExecutionID: l.ExecutionID, Token: l.Token})
 		return err
 	}
@@ -137,7 +138,9 @@ func TestClusterFailover(t *testing.T) {
 	t.Logf("execution %s on primary %s, replica %s", synced[0], primary.addr, replica.addr)
 	// Where the tenant's hash and an API key are: on the killed primary
 	// their changes below are lost, elsewhere they are kept.
-	tenantOnPrimary := primaryHolding(t, ctx, prim, "tenant:acme") == primary
+	// The tenant's hash in its own namespace ({prefix/acme}), not the home's
+	// creation record.
+	tenantOnPrimary := primaryHolding(t, ctx, prim, "/acme}:tenant:acme") == primary
 	revokedOnPrimary := primaryHolding(t, ctx, prim, "apikey:revoked-key-hash") == primary
 
 	// The replica has applied every change so far: its offset in the
@@ -200,7 +203,7 @@ func TestClusterFailover(t *testing.T) {
 
 	// The Stores reach the new primary: until go-redis has the new map of
 	// the cluster, a call fails with ErrUnavailable and nothing else.
-	for _, s := range []*redis.Store{a, b} {
+	for _, s := range []*redis.Router{a, b} {
 		waitFor(t, 15*time.Second, "the Store reaches the new primary", func() bool {
 			_, err := s.GetTenant(ctx, &store.GetTenantParams{Name: "acme"})
 			if err != nil && !errors.Is(err, store.ErrUnavailable) {
@@ -247,7 +250,7 @@ func TestClusterFailover(t *testing.T) {
 	if _, err := a.LookupAPIKey(ctx, &store.LookupAPIKeyParams{KeyHash: "revoked-key-hash"}); (err == nil) != revokedOnPrimary {
 		t.Errorf("API key revoked after the link closed: %v after the failover, its key on the killed primary: %v", err, revokedOnPrimary)
 	}
-	redis.CheckConsistency(t, a)
+	redis.CheckRouterConsistency(t, a)
 
 	// What a user does then. A lost submit is resubmitted under its dedup
 	// key: the key maps to nothing, so it is a new execution. The synced
@@ -333,7 +336,7 @@ func TestClusterFailover(t *testing.T) {
 	if ten, err := a.GetTenant(ctx, &store.GetTenantParams{Name: "acme"}); err != nil || ten.Inflight != 0 {
 		t.Errorf("tenant after the drain: %+v %v, want inflight 0", ten, err)
 	}
-	redis.CheckConsistency(t, a)
+	redis.CheckRouterConsistency(t, a)
 
 	// Changes through one Store wake the other again: its subscription
 	// found the new primary (and the version counter, which went back with

@@ -45,6 +45,25 @@ func checkPrefix(p string) error {
 	return nil
 }
 
+// The tenant router's keys (shard.go), in the home namespace: the turns
+// of the tenants (I12) and the last turn given, and the hints, one sorted
+// set per kind of work (claim, promote, rescue, wake, fire) of tenant
+// names scored by the earliest time, in microseconds, the tenant may have
+// such work. tenantNS is the namespace of tenant t, "{prefix/t}".
+func (k keys) shardTurns() string      { return k.ns + ":shard:turns" }
+func (k keys) shardTurnSeq() string    { return k.ns + ":shard:turnseq" }
+func (k keys) hint(what string) string { return k.ns + ":shard:hint:" + what }
+
+// hintGen counts the lowerings of tenant t's hint of kind what: a refresh
+// changes the hint only if no lowering came between its reads and its
+// write (shard_hints.go).
+func (k keys) hintGen(what, t string) string { return k.ns + ":shard:gen:" + what + ":" + t }
+func (k keys) tenantNS(t string) string      { return strings.TrimSuffix(k.ns, "}") + "/" + t + "}" }
+
+// layout marks a namespace of a cluster as the tenant router's home
+// ("tenant"; absent: the single-slot layout).
+func (k keys) layout() string { return k.ns + ":layout" }
+
 // pattern matches every key of the namespace (for SCAN).
 func (k keys) pattern() string { return k.ns + ":*" }
 

@@ -38,8 +38,9 @@ import (
 // message race, so a version received before its reply is held as in
 // doubt for ackGrace: only one still unclaimed then counts as remote.
 type notifier struct {
-	ps   *goredis.PubSub
-	lost func() // called when the subscription fails (nil: nothing to do)
+	ps   *goredis.PubSub // nil for a namespace of the tenant router (fwd)
+	fwd  func(v int64)   // the router's ack for this namespace (shard_notify.go); nil: none
+	lost func()          // called when the subscription fails (nil: nothing to do)
 	quit chan struct{}
 	done chan struct{}
 	feed *store.Feed
@@ -157,6 +158,10 @@ func (n *notifier) changed() <-chan struct{} {
 // script changed nothing).
 func (n *notifier) ack(v int64) {
 	if v <= 0 {
+		return
+	}
+	if n.fwd != nil {
+		n.fwd(v)
 		return
 	}
 	n.mu.Lock()

@@ -21,6 +21,9 @@ type Store struct {
 	rdb     goredis.UniversalClient
 	cluster *goredis.ClusterClient // rdb, on a Redis Cluster (cluster.go); else nil
 	k       keys
+	// shardTenant is the tenant of a tenant router's namespace (shard.go);
+	// "" for any other Store.
+	shardTenant string
 
 	// functions: the scripts run as the function library (FCALL), not as
 	// scripts (EVALSHA); see scripts.go.
@@ -54,6 +57,12 @@ type Option func(*config)
 type config struct {
 	prefix  string
 	scripts bool // run the scripts with EVALSHA even if the server has functions (tests)
+	// detached: no subscription of the Store's own; the tenant router
+	// (shard.go) subscribes for its namespaces and sets note.
+	detached bool
+	// unavailable, if set, is called when a call could not reach its
+	// cluster node (clusterHook): the tenant router repairs its hints.
+	unavailable func()
 }
 
 // WithPrefix sets the key prefix (default "latch", or the URL's prefix
@@ -114,7 +123,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 			copt.ClientName = "latch:" + cfg.prefix // shows in CLIENT LIST
 		}
 		s.cluster = goredis.NewClusterClient(copt)
-		s.cluster.AddHook(clusterHook{s.cluster})
+		s.cluster.AddHook(clusterHook{cc: s.cluster, unavailable: cfg.unavailable})
 		s.rdb, addr = s.cluster, strings.Join(copt.Addrs, ",")
 	} else {
 		if ropt.ClientName == "" {
@@ -131,6 +140,13 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		rdb.Close()
 		return nil, err
 	}
+	if copt != nil && !cfg.detached {
+		// A namespace the tenant router made is not one namespace.
+		if l, err := s.rdb.Get(ctx, k.layout()).Result(); err == nil && l == layoutTenant {
+			rdb.Close()
+			return nil, fmt.Errorf("redis: namespace %s holds a tenant per slot (the tenant router): open it without layout=single", k.ns)
+		}
+	}
 	if err := s.upgrade(ctx); err != nil {
 		rdb.Close()
 		return nil, err
@@ -145,7 +161,9 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	if s.cluster != nil {
 		lost = func() { s.cluster.ReloadState(context.Background()) }
 	}
-	if s.note, err = startNotifier(ctx, rdb, k.channel(), &s.feed, lost); err != nil {
+	if cfg.detached {
+		s.note = &notifier{mine: map[uint64]struct{}{}, doubt: map[uint64]struct{}{}}
+	} else if s.note, err = startNotifier(ctx, rdb, k.channel(), &s.feed, lost); err != nil {
 		rdb.Close()
 		return nil, err
 	}
@@ -179,7 +197,11 @@ func (s *Store) Close() error {
 		s.stopBG() // a group in flight ends at once, its callers told so
 		s.admitG.close()
 		s.completeG.close()
-		s.closeErr = errors.Join(s.note.stop(), s.rdb.Close())
+		var stopErr error
+		if s.note.ps != nil {
+			stopErr = s.note.stop()
+		}
+		s.closeErr = errors.Join(stopErr, s.rdb.Close())
 	})
 	return s.closeErr
 }

@@ -72,6 +72,7 @@ var (
 	scriptActivity        = mustReadScript("activity")
 	scriptListRateLimits  = mustReadScript("list_rate_limits")
 	scriptConcurrencyKeys = mustReadScript("concurrency_keys")
+	scriptHintSet         = mustScript("hint_set")
 
 	allScripts = []*luaScript{
 		scriptAdmit, scriptClaim, scriptHeartbeat, scriptComplete, scriptFail, scriptRelease,
@@ -81,7 +82,7 @@ var (
 		scriptDeleteTenant, scriptDeleteAPIKey, scriptTouchAPIKey, scriptBackfill,
 		scriptSeedTurns, scriptStep, scriptSuspend, scriptSignal, scriptWake, scriptRetry,
 		scriptQueueStats, scriptReportServer, scriptPresence, scriptActivity, scriptListRateLimits,
-		scriptConcurrencyKeys,
+		scriptConcurrencyKeys, scriptHintSet,
 	}
 
 	// libName and librarySource are the function library that holds every

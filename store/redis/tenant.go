@@ -146,6 +146,12 @@ func (s *Store) AddAPIKey(ctx context.Context, p *store.AddAPIKeyParams) error {
 
 // LookupAPIKey implements store.Store.
 func (s *Store) LookupAPIKey(ctx context.Context, p *store.LookupAPIKeyParams) (*store.APIKey, error) {
+	return s.lookupAPIKey(ctx, p, nil)
+}
+
+// lookupAPIKey is LookupAPIKey; tenantHash, when not nil, says where a
+// tenant's hash is (the tenant router's namespaces), else it is s's.
+func (s *Store) lookupAPIKey(ctx context.Context, p *store.LookupAPIKeyParams, tenantHash func(t string) (*Store, string)) (*store.APIKey, error) {
 	m, err := s.rdb.HGetAll(ctx, s.k.apiKey(p.KeyHash)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("redis: lookup api key: %w", interpretError(err))
@@ -160,7 +166,11 @@ func (s *Store) LookupAPIKey(ctx context.Context, p *store.LookupAPIKeyParams) (
 	if k.Tenant != "" {
 		// A second read: the tenant's flag may change between the two,
 		// as it may just after a read of both.
-		d, err := s.rdb.HGet(ctx, s.k.tenant(k.Tenant), "disabled").Result()
+		hs, key := s, s.k.tenant(k.Tenant)
+		if tenantHash != nil {
+			hs, key = tenantHash(k.Tenant)
+		}
+		d, err := hs.rdb.HGet(ctx, key, "disabled").Result()
 		if err != nil && !errors.Is(err, goredis.Nil) {
 			return nil, fmt.Errorf("redis: lookup api key: %w", interpretError(err))
 		}

@@ -1,0 +1,17 @@
+-- hint_set.lua: the tenant router's hint refresh (shard_hints.go) — set a
+-- tenant's hint to the first time read from its namespace, or remove it,
+-- only if no lowering was counted since the caller read the count, before
+-- it read the namespace.
+--
+-- KEYS[1] shard:hint:<what>   KEYS[2] shard:gen:<what>:<T>
+-- ARGV[1] NS  ARGV[2] tenant  ARGV[3] the count read ('' = none yet)
+-- ARGV[4] the hint's score ('' = remove the hint)
+-- Returns {1} when it wrote, {0} when a lowering came in between.
+
+if (redis.call('GET', KEYS[2]) or '') ~= ARGV[3] then return {0} end
+if ARGV[4] == '' then
+  redis.call('ZREM', KEYS[1], ARGV[2])
+else
+  redis.call('ZADD', KEYS[1], ARGV[4], ARGV[2])
+end
+return {1}

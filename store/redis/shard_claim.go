@@ -1,0 +1,196 @@
+package redis
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	goredis "github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/latch-run/latch/store"
+)
+
+// Claim across tenants (I12), as store.Store.Claim defines it, with the
+// turns kept in the home namespace (shardTurns, scored by turn; a tenant
+// never served has turn 0) instead of in one namespace's turns set.
+//
+// A claim for one tenant is that tenant namespace's claim, which also
+// moves the tenant's turn here when it leased. A claim for every tenant
+// takes the tenants the claim hint names as possibly having work by Now,
+// orders them by turn (equal turns in name order) and serves them in
+// rounds, each tenant's own claim (its filters, limits and order are its
+// namespace's script's) giving its executions in its own order. Rounds
+// are batched: with k tenants in play and n leases still wanted, each of
+// the k is asked for n/k at once (concurrently, one script each on its own
+// node) and the answers are interleaved round by round, a tenant that
+// answered fewer than asked being out of the claim from that round on;
+// when n < k, the first n tenants are asked for one each. The leases so
+// come out exactly in the order of rounds of one execution each. Then
+// every tenant leased to gets a turn after every other's, in the order
+// the claim last served them.
+func (r *Router) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
+	if p.Tenant != "" {
+		res, err := r.view(p.Tenant).Claim(ctx, p)
+		if err != nil {
+			r.unsure(err)
+			return nil, err
+		}
+		maxN, _ := p.Bounds()
+		r.claimed(ctx, []string{p.Tenant}, [][]store.Lease{res.Leases}, []bool{len(res.Leases) < maxN}, res)
+		return res, nil
+	}
+	r.repairIfNeeded(ctx)
+	t := now(p.Now)
+	maxN, _ := p.Bounds()
+	names, err := r.hinted(ctx, hintClaim, us(t), 0)
+	if err != nil || len(names) == 0 {
+		return &store.ClaimResult{}, err
+	}
+	turns, err := r.home.rdb.ZMScore(ctx, r.home.k.shardTurns(), names...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redis: claim: %w", interpretError(err))
+	}
+	order := make([]int, len(names))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		if c := cmp.Compare(turns[a], turns[b]); c != 0 {
+			return c
+		}
+		return cmp.Compare(names[a], names[b])
+	})
+	ordered := make([]string, len(order))
+	for i, j := range order {
+		ordered[i] = names[j]
+	}
+	names = ordered
+
+	got := make([][]store.Lease, len(names)) // per tenant, in its order
+	short := make([]bool, len(names))        // answered fewer than asked: out of the claim
+	res := &store.ClaimResult{}
+	var out []store.Lease
+	var errFirst error
+	active := make([]int, len(names))
+	for i := range active {
+		active[i] = i
+	}
+	for n := maxN; n > 0 && len(active) > 0; {
+		ask, q := active, n/len(active)
+		if q == 0 {
+			ask, q = active[:n], 1
+		}
+		answers := make([]*store.ClaimResult, len(ask))
+		errs := make([]error, len(ask))
+		var g errgroup.Group
+		g.SetLimit(16) // within the client's pool
+		for j, i := range ask {
+			g.Go(func() error {
+				tp := *p
+				tp.Tenant, tp.Max = names[i], q
+				answers[j], errs[j] = r.view(names[i]).Claim(ctx, &tp)
+				return nil
+			})
+		}
+		_ = g.Wait()
+		for round := range q {
+			for j := range ask {
+				if errs[j] == nil && round < len(answers[j].Leases) {
+					out = append(out, answers[j].Leases[round])
+				}
+			}
+		}
+		for j, i := range ask {
+			if errs[j] != nil {
+				r.unsure(errs[j])
+				errFirst = cmp.Or(errFirst, errs[j])
+				short[i] = true
+				continue
+			}
+			a := answers[j]
+			got[i] = append(got[i], a.Leases...)
+			n -= len(a.Leases)
+			res.Deferred += a.Deferred
+			if !a.RetryAt.IsZero() && (res.RetryAt.IsZero() || a.RetryAt.Before(res.RetryAt)) {
+				res.RetryAt = a.RetryAt
+			}
+			if len(a.Leases) < q {
+				short[i] = true
+			}
+		}
+		// The round goes on with the tenants not asked yet, then the
+		// asked ones that are still in.
+		still := slices.Clone(active[len(ask):])
+		for _, i := range ask {
+			if !short[i] {
+				still = append(still, i)
+			}
+		}
+		active = still
+	}
+	res.Leases = out
+	if len(out) == 0 && errFirst != nil {
+		return nil, errFirst
+	}
+	r.claimed(ctx, names, got, short, res)
+	return res, nil
+}
+
+// claimed does what follows a claim: new turns for the tenants leased to
+// (in the order the leases, out, last served them), their rescue hints at
+// the leases' expiry, the deferred work's promote hint, and a refresh of
+// the claim hint of each tenant that ran short.
+func (r *Router) claimed(ctx context.Context, names []string, got [][]store.Lease, short []bool, res *store.ClaimResult) {
+	ctx = context.WithoutCancel(ctx)
+	last := map[string]int{}
+	for i, l := range res.Leases {
+		last[l.Tenant] = i
+	}
+	served := make([]string, 0, len(last))
+	for t := range last {
+		served = append(served, t)
+	}
+	slices.SortFunc(served, func(a, b string) int { return cmp.Compare(last[a], last[b]) })
+	var turns []goredis.Z
+	if len(served) > 0 {
+		seq, err := r.home.rdb.IncrBy(ctx, r.home.k.shardTurnSeq(), int64(len(served))).Result()
+		if err == nil {
+			for i, t := range served {
+				turns = append(turns, goredis.Z{Score: float64(seq - int64(len(served)) + 1 + int64(i)), Member: t})
+			}
+		}
+	}
+	// The turns and the rescue hints in one MULTI (all home keys).
+	if len(turns) > 0 || len(last) > 0 {
+		_, _ = r.home.rdb.TxPipelined(ctx, func(pipe goredis.Pipeliner) error {
+			if len(turns) > 0 {
+				pipe.ZAdd(ctx, r.home.k.shardTurns(), turns...)
+			}
+			for i, t := range names {
+				if len(got[i]) == 0 {
+					continue
+				}
+				exp := int64(math.MaxInt64)
+				for _, l := range got[i] {
+					exp = min(exp, us(l.ExpiresAt))
+				}
+				pipe.ZAddLT(ctx, r.home.k.hint(hintRescue), goredis.Z{Score: float64(exp), Member: t})
+				pipe.Incr(ctx, r.home.k.hintGen(hintRescue, t))
+			}
+			return nil
+		})
+	}
+	if !res.RetryAt.IsZero() {
+		for _, t := range names {
+			r.lower(ctx, t, us(res.RetryAt), hintPromote)
+		}
+	}
+	for i, t := range names {
+		if short[i] {
+			_ = r.refresh(ctx, t, hintClaim)
+		}
+	}
+}

@@ -1,0 +1,266 @@
+package redis
+
+import (
+	"context"
+
+	"github.com/latch-run/latch/store"
+)
+
+// Calls about one execution go to its tenant's namespace: the one the
+// call names, else the one holding the id (find). After a script that may
+// have given its tenant work, the router lowers the tenant's hints
+// (shard_hints.go).
+
+// afterExec lowers the hints an execution's new state calls for: queued
+// (claim now), scheduled (claim and promote at RunAt), suspended with a
+// wake time (wake then); an execution with a concurrency key that left a
+// running or queued state may have freed a slot for parked work (claim
+// now).
+func (r *Router) afterExec(ctx context.Context, e *store.Execution) {
+	if e == nil || e.Tenant == "" {
+		return
+	}
+	switch e.Status {
+	case store.StatusQueued:
+		r.lower(ctx, e.Tenant, 0, hintClaim)
+	case store.StatusScheduled:
+		r.lower(ctx, e.Tenant, us(e.RunAt), hintClaim, hintPromote)
+	case store.StatusSuspended:
+		if e.WakeAt != nil {
+			r.lower(ctx, e.Tenant, us(*e.WakeAt), hintWake)
+		}
+		if e.ConcurrencyKey != "" {
+			r.lower(ctx, e.Tenant, 0, hintClaim)
+		}
+	default:
+		if e.ConcurrencyKey != "" {
+			r.lower(ctx, e.Tenant, 0, hintClaim)
+		}
+	}
+}
+
+func (r *Router) Admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitResult, error) {
+	res, err := r.view(p.Tenant).Admit(ctx, p)
+	if err != nil {
+		r.unsure(err)
+		return nil, err
+	}
+	claimAt, promoteAt := int64(-1), int64(-1)
+	for _, it := range res.Items {
+		e := it.Execution
+		if e == nil || it.Deduplicated {
+			continue
+		}
+		switch e.Status {
+		case store.StatusQueued:
+			claimAt = 0
+		case store.StatusScheduled:
+			if t := us(e.RunAt); promoteAt < 0 || t < promoteAt {
+				promoteAt = t
+			}
+		}
+	}
+	if promoteAt >= 0 {
+		r.lower(ctx, p.Tenant, promoteAt, hintPromote)
+		if claimAt < 0 {
+			claimAt = promoteAt
+		}
+	}
+	if claimAt >= 0 {
+		r.lower(ctx, p.Tenant, claimAt, hintClaim)
+	}
+	return res, nil
+}
+
+func (r *Router) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
+	v, err := r.find(ctx, p.Tenant, p.ExecutionID)
+	if err != nil {
+		return nil, err
+	}
+	return v.Heartbeat(ctx, p)
+}
+
+func (r *Router) Complete(ctx context.Context, p *store.CompleteParams) (*store.Execution, error) {
+	v, err := r.find(ctx, p.Tenant, p.ExecutionID)
+	if err != nil {
+		return nil, err
+	}
+	e, err := v.Complete(ctx, p)
+	r.unsure(err)
+	if err == nil && e != nil && e.ConcurrencyKey != "" {
+		r.afterExec(ctx, e)
+	}
+	return e, err
+}
+
+func (r *Router) Fail(ctx context.Context, p *store.FailParams) (*store.Execution, error) {
+	v, err := r.find(ctx, p.Tenant, p.ExecutionID)
+	if err != nil {
+		return nil, err
+	}
+	e, err := v.Fail(ctx, p)
+	r.unsure(err)
+	if err == nil {
+		r.afterExec(ctx, e)
+	}
+	return e, err
+}
+
+func (r *Router) Release(ctx context.Context, p *store.ReleaseParams) (*store.Execution, error) {
+	v, err := r.find(ctx, p.Tenant, p.ExecutionID)
+	if err != nil {
+		return nil, err
+	}
+	e, err := v.Release(ctx, p)
+	r.unsure(err)
+	if err == nil {
+		r.afterExec(ctx, e)
+	}
+	return e, err
+}
+
+func (r *Router) Cancel(ctx context.Context, p *store.CancelParams) (*store.Execution, error) {
+	v, err := r.find(ctx, p.Tenant, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	e, err := v.Cancel(ctx, p)
+	r.unsure(err)
+	if err == nil {
+		r.afterExec(ctx, e)
+	}
+	return e, err
+}
+
+func (r *Router) Delete(ctx context.Context, p *store.DeleteParams) error {
+	v, err := r.find(ctx, p.Tenant, p.ID)
+	if err != nil {
+		return err
+	}
+	err = v.Delete(ctx, p)
+	r.unsure(err)
+	if err == nil && v.shardTenant != "" {
+		r.lower(ctx, v.shardTenant, 0, hintClaim) // a force delete may free a key's slot
+	}
+	return err
+}
+
+func (r *Router) RecordStep(ctx context.Context, p *store.RecordStepParams) (*store.RecordStepResult, error) {
+	v, err := r.find(ctx, p.Tenant, p.ExecutionID)
+	if err != nil {
+		return nil, err
+	}
+	return v.RecordStep(ctx, p)
+}
+
+func (r *Router) Suspend(ctx context.Context, p *store.SuspendParams) (*store.Execution, error) {
+	v, err := r.find(ctx, p.Tenant, p.ExecutionID)
+	if err != nil {
+		return nil, err
+	}
+	e, err := v.Suspend(ctx, p)
+	r.unsure(err)
+	if err == nil {
+		r.afterExec(ctx, e)
+	}
+	return e, err
+}
+
+func (r *Router) Signal(ctx context.Context, p *store.SignalParams) (*store.SignalResult, error) {
+	v, err := r.find(ctx, p.Tenant, p.ExecutionID)
+	if err != nil {
+		return nil, err
+	}
+	res, err := v.Signal(ctx, p)
+	r.unsure(err)
+	if err == nil && res.Delivered && v.shardTenant != "" {
+		r.lower(ctx, v.shardTenant, 0, hintClaim)
+	}
+	return res, err
+}
+
+func (r *Router) Retry(ctx context.Context, p *store.RetryParams) (*store.Execution, error) {
+	v, err := r.find(ctx, p.Tenant, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	e, err := v.Retry(ctx, p)
+	r.unsure(err)
+	if err == nil {
+		r.afterExec(ctx, e)
+	}
+	return e, err
+}
+
+func (r *Router) Steps(ctx context.Context, p *store.StepsParams) ([]*store.Step, error) {
+	v, err := r.find(ctx, p.Tenant, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	return v.Steps(ctx, p)
+}
+
+func (r *Router) Runs(ctx context.Context, p *store.RunsParams) ([]*store.Run, error) {
+	v, err := r.find(ctx, p.Tenant, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	return v.Runs(ctx, p)
+}
+
+func (r *Router) Get(ctx context.Context, p *store.GetParams) (*store.Execution, error) {
+	v, err := r.find(ctx, p.Tenant, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	return v.Get(ctx, p)
+}
+
+// Schedules and rate limits: the tenant's namespace.
+
+func (r *Router) PutSchedule(ctx context.Context, p *store.PutScheduleParams) (*store.PutScheduleResult, error) {
+	res, err := r.view(p.Schedule.Tenant).PutSchedule(ctx, p)
+	r.unsure(err)
+	if err == nil && res.Schedule != nil && res.Schedule.Enabled {
+		r.lower(ctx, p.Schedule.Tenant, us(res.Schedule.NextRunAt), hintFire)
+	}
+	return res, err
+}
+
+func (r *Router) GetSchedule(ctx context.Context, p *store.GetScheduleParams) (*store.Schedule, error) {
+	return r.view(p.Tenant).GetSchedule(ctx, p)
+}
+
+func (r *Router) SetScheduleEnabled(ctx context.Context, p *store.SetScheduleEnabledParams) (*store.Schedule, error) {
+	s, err := r.view(p.Tenant).SetScheduleEnabled(ctx, p)
+	r.unsure(err)
+	if err == nil && s.Enabled {
+		r.lower(ctx, p.Tenant, us(s.NextRunAt), hintFire)
+	}
+	return s, err
+}
+
+func (r *Router) DeleteSchedule(ctx context.Context, p *store.DeleteScheduleParams) error {
+	return r.view(p.Tenant).DeleteSchedule(ctx, p)
+}
+
+func (r *Router) FireSchedule(ctx context.Context, p *store.FireScheduleParams) (*store.FireScheduleResult, error) {
+	res, err := r.view(p.Tenant).FireSchedule(ctx, p)
+	r.unsure(err)
+	if err == nil && res.Execution != nil && !res.Deduplicated {
+		r.afterExec(ctx, res.Execution)
+	}
+	return res, err
+}
+
+func (r *Router) PutRateLimit(ctx context.Context, p *store.PutRateLimitParams) (*store.RateLimit, error) {
+	return r.view(p.Limit.Tenant).PutRateLimit(ctx, p)
+}
+
+func (r *Router) GetRateLimit(ctx context.Context, p *store.GetRateLimitParams) (*store.RateLimit, error) {
+	return r.view(p.Tenant).GetRateLimit(ctx, p)
+}
+
+func (r *Router) DeleteRateLimit(ctx context.Context, p *store.DeleteRateLimitParams) error {
+	return r.view(p.Tenant).DeleteRateLimit(ctx, p)
+}

@@ -55,6 +55,7 @@ func main() {
 	flag.IntVar(&cfg.N, "n", 40000, "executions submitted and drained per round")
 	flag.IntVar(&cfg.Clients, "clients", 16, "concurrent submitting goroutines")
 	flag.IntVar(&cfg.Slots, "slots", 100, "the draining worker's handler slots")
+	flag.StringVar(&cfg.Layout, "layout", "tenant", "the store's layout: tenant (a hash slot per tenant) or single (the namespace in one slot)")
 	flag.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "limit of each phase")
 	flag.IntVar(&rounds, "rounds", 3, "rounds; each runs both clusters, the order alternating")
 	flag.IntVar(&ports1, "ports1", 7100, "first port of the one-primary cluster it starts")

@@ -27,7 +27,8 @@ type config struct {
 	N       int           `json:"n"`
 	Clients int           `json:"clients"`
 	Slots   int           `json:"slots"`
-	Timeout time.Duration `json:"-"` // per phase
+	Layout  string        `json:"layout"` // "tenant" (a slot per tenant, the default) or "single" (one slot)
+	Timeout time.Duration `json:"-"`      // per phase
 }
 
 // phaseResult is one phase of one round on one cluster.
@@ -72,7 +73,11 @@ func round(ctx context.Context, c *cluster, cfg config, n int, log io.Writer) (_
 		return nil, errors.New("tenants, n, clients and slots must be at least 1")
 	}
 	prefix := fmt.Sprintf("latchbench-%d", time.Now().UnixNano())
-	st, err := redis.Open(ctx, "redis-cluster://"+strings.Join(c.seeds, ",")+"?prefix="+url.QueryEscape(prefix))
+	q := url.Values{"prefix": {prefix}}
+	if cfg.Layout != "" {
+		q.Set("layout", cfg.Layout)
+	}
+	st, err := redis.OpenStore(ctx, "redis-cluster://"+strings.Join(c.seeds, ",")+"?"+q.Encode())
 	if err != nil {
 		return nil, err
 	}

@@ -232,7 +232,7 @@ func run(ctx context.Context, c *config, out io.Writer) error {
 		defer r.stats.close()
 	}
 	start := time.Now()
-	load := loadavg()
+	load := benchcmp.LoadAvg()
 	if r.want("submit") {
 		if err := r.submit(ctx); err != nil {
 			return err
@@ -258,7 +258,7 @@ func run(ctx context.Context, c *config, out io.Writer) error {
 			return err
 		}
 	}
-	loadAfter := loadavg()
+	loadAfter := benchcmp.LoadAvg()
 	r.print(start, load, loadAfter)
 	if c.jsonOut != "" {
 		return r.report(start.UTC().Format(time.RFC3339), load, loadAfter).WriteFile(c.jsonOut)
@@ -499,16 +499,4 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }

@@ -149,6 +149,8 @@ RETURNING u.n, x.cancel_requested`
 	// tenant, to a shard no other transaction holds. If a tenant finds none
 	// (all held, or the quota frozen), latch_abort rolls the statement back
 	// and the operation runs as a transaction that can wait (endAttemptTx).
+	// The final SELECT reads re, the runs' CTE (sqlEndRunsMany), so that it
+	// runs.
 	sqlGiveBackMany = `
 ), g AS (
     SELECT tenant, count(*) AS units FROM e

@@ -31,11 +31,9 @@ WHERE id = $1 RETURNING ` + executionColumnsPlain
 	// signals and runs go too.
 	sqlDeleteExecution = `
 WITH x AS (DELETE FROM latch_executions WHERE id = $1 RETURNING id
-), st AS (DELETE FROM latch_steps WHERE execution_id = $1
-), sg AS (DELETE FROM latch_signals WHERE execution_id = $1
-), ru AS (DELETE FROM latch_runs WHERE execution_id = $1)
+), h AS (SELECT latch_delete_history(ARRAY[$1::uuid]) AS gone)
 DELETE FROM latch_dedup_keys d USING x
-WHERE d.tenant = $2 AND d.dedup_key = $3 AND d.execution_id = x.id`
+WHERE d.tenant = $2 AND d.dedup_key = $3 AND d.execution_id = x.id AND (SELECT gone FROM h) IS NOT NULL`
 )
 
 // Cancel implements store.Store, as one transaction: the execution is

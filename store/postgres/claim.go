@@ -106,7 +106,7 @@ WITH u AS (
     UPDATE latch_executions x SET ` + sqlClaimSet + `
     WHERE x.id = ANY($2::text[]::uuid[])
     RETURNING ` + sqlClaimReturning + `, ` + sqlRunReturning + sqlRecordRuns + `
-SELECT ` + sqlClaimed + ` FROM u`
+SELECT ` + sqlClaimed + ` FROM u, rt`
 
 	// Running executions per (tenant, concurrency key); $1 and $2 are the
 	// tenants and keys, pairwise.

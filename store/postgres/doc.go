@@ -236,9 +236,10 @@
 // sqlClaimMany, and of claimTx's sqlClaimChosen), and drops, for an
 // execution past MaxRunsKept, its oldest run in the same statement. The
 // statements that end a lease — Complete, Fail and Release (grouped),
-// Suspend's, Rescue's — end its run in a CTE too, finding it on the
-// primary key by the counter their UPDATE returns (Suspend: its fence's
-// locking read): a run is ended by the
+// Suspend's, Rescue's — end its run in the same statement too, finding it
+// on the primary key by the counter their UPDATE returns (Suspend: its
+// fence's locking read), through latch_end_runs (see Statements): a run is
+// ended by the
 // operation that ends its lease, in its atomic step, and by no other (the
 // fence holds the lease's row, and a later claim changes the token). Runs
 // go with their execution, as its journal does. Each claimed lease thus
@@ -340,4 +341,27 @@
 // claim). The claim then finds the rows it leases by id, = ANY(array) on
 // the primary key, not by a join the planner could make a scan of the
 // whole table.
+//
+// The attempt history and the journal are found the same way, whatever
+// the statistics: every write of latch_runs by execution, and the deletes
+// of an execution's journal, signals and runs, go through functions
+// (migration 10) whose settings leave no sequential scan to choose:
+// latch_end_runs (the runs ended by Complete, Fail, Release, Suspend and
+// Rescue), latch_drop_runs (a claim's runs past MaxRunsKept) and
+// latch_delete_history (Delete, Prune, DeleteTenant). A generic plan is
+// kept until an ANALYZE of its tables, and one made while statistics say a
+// table is small (a new deployment, a quiet table, autovacuum off) reads it
+// whole, the cheapest plan for a page or two: as the table grew, each
+// group of ends read all of latch_runs (a 50,000-job drain ran at ~200
+// jobs/s). The functions' plans find the rows by the primary key (an
+// = ANY on execution_id bounds every index path to the ids given) when they
+// are made and whenever they are made again. Each function runs as a
+// command of the calling statement, in its transaction, so the history
+// still changes in the same atomic step as the execution; its queries take
+// their own snapshots, which show the rows they change (committed by the
+// earlier claim or step; the caller holds the execution's row). The
+// function's CTE is one row that the statement's final query reads, since
+// PostgreSQL runs a CTE that only reads when it is referenced.
+// Point lookups of one execution's journal and runs (Steps, Runs, a
+// step's record, Suspend's probe) are plain statements still.
 package postgres

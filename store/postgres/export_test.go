@@ -69,3 +69,27 @@ func ListPlanQueriesOf(tenant string) (window PlanQuery, page func(oldest string
 		return PlanQuery{w.pageQuery([]string{"kind = $4"}, 5), append(w.args(lo), "nope", 51)}
 	}
 }
+
+// RunsPlanQueries are the statements that write latch_runs (and delete
+// the journal and signals) by execution, with arguments for the lease of
+// execution id with token (its run 1, tenant acme) at now; Rescue's
+// finds that lease expired.
+func RunsPlanQueries(id, token string, now time.Time) map[string]PlanQuery {
+	ids := "{" + id + "}"
+	tok := "{" + token + "}"
+	at := "{" + now.Format(time.RFC3339Nano) + "}"
+	ts := now.Format(time.RFC3339Nano)
+	later := now.Add(time.Hour).Format(time.RFC3339Nano)
+	return map[string]PlanQuery{
+		"complete":         {sqlCompleteMany, []any{ids, tok, "{acme}", at, "{NULL}"}},
+		"complete one":     {sqlCompleteOne, []any{ids, tok, "{acme}", at, "{NULL}"}},
+		"fail":             {sqlFailMany, []any{ids, tok, "{acme}", at, "{false}", at, "{boom}"}},
+		"release":          {sqlReleaseMany, []any{ids, tok, "{acme}", at, "{false}"}},
+		"suspend":          {sqlSuspendWait, []any{id, later, "sleep", "s", ts, 1}},
+		"claim chosen":     {sqlClaimChosen, []any{ts, ids, "w", later}},
+		"rescue":           {sqlRescue, []any{later, 100, "lost"}},
+		"prune":            {sqlPruneExecutions, []any{later, 100}},
+		"delete tenant":    {sqlDeleteTenant, []any{"acme"}},
+		"delete execution": {sqlDeleteExecution, []any{id, "acme", "k"}},
+	}
+}

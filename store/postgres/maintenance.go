@@ -36,11 +36,11 @@ WITH x AS (
     FROM x WHERE e.id = x.id
     RETURNING e.id, e.runs, e.tenant, e.status
 ), re AS (
-    UPDATE latch_runs r SET ended_at = $1, outcome = 'expired'
-    FROM u WHERE r.execution_id = ANY(ARRAY(SELECT id FROM u))
-      AND r.execution_id = u.id AND r.run = u.runs
+    SELECT latch_end_runs(array_agg(id), array_agg(runs), array_agg($1::timestamptz),
+        array_agg('expired'::text), array_agg(NULL::text)) AS ended
+    FROM u
 )
-SELECT tenant, status FROM u`
+SELECT tenant, status FROM u, re`
 
 	sqlPromote = `
 UPDATE latch_executions SET status = 'queued'
@@ -63,14 +63,10 @@ WITH x AS (
 ), k AS (
     DELETE FROM latch_dedup_keys dk USING d
     WHERE dk.tenant = d.tenant AND dk.dedup_key = d.dedup_key AND dk.execution_id = d.id
-), st AS (
-    DELETE FROM latch_steps WHERE execution_id = ANY(ARRAY(SELECT id FROM d))
-), sg AS (
-    DELETE FROM latch_signals WHERE execution_id = ANY(ARRAY(SELECT id FROM d))
-), ru AS (
-    DELETE FROM latch_runs WHERE execution_id = ANY(ARRAY(SELECT id FROM d))
+), h AS (
+    SELECT latch_delete_history(ARRAY(SELECT id FROM d)) AS gone
 )
-SELECT count(*) FROM d`
+SELECT count(*) FROM d, h`
 
 	// Keys whose TTL has passed. A key re-bound meanwhile is a new row with a
 	// later expiry and fails the re-check.

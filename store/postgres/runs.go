@@ -34,39 +34,46 @@ const (
 	// sqlRecordRuns continues a claim's WITH after u: one INSERT records the
 	// run of every lease (attempt after the claim, worker, claimed at the
 	// claim's now), and the runs that fall out of the latest MaxRunsKept go,
-	// one per lease at most (run_no - MaxRunsKept), found on the primary
-	// key: for the usual execution with fewer runs the DELETE reads nothing.
+	// one per lease at most (run_no - MaxRunsKept), found on the primary key
+	// by latch_drop_runs (migration 10; see doc.go, Statements): for the
+	// usual execution with fewer runs it is called with none and reads
+	// nothing. CTE rt is one row, which the claim's final SELECT must join
+	// (a CTE that only reads is run only if referenced).
 	sqlRecordRuns = `
 ), ru AS (
     INSERT INTO latch_runs (execution_id, run, attempt, worker_id, claimed_at)
     SELECT run_id, run_no, attempt, run_worker, run_claimed FROM u
 ), rt AS (
-    DELETE FROM latch_runs r
-    WHERE r.execution_id = ANY(ARRAY(SELECT run_id FROM u WHERE run_no > ` + maxRunsKept + `))
-      AND (r.execution_id, r.run) IN (SELECT run_id, run_no - ` + maxRunsKept + ` FROM u)
+    SELECT latch_drop_runs(array_agg(run_id), array_agg(run_no - ` + maxRunsKept + `)) AS dropped
+    FROM u WHERE run_no > ` + maxRunsKept + `
 )`
 
 	// The runs of the fenced ends (endAttemptSQL): after the execution's
 	// UPDATE (CTE e, returning u.n, its columns and x.runs AS run), the run
 	// under the lease ends at u.now with the outcome and error given, SQL
-	// expressions over e (the execution after) and u (the inputs).
+	// expressions over e (the execution after) and u (the inputs), by
+	// latch_end_runs on the primary key (migration 10; doc.go, Statements).
+	// CTE re is one row, which the statement's final SELECT joins.
 	sqlEndRunsMany = `
 ), re AS (
-    UPDATE latch_runs r SET ended_at = u.now, outcome = %s, error = %s
-    FROM e JOIN u ON u.n = e.n
-    WHERE r.execution_id = ANY(ARRAY(SELECT e.id::uuid FROM e))
-      AND r.execution_id = e.id::uuid AND r.run = e.run`
+    SELECT latch_end_runs(array_agg(e.id::uuid), array_agg(e.run), array_agg(u.now),
+        array_agg((%s)::text), array_agg((%s)::text)) AS ended
+    FROM e JOIN u ON u.n = e.n`
 
 	// A run's outcome when the operation may end the execution cancelled
 	// (a cancel request wins over what the worker reported).
 	sqlOutcome = `CASE WHEN e.status = 'cancelled' THEN 'cancelled' ELSE '%s' END`
 
 	// sqlEndRun ends run $%[1]d of execution $1 at $%[2]d: a CTE for a
-	// statement on one execution whose row it holds (Suspend).
+	// statement on one execution whose row it holds (Suspend), one row that
+	// the statement must read (sqlEndRunRead) for it to run.
 	sqlEndRun = `run AS (
-    UPDATE latch_runs SET ended_at = $%[2]d, outcome = '%[3]s'
-    WHERE execution_id = $1 AND run = $%[1]d
+    SELECT latch_end_runs(ARRAY[$1::uuid], ARRAY[$%[1]d::integer], ARRAY[$%[2]d::timestamptz],
+        ARRAY['%[3]s'], ARRAY[NULL::text]) AS ended
 )`
+
+	// sqlEndRunRead is a condition that holds, and reads CTE run.
+	sqlEndRunRead = `(SELECT ended FROM run) IS NOT NULL`
 
 	// Runs: the execution (of the tenant $2, '' = any) and its runs, oldest
 	// first; one row with a NULL run for none, no row for no execution.

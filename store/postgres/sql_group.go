@@ -149,6 +149,8 @@ RETURNING u.n, x.cancel_requested`
 	// tenant, to a shard no other transaction holds. If a tenant finds none
 	// (all held, or the quota frozen), latch_abort rolls the statement back
 	// and the operation runs as a transaction that can wait (endAttemptTx).
+	// The final SELECT reads re, the runs' CTE (sqlEndRunsMany), so that it
+	// runs.
 	sqlGiveBackMany = `
 ), g AS (
     SELECT tenant, count(*) AS units FROM e
@@ -164,7 +166,7 @@ RETURNING u.n, x.cancel_requested`
 )
 SELECT e.*, CASE WHEN (SELECT count(*) FROM q) < (SELECT count(*) FROM g)
                  THEN latch_abort('no quota shard at hand') END
-FROM e`
+FROM e, re`
 )
 
 // endAttemptSQL builds an end-of-attempt statement: the fenced UPDATE for
@@ -187,7 +189,7 @@ WITH u AS (
 	}
 	return update + `
 )
-SELECT e.*, NULL::boolean FROM e`
+SELECT e.*, NULL::boolean FROM e, re`
 }
 
 // The runs' ends: a Complete succeeded, a Fail failed with its error, a
@@ -551,7 +553,7 @@ WITH r AS (
     FROM a WHERE x.id = ANY(ARRAY(SELECT id FROM a)) AND x.id = a.id
     RETURNING a.n, a.k, ` + sqlClaimReturning + `, ` + sqlRunReturning + sqlRecordRuns + `
 SELECT k.limited, u.n, u.k, ` + sqlClaimed + `
-FROM (SELECT count(*) FILTER (WHERE limited) AS limited FROM c) k LEFT JOIN u ON true`
+FROM (SELECT count(*) FILTER (WHERE limited) AS limited FROM c) k LEFT JOIN u ON true CROSS JOIN rt`
 
 // sqlTurns (claimTx's, as latch_claim_candidates does for sqlClaimMany)
 // moves the turns of the tenants in s (tenant, i): s.i, from 1,

@@ -54,7 +54,7 @@ WITH ` + endRunSQL(7, 2, store.RunSuspended) + `, del AS (
 )
 UPDATE latch_executions SET status = 'queued', run_at = $2, resume = true, has_steps = has_steps OR $3,
     lease_token = NULL, worker_id = NULL, lease_expires_at = NULL
-WHERE id = $1 RETURNING ` + executionColumnsPlain
+WHERE id = $1 AND ` + sqlEndRunRead + ` RETURNING ` + executionColumnsPlain
 
 	// Suspended: $2 wake_at, $3 waiting_for, $4 the step; the run $6 ends
 	// at $5, suspended.
@@ -62,7 +62,7 @@ WHERE id = $1 RETURNING ` + executionColumnsPlain
 WITH ` + endRunSQL(6, 5, store.RunSuspended) + `
 UPDATE latch_executions SET status = 'suspended', wake_at = $2, waiting_for = $3, suspend_step = $4,
     resume = false, lease_token = NULL, worker_id = NULL, lease_expires_at = NULL
-WHERE id = $1 RETURNING ` + executionColumnsPlain
+WHERE id = $1 AND ` + sqlEndRunRead + ` RETURNING ` + executionColumnsPlain
 
 	// A cancel requested: cancelled, as Complete would end it ($2 now),
 	// and so is the run $3.
@@ -70,7 +70,7 @@ WHERE id = $1 RETURNING ` + executionColumnsPlain
 WITH ` + endRunSQL(3, 2, store.RunCancelled) + `
 UPDATE latch_executions SET status = 'cancelled', finished_at = $2, resume = false,
     lease_token = NULL, worker_id = NULL, lease_expires_at = NULL
-WHERE id = $1 RETURNING ` + executionColumnsPlain
+WHERE id = $1 AND ` + sqlEndRunRead + ` RETURNING ` + executionColumnsPlain
 )
 
 // Suspend implements store.Store, as one transaction: the fence locks the

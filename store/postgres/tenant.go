@@ -71,14 +71,10 @@ WITH wk AS (
     DELETE FROM latch_dedup_keys WHERE tenant = $1
 ), e AS (
     DELETE FROM latch_executions WHERE tenant = $1 RETURNING id
-), st AS (
-    DELETE FROM latch_steps WHERE execution_id = ANY(ARRAY(SELECT id FROM e))
-), sg AS (
-    DELETE FROM latch_signals WHERE execution_id = ANY(ARRAY(SELECT id FROM e))
-), ru AS (
-    DELETE FROM latch_runs WHERE execution_id = ANY(ARRAY(SELECT id FROM e))
+), h AS (
+    SELECT latch_delete_history(ARRAY(SELECT id FROM e)) AS gone
 )
-DELETE FROM latch_tenants WHERE name = $1`
+DELETE FROM latch_tenants WHERE name = $1 AND (SELECT gone FROM h) IS NOT NULL`
 
 	sqlAddAPIKey = `INSERT INTO latch_api_keys (hash, tenant, key_id, created_at) VALUES ($1, $2, $4, $3)`
 

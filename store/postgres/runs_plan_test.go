@@ -48,17 +48,16 @@ func TestRunsPlans(t *testing.T) {
 
 	conn, err := admin.pool.Acquire(ctx)
 	f.must(err, "acquire")
-	defer conn.Release()
-	c := conn.Conn()
+	// The connection leaves the pool: its settings and plans are this
+	// test's, and the other tests' cached statements must not meet them.
+	c := conn.Hijack()
+	defer func() { _ = c.Close(context.Background()) }()
 	exec := func(sql string) {
 		t.Helper()
 		_, err := c.Exec(ctx, sql, pgx.QueryExecModeSimpleProtocol)
 		f.must(err, sql)
 	}
 	exec(`SET search_path = ` + pgx.Identifier{f.schema}.Sanitize() + `; SET plan_cache_mode = force_generic_plan; SET jit = off`)
-	defer func() {
-		_, _ = c.Exec(context.Background(), `RESET ALL; DEALLOCATE ALL; DISCARD PLANS`, pgx.QueryExecModeSimpleProtocol)
-	}()
 	queries := postgres.RunsPlanQueries(lease.ExecutionID, lease.Token, f.now)
 	call := func(name string) string {
 		q := queries[name]

@@ -156,3 +156,10 @@ func CheckRouterConsistency(t testing.TB, r *Router) {
 
 // TenantNamespace is the namespace (hash tag included) of tenant t.
 func (r *Router) TenantNamespace(t string) string { return r.home.k.tenantNS(t) }
+
+// RawClient is the router's cluster client.
+func (r *Router) RawClient() goredis.UniversalClient { return r.home.rdb }
+
+// HintKey is the key of the router's hint set of a kind of work (claim,
+// promote, rescue, wake, fire).
+func (r *Router) HintKey(what string) string { return r.home.k.hint(what) }

@@ -191,15 +191,23 @@ func (r *Router) find(ctx context.Context, tenant, id string) (*Store, error) {
 }
 
 // each calls fn for every registered tenant concurrently (at most 16 at a
-// time) and returns the first error.
+// time). A tenant's failure does not stop the others: each runs, and the
+// errors come back joined, each naming its tenant.
 func (r *Router) each(ctx context.Context, names []string, fn func(ctx context.Context, i int, v *Store) error) error {
-	g, gctx := errgroup.WithContext(ctx)
+	var g errgroup.Group
 	g.SetLimit(16)
+	errs := make([]error, len(names))
 	for i, t := range names {
 		v := r.view(t)
-		g.Go(func() error { return fn(gctx, i, v) })
+		g.Go(func() error {
+			if err := fn(ctx, i, v); err != nil {
+				errs[i] = fmt.Errorf("tenant %s: %w", t, err)
+			}
+			return nil
+		})
 	}
-	return g.Wait()
+	_ = g.Wait()
+	return errors.Join(errs...)
 }
 
 // Ping checks that the home namespace's primary answers.

@@ -187,7 +187,7 @@ func (r *Router) repairHints(ctx context.Context) error {
 	for _, t := range names {
 		for _, w := range allHints {
 			if err := r.refresh(ctx, t, w); err != nil {
-				errs = append(errs, err)
+				errs = append(errs, fmt.Errorf("tenant %s: %w", t, err))
 			}
 		}
 	}

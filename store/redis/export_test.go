@@ -163,3 +163,16 @@ func (r *Router) RawClient() goredis.UniversalClient { return r.home.rdb }
 // HintKey is the key of the router's hint set of a kind of work (claim,
 // promote, rescue, wake, fire).
 func (r *Router) HintKey(what string) string { return r.home.k.hint(what) }
+
+// NeedsRepair reports whether the router has a hint repair pending.
+func (r *Router) NeedsRepair() bool { return r.needRepair.Load() }
+
+// HoldRepair takes the repair lock, as a running repair holds it, until
+// the returned func is called.
+func (r *Router) HoldRepair() (release func()) {
+	r.repairMu.Lock()
+	return r.repairMu.Unlock
+}
+
+// AskRepair asks for a repair as a node out of reach does.
+func (r *Router) AskRepair() { r.wantRepair() }

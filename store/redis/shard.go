@@ -40,8 +40,16 @@ type Router struct {
 	views map[string]*Store // tenant -> its namespace's Store (shared client, no goroutine)
 
 	// needRepair: a node was out of reach (a failover may have lost hint
-	// writes its tenants' primaries kept); the next pass repairs first.
+	// writes its tenants' primaries kept) or a hint write failed; the
+	// repair goroutine (shard_repair.go) repairs at once, kicked by
+	// repairKick.
 	needRepair atomic.Bool
+	repairKick chan struct{}
+	repairDone chan struct{}
+	stopRepair context.CancelFunc
+	repairMu   sync.Mutex   // held by a repair: one at a time
+	repairs    atomic.Int64 // repairs begun (tests)
+	repairHook func()       // called after each background repair (tests)
 }
 
 var (
@@ -59,10 +67,10 @@ func OpenRouter(ctx context.Context, rawURL string, opts ...Option) (*Router, er
 	if !isClusterURL(rawURL) {
 		return nil, errors.New("redis: the tenant router needs a redis-cluster:// URL")
 	}
-	r := &Router{views: map[string]*Store{}}
+	r := &Router{views: map[string]*Store{}, repairKick: make(chan struct{}, 1), repairDone: make(chan struct{})}
 	opts = append(opts, func(c *config) {
 		c.detached = true
-		c.unavailable = func() { r.needRepair.Store(true) }
+		c.unavailable = r.wantRepair
 	})
 	home, err := Open(ctx, rawURL, opts...)
 	if err != nil {
@@ -79,6 +87,9 @@ func OpenRouter(ctx context.Context, rawURL string, opts ...Option) (*Router, er
 		return nil, err
 	}
 	home.note = r.note.forNS(home.k.ns)
+	rctx, stop := context.WithCancel(context.Background())
+	r.stopRepair = stop
+	go r.repairLoop(rctx)
 	return r, nil
 }
 
@@ -217,6 +228,8 @@ func (r *Router) Ping(ctx context.Context) error { return r.home.Ping(ctx) }
 func (r *Router) Close() error {
 	var err error
 	r.home.closeOnce.Do(func() {
+		r.stopRepair()
+		<-r.repairDone
 		r.home.stopBG()
 		r.mu.Lock()
 		for _, v := range r.views {

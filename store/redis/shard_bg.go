@@ -14,7 +14,8 @@ import (
 // pass took less than it was allowed is done, and its hint is refreshed
 // from its index. An idle tenant costs them nothing. Prune visits every
 // tenant (it runs seldom), then the home namespace (servers, workers,
-// activity), and re-derives every hint (repairHints).
+// activity), and re-derives every hint (repairHints). None of them runs a
+// repair otherwise: that is the repair goroutine's (shard_repair.go).
 
 // pass runs one such pass: fn does tenant t's part with at most left and
 // returns how much it did. A tenant whose part fails is skipped: the pass
@@ -22,7 +23,6 @@ import (
 // back every other tenant's expired leases and due work), and the errors
 // come back joined at the end.
 func (r *Router) pass(ctx context.Context, what string, nowUS int64, limit int, fn func(t string, v *Store, left int) (int, error)) error {
-	r.repairIfNeeded(ctx)
 	names, err := r.hinted(ctx, what, nowUS, 0)
 	if err != nil {
 		return err

@@ -134,7 +134,6 @@ func (r *Router) ListSchedules(ctx context.Context, p *store.ListSchedulesParams
 	}
 	limit := p.ListLimit()
 	if !p.DueBy.IsZero() {
-		r.repairIfNeeded(ctx)
 		names, err := r.hinted(ctx, hintFire, us(p.DueBy), 0)
 		if err != nil {
 			return nil, err

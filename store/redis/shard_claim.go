@@ -40,6 +40,7 @@ func (r *Router) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimR
 		}
 		maxN, _ := p.Bounds()
 		r.claimed(ctx, []string{p.Tenant}, [][]store.Lease{res.Leases}, []bool{len(res.Leases) < maxN}, res)
+		wrapLeases(res.Leases)
 		return res, nil
 	}
 	t := now(p.Now)
@@ -135,6 +136,7 @@ func (r *Router) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimR
 		return nil, errFirst
 	}
 	r.claimed(ctx, names, got, short, res)
+	wrapLeases(res.Leases)
 	return res, nil
 }
 

@@ -176,3 +176,14 @@ func (r *Router) HoldRepair() (release func()) {
 
 // AskRepair asks for a repair as a node out of reach does.
 func (r *Router) AskRepair() { r.wantRepair() }
+
+// RaiseKnown makes the router's notifier know version v of namespace ns,
+// as if it had seen it.
+func (r *Router) RaiseKnown(ns string, v uint64) {
+	r.note.mu.Lock()
+	r.note.raise(ns, v)
+	r.note.mu.Unlock()
+}
+
+// Unavailable is what the cluster hook calls when a node is out of reach.
+func (r *Router) Unavailable() { r.unavailable() }

@@ -50,6 +50,22 @@ type Router struct {
 	repairMu   sync.Mutex   // held by a repair: one at a time
 	repairs    atomic.Int64 // repairs begun (tests)
 	repairHook func()       // called after each background repair (tests)
+
+	noteUp atomic.Pointer[shardNotifier] // note, once started (for unavailable)
+}
+
+// unavailable is what the cluster hook calls when a call could not reach
+// its node or the node answered CLUSTERDOWN (clusterHook). The node may be
+// failing over: its promoted replica may lack the last writes, the hints'
+// among them (a repair now), and a tenant namespace's version counter may
+// go back, while the pattern subscription, on another node, is not
+// dropped; so the notifier forgets the versions it knew and wakes every
+// waiter, as a resubscription does (shard_notify.go).
+func (r *Router) unavailable() {
+	r.wantRepair()
+	if n := r.noteUp.Load(); n != nil {
+		n.reset()
+	}
 }
 
 var (
@@ -70,7 +86,7 @@ func OpenRouter(ctx context.Context, rawURL string, opts ...Option) (*Router, er
 	r := &Router{views: map[string]*Store{}, repairKick: make(chan struct{}, 1), repairDone: make(chan struct{})}
 	opts = append(opts, func(c *config) {
 		c.detached = true
-		c.unavailable = r.wantRepair
+		c.unavailable = r.unavailable
 	})
 	home, err := Open(ctx, rawURL, opts...)
 	if err != nil {
@@ -87,6 +103,7 @@ func OpenRouter(ctx context.Context, rawURL string, opts ...Option) (*Router, er
 		return nil, err
 	}
 	home.note = r.note.forNS(home.k.ns)
+	r.noteUp.Store(r.note)
 	rctx, stop := context.WithCancel(context.Background())
 	r.stopRepair = stop
 	go r.repairLoop(rctx)

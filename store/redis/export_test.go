@@ -187,3 +187,6 @@ func (r *Router) RaiseKnown(ns string, v uint64) {
 
 // Unavailable is what the cluster hook calls when a node is out of reach.
 func (r *Router) Unavailable() { r.unavailable() }
+
+// ClientOptions are the router's cluster client's options.
+func (r *Router) ClientOptions() *goredis.ClusterOptions { return r.home.cluster.Options() }

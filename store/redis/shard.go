@@ -87,6 +87,7 @@ func OpenRouter(ctx context.Context, rawURL string, opts ...Option) (*Router, er
 	opts = append(opts, func(c *config) {
 		c.detached = true
 		c.unavailable = r.unavailable
+		c.primaryOnly = true
 	})
 	home, err := Open(ctx, rawURL, opts...)
 	if err != nil {

@@ -47,9 +47,7 @@ type Router struct {
 	repairKick chan struct{}
 	repairDone chan struct{}
 	stopRepair context.CancelFunc
-	repairMu   sync.Mutex   // held by a repair: one at a time
-	repairs    atomic.Int64 // repairs begun (tests)
-	repairHook func()       // called after each background repair (tests)
+	repairMu   sync.Mutex // held by a repair: one at a time
 
 	noteUp atomic.Pointer[shardNotifier] // note, once started (for unavailable)
 }

@@ -52,9 +52,6 @@ func (r *Router) repairLoop(ctx context.Context) {
 		if err := r.repairHints(ctx); err != nil && ctx.Err() == nil {
 			r.needRepair.Store(true)
 		}
-		if r.repairHook != nil {
-			r.repairHook()
-		}
 		if !timer.Stop() {
 			select {
 			case <-timer.C:
@@ -78,7 +75,6 @@ func (r *Router) repairLoop(ctx context.Context) {
 func (r *Router) repairHints(ctx context.Context) error {
 	r.repairMu.Lock()
 	defer r.repairMu.Unlock()
-	r.repairs.Add(1)
 	names, err := r.tenants(ctx)
 	if err != nil || len(names) == 0 {
 		return err

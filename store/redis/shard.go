@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
@@ -49,8 +50,15 @@ type Router struct {
 	stopRepair context.CancelFunc
 	repairMu   sync.Mutex // held by a repair: one at a time
 
-	noteUp atomic.Pointer[shardNotifier] // note, once started (for unavailable)
+	noteUp     atomic.Pointer[shardNotifier] // note, once started (for unavailable)
+	resetSoon  atomic.Bool                   // a notifier reset is scheduled
+	resetTimer atomic.Pointer[time.Timer]
 }
+
+// resetDelay coalesces the notifier resets of a burst of failed calls (a
+// node out of reach fails every call to it): one reset at most this long
+// after each failure, never one per failure.
+const resetDelay = 100 * time.Millisecond
 
 // unavailable is what the cluster hook calls when a call could not reach
 // its node or the node answered CLUSTERDOWN (clusterHook). The node may be
@@ -58,12 +66,19 @@ type Router struct {
 // among them (a repair now), and a tenant namespace's version counter may
 // go back, while the pattern subscription, on another node, is not
 // dropped; so the notifier forgets the versions it knew and wakes every
-// waiter, as a resubscription does (shard_notify.go).
+// waiter, as a resubscription does (shard_notify.go): within resetDelay
+// of the failure, once for a burst of failures, so that waiters woken
+// into calls that fail again are not woken again at once, and always
+// after the burst's last failure.
 func (r *Router) unavailable() {
 	r.wantRepair()
-	if n := r.noteUp.Load(); n != nil {
-		n.reset()
+	if r.noteUp.Load() == nil || !r.resetSoon.CompareAndSwap(false, true) {
+		return // not started yet, or a reset is already on its way
 	}
+	r.resetTimer.Store(time.AfterFunc(resetDelay, func() {
+		r.resetSoon.Store(false) // a failure from now on schedules another
+		r.noteUp.Load().reset()
+	}))
 }
 
 var (
@@ -246,6 +261,9 @@ func (r *Router) Close() error {
 	r.home.closeOnce.Do(func() {
 		r.stopRepair()
 		<-r.repairDone
+		if t := r.resetTimer.Load(); t != nil {
+			t.Stop()
+		}
 		r.home.stopBG()
 		r.mu.Lock()
 		for _, v := range r.views {

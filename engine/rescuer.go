@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -83,22 +84,27 @@ func (r *Rescuer) Stop(ctx context.Context) error { return r.life.stop(ctx) }
 // RunOnce runs one pass now and returns its totals.
 func (r *Rescuer) RunOnce(ctx context.Context) (store.RescueResult, store.PromoteResult, error) {
 	var promoted store.PromoteResult
-	rescued, err := r.rescue(ctx)
+	rescued, rerr := r.rescue(ctx)
 	r.observe(rescued) // on an error too: the batches before it committed
-	if err != nil {
-		return rescued, promoted, err
+	if rerr != nil && ctx.Err() != nil {
+		return rescued, promoted, rerr
 	}
+	// A failed Rescue does not hold Promote back: a store that spreads
+	// tenants (the Redis tenant router) may fail for one tenant and still
+	// have done, and still do, the others' work.
 	for {
 		res, err := r.cfg.Store.Promote(ctx, &store.PromoteParams{Now: r.cfg.Now(), Limit: r.cfg.Limit})
-		if err != nil {
-			return rescued, promoted, err
+		if res != nil {
+			promoted.Promoted += res.Promoted
 		}
-		promoted.Promoted += res.Promoted
+		if err != nil {
+			return rescued, promoted, errors.Join(rerr, err)
+		}
 		if res.Promoted < r.cfg.Limit {
 			break
 		}
 	}
-	return rescued, promoted, nil
+	return rescued, promoted, rerr
 }
 
 // rescue calls store.Rescue until a batch comes back short, and returns
@@ -107,12 +113,14 @@ func (r *Rescuer) rescue(ctx context.Context) (store.RescueResult, error) {
 	var rescued store.RescueResult
 	for {
 		res, err := r.cfg.Store.Rescue(ctx, &store.RescueParams{Now: r.cfg.Now(), Limit: r.cfg.Limit})
+		if res != nil { // a partial pass's totals come with its error
+			rescued.Requeued += res.Requeued
+			rescued.Failed += res.Failed
+			rescued.Cancelled += res.Cancelled
+		}
 		if err != nil {
 			return rescued, err
 		}
-		rescued.Requeued += res.Requeued
-		rescued.Failed += res.Failed
-		rescued.Cancelled += res.Cancelled
 		if res.Requeued+res.Failed+res.Cancelled < r.cfg.Limit {
 			return rescued, nil
 		}

@@ -140,10 +140,13 @@ func (s *Scheduler) RunOnce(ctx context.Context) (time.Duration, error) {
 	for {
 		now := s.cfg.Now()
 		horizon := now.Add(s.cfg.Interval)
-		due, err := s.cfg.Store.ListSchedules(ctx, &store.ListSchedulesParams{DueBy: horizon, Limit: s.cfg.Limit})
-		if err != nil {
-			return 0, err
+		due, listErr := s.cfg.Store.ListSchedules(ctx, &store.ListSchedulesParams{DueBy: horizon, Limit: s.cfg.Limit})
+		if listErr != nil && (len(due) == 0 || ctx.Err() != nil) {
+			return 0, listErr
 		}
+		// A listing with an error as well (a store that spreads tenants
+		// failed for some: the Redis tenant router) still fires what it
+		// listed, then reports the error.
 		wait := s.cfg.Interval
 		moved := 0
 		for _, sc := range due {
@@ -166,6 +169,9 @@ func (s *Scheduler) RunOnce(ctx context.Context) (time.Duration, error) {
 		}
 		// A full page of due schedules may hide more behind it; read again
 		// while this pass moves some on (refused ones stay due).
+		if listErr != nil {
+			return wait, listErr
+		}
 		if len(due) < s.cfg.Limit || due[len(due)-1].NextRunAt.After(now) || moved == 0 {
 			return wait, nil
 		}

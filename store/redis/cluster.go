@@ -35,6 +35,13 @@ import (
 // PUBLISH, which a cluster broadcasts to every node: the scripts need no
 // change.
 //
+// The tenant router sends every command to its slot's primary: it sets
+// go-redis's ReadOnly, RouteByLatency and RouteRandomly to false whatever
+// the URL says (read_only, route_by_latency, route_randomly), since a read
+// from a replica may miss the last writes, and a hint refresh that read
+// one could drop a live hint (shard_hints.go). A ?layout=single Store
+// takes the URL's options as they are.
+//
 // go-redis refreshes its map of the cluster on a MOVED reply, and
 // otherwise once a minute: a primary that dies answers nothing, so the
 // Store asks for a refresh at every failure to reach a node (clusterHook),

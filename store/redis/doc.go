@@ -242,28 +242,60 @@
 //
 //   - Tenants: CreateTenant writes the home record and key (the name and
 //     key hash are claimed there) then the tenant's namespace; DeleteTenant
-//     deletes the namespace (refused there while work is in flight) then
-//     the home record, keys, workers and activity. A crash between the
-//     two leaves a tenant that reads as missing; DeleteTenant removes it.
-//     LookupAPIKey reads home, then the Disabled flag from the tenant's
-//     namespace.
+//     revokes the tenant's keys (unless the tenant has work in flight and
+//     the delete is not forced: the namespace would refuse it), deletes
+//     the namespace (refused there while work is in flight) then the home
+//     record, keys, workers and activity. A crash between the two leaves a
+//     tenant that reads as missing; DeleteTenant removes it. LookupAPIKey
+//     reads home, then the tenant's hash in its namespace: ErrNotFound when
+//     that hash is missing (so a key left by such a crash authenticates
+//     nothing), else its Disabled flag.
 //   - Claim for every tenant keeps I12 across namespaces: the tenants the
 //     claim hint names, by turn, served in rounds of one execution each by
 //     their own namespace's claim (batched: n wanted over k tenants asks
 //     each for n/k at once), then new turns in the order last served
 //     (shard_claim.go). Rescue, Promote and Wake visit the tenants their
 //     hint names as due, ListSchedules DueBy those of the fire hint: an
-//     idle tenant costs nothing per tick. Prune visits every tenant, then
-//     re-derives every hint; so does the next pass after a node was out of
-//     reach.
-//   - A call naming an execution but no tenant (an admin's) finds it with
-//     one pipelined EXISTS over the tenants' namespaces; List over every
+//     idle tenant costs them nothing (the hint repair below still reads
+//     it every 10 s). A tenant whose part fails is skipped: the others'
+//     work is done, and the errors come back joined (ListSchedules DueBy
+//     returns the others' schedules with the error). Prune visits every
+//     tenant, then re-derives every hint, whatever failed before.
+//   - Hint repair: one goroutine per open router re-derives every tenant's
+//     hints from its namespace every 10 s (jittered, 8 to 12 s), and at
+//     once after a node was out of reach, a hint write failed, or a call
+//     failed in a way that may have followed its script's commit (not a
+//     refusal, not the caller's cancellation or deadline); repairs never
+//     overlap (a failed one is tried again after 1 s), and no Claim or
+//     pass runs one. A hint lost by a crash between a script and its hint
+//     write (claim.lua's leases and their rescue hint, say) is so back at
+//     most about 12 s, plus the repair's own time, after the loss while
+//     any process of the namespace runs, and the work is done by the next
+//     pass after that (shard_repair.go). A repair costs, per process, a
+//     pipelined read of every tenant's six index ends and five small
+//     scripts per tenant on the home's primary.
+//   - Lease tokens name their tenant: the router hands out
+//     "<tenant>.<token>" (tenant names have no '.'), and Heartbeat,
+//     Complete, Fail, Release, Suspend and RecordStep go straight to that
+//     tenant's namespace with the namespace's token, whether or not the
+//     call names a tenant; a token naming no tenant, or another than the
+//     call names, answers ErrLeaseLost (shard_token.go). Any other call
+//     naming an execution but no tenant (an admin's Get, Cancel, Delete,
+//     Signal, Retry, Steps, Runs) reads the registry (SMEMBERS) and finds
+//     the execution with one pipelined EXISTS per tenant: its cost grows
+//     with the number of tenants. List over every
 //     tenant merges the tenants' pages newest first (the scan bound then
 //     applies per tenant); the lists ordered by tenant are the tenants'
 //     lists in name order.
 //   - Changes: each namespace keeps its version counter and channel; the
 //     router subscribes with one pattern, {p[}/]*:changed, and marks
-//     versions per namespace (shard_notify.go).
+//     versions per namespace (shard_notify.go). A failover may set a
+//     tenant namespace's counter back without dropping the subscription
+//     (it is on another node), so when a call finds a node out of reach or
+//     the cluster down the router wakes every waiter and forgets the
+//     versions it knew, as at a resubscription.
+//   - Every command goes to its slot's primary: the router overrides the
+//     URL's read_only, route_by_latency and route_randomly (cluster.go).
 //
 // What this gives: a tenant's work stays on one primary (a single huge
 // tenant gets one node's throughput, as before), and different tenants'
@@ -278,7 +310,9 @@
 // primary's changes, each script's effects whole or not at all
 // (Durability, below; TestClusterFailover). Home and tenants may be on different primaries,
 // so a failover of one may lose a suffix of its own writes only: the
-// home's hint writes whose work a tenant's primary kept are re-derived.
+// home's hint writes whose work a tenant's primary kept are re-derived by
+// the next hint repair (at once, since the failover made a node
+// unreachable; within about 12 s in any case).
 //
 // # Flows
 //

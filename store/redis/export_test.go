@@ -156,3 +156,37 @@ func CheckRouterConsistency(t testing.TB, r *Router) {
 
 // TenantNamespace is the namespace (hash tag included) of tenant t.
 func (r *Router) TenantNamespace(t string) string { return r.home.k.tenantNS(t) }
+
+// RawClient is the router's cluster client.
+func (r *Router) RawClient() goredis.UniversalClient { return r.home.rdb }
+
+// HintKey is the key of the router's hint set of a kind of work (claim,
+// promote, rescue, wake, fire).
+func (r *Router) HintKey(what string) string { return r.home.k.hint(what) }
+
+// NeedsRepair reports whether the router has a hint repair pending.
+func (r *Router) NeedsRepair() bool { return r.needRepair.Load() }
+
+// HoldRepair takes the repair lock, as a running repair holds it, until
+// the returned func is called.
+func (r *Router) HoldRepair() (release func()) {
+	r.repairMu.Lock()
+	return r.repairMu.Unlock
+}
+
+// AskRepair asks for a repair as a node out of reach does.
+func (r *Router) AskRepair() { r.wantRepair() }
+
+// RaiseKnown makes the router's notifier know version v of namespace ns,
+// as if it had seen it.
+func (r *Router) RaiseKnown(ns string, v uint64) {
+	r.note.mu.Lock()
+	r.note.raise(ns, v)
+	r.note.mu.Unlock()
+}
+
+// Unavailable is what the cluster hook calls when a node is out of reach.
+func (r *Router) Unavailable() { r.unavailable() }
+
+// ClientOptions are the router's cluster client's options.
+func (r *Router) ClientOptions() *goredis.ClusterOptions { return r.home.cluster.Options() }

@@ -63,6 +63,10 @@ type config struct {
 	// unavailable, if set, is called when a call could not reach its
 	// cluster node (clusterHook): the tenant router repairs its hints.
 	unavailable func()
+	// primaryOnly: every command goes to its slot's primary, whatever the
+	// URL's read_only, route_by_latency and route_randomly say (the tenant
+	// router: cluster.go).
+	primaryOnly bool
 }
 
 // WithPrefix sets the key prefix (default "latch", or the URL's prefix
@@ -119,6 +123,9 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	s := &Store{k: k}
 	var addr string
 	if copt != nil {
+		if cfg.primaryOnly {
+			copt.ReadOnly, copt.RouteByLatency, copt.RouteRandomly = false, false, false
+		}
 		if copt.ClientName == "" {
 			copt.ClientName = "latch:" + cfg.prefix // shows in CLIENT LIST
 		}

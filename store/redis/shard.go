@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
@@ -40,8 +41,44 @@ type Router struct {
 	views map[string]*Store // tenant -> its namespace's Store (shared client, no goroutine)
 
 	// needRepair: a node was out of reach (a failover may have lost hint
-	// writes its tenants' primaries kept); the next pass repairs first.
+	// writes its tenants' primaries kept) or a hint write failed; the
+	// repair goroutine (shard_repair.go) repairs at once, kicked by
+	// repairKick.
 	needRepair atomic.Bool
+	repairKick chan struct{}
+	repairDone chan struct{}
+	stopRepair context.CancelFunc
+	repairMu   sync.Mutex // held by a repair: one at a time
+
+	noteUp     atomic.Pointer[shardNotifier] // note, once started (for unavailable)
+	resetSoon  atomic.Bool                   // a notifier reset is scheduled
+	resetTimer atomic.Pointer[time.Timer]
+}
+
+// resetDelay coalesces the notifier resets of a burst of failed calls (a
+// node out of reach fails every call to it): one reset at most this long
+// after each failure, never one per failure.
+const resetDelay = 100 * time.Millisecond
+
+// unavailable is what the cluster hook calls when a call could not reach
+// its node or the node answered CLUSTERDOWN (clusterHook). The node may be
+// failing over: its promoted replica may lack the last writes, the hints'
+// among them (a repair now), and a tenant namespace's version counter may
+// go back, while the pattern subscription, on another node, is not
+// dropped; so the notifier forgets the versions it knew and wakes every
+// waiter, as a resubscription does (shard_notify.go): within resetDelay
+// of the failure, once for a burst of failures, so that waiters woken
+// into calls that fail again are not woken again at once, and always
+// after the burst's last failure.
+func (r *Router) unavailable() {
+	r.wantRepair()
+	if r.noteUp.Load() == nil || !r.resetSoon.CompareAndSwap(false, true) {
+		return // not started yet, or a reset is already on its way
+	}
+	r.resetTimer.Store(time.AfterFunc(resetDelay, func() {
+		r.resetSoon.Store(false) // a failure from now on schedules another
+		r.noteUp.Load().reset()
+	}))
 }
 
 var (
@@ -59,10 +96,11 @@ func OpenRouter(ctx context.Context, rawURL string, opts ...Option) (*Router, er
 	if !isClusterURL(rawURL) {
 		return nil, errors.New("redis: the tenant router needs a redis-cluster:// URL")
 	}
-	r := &Router{views: map[string]*Store{}}
+	r := &Router{views: map[string]*Store{}, repairKick: make(chan struct{}, 1), repairDone: make(chan struct{})}
 	opts = append(opts, func(c *config) {
 		c.detached = true
-		c.unavailable = func() { r.needRepair.Store(true) }
+		c.unavailable = r.unavailable
+		c.primaryOnly = true
 	})
 	home, err := Open(ctx, rawURL, opts...)
 	if err != nil {
@@ -79,6 +117,10 @@ func OpenRouter(ctx context.Context, rawURL string, opts ...Option) (*Router, er
 		return nil, err
 	}
 	home.note = r.note.forNS(home.k.ns)
+	r.noteUp.Store(r.note)
+	rctx, stop := context.WithCancel(context.Background())
+	r.stopRepair = stop
+	go r.repairLoop(rctx)
 	return r, nil
 }
 
@@ -191,15 +233,23 @@ func (r *Router) find(ctx context.Context, tenant, id string) (*Store, error) {
 }
 
 // each calls fn for every registered tenant concurrently (at most 16 at a
-// time) and returns the first error.
+// time). A tenant's failure does not stop the others: each runs, and the
+// errors come back joined, each naming its tenant.
 func (r *Router) each(ctx context.Context, names []string, fn func(ctx context.Context, i int, v *Store) error) error {
-	g, gctx := errgroup.WithContext(ctx)
+	var g errgroup.Group
 	g.SetLimit(16)
+	errs := make([]error, len(names))
 	for i, t := range names {
 		v := r.view(t)
-		g.Go(func() error { return fn(gctx, i, v) })
+		g.Go(func() error {
+			if err := fn(ctx, i, v); err != nil {
+				errs[i] = fmt.Errorf("tenant %s: %w", t, err)
+			}
+			return nil
+		})
 	}
-	return g.Wait()
+	_ = g.Wait()
+	return errors.Join(errs...)
 }
 
 // Ping checks that the home namespace's primary answers.
@@ -209,6 +259,11 @@ func (r *Router) Ping(ctx context.Context) error { return r.home.Ping(ctx) }
 func (r *Router) Close() error {
 	var err error
 	r.home.closeOnce.Do(func() {
+		r.stopRepair()
+		<-r.repairDone
+		if t := r.resetTimer.Load(); t != nil {
+			t.Stop()
+		}
 		r.home.stopBG()
 		r.mu.Lock()
 		for _, v := range r.views {

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/latch-run/latch/store"
 )
@@ -13,25 +14,30 @@ import (
 // pass took less than it was allowed is done, and its hint is refreshed
 // from its index. An idle tenant costs them nothing. Prune visits every
 // tenant (it runs seldom), then the home namespace (servers, workers,
-// activity), and re-derives every hint (repairHints).
+// activity), and re-derives every hint (repairHints). None of them runs a
+// repair otherwise: that is the repair goroutine's (shard_repair.go).
 
 // pass runs one such pass: fn does tenant t's part with at most left and
-// returns how much it did.
+// returns how much it did. A tenant whose part fails is skipped: the pass
+// goes on with the others (one tenant's primary out of reach must not hold
+// back every other tenant's expired leases and due work), and the errors
+// come back joined at the end.
 func (r *Router) pass(ctx context.Context, what string, nowUS int64, limit int, fn func(t string, v *Store, left int) (int, error)) error {
-	r.repairIfNeeded(ctx)
 	names, err := r.hinted(ctx, what, nowUS, 0)
 	if err != nil {
 		return err
 	}
+	var errs []error
 	left := limit
 	for _, t := range names {
-		if left <= 0 {
+		if left <= 0 || ctx.Err() != nil {
 			break
 		}
 		n, err := fn(t, r.view(t), left)
 		if err != nil {
 			r.unsure(err)
-			return err
+			errs = append(errs, fmt.Errorf("tenant %s: %w", t, err))
+			continue
 		}
 		if n > 0 {
 			r.lower(ctx, t, 0, hintClaim) // requeued, promoted, woken, or a key's slot freed
@@ -39,11 +45,14 @@ func (r *Router) pass(ctx context.Context, what string, nowUS int64, limit int, 
 		left -= n
 		if left > 0 {
 			if err := r.refresh(ctx, t, what); err != nil {
-				return err
+				errs = append(errs, fmt.Errorf("tenant %s: %w", t, err))
 			}
 		}
 	}
-	return nil
+	if err := ctx.Err(); err != nil && len(errs) == 0 {
+		return err
+	}
+	return errors.Join(errs...)
 }
 
 func (r *Router) Rescue(ctx context.Context, p *store.RescueParams) (*store.RescueResult, error) {
@@ -87,30 +96,36 @@ func (r *Router) Wake(ctx context.Context, p *store.WakeParams) (*store.WakeResu
 	return out, err
 }
 
+// Prune prunes every tenant (a failing one is skipped, its error joined to
+// the answer), then the home namespace, then re-derives every hint
+// (repairHints), whatever failed before.
 func (r *Router) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneResult, error) {
+	out := &store.PruneResult{}
+	var errs []error
 	names, err := r.tenants(ctx)
 	if err != nil {
-		return nil, err
+		errs = append(errs, err)
 	}
-	out := &store.PruneResult{}
 	left := store.BatchLimit(p.Limit)
 	for _, t := range names {
-		if left <= 0 {
+		if left <= 0 || ctx.Err() != nil {
 			break
 		}
 		res, err := r.view(t).Prune(ctx, &store.PruneParams{Now: p.Now, Limit: left})
 		if err != nil {
-			return nil, err
+			errs = append(errs, fmt.Errorf("tenant %s: %w", t, err))
+			continue
 		}
 		out.Executions += res.Executions
 		out.DedupKeys += res.DedupKeys
 		left -= res.Executions
 	}
-	res, err := r.home.Prune(ctx, &store.PruneParams{Now: p.Now, Limit: max(left, 1)})
-	if err != nil {
-		return nil, err
+	if res, err := r.home.Prune(ctx, &store.PruneParams{Now: p.Now, Limit: max(left, 1)}); err != nil {
+		errs = append(errs, err)
+	} else {
+		out.Executions += res.Executions
+		out.DedupKeys += res.DedupKeys
 	}
-	out.Executions += res.Executions
-	out.DedupKeys += res.DedupKeys
-	return out, errors.Join(r.repairHints(ctx))
+	errs = append(errs, r.repairHints(ctx))
+	return out, errors.Join(errs...)
 }

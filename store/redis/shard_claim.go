@@ -40,9 +40,9 @@ func (r *Router) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimR
 		}
 		maxN, _ := p.Bounds()
 		r.claimed(ctx, []string{p.Tenant}, [][]store.Lease{res.Leases}, []bool{len(res.Leases) < maxN}, res)
+		wrapLeases(res.Leases)
 		return res, nil
 	}
-	r.repairIfNeeded(ctx)
 	t := now(p.Now)
 	maxN, _ := p.Bounds()
 	names, err := r.hinted(ctx, hintClaim, us(t), 0)
@@ -136,6 +136,7 @@ func (r *Router) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimR
 		return nil, errFirst
 	}
 	r.claimed(ctx, names, got, short, res)
+	wrapLeases(res.Leases)
 	return res, nil
 }
 
@@ -157,7 +158,9 @@ func (r *Router) claimed(ctx context.Context, names []string, got [][]store.Leas
 	var turns []goredis.Z
 	if len(served) > 0 {
 		seq, err := r.home.rdb.IncrBy(ctx, r.home.k.shardTurnSeq(), int64(len(served))).Result()
-		if err == nil {
+		if err != nil {
+			r.wantRepair() // the rescue hints below still go in; turns stay as they were
+		} else {
 			for i, t := range served {
 				turns = append(turns, goredis.Z{Score: float64(seq - int64(len(served)) + 1 + int64(i)), Member: t})
 			}
@@ -165,7 +168,7 @@ func (r *Router) claimed(ctx context.Context, names []string, got [][]store.Leas
 	}
 	// The turns and the rescue hints in one MULTI (all home keys).
 	if len(turns) > 0 || len(last) > 0 {
-		_, _ = r.home.rdb.TxPipelined(ctx, func(pipe goredis.Pipeliner) error {
+		if _, err := r.home.rdb.TxPipelined(ctx, func(pipe goredis.Pipeliner) error {
 			if len(turns) > 0 {
 				pipe.ZAdd(ctx, r.home.k.shardTurns(), turns...)
 			}
@@ -181,7 +184,9 @@ func (r *Router) claimed(ctx context.Context, names []string, got [][]store.Leas
 				pipe.Incr(ctx, r.home.k.hintGen(hintRescue, t))
 			}
 			return nil
-		})
+		}); err != nil {
+			r.wantRepair() // as lower: the leases are committed, their rescue hints may not be
+		}
 	}
 	if !res.RetryAt.IsZero() {
 		for _, t := range names {

@@ -6,8 +6,9 @@ import (
 	"github.com/latch-run/latch/store"
 )
 
-// Calls about one execution go to its tenant's namespace: the one the
-// call names, else the one holding the id (find). After a script that may
+// Calls about one execution go to its tenant's namespace: the one its
+// lease token names (shard_token.go), else the one the call names, else
+// the one holding the id (find: a fan-out over the tenants). After a script that may
 // have given its tenant work, the router lowers the tenant's hints
 // (shard_hints.go).
 
@@ -73,18 +74,24 @@ func (r *Router) Admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitR
 }
 
 func (r *Router) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
-	v, err := r.find(ctx, p.Tenant, p.ExecutionID)
+	v, tok, err := r.leaseView(p.Tenant, p.Token)
 	if err != nil {
 		return nil, err
 	}
+	vp := *p
+	vp.Token = tok
+	p = &vp
 	return v.Heartbeat(ctx, p)
 }
 
 func (r *Router) Complete(ctx context.Context, p *store.CompleteParams) (*store.Execution, error) {
-	v, err := r.find(ctx, p.Tenant, p.ExecutionID)
+	v, tok, err := r.leaseView(p.Tenant, p.Token)
 	if err != nil {
 		return nil, err
 	}
+	vp := *p
+	vp.Token = tok
+	p = &vp
 	e, err := v.Complete(ctx, p)
 	r.unsure(err)
 	if err == nil && e != nil && e.ConcurrencyKey != "" {
@@ -94,10 +101,13 @@ func (r *Router) Complete(ctx context.Context, p *store.CompleteParams) (*store.
 }
 
 func (r *Router) Fail(ctx context.Context, p *store.FailParams) (*store.Execution, error) {
-	v, err := r.find(ctx, p.Tenant, p.ExecutionID)
+	v, tok, err := r.leaseView(p.Tenant, p.Token)
 	if err != nil {
 		return nil, err
 	}
+	vp := *p
+	vp.Token = tok
+	p = &vp
 	e, err := v.Fail(ctx, p)
 	r.unsure(err)
 	if err == nil {
@@ -107,10 +117,13 @@ func (r *Router) Fail(ctx context.Context, p *store.FailParams) (*store.Executio
 }
 
 func (r *Router) Release(ctx context.Context, p *store.ReleaseParams) (*store.Execution, error) {
-	v, err := r.find(ctx, p.Tenant, p.ExecutionID)
+	v, tok, err := r.leaseView(p.Tenant, p.Token)
 	if err != nil {
 		return nil, err
 	}
+	vp := *p
+	vp.Token = tok
+	p = &vp
 	e, err := v.Release(ctx, p)
 	r.unsure(err)
 	if err == nil {
@@ -146,18 +159,24 @@ func (r *Router) Delete(ctx context.Context, p *store.DeleteParams) error {
 }
 
 func (r *Router) RecordStep(ctx context.Context, p *store.RecordStepParams) (*store.RecordStepResult, error) {
-	v, err := r.find(ctx, p.Tenant, p.ExecutionID)
+	v, tok, err := r.leaseView(p.Tenant, p.Token)
 	if err != nil {
 		return nil, err
 	}
+	vp := *p
+	vp.Token = tok
+	p = &vp
 	return v.RecordStep(ctx, p)
 }
 
 func (r *Router) Suspend(ctx context.Context, p *store.SuspendParams) (*store.Execution, error) {
-	v, err := r.find(ctx, p.Tenant, p.ExecutionID)
+	v, tok, err := r.leaseView(p.Tenant, p.Token)
 	if err != nil {
 		return nil, err
 	}
+	vp := *p
+	vp.Token = tok
+	p = &vp
 	e, err := v.Suspend(ctx, p)
 	r.unsure(err)
 	if err == nil {

@@ -30,10 +30,11 @@ import (
 //     is seen by it; one that commits after it lowers the hint, and either
 //     the lowering comes after the write or it makes the write fail.
 //   - A process that dies between a script and its hint write only delays
-//     the work: Prune re-derives every tenant's hints from its namespace
-//     (repairHints), and so does the next pass after a node was out of
-//     reach (a failover of the home's primary may lose hint writes whose
-//     work the tenants' primaries kept).
+//     the work: every process re-derives every tenant's hints from its
+//     namespace every 10 s or so, in one background goroutine, and at once
+//     after a node was out of reach (a failover of the home's primary may
+//     lose hint writes whose work the tenants' primaries kept) or a hint
+//     write failed (shard_repair.go); Prune does too.
 const (
 	hintClaim   = "claim"   // ready work, or scheduled work from its run_at
 	hintPromote = "promote" // scheduled work (sched, due), from its run_at (Promote)
@@ -59,16 +60,18 @@ func (r *Router) lower(ctx context.Context, t string, at int64, whats ...string)
 		}
 		return nil
 	}); err != nil {
-		r.needRepair.Store(true)
+		r.wantRepair()
 	}
 }
 
 // unsure notes a call's failure that may have come after its script
-// committed (a lost reply, a timeout: anything but a refusal), so that its
-// hints may be missing: the next pass repairs them first.
+// committed (a lost reply, a server timeout: anything but a refusal), so
+// that its hints may be missing: the repair goroutine repairs them now. The
+// caller's own end (context.Canceled, DeadlineExceeded: a client that went
+// away) asks for no repair: the periodic one bounds what it may have left.
 func (r *Router) unsure(err error) {
-	if err != nil && !refusal(err) {
-		r.needRepair.Store(true)
+	if err != nil && !refusal(err) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		r.wantRepair()
 	}
 }
 
@@ -163,33 +166,4 @@ func (r *Router) hinted(ctx context.Context, what string, at int64, limit int) (
 		return nil, fmt.Errorf("redis: hint: %w", interpretError(err))
 	}
 	return names, nil
-}
-
-// repairIfNeeded runs repairHints if a node was out of reach since the
-// last repair: a failover loses a suffix of each primary's writes, so the
-// home's primary may have lost hint writes whose work its tenants'
-// primaries kept.
-func (r *Router) repairIfNeeded(ctx context.Context) {
-	if r.needRepair.CompareAndSwap(true, false) {
-		if err := r.repairHints(ctx); err != nil {
-			r.needRepair.Store(true)
-		}
-	}
-}
-
-// repairHints re-derives every tenant's hints from its namespace.
-func (r *Router) repairHints(ctx context.Context) error {
-	names, err := r.tenants(ctx)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, t := range names {
-		for _, w := range allHints {
-			if err := r.refresh(ctx, t, w); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	return errors.Join(errs...)
 }

@@ -134,23 +134,24 @@ func (r *Router) ListSchedules(ctx context.Context, p *store.ListSchedulesParams
 	}
 	limit := p.ListLimit()
 	if !p.DueBy.IsZero() {
-		r.repairIfNeeded(ctx)
 		names, err := r.hinted(ctx, hintFire, us(p.DueBy), 0)
 		if err != nil {
 			return nil, err
 		}
+		// A tenant whose read fails is left out: the others' due
+		// schedules are still listed, with the failure as the error.
 		parts := make([][]*store.Schedule, len(names))
-		if err := r.each(ctx, names, func(ctx context.Context, i int, v *Store) error {
+		failed := make([]bool, len(names))
+		eachErr := r.each(ctx, names, func(ctx context.Context, i int, v *Store) error {
 			tp := *p
 			tp.Tenant = names[i]
 			var err error
 			parts[i], err = v.ListSchedules(ctx, &tp)
+			failed[i] = err != nil
 			return err
-		}); err != nil {
-			return nil, err
-		}
+		})
 		for i, t := range names {
-			if len(parts[i]) == 0 {
+			if len(parts[i]) == 0 && !failed[i] {
 				_ = r.refresh(ctx, t, hintFire)
 			}
 		}
@@ -164,7 +165,7 @@ func (r *Router) ListSchedules(ctx context.Context, p *store.ListSchedulesParams
 			}
 			return cmp.Compare(a.Name, b.Name)
 		})
-		return out[:min(len(out), limit)], nil
+		return out[:min(len(out), limit)], eachErr
 	}
 	names, err := r.tenants(ctx)
 	if err != nil {

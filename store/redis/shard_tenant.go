@@ -21,10 +21,13 @@ import (
 // script — then the tenant namespace; DeleteTenant deletes in the tenant
 // namespace first (the usual script: refused there, with nothing written,
 // while work is in flight), then the home record with its keys, workers
-// and activity. A crash between the two steps of a create leaves a
-// registered tenant without a namespace (it reads as missing; DeleteTenant
-// removes it); of a delete, a registry entry whose namespace is gone
-// (DeleteTenant again removes it).
+// and activity; before both, unless the tenant has work in flight and the
+// delete is not forced, it revokes the tenant's keys (revokeKeys). A
+// crash between the two steps of a create leaves a registered tenant
+// without a namespace (it reads as missing; DeleteTenant removes it); of a
+// delete, a registry entry whose namespace is gone (DeleteTenant again
+// removes it). Either way its keys authenticate nothing: LookupAPIKey
+// answers ErrNotFound for a key whose tenant's hash is missing.
 
 func (r *Router) CreateTenant(ctx context.Context, p *store.CreateTenantParams) (*store.Tenant, error) {
 	ten, err := r.home.CreateTenant(ctx, p)
@@ -83,7 +86,21 @@ func (r *Router) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) 
 }
 
 func (r *Router) DeleteTenant(ctx context.Context, p *store.DeleteTenantParams) error {
-	err := r.view(p.Name).DeleteTenant(ctx, p)
+	v := r.view(p.Name)
+	// The tenant's keys go first, unless the delete will be refused for
+	// work in flight (read here; a call admitted since is refused below
+	// with its keys gone, as the tenant is being deleted anyway).
+	revoke := p.Force
+	if !revoke {
+		ten, err := v.GetTenant(ctx, &store.GetTenantParams{Name: p.Name})
+		revoke = err != nil || ten.Inflight == 0
+	}
+	if revoke {
+		if err := r.revokeKeys(ctx, p.Name); err != nil {
+			return err
+		}
+	}
+	err := v.DeleteTenant(ctx, p)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
@@ -108,12 +125,33 @@ func (r *Router) DeleteTenant(ctx context.Context, p *store.DeleteTenantParams) 
 	return nil
 }
 
+// revokeKeys deletes tenant t's API keys in the home namespace (one
+// MULTI), leaving its registry entry and record.
+func (r *Router) revokeKeys(ctx context.Context, t string) error {
+	h := r.home
+	hashes, err := h.rdb.HVals(ctx, h.k.keyIDs(t)).Result()
+	if err != nil {
+		return fmt.Errorf("redis: delete tenant: %w", interpretError(err))
+	}
+	if _, err := h.rdb.TxPipelined(ctx, func(pipe goredis.Pipeliner) error {
+		for _, kh := range hashes {
+			pipe.Del(ctx, h.k.apiKey(kh))
+		}
+		pipe.Del(ctx, h.k.keyIDs(t))
+		return nil
+	}); err != nil {
+		return fmt.Errorf("redis: delete tenant: %w", interpretError(err))
+	}
+	return nil
+}
+
 func (r *Router) AddAPIKey(ctx context.Context, p *store.AddAPIKeyParams) error {
 	return r.home.AddAPIKey(ctx, p)
 }
 
 // LookupAPIKey reads the key in the home namespace and its tenant's
-// Disabled flag in the tenant's namespace.
+// Disabled flag in the tenant's namespace; ErrNotFound when the tenant's
+// hash is not there (a create or delete cut short by a crash).
 func (r *Router) LookupAPIKey(ctx context.Context, p *store.LookupAPIKeyParams) (*store.APIKey, error) {
 	return r.home.lookupAPIKey(ctx, p, func(t string) (*Store, string) { v := r.view(t); return v, v.k.tenant(t) })
 }

@@ -129,3 +129,20 @@ func clusterAddrs(t testing.TB, url string) []string {
 	rest, _, _ = strings.Cut(rest, "/")
 	return strings.Split(rest, ",")
 }
+
+// TestRouterPrimaryOnly (M3): whatever the URL says, the tenant router
+// reads from the primaries only: a replica may lack the last writes, and a
+// hint refresh that read one could drop a live hint.
+func TestRouterPrimaryOnly(t *testing.T) {
+	url := clusterURL(t)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	r := openRouter(t, url+sep+"read_only=true&route_by_latency=true&route_randomly=true", newClusterPrefix(t, url))
+	defer r.Close()
+	o := r.ClientOptions()
+	if o.ReadOnly || o.RouteByLatency || o.RouteRandomly {
+		t.Errorf("router's cluster options: ReadOnly %v RouteByLatency %v RouteRandomly %v, want all false", o.ReadOnly, o.RouteByLatency, o.RouteRandomly)
+	}
+}

@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -170,11 +169,18 @@ func (s *Store) lookupAPIKey(ctx context.Context, p *store.LookupAPIKeyParams, t
 		if tenantHash != nil {
 			hs, key = tenantHash(k.Tenant)
 		}
-		d, err := hs.rdb.HGet(ctx, key, "disabled").Result()
-		if err != nil && !errors.Is(err, goredis.Nil) {
+		vals, err := hs.rdb.HMGet(ctx, key, "name", "disabled").Result()
+		if err != nil {
 			return nil, fmt.Errorf("redis: lookup api key: %w", interpretError(err))
 		}
-		k.TenantDisabled = d == "1"
+		if vals[0] == nil && tenantHash != nil {
+			// The tenant router's tenant hash is in the tenant's namespace,
+			// written after the key (CreateTenant) and deleted before it
+			// (DeleteTenant): a crash between the two leaves a key of a
+			// tenant that is not there, which authenticates nothing.
+			return nil, fmt.Errorf("api key: tenant %s: %w", k.Tenant, store.ErrNotFound)
+		}
+		k.TenantDisabled = vals[1] == "1"
 	}
 	return k, nil
 }

@@ -2,10 +2,7 @@ package redis
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -84,53 +81,11 @@ func startNotifier(ctx context.Context, rdb goredis.UniversalClient, channel str
 	return n, nil
 }
 
-// healthEvery is how long the subscriber waits in silence before it pings,
-// so that a dead connection is noticed and replaced.
-const healthEvery = 15 * time.Second
-
 func (n *notifier) loop() {
-	defer close(n.done)
-	ctx := context.Background()
-	backoff := 10 * time.Millisecond
-	for {
-		msg, err := n.ps.ReceiveTimeout(ctx, healthEvery)
-		select {
-		case <-n.quit:
-			return
-		default:
-		}
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				_ = n.ps.Ping(ctx)
-				continue
-			}
-			// The connection failed; go-redis reconnects and resubscribes
-			// on the next receive. Changes may be lost meanwhile.
-			n.wakeAll()
-			if n.lost != nil {
-				n.lost()
-			}
-			select {
-			case <-n.quit:
-				return
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff, time.Second)
-			continue
-		}
-		backoff = 10 * time.Millisecond
-		switch m := msg.(type) {
-		case *goredis.Message:
-			if v, err := strconv.ParseUint(m.Payload, 10, 64); err == nil {
-				n.receive(v)
-			} else {
-				n.wakeAll()
-			}
-		case *goredis.Subscription:
-			n.reset()
-		}
-	}
+	listen(n.ps, n.quit, n.done, listener{
+		message: func(_ string, v uint64) { n.receive(v) },
+		wakeAll: n.wakeAll, reset: n.reset, lost: n.lost,
+	})
 }
 
 func (n *notifier) stop() error {

@@ -2,11 +2,8 @@ package redis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
-	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -78,47 +75,10 @@ func (n *shardNotifier) forNS(ns string) *notifier {
 }
 
 func (n *shardNotifier) loop() {
-	defer close(n.done)
-	ctx := context.Background()
-	backoff := 10 * time.Millisecond
-	for {
-		msg, err := n.ps.ReceiveTimeout(ctx, healthEvery)
-		select {
-		case <-n.quit:
-			return
-		default:
-		}
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				_ = n.ps.Ping(ctx)
-				continue
-			}
-			n.wakeAll()
-			if n.lost != nil {
-				n.lost()
-			}
-			select {
-			case <-n.quit:
-				return
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff, time.Second)
-			continue
-		}
-		backoff = 10 * time.Millisecond
-		switch m := msg.(type) {
-		case *goredis.Message:
-			ns := strings.TrimSuffix(m.Channel, ":changed")
-			if v, err := strconv.ParseUint(m.Payload, 10, 64); err == nil {
-				n.receive(ns, v)
-			} else {
-				n.wakeAll()
-			}
-		case *goredis.Subscription:
-			n.reset()
-		}
-	}
+	listen(n.ps, n.quit, n.done, listener{
+		message: func(channel string, v uint64) { n.receive(strings.TrimSuffix(channel, ":changed"), v) },
+		wakeAll: n.wakeAll, reset: n.reset, lost: n.lost,
+	})
 }
 
 func (n *shardNotifier) stop() error {

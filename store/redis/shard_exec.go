@@ -74,25 +74,11 @@ func (r *Router) Admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitR
 }
 
 func (r *Router) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
-	v, tok, err := r.leaseView(p.Tenant, p.Token)
-	if err != nil {
-		return nil, err
-	}
-	vp := *p
-	vp.Token = tok
-	p = &vp
-	return v.Heartbeat(ctx, p)
+	return onLease(ctx, r, p, p.Tenant, p.Token, func(q *store.HeartbeatParams, t string) { q.Token = t }, (*Store).Heartbeat)
 }
 
 func (r *Router) Complete(ctx context.Context, p *store.CompleteParams) (*store.Execution, error) {
-	v, tok, err := r.leaseView(p.Tenant, p.Token)
-	if err != nil {
-		return nil, err
-	}
-	vp := *p
-	vp.Token = tok
-	p = &vp
-	e, err := v.Complete(ctx, p)
+	e, err := onLease(ctx, r, p, p.Tenant, p.Token, func(q *store.CompleteParams, t string) { q.Token = t }, (*Store).Complete)
 	r.unsure(err)
 	if err == nil && e != nil && e.ConcurrencyKey != "" {
 		r.afterExec(ctx, e)
@@ -101,35 +87,11 @@ func (r *Router) Complete(ctx context.Context, p *store.CompleteParams) (*store.
 }
 
 func (r *Router) Fail(ctx context.Context, p *store.FailParams) (*store.Execution, error) {
-	v, tok, err := r.leaseView(p.Tenant, p.Token)
-	if err != nil {
-		return nil, err
-	}
-	vp := *p
-	vp.Token = tok
-	p = &vp
-	e, err := v.Fail(ctx, p)
-	r.unsure(err)
-	if err == nil {
-		r.afterExec(ctx, e)
-	}
-	return e, err
+	return r.ended(ctx)(onLease(ctx, r, p, p.Tenant, p.Token, func(q *store.FailParams, t string) { q.Token = t }, (*Store).Fail))
 }
 
 func (r *Router) Release(ctx context.Context, p *store.ReleaseParams) (*store.Execution, error) {
-	v, tok, err := r.leaseView(p.Tenant, p.Token)
-	if err != nil {
-		return nil, err
-	}
-	vp := *p
-	vp.Token = tok
-	p = &vp
-	e, err := v.Release(ctx, p)
-	r.unsure(err)
-	if err == nil {
-		r.afterExec(ctx, e)
-	}
-	return e, err
+	return r.ended(ctx)(onLease(ctx, r, p, p.Tenant, p.Token, func(q *store.ReleaseParams, t string) { q.Token = t }, (*Store).Release))
 }
 
 func (r *Router) Cancel(ctx context.Context, p *store.CancelParams) (*store.Execution, error) {
@@ -137,12 +99,7 @@ func (r *Router) Cancel(ctx context.Context, p *store.CancelParams) (*store.Exec
 	if err != nil {
 		return nil, err
 	}
-	e, err := v.Cancel(ctx, p)
-	r.unsure(err)
-	if err == nil {
-		r.afterExec(ctx, e)
-	}
-	return e, err
+	return r.ended(ctx)(v.Cancel(ctx, p))
 }
 
 func (r *Router) Delete(ctx context.Context, p *store.DeleteParams) error {
@@ -159,30 +116,24 @@ func (r *Router) Delete(ctx context.Context, p *store.DeleteParams) error {
 }
 
 func (r *Router) RecordStep(ctx context.Context, p *store.RecordStepParams) (*store.RecordStepResult, error) {
-	v, tok, err := r.leaseView(p.Tenant, p.Token)
-	if err != nil {
-		return nil, err
-	}
-	vp := *p
-	vp.Token = tok
-	p = &vp
-	return v.RecordStep(ctx, p)
+	return onLease(ctx, r, p, p.Tenant, p.Token, func(q *store.RecordStepParams, t string) { q.Token = t }, (*Store).RecordStep)
 }
 
 func (r *Router) Suspend(ctx context.Context, p *store.SuspendParams) (*store.Execution, error) {
-	v, tok, err := r.leaseView(p.Tenant, p.Token)
-	if err != nil {
-		return nil, err
+	return r.ended(ctx)(onLease(ctx, r, p, p.Tenant, p.Token, func(q *store.SuspendParams, t string) { q.Token = t }, (*Store).Suspend))
+}
+
+// ended returns what a call that changed an execution answered, after
+// noting a doubtful failure (unsure) or lowering the execution's tenant's
+// hints for what the change made due (afterExec).
+func (r *Router) ended(ctx context.Context) func(*store.Execution, error) (*store.Execution, error) {
+	return func(e *store.Execution, err error) (*store.Execution, error) {
+		r.unsure(err)
+		if err == nil {
+			r.afterExec(ctx, e)
+		}
+		return e, err
 	}
-	vp := *p
-	vp.Token = tok
-	p = &vp
-	e, err := v.Suspend(ctx, p)
-	r.unsure(err)
-	if err == nil {
-		r.afterExec(ctx, e)
-	}
-	return e, err
 }
 
 func (r *Router) Signal(ctx context.Context, p *store.SignalParams) (*store.SignalResult, error) {

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"context"
 	"strings"
 
 	"github.com/latch-run/latch/store"
@@ -35,4 +36,18 @@ func (r *Router) leaseView(tenant, tok string) (*Store, string, error) {
 		return nil, "", store.ErrLeaseLost
 	}
 	return r.view(t), inner, nil
+}
+
+// onLease runs op, a call fenced by a lease token, on the view the token
+// names, with a copy of p holding the view's own token (setToken).
+func onLease[P, R any](ctx context.Context, r *Router, p *P, tenant, token string, setToken func(*P, string),
+	op func(*Store, context.Context, *P) (R, error)) (R, error) {
+	v, tok, err := r.leaseView(tenant, token)
+	if err != nil {
+		var none R
+		return none, err
+	}
+	vp := *p
+	setToken(&vp, tok)
+	return op(v, ctx, &vp)
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/latch-run/latch/engine"
+	"github.com/latch-run/latch/engine/enginebench"
 	"github.com/latch-run/latch/store"
 	"github.com/latch-run/latch/store/redis"
 	goredis "github.com/redis/go-redis/v9"
@@ -190,9 +191,9 @@ func submit(ctx context.Context, st store.Store, tenants []string, kind string, 
 func drain(ctx context.Context, st store.Store, kind string, ids []string, cfg config) ([]atomic.Int32, time.Duration, error) {
 	starts := make([]atomic.Int32, len(ids))
 	var wrong atomic.Value // the first start that does not match its submit
-	cs := &completions{want: int64(len(ids)), done: make(chan struct{})}
+	cs := enginebench.NewCompletions(len(ids))
 	w := engine.NewWorker(engine.WorkerConfig{
-		Store:    withCompletions(st, cs),
+		Store:    cs.Wrap(st),
 		WorkerID: "bench",
 		Slots:    cfg.Slots,
 		Logger:   slog.New(slog.DiscardHandler),
@@ -210,17 +211,10 @@ func drain(ctx context.Context, st store.Store, kind string, ids []string, cfg c
 	if err := w.Start(ctx); err != nil {
 		return nil, 0, err
 	}
-	var err error
-	select {
-	case <-cs.done:
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-time.After(cfg.Timeout):
-		err = fmt.Errorf("%d of %d completed after %v", cs.n.Load(), cs.want, cfg.Timeout)
-	}
+	err := cs.Wait(ctx, cfg.Timeout)
 	var el time.Duration
 	if err == nil {
-		el = cs.at.Sub(t0)
+		el = cs.At().Sub(t0)
 	}
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer scancel()
@@ -313,48 +307,4 @@ func percentileUS(l []time.Duration, q float64) float64 {
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	i := min(max(int(q*float64(len(s))+0.5)-1, 0), len(s)-1)
 	return float64(s[i].Microseconds())
-}
-
-// completions counts the Completes the store acknowledged and notes when
-// the want-th one returned.
-type completions struct {
-	want int64
-	n    atomic.Int64
-	done chan struct{}
-	at   time.Time
-}
-
-func (c *completions) complete(err error) {
-	if err == nil && c.n.Add(1) == c.want {
-		c.at = time.Now()
-		close(c.done)
-	}
-}
-
-// countingStore passes every call to its Store and counts Completes.
-type countingStore struct {
-	store.Store
-	c *completions
-}
-
-func (s *countingStore) Complete(ctx context.Context, p *store.CompleteParams) (*store.Execution, error) {
-	e, err := s.Store.Complete(ctx, p)
-	s.c.complete(err)
-	return e, err
-}
-
-// notifyingCountingStore keeps the wake-ups of a store.Notifier, which the
-// worker finds by a type assertion.
-type notifyingCountingStore struct {
-	countingStore
-	notifier store.Notifier
-}
-
-func (s *notifyingCountingStore) Changed() <-chan struct{} { return s.notifier.Changed() }
-
-func withCompletions(s store.Store, c *completions) store.Store {
-	if n, ok := s.(store.Notifier); ok {
-		return &notifyingCountingStore{countingStore{s, c}, n}
-	}
-	return &countingStore{s, c}
 }

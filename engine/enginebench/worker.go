@@ -38,9 +38,9 @@ func WorkerDrain(ctx context.Context, s store.Store, tenant string, n, slots int
 			return nil, err
 		}
 	}
-	cs := &completions{want: int64(n), done: make(chan struct{})}
+	cs := NewCompletions(n)
 	w := engine.NewWorker(engine.WorkerConfig{
-		Store:  withCompletions(s, cs),
+		Store:  cs.Wrap(s),
 		Slots:  slots,
 		Logger: slog.New(slog.DiscardHandler),
 	})
@@ -50,8 +50,11 @@ func WorkerDrain(ctx context.Context, s store.Store, tenant string, n, slots int
 	if err := w.Start(ctx); err != nil {
 		return nil, err
 	}
-	err := cs.wait(ctx, 10*time.Minute)
-	res.Elapsed = cs.at.Sub(t0)
+	err := cs.Wait(ctx, 10*time.Minute)
+	if err != nil {
+		err = fmt.Errorf("worker drain: %w", err)
+	}
+	res.Elapsed = cs.At().Sub(t0)
 	if err2 := stopWorker(w); err == nil {
 		err = err2
 	}
@@ -192,59 +195,4 @@ func countStatus(ctx context.Context, s store.Store, tenant, kind string, status
 		}
 		after = page.Next
 	}
-}
-
-// completions counts the Completes a store acknowledged and notes when the
-// want-th one returned.
-type completions struct {
-	want int64
-	n    atomic.Int64
-	done chan struct{}
-	at   time.Time
-}
-
-func (c *completions) complete(err error) {
-	if err == nil && c.n.Add(1) == c.want {
-		c.at = time.Now()
-		close(c.done)
-	}
-}
-
-func (c *completions) wait(ctx context.Context, limit time.Duration) error {
-	select {
-	case <-c.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(limit):
-		return fmt.Errorf("worker drain: %d of %d completed after %v", c.n.Load(), c.want, limit)
-	}
-}
-
-// countingStore passes every call to its Store and counts Completes.
-type countingStore struct {
-	store.Store
-	c *completions
-}
-
-func (s *countingStore) Complete(ctx context.Context, p *store.CompleteParams) (*store.Execution, error) {
-	e, err := s.Store.Complete(ctx, p)
-	s.c.complete(err)
-	return e, err
-}
-
-// notifyingCountingStore keeps the wake-ups of a store.Notifier, which the
-// worker finds by a type assertion.
-type notifyingCountingStore struct {
-	countingStore
-	notifier store.Notifier
-}
-
-func (s *notifyingCountingStore) Changed() <-chan struct{} { return s.notifier.Changed() }
-
-func withCompletions(s store.Store, c *completions) store.Store {
-	if n, ok := s.(store.Notifier); ok {
-		return &notifyingCountingStore{countingStore{s, c}, n}
-	}
-	return &countingStore{s, c}
 }

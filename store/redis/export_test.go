@@ -190,3 +190,6 @@ func (r *Router) Unavailable() { r.unavailable() }
 
 // ClientOptions are the router's cluster client's options.
 func (r *Router) ClientOptions() *goredis.ClusterOptions { return r.home.cluster.Options() }
+
+// HomeCluster is the router's cluster client (its hooks see every call).
+func (r *Router) HomeCluster() *goredis.ClusterClient { return r.home.cluster }

@@ -41,16 +41,35 @@ func (r *Router) repairLoop(ctx context.Context) {
 	}
 	timer := time.NewTimer(jitter())
 	defer timer.Stop()
+	retry := false
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-r.repairKick:
-		case <-timer.C:
+		if !retry {
+			select {
+			case <-ctx.Done():
+				return
+			case <-r.repairKick:
+			case <-timer.C:
+			}
 		}
 		r.needRepair.Store(false)
 		if err := r.repairHints(ctx); err != nil && ctx.Err() == nil {
 			r.needRepair.Store(true)
+		}
+		if retry = r.needRepair.Load(); retry {
+			// Failed (a node still out of reach), or asked for again
+			// meanwhile: once more in a second, and no sooner. A failed
+			// repair's own calls ask for another at once (clusterHook),
+			// which would otherwise repeat it without a pause.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			select {
+			case <-r.repairKick: // asked for meanwhile: the retry is it
+			default:
+			}
+			continue
 		}
 		if !timer.Stop() {
 			select {
@@ -58,11 +77,7 @@ func (r *Router) repairLoop(ctx context.Context) {
 			default:
 			}
 		}
-		next := jitter()
-		if r.needRepair.Load() {
-			next = time.Second // failed (a node still out of reach): try again soon
-		}
-		timer.Reset(next)
+		timer.Reset(jitter())
 	}
 }
 

@@ -2,8 +2,14 @@ package redis_test
 
 import (
 	"context"
+	"net"
+	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/latch-run/latch/store"
 	"github.com/latch-run/latch/store/redis"
@@ -113,5 +119,50 @@ func TestRouterPeriodicRepairBoundsLostHints(t *testing.T) {
 	t.Logf("repaired after %v", time.Since(start).Round(100*time.Millisecond))
 	if res, err := r.Rescue(ctx, &store.RescueParams{Now: later, Limit: 10}); err != nil || res.Requeued != 2 {
 		t.Fatalf("rescue after the repair: %+v %v, want both expired leases requeued", res, err)
+	}
+}
+
+// refuseRepairReads makes every pipeline that reads a hint's count of
+// lowerings (the repair's first step) fail as an unreachable node does,
+// and counts them: one a repair.
+type refuseRepairReads struct{ n *atomic.Int64 }
+
+func (h refuseRepairReads) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+func (h refuseRepairReads) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return next
+}
+
+func (h refuseRepairReads) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		for _, c := range cmds {
+			if k, _ := c.Args()[len(c.Args())-1].(string); c.Name() == "get" && strings.Contains(k, ":shard:gen:") {
+				h.n.Add(1)
+				err := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+				for _, c := range cmds {
+					c.SetErr(err)
+				}
+				return err
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestRouterRepairPausesWhileFailing: while a node is out of reach the
+// hint repair fails, and its own failed calls ask for another repair at
+// once; it must still wait its second between attempts rather than spin
+// (before, 100,000 repairs in 3 s).
+func TestRouterRepairPausesWhileFailing(t *testing.T) {
+	url := clusterURL(t)
+	r := openRouter(t, url, newClusterPrefix(t, url))
+	if _, err := r.CreateTenant(t.Context(), &store.CreateTenantParams{Name: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	r.HomeCluster().AddHook(refuseRepairReads{&n})
+	r.AskRepair()
+	time.Sleep(3 * time.Second)
+	if got := n.Load(); got < 1 || got > 6 {
+		t.Fatalf("%d repairs in 3 s while failing, want 1 to 6 (one a second)", got)
 	}
 }

@@ -93,6 +93,9 @@ func (r *Router) DeleteTenant(ctx context.Context, p *store.DeleteTenantParams) 
 	revoke := p.Force
 	if !revoke {
 		ten, err := v.GetTenant(ctx, &store.GetTenantParams{Name: p.Name})
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err // not known to be deletable: its keys stay
+		}
 		revoke = err != nil || ten.Inflight == 0
 	}
 	if revoke {

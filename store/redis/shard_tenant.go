@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -51,28 +50,7 @@ func (r *Router) ListTenants(ctx context.Context, p *store.ListTenantsParams) ([
 	if err != nil {
 		return nil, err
 	}
-	from, _ := slices.BinarySearch(names, p.After)
-	if from < len(names) && names[from] == p.After {
-		from++
-	}
-	names = names[from:min(len(names), from+p.PageLimit())]
-	cmds := make([]*goredis.MapStringStringCmd, len(names))
-	if _, err := r.home.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
-		for i, n := range names {
-			v := r.view(n)
-			cmds[i] = pipe.HGetAll(ctx, v.k.tenant(n))
-		}
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("redis: list tenants: %w", interpretError(err))
-	}
-	out := make([]*store.Tenant, 0, len(names))
-	for _, c := range cmds {
-		if m := c.Val(); len(m) > 0 {
-			out = append(out, parseTenant(m))
-		}
-	}
-	return out, nil
+	return readTenantPage(ctx, r.home.rdb, names, p, func(n string) string { return r.view(n).k.tenant(n) })
 }
 
 func (r *Router) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (*store.Tenant, error) {

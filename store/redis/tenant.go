@@ -68,15 +68,24 @@ func (s *Store) ListTenants(ctx context.Context, p *store.ListTenantsParams) ([]
 		return nil, fmt.Errorf("redis: list tenants: %w", interpretError(err))
 	}
 	slices.Sort(names)
+	return readTenantPage(ctx, s.rdb, names, p, s.k.tenant)
+}
+
+// readTenantPage reads the page p asks for of the sorted tenant names, in
+// one pipeline, each record at recordKey(name); a tenant deleted
+// meanwhile is left out. The Router shares it (its tenants' records live
+// in their own namespaces).
+func readTenantPage(ctx context.Context, rdb goredis.UniversalClient, names []string, p *store.ListTenantsParams,
+	recordKey func(name string) string) ([]*store.Tenant, error) {
 	from, _ := slices.BinarySearch(names, p.After)
 	if from < len(names) && names[from] == p.After {
 		from++
 	}
 	names = names[from:min(len(names), from+p.PageLimit())]
 	cmds := make([]*goredis.MapStringStringCmd, len(names))
-	if _, err := s.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
+	if _, err := rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
 		for i, n := range names {
-			cmds[i] = pipe.HGetAll(ctx, s.k.tenant(n))
+			cmds[i] = pipe.HGetAll(ctx, recordKey(n))
 		}
 		return nil
 	}); err != nil {

@@ -1,8 +1,6 @@
 package console
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"time"
@@ -96,8 +94,8 @@ func (c *Console) listExecutions(w http.ResponseWriter, r *http.Request) {
 type executionPage struct {
 	Now     time.Time
 	E       *store.Execution
-	Payload string // indented JSON
-	Result  string // indented JSON, "" when none
+	Payload jsonView
+	Result  jsonView // the zero jsonView when none
 	Runs    []runRow
 	Steps   []stepRow // a flow's journal; none for other executions
 }
@@ -118,8 +116,11 @@ func (c *Console) showExecution(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "execution", executionPage{Now: c.cfg.Now(), E: e, Payload: indent(e.Payload), Result: indent(e.Result),
-		Runs: runs, Steps: steps})
+	page := executionPage{Now: c.cfg.Now(), E: e, Payload: viewJSON(e.Payload), Result: viewJSON(e.Result),
+		Runs: runs, Steps: steps}
+	page.Payload.Raw = executionJSONURL(e.ID, "payload")
+	page.Result.Raw = executionJSONURL(e.ID, "result")
+	c.render(w, r, http.StatusOK, "execution", page)
 }
 
 // cancelExecution is POST /executions/{id}/cancel: as the API's cancel,
@@ -148,16 +149,4 @@ func (c *Console) cancelExecution(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, "/executions/"+url.PathEscape(id), http.StatusSeeOther)
-}
-
-// indent is raw JSON indented for reading; "" for none.
-func indent(raw json.RawMessage) string {
-	if len(raw) == 0 {
-		return ""
-	}
-	var b bytes.Buffer
-	if err := json.Indent(&b, raw, "", "  "); err != nil {
-		return string(raw)
-	}
-	return b.String()
 }

@@ -93,11 +93,18 @@ func attemptMark(runs []*store.Run, st *store.Step) string {
 	return mark
 }
 
-// shorten cuts s to at most max runes, marking the cut with "...".
+// shorten cuts s to at most max runes, marking the cut with "...". It
+// reads no further than the cut, whatever the size of s.
 func shorten(s string, max int) string {
-	r := []rune(s)
-	if len(r) <= max {
-		return s
+	n, cut := 0, 0
+	for i := range s {
+		if n == max-3 {
+			cut = i
+		}
+		if n == max {
+			return s[:cut] + "..."
+		}
+		n++
 	}
-	return string(r[:max-3]) + "..."
+	return s
 }

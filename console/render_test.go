@@ -15,3 +15,15 @@ func TestSpan(t *testing.T) {
 		}
 	}
 }
+
+func TestShorten(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		max  int
+		want string
+	}{{"abc", 5, "abc"}, {"abcde", 5, "abcde"}, {"abcdef", 5, "ab..."}, {"ééééééé", 6, "ééé..."}, {"", 4, ""}} {
+		if got := shorten(c.s, c.max); got != c.want {
+			t.Errorf("shorten(%q, %d) = %q, want %q", c.s, c.max, got, c.want)
+		}
+	}
+}

@@ -14,7 +14,7 @@ const ticksShown = 50
 type schedulePage struct {
 	S       *store.Schedule
 	Now     time.Time
-	Payload string // indented JSON
+	Payload jsonView
 	Ticks   []*store.Execution
 	More    string // the executions page of every tick, when there are more
 	Skipped int    // skipped ticks among those shown
@@ -66,7 +66,8 @@ func (c *Console) showSchedule(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	page := schedulePage{S: s, Now: c.cfg.Now(), Payload: indent(s.Payload), Ticks: ticks.Items}
+	page := schedulePage{S: s, Now: c.cfg.Now(), Payload: viewJSON(s.Payload), Ticks: ticks.Items}
+	page.Payload.Raw = "/schedule/json?" + url.Values{"tenant": {s.Tenant}, "name": {s.Name}}.Encode()
 	for _, x := range ticks.Items {
 		if x.Status == store.StatusSkipped {
 			page.Skipped++

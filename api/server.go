@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/latch-run/latch/internal/sse"
 	"github.com/latch-run/latch/internal/tracing"
 	"github.com/latch-run/latch/internal/watch"
 	"github.com/latch-run/latch/store"
@@ -130,7 +131,7 @@ const (
 	DefaultPollInterval       = 500 * time.Millisecond
 	DefaultMaxListBytes       = 8 << 20
 	DefaultStreamWriteTimeout = 30 * time.Second
-	DefaultMaxStreams         = 100
+	DefaultMaxStreams         = sse.DefaultMaxStreams
 	DefaultMaxLongPolls       = 100
 	DefaultMaxBodyInFlight    = 64 << 20
 	DefaultMaxSchedules       = 1000

@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/latch-run/latch/auth"
+	"github.com/latch-run/latch/internal/sse"
 	"github.com/latch-run/latch/store"
 )
 
@@ -67,6 +68,11 @@ type Config struct {
 	StreamWriteTimeout time.Duration
 	// MinRefresh is the least time between two events of /live. 0 = 2 s.
 	MinRefresh time.Duration
+	// MaxStreamsPerSession bounds the live streams (/live) one session may
+	// hold open on this server at once, as api.Config.MaxStreamsPerTenant
+	// bounds a tenant's event streams; one more is refused with 429.
+	// 0 = sse.DefaultMaxStreams (100), the API's default; < 0 = no bound.
+	MaxStreamsPerSession int
 	// SessionSecret signs session tokens (token.go). Servers that share a
 	// store behind one address need the same secret, or a session opened
 	// on one is refused by the others. Empty = a random secret of this
@@ -102,6 +108,7 @@ type Console struct {
 	pages    map[string]*template.Template
 	handler  http.Handler
 	secret   []byte // signs session tokens
+	streams  *liveStreams
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -136,6 +143,10 @@ func New(cfg Config) *Console {
 		rand.Read(c.secret) // never fails (crypto/rand panics rather than return short)
 	}
 	c.notifier, _ = cfg.Store.(store.Notifier)
+	if cfg.MaxStreamsPerSession == 0 {
+		cfg.MaxStreamsPerSession = sse.DefaultMaxStreams
+	}
+	c.streams = newLiveStreams(cfg.MaxStreamsPerSession)
 
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(staticFS, "static")

@@ -2,10 +2,15 @@ package console
 
 import (
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/latch-run/latch/internal/sse"
 )
+
+// streamRetryAfter is the Retry-After, in seconds, of a /live refused at
+// the session's bound: a slot frees when one of its streams ends.
+const streamRetryAfter = 5
 
 // keepAlive is how often an idle stream sends a comment, so that proxies
 // keep it open.
@@ -24,7 +29,28 @@ const keepAlive = 15 * time.Second
 // away was announced to nobody. The short
 // span between rendering a page and opening its stream is covered by the
 // next change or poll.
+//
+// A session holds at most Config.MaxStreamsPerSession streams on this
+// server (one more is refused with 429), and its streams end when it
+// does: at once at its logout on this server, at its expiry, and at the
+// next poll or keep-alive (each checks the session again, as a request
+// would) once it was logged out on another server or its key deleted.
 func (c *Console) live(w http.ResponseWriter, r *http.Request) {
+	ses := sessionFrom(r.Context())
+	ended, release, ok := c.streams.open(ses.IDHash)
+	if !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(streamRetryAfter))
+		http.Error(w, "this session's live streams are at their bound; retry when one has ended", http.StatusTooManyRequests)
+		return
+	}
+	defer release()
+	expiry := time.NewTimer(ses.ExpiresAt.Sub(c.cfg.Now()))
+	defer expiry.Stop()
+	// live reports whether the session may go on streaming.
+	live := func() bool {
+		_, _, err := c.identify(r)
+		return err == nil
+	}
 	stream := sse.Start(w, r, c.cfg.StreamWriteTimeout)
 	if stream == nil {
 		return // HEAD
@@ -49,13 +75,20 @@ func (c *Console) live(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-c.done:
 			return
+		case <-ended:
+			return
+		case <-expiry.C:
+			return
 		case <-ping.C:
-			if !stream.Comment("keep-alive") {
+			if !live() || !stream.Comment("keep-alive") {
 				return
 			}
 			continue
 		case <-changed:
 		case <-poll.C:
+			if !live() {
+				return
+			}
 		}
 		if wait := c.cfg.MinRefresh - time.Since(last); wait > 0 {
 			t := time.NewTimer(wait)
@@ -64,6 +97,9 @@ func (c *Console) live(w http.ResponseWriter, r *http.Request) {
 				t.Stop()
 				return
 			case <-c.done:
+				t.Stop()
+				return
+			case <-ended:
 				t.Stop()
 				return
 			case <-t.C:

@@ -38,28 +38,44 @@ func (c *Console) sessionID(r *http.Request) string {
 	return ""
 }
 
+// sessionInfo is the session a request acts in.
+type sessionInfo struct {
+	IDHash    string // what the store keeps of its id
+	ExpiresAt time.Time
+}
+
 // identify resolves the request's session: its token, then its record in
 // the store (gone after a logout, on any server), then the key it was
 // opened with, as the API resolves a bearer key (gone once the key is
 // deleted). auth.ErrUnknownKey when any of them is not valid.
-func (c *Console) identify(r *http.Request) (auth.Identity, error) {
+func (c *Console) identify(r *http.Request) (auth.Identity, sessionInfo, error) {
 	id := c.sessionID(r)
 	if id == "" {
-		return auth.Identity{}, auth.ErrUnknownKey
+		return auth.Identity{}, sessionInfo{}, auth.ErrUnknownKey
 	}
 	ctx, cancel := c.storeCtx(r)
 	defer cancel()
-	ses, err := c.cfg.Store.GetSession(ctx, &store.GetSessionParams{IDHash: sessionIDHash(id), Now: c.cfg.Now()})
+	hash := sessionIDHash(id)
+	ses, err := c.cfg.Store.GetSession(ctx, &store.GetSessionParams{IDHash: hash, Now: c.cfg.Now()})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return auth.Identity{}, auth.ErrUnknownKey
+		return auth.Identity{}, sessionInfo{}, auth.ErrUnknownKey
 	case err != nil:
-		return auth.Identity{}, err
+		return auth.Identity{}, sessionInfo{}, err
 	}
-	return c.cfg.Auth.IdentifyHash(ctx, ses.KeyHash)
+	who, err := c.cfg.Auth.IdentifyHash(ctx, ses.KeyHash)
+	return who, sessionInfo{IDHash: hash, ExpiresAt: ses.ExpiresAt}, err
 }
 
 type identityKey struct{}
+
+type sessionKey struct{}
+
+// sessionFrom is the session the request acts in; session puts it there.
+func sessionFrom(ctx context.Context) sessionInfo {
+	s, _ := ctx.Value(sessionKey{}).(sessionInfo)
+	return s
+}
 
 // identityFrom is who the request acts for; session puts it there.
 func identityFrom(ctx context.Context) auth.Identity {
@@ -74,7 +90,7 @@ func identityFrom(ctx context.Context) auth.Identity {
 // tenant's session gets a page that says so.
 func (c *Console) session(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := c.identify(r)
+		id, ses, err := c.identify(r)
 		switch {
 		case errors.Is(err, auth.ErrUnknownKey):
 			clearCookie(w, r)
@@ -97,7 +113,8 @@ func (c *Console) session(h http.HandlerFunc) http.Handler {
 				Message: "Tenant " + id.Tenant + " is disabled. Ask an administrator to enable it."})
 			return
 		}
-		h(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, id)))
+		ctx := context.WithValue(context.WithValue(r.Context(), identityKey{}, id), sessionKey{}, ses)
+		h(w, r.WithContext(ctx))
 	})
 }
 
@@ -156,7 +173,9 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 }
 
 // logout ends the session on the server, not only in this browser: its
-// record goes, so a copy of the cookie opens nothing on any server.
+// record goes, so a copy of the cookie opens nothing on any server, and
+// its live streams on this server end at once (on the others, at their
+// next check of the session: live).
 func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 	if id := c.sessionID(r); id != "" {
 		ctx, cancel := c.storeCtx(r)
@@ -167,6 +186,7 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 			c.fail(w, r, err)
 			return
 		}
+		c.streams.end(sessionIDHash(id))
 	}
 	clearCookie(w, r)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)

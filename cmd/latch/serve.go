@@ -214,7 +214,8 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 	var cons *console.Console
 	if cfg.console {
 		authn := auth.Authenticator{Store: st, AdminKeyHash: adminHash}
-		cons = console.New(console.Config{Store: st, Auth: authn, Logger: log, SessionSecret: cfg.consoleSecret})
+		cons = console.New(console.Config{Store: st, Auth: authn, Logger: log, SessionSecret: cfg.consoleSecret,
+			MaxStreamsPerSession: noBound(cfg.maxStreams)})
 		warnConsoleSecret(st, cfg.consoleSecret, log)
 		apiCfg.Console = cons
 	}

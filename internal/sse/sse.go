@@ -11,6 +11,13 @@ import (
 	"time"
 )
 
+// DefaultMaxStreams is how many event streams one holder may keep open on
+// one server unless configured otherwise: a tenant's (or the admin's) on
+// the API (GET /api/executions/{id}/events), a console session's (/live).
+// Each holds a goroutine and a connection until it ends, so without a
+// bound one client could hold the server's; one more is refused with 429.
+const DefaultMaxStreams = 100
+
 // Stream is one event stream being written.
 type Stream struct {
 	w       http.ResponseWriter

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"net/http"
+	"net/url"
 
 	"github.com/latch-run/latch/store"
 )
@@ -59,10 +60,20 @@ func (c *Console) confirmed(w http.ResponseWriter, r *http.Request, page confirm
 	return false
 }
 
-// refused answers an action the store refused for a reason the person can
-// act on; status is 409 unless given.
-func (c *Console) refused(w http.ResponseWriter, r *http.Request, status int, title, message string) {
-	c.render(w, r, status, "error", errorPage{Title: title, Message: message + " Nothing was changed."})
+// refused answers an action refused for a reason the person can act on,
+// with a link back to what it acted on.
+func (c *Console) refused(w http.ResponseWriter, r *http.Request, status int, back link, title, message string) {
+	c.render(w, r, status, "error", errorPage{Title: title, Message: message + " Nothing was changed.", Back: &back})
+}
+
+// backToExecution is the link back to execution id's page.
+func backToExecution(id string) link {
+	return link{Href: "/executions/" + url.PathEscape(id), Text: "Back to execution " + id}
+}
+
+// backToSchedule is the link back to a schedule's page.
+func backToSchedule(tenant, name string) link {
+	return link{Href: scheduleURL(tenant, name), Text: "Back to schedule " + name}
 }
 
 // actionExecution reads the execution an action on /executions/{id}/...

@@ -208,7 +208,7 @@ func TestBrowserPages(t *testing.T) {
 	}{
 		{"/overview", "svg.chart.starts", "host-2", "overview"},
 		{"/executions", "table tbody tr", "b-secret-kind", "executions"},
-		{"/executions/" + flow.ID, "form.signal", "Attempt 2, worker worker-b", "execution"},
+		{"/executions/" + flow.ID, "form.signal", "Run 2 · attempt 2 · worker worker-b", "execution"},
 		{"/schedules", "a.open", "b-secret-sched", "schedules"},
 		{"/schedule?tenant=a&name=sweep", "table.ticks", "overlap skip", "schedule"},
 		{"/limits", "table.keys", "acct-b", "limits"},

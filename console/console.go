@@ -174,10 +174,7 @@ func New(cfg Config) *Console {
 	mux.Handle("GET /tenants", c.session(c.tenants))
 	mux.Handle("GET /limits", c.session(c.limits))
 	mux.Handle("GET /live", c.session(c.live))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		c.render(w, r, http.StatusNotFound, "error", errorPage{Title: "Not found",
-			Message: "There is no page at " + r.URL.Path + "."})
-	})
+	mux.HandleFunc("/", c.notFound)
 	c.handler = http.NewCrossOriginProtection().Handler(mux)
 	return c
 }
@@ -231,4 +228,14 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	c.render(w, r, http.StatusInternalServerError, "error", errorPage{Title: "Something went wrong",
 		Message: "The store did not answer. The server's log has the details."})
+}
+
+// notFound answers a path the console has no page at: a 404 page, with
+// the navigation and Log out for a person logged in.
+func (c *Console) notFound(w http.ResponseWriter, r *http.Request) {
+	if id, ses, err := c.identify(r); err == nil && (id.Admin || !id.Disabled) {
+		r = r.WithContext(withSession(r.Context(), id, ses))
+	}
+	c.render(w, r, http.StatusNotFound, "error", errorPage{Title: "Not found",
+		Message: "There is no page at " + r.URL.Path + "."})
 }

@@ -53,7 +53,7 @@ func (c *Console) retryExecution(w http.ResponseWriter, r *http.Request) {
 	}
 	back := "/executions/" + url.PathEscape(x.ID)
 	if x.Status != store.StatusFailed { // asked before confirming; Retry checks again
-		c.refused(w, r, http.StatusConflict, "Not failed", "Only a failed execution can be retried.")
+		c.refused(w, r, http.StatusConflict, backToExecution(x.ID), "Not failed", "Only a failed execution can be retried.")
 		return
 	}
 	if !c.confirmed(w, r, confirmPage{Title: "Retry this execution?", Button: "Retry", Back: back,
@@ -63,11 +63,11 @@ func (c *Console) retryExecution(w http.ResponseWriter, r *http.Request) {
 	_, err := c.cfg.Store.Retry(ctx, &store.RetryParams{Tenant: x.Tenant, ID: x.ID, Now: c.cfg.Now()})
 	switch {
 	case errors.Is(err, store.ErrQuotaExceeded):
-		c.refused(w, r, http.StatusConflict, "Quota exceeded",
+		c.refused(w, r, http.StatusConflict, backToExecution(x.ID), "Quota exceeded",
 			"Tenant "+x.Tenant+" has as many executions in flight as its quota (max_inflight) allows, so the execution stays failed.")
 		return
 	case errors.Is(err, store.ErrNotFailed):
-		c.refused(w, r, http.StatusConflict, "Not failed", "Only a failed execution can be retried.")
+		c.refused(w, r, http.StatusConflict, backToExecution(x.ID), "Not failed", "Only a failed execution can be retried.")
 		return
 	case err != nil:
 		c.fail(w, r, err)

@@ -92,12 +92,13 @@ func (c *Console) listExecutions(w http.ResponseWriter, r *http.Request) {
 }
 
 type executionPage struct {
-	Now     time.Time
-	E       *store.Execution
-	Payload jsonView
-	Result  jsonView // the zero jsonView when none
-	Runs    []runRow
-	Steps   []stepRow // a flow's journal; none for other executions
+	Now      time.Time
+	E        *store.Execution
+	Payload  jsonView
+	Result   jsonView // the zero jsonView when none
+	Runs     []runRow
+	Timeline []timelineRow // a flow's runs and steps; none for other executions
+	Signal   *signalForm   // nil unless it waits for a signal
 }
 
 // showExecution is GET /executions/{id}: the execution, its runs and its
@@ -111,13 +112,13 @@ func (c *Console) showExecution(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	runs, steps, err := c.history(ctx, tenant, e.ID, e.CreatedAt)
+	runs, timeline, err := c.history(ctx, tenant, e)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
 	page := executionPage{Now: c.cfg.Now(), E: e, Payload: viewJSON(e.Payload), Result: viewJSON(e.Result),
-		Runs: runs, Steps: steps}
+		Runs: runs, Timeline: timeline, Signal: signalFormOf(e, "")}
 	page.Payload.Raw = executionJSONURL(e.ID, "payload")
 	page.Result.Raw = executionJSONURL(e.ID, "result")
 	c.render(w, r, http.StatusOK, "execution", page)

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"sort"
 	"strconv"
 	"time"
 
@@ -9,7 +10,7 @@ import (
 )
 
 // The execution page's history: its runs (the attempt history) and, for a
-// flow, its journal. Long texts are cut so one row stays one row; the API
+// flow, its journal read as a timeline with the runs. Long texts are cut so one row stays one row; the API
 // and `latch attempts --json` / `latch steps --json` show them whole.
 
 const (
@@ -17,9 +18,15 @@ const (
 	maxResultShown = 120
 )
 
-// runRow is one run of the attempts table.
+// runRow is one run of the attempts table: each claim is a run of its
+// own, numbered in claim order, beside the attempt it ran. Two runs share
+// an attempt when one resumed a flow after a wait (Note "resumed") or a
+// run gave its start back (released, expired: Note "again"); a manual
+// retry starts the attempts afresh (Note "after a retry").
 type runRow struct {
+	Run       int // 1, 2, ... in claim order, among the runs kept (store.MaxRunsKept)
 	Attempt   int
+	Note      string
 	WorkerID  string
 	ClaimedAt time.Time
 	EndedAt   *time.Time
@@ -27,70 +34,139 @@ type runRow struct {
 	Error     string
 }
 
-// stepRow is one step of the journal, read as a timeline: record order,
-// each with its time since the execution was created; the first step of
-// each attempt carries Mark, naming the attempt and the run that recorded
-// it.
+// timelineRow is one row of a flow's step timeline, in time order: a run
+// that starts (Mark), a step it recorded (Step), a run that ends other
+// than by succeeding, as a suspension does (Mark, Ended), each with its
+// time since the execution was created.
+type timelineRow struct {
+	Offset time.Duration // since the execution's CreatedAt
+	Mark   string        // a run's start or end; "" for a step
+	Ended  bool          // Mark is a run's end
+	Step   *stepRow      // nil for a mark
+}
+
+// stepRow is one step of the journal.
 type stepRow struct {
 	Name       string
 	Attempt    int
 	RecordedAt time.Time
-	Offset     time.Duration // since the execution's CreatedAt
 	Took       time.Duration // since the step's StartedAt; 0 when the worker did not say
 	Result     string
-	Mark       string // "" but at an attempt's first step
 }
 
-// history reads the runs and steps of execution id, scoped to tenant like
-// the read of the execution itself; created is the execution's CreatedAt.
-func (c *Console) history(ctx context.Context, tenant, id string, created time.Time) ([]runRow, []stepRow, error) {
-	runs, err := c.cfg.Store.Runs(ctx, &store.RunsParams{Tenant: tenant, ID: id})
+// history reads the runs and steps of execution x, scoped to tenant like
+// the read of the execution itself: the attempts table, and for a flow
+// (an execution with steps) its timeline.
+func (c *Console) history(ctx context.Context, tenant string, x *store.Execution) ([]runRow, []timelineRow, error) {
+	runs, err := c.cfg.Store.Runs(ctx, &store.RunsParams{Tenant: tenant, ID: x.ID})
 	if err != nil {
 		return nil, nil, err
 	}
-	steps, err := c.cfg.Store.Steps(ctx, &store.StepsParams{Tenant: tenant, ID: id})
+	steps, err := c.cfg.Store.Steps(ctx, &store.StepsParams{Tenant: tenant, ID: x.ID})
 	if err != nil {
 		return nil, nil, err
 	}
 	rr := make([]runRow, 0, len(runs))
-	for _, r := range runs {
-		row := runRow{Attempt: r.Attempt, WorkerID: r.WorkerID, ClaimedAt: r.ClaimedAt, EndedAt: r.EndedAt,
+	for i, r := range runs {
+		row := runRow{Run: i + 1, Attempt: r.Attempt, WorkerID: r.WorkerID, ClaimedAt: r.ClaimedAt, EndedAt: r.EndedAt,
 			Outcome: string(r.Outcome), Error: shorten(r.Error, maxErrorShown)}
 		if !r.Ended() {
 			row.Outcome = "running"
 		}
+		if i > 0 {
+			row.Note = runNote(runs[i-1], r)
+		}
 		rr = append(rr, row)
 	}
-	sr := make([]stepRow, 0, len(steps))
-	for i, st := range steps {
-		row := stepRow{Name: st.Name, Attempt: st.Attempt, RecordedAt: st.RecordedAt, Offset: st.RecordedAt.Sub(created),
+	if len(steps) == 0 {
+		return rr, nil, nil
+	}
+	return rr, timeline(x, runs, steps), nil
+}
+
+// runNote says how run r follows run prev: "resumed" after a wait, "after
+// a retry" when the attempts started afresh, "again" when it runs prev's
+// attempt again otherwise (prev gave its start back); "" for the next
+// attempt.
+func runNote(prev, r *store.Run) string {
+	switch {
+	case r.Attempt < prev.Attempt || r.Attempt == prev.Attempt && prev.Outcome == store.RunFailed:
+		return "after a retry"
+	case r.Attempt == prev.Attempt && prev.Outcome == store.RunSuspended:
+		return "resumed"
+	case r.Attempt == prev.Attempt:
+		return "again"
+	}
+	return ""
+}
+
+// timeline merges x's runs and steps in time order: each run's start, the
+// steps recorded meanwhile, and its end unless it succeeded (a suspension,
+// a failure): so a wait between two runs of one attempt shows, and a step
+// recorded while suspended (a signal's data) sits between them.
+func timeline(x *store.Execution, runs []*store.Run, steps []*store.Step) []timelineRow {
+	type entry struct {
+		at   time.Time
+		rank int // at one instant: a start, then steps, then an end
+		row  timelineRow
+	}
+	var es []entry
+	for i, r := range runs {
+		mark := "Run " + strconv.Itoa(i+1) + " · attempt " + strconv.Itoa(r.Attempt) + " · worker " + r.WorkerID
+		if i > 0 && runNote(runs[i-1], r) == "resumed" && runs[i-1].EndedAt != nil {
+			mark += " · resumed after " + span(r.ClaimedAt.Sub(*runs[i-1].EndedAt))
+		} else if i > 0 && runNote(runs[i-1], r) != "" {
+			mark += " · " + runNote(runs[i-1], r)
+		}
+		mark += " · claimed " + r.ClaimedAt.UTC().Format("15:04:05Z")
+		es = append(es, entry{at: r.ClaimedAt, row: timelineRow{Mark: mark}})
+		if r.EndedAt == nil || r.Outcome == store.RunSucceeded {
+			continue
+		}
+		end := "Run " + strconv.Itoa(i+1) + " " + string(r.Outcome) + " at " + r.EndedAt.UTC().Format("15:04:05Z")
+		if r.Outcome == store.RunSuspended {
+			end = "Suspended at " + r.EndedAt.UTC().Format("15:04:05Z") + " (run " + strconv.Itoa(i+1) + " ended)"
+			if i == len(runs)-1 && x.Status == store.StatusSuspended {
+				end += waitingFor(x)
+			}
+		} else if r.Error != "" {
+			end += ": " + shorten(r.Error, maxResultShown)
+		}
+		es = append(es, entry{at: *r.EndedAt, rank: 2, row: timelineRow{Mark: end, Ended: true}})
+	}
+	for _, st := range steps {
+		row := &stepRow{Name: st.Name, Attempt: st.Attempt, RecordedAt: st.RecordedAt,
 			Result: shorten(string(st.Result), maxResultShown)}
 		if !st.StartedAt.IsZero() && st.RecordedAt.After(st.StartedAt) {
 			row.Took = st.RecordedAt.Sub(st.StartedAt)
 		}
-		if i == 0 || steps[i-1].Attempt != st.Attempt {
-			row.Mark = attemptMark(runs, st)
-		}
-		sr = append(sr, row)
+		es = append(es, entry{at: st.RecordedAt, rank: 1, row: timelineRow{Step: row}})
 	}
-	return rr, sr, nil
+	sort.SliceStable(es, func(i, j int) bool {
+		if !es[i].at.Equal(es[j].at) {
+			return es[i].at.Before(es[j].at)
+		}
+		return es[i].rank < es[j].rank
+	})
+	out := make([]timelineRow, len(es))
+	for i, e := range es {
+		out[i] = e.row
+		out[i].Offset = e.at.Sub(x.CreatedAt)
+	}
+	return out
 }
 
-// attemptMark names the attempt of step st and the run that recorded it:
-// the latest run of that attempt claimed before the step (a flow resumed
-// after a wait runs again under the same attempt).
-func attemptMark(runs []*store.Run, st *store.Step) string {
-	mark := "Attempt " + strconv.Itoa(st.Attempt)
-	var by *store.Run
-	for _, r := range runs {
-		if r.Attempt == st.Attempt && !r.ClaimedAt.After(st.RecordedAt) {
-			by = r
-		}
+// waitingFor is what a suspended execution waits for, as a timeline says
+// it.
+func waitingFor(x *store.Execution) string {
+	s := ""
+	if x.WaitingFor != "" {
+		s = ", waiting for signal " + x.WaitingFor
 	}
-	if by != nil {
-		mark += ", worker " + by.WorkerID + ", claimed " + by.ClaimedAt.UTC().Format("15:04:05Z")
+	if x.WakeAt != nil {
+		s += " until " + x.WakeAt.UTC().Format("15:04:05Z")
 	}
-	return mark
+	return s
 }
 
 // shorten cuts s to at most max runes, marking the cut with "...". It

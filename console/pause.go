@@ -43,7 +43,7 @@ func (c *Console) enableSchedule(w http.ResponseWriter, r *http.Request, enabled
 		if enabled {
 			state = "running"
 		}
-		c.refused(w, r, http.StatusConflict, "Already "+state, "Schedule "+s.Name+" is "+state+" already.")
+		c.refused(w, r, http.StatusConflict, backToSchedule(s.Tenant, s.Name), "Already "+state, "Schedule "+s.Name+" is "+state+" already.")
 		return
 	}
 	page := confirmPage{Title: "Pause schedule " + s.Name + "?", Button: "Pause", Back: back,

@@ -95,18 +95,27 @@ func parsePages() map[string]*template.Template {
 // view is what the layout reads: who is logged in, and the page's data.
 type view struct {
 	Identity *auth.Identity // nil when nobody is logged in
+	Title    string         // the page and its object, for the tab; "" = the page's own (titled)
 	Page     any
 }
 
 type errorPage struct {
 	Title   string
 	Message string
+	Back    *link       // where to go from here; nil = the executions list
+	Signal  *signalForm // a refused signal's form, with what was typed
 }
+
+// link is a link a page offers.
+type link struct{ Href, Text string }
 
 // render writes page name with data. Pages are rendered to a buffer first,
 // so a template error is a 500, not half a page.
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
 	v := view{Page: data}
+	if t, ok := data.(titled); ok {
+		v.Title = t.PageTitle()
+	}
 	if id, ok := r.Context().Value(identityKey{}).(auth.Identity); ok {
 		v.Identity = &id
 	}

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"net/http"
 	"net/url"
 	"time"
@@ -15,9 +16,12 @@ type schedulePage struct {
 	S       *store.Schedule
 	Now     time.Time
 	Payload jsonView
-	Ticks   []*store.Execution
-	More    string // the executions page of every tick, when there are more
-	Skipped int    // skipped ticks among those shown
+	// Attempts and Timeout are what the schedule's executions get: its
+	// own, or the defaults (as the API reports them).
+	Attempts, Timeout int
+	Ticks             []*store.Execution
+	More              string // the executions page of every tick, when there are more
+	Skipped           int    // skipped ticks among those shown
 }
 
 // scheduleURL is the page of tenant's schedule name. Both go in the query:
@@ -66,7 +70,8 @@ func (c *Console) showSchedule(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	page := schedulePage{S: s, Now: c.cfg.Now(), Payload: viewJSON(s.Payload), Ticks: ticks.Items}
+	page := schedulePage{S: s, Now: c.cfg.Now(), Payload: viewJSON(s.Payload), Ticks: ticks.Items,
+		Attempts: cmp.Or(s.MaxAttempts, store.DefaultMaxAttempts), Timeout: cmp.Or(s.TimeoutSeconds, store.DefaultTimeoutSeconds)}
 	page.Payload.Raw = "/schedule/json?" + url.Values{"tenant": {s.Tenant}, "name": {s.Name}}.Encode()
 	for _, x := range ticks.Items {
 		if x.Status == store.StatusSkipped {

@@ -71,6 +71,11 @@ type identityKey struct{}
 
 type sessionKey struct{}
 
+// withSession is ctx acting for id in session ses.
+func withSession(ctx context.Context, id auth.Identity, ses sessionInfo) context.Context {
+	return context.WithValue(context.WithValue(ctx, identityKey{}, id), sessionKey{}, ses)
+}
+
 // sessionFrom is the session the request acts in; session puts it there.
 func sessionFrom(ctx context.Context) sessionInfo {
 	s, _ := ctx.Value(sessionKey{}).(sessionInfo)
@@ -113,8 +118,7 @@ func (c *Console) session(h http.HandlerFunc) http.Handler {
 				Message: "Tenant " + id.Tenant + " is disabled. Ask an administrator to enable it."})
 			return
 		}
-		ctx := context.WithValue(context.WithValue(r.Context(), identityKey{}, id), sessionKey{}, ses)
-		h(w, r.WithContext(ctx))
+		h(w, r.WithContext(withSession(r.Context(), id, ses)))
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/latch-run/latch/store"
 )
@@ -29,18 +30,18 @@ func (c *Console) signalExecution(w http.ResponseWriter, r *http.Request) {
 	var err error
 	name := r.PostForm.Get("name")
 	if x.Status != store.StatusSuspended || x.WaitingFor == "" || name != x.WaitingFor {
-		c.refused(w, r, http.StatusConflict, "Not waiting for that signal",
+		c.refused(w, r, http.StatusConflict, backToExecution(x.ID), "Not waiting for that signal",
 			"Execution "+x.ID+" is "+string(x.Status)+" and not waiting for signal "+name+" (the page was older than it).")
 		return
 	}
 	var data []byte
 	if raw := r.PostForm.Get("data"); raw != "" {
 		if len(raw) > maxSignalData {
-			c.refused(w, r, http.StatusBadRequest, "Data too large", "The signal's data is over 16 KiB.")
+			c.refusedSignal(w, r, x, raw, "Data too large", "The signal's data is over 16 KiB.")
 			return
 		}
 		if data, err = store.CanonicalJSON([]byte(raw)); err != nil {
-			c.refused(w, r, http.StatusBadRequest, "Data is not JSON", "The signal's data must be a JSON value, or empty for null.")
+			c.refusedSignal(w, r, x, raw, "Data is not JSON", "The signal's data must be a JSON value, or empty for null.")
 			return
 		}
 		if string(data) == "null" {
@@ -59,10 +60,10 @@ func (c *Console) signalExecution(w http.ResponseWriter, r *http.Request) {
 		Now: c.cfg.Now()})
 	switch {
 	case errors.Is(err, store.ErrNotActive):
-		c.refused(w, r, http.StatusConflict, "Execution ended", "Execution "+x.ID+" ended before the signal was sent.")
+		c.refused(w, r, http.StatusConflict, backToExecution(x.ID), "Execution ended", "Execution "+x.ID+" ended before the signal was sent.")
 		return
 	case errors.Is(err, store.ErrSignalBufferFull):
-		c.refused(w, r, http.StatusConflict, "Too many signals kept",
+		c.refused(w, r, http.StatusConflict, backToExecution(x.ID), "Too many signals kept",
 			"Execution "+x.ID+" keeps as many signals as it may, none of them consumed by a wait; the signal was not sent.")
 		return
 	case err != nil:
@@ -70,4 +71,30 @@ func (c *Console) signalExecution(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, back, http.StatusSeeOther)
+}
+
+// signalForm is the form that sends the signal execution ID waits for,
+// with Data typed in it.
+type signalForm struct {
+	ID     string
+	Name   string
+	WakeAt *time.Time
+	Data   string
+}
+
+// signalFormOf is x's signal form, nil unless x waits for a signal.
+func signalFormOf(x *store.Execution, data string) *signalForm {
+	if x.Status != store.StatusSuspended || x.WaitingFor == "" {
+		return nil
+	}
+	return &signalForm{ID: x.ID, Name: x.WaitingFor, WakeAt: x.WakeAt, Data: data}
+}
+
+// refusedSignal answers a signal whose data was refused: the reason, the
+// form again with the data as typed, to mend and send, and the way back
+// to the execution.
+func (c *Console) refusedSignal(w http.ResponseWriter, r *http.Request, x *store.Execution, data, title, message string) {
+	back := backToExecution(x.ID)
+	c.render(w, r, http.StatusBadRequest, "error", errorPage{Title: title, Message: message + " Nothing was sent.",
+		Back: &back, Signal: signalFormOf(x, data)})
 }

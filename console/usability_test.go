@@ -127,21 +127,7 @@ func TestRunsNumberedApart(t *testing.T) {
 	e := newEnv(t)
 	key := e.tenant("a")
 	ctx := context.Background()
-	x := e.submit("a", store.Submission{Kind: "flaky", MaxAttempts: 2})
-	fail := func(worker string) {
-		l := e.claim("a", worker)
-		if _, err := e.store.Fail(ctx, &store.FailParams{ExecutionID: x.ID, Token: l.Token, Error: "boom", Retry: true,
-			Now: time.Now()}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fail("w1")
-	fail("w2")
-	if _, err := e.store.Retry(ctx, &store.RetryParams{Tenant: "a", ID: x.ID, Now: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	fail("w3")
-	fail("w4")
+	x := e.retriedTwice("a")
 	b := e.browser()
 	b.login(key)
 	p := b.do("GET", "/executions/"+x.ID, nil)
@@ -191,4 +177,27 @@ func TestRunsNumberedApart(t *testing.T) {
 	if testing.Verbose() {
 		t.Log(steps)
 	}
+}
+
+// retriedTwice is an execution of tenant with max_attempts 2 that failed
+// both (on w1, w2), was retried, and failed both again (w3, w4).
+func (e *env) retriedTwice(tenant string) *store.Execution {
+	e.t.Helper()
+	ctx := context.Background()
+	x := e.submit(tenant, store.Submission{Kind: "flaky", MaxAttempts: 2})
+	fail := func(worker string) {
+		l := e.claim(tenant, worker)
+		if _, err := e.store.Fail(ctx, &store.FailParams{ExecutionID: x.ID, Token: l.Token, Error: "boom", Retry: true,
+			Now: time.Now()}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	fail("w1")
+	fail("w2")
+	if _, err := e.store.Retry(ctx, &store.RetryParams{Tenant: tenant, ID: x.ID, Now: time.Now()}); err != nil {
+		e.t.Fatal(err)
+	}
+	fail("w3")
+	fail("w4")
+	return e.get(x.ID)
 }

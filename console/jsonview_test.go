@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"encoding/json"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -44,5 +45,23 @@ func TestViewJSONBudget(t *testing.T) {
 	v = viewJSON([]byte(deepRaw))
 	if len(v.Text) > 2000 || !strings.Contains(v.Truncated, "depth > 20") {
 		t.Errorf("10,000 levels: %d bytes shown, marker %q", len(v.Text), v.Truncated)
+	}
+}
+
+// The raw view is bounded too: past maxRawJSON it stops, saying so.
+func TestWriteRawBounded(t *testing.T) {
+	raw := []byte(`"` + strings.Repeat("x", 2*maxRawJSON) + `"`)
+	rec := httptest.NewRecorder()
+	writeRaw(rec, raw)
+	body := rec.Body.String()
+	if len(body) > maxRawJSON+200 || !strings.Contains(body, "(truncated: 2097154 bytes stored") ||
+		rec.Header().Get("Content-Type") != "text/plain; charset=utf-8" {
+		t.Errorf("a raw view of %d bytes: %d bytes, %q, ends %q", len(raw), len(body), rec.Header().Get("Content-Type"),
+			body[max(0, len(body)-120):])
+	}
+	rec = httptest.NewRecorder()
+	writeRaw(rec, []byte(`{"a":1}`))
+	if rec.Body.String() != `{"a":1}` {
+		t.Errorf("a small raw view: %q", rec.Body.String())
 	}
 }

@@ -3,10 +3,13 @@ package console_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/latch-run/latch/auth"
 	"github.com/latch-run/latch/console"
 )
 
@@ -85,14 +88,18 @@ func (b *browser) liveStatus(ctx context.Context) (int, string) {
 }
 
 // TestLiveEndsAtLogout: logging out ends the session's live streams at
-// once, not another session's; a session that expires ends them too.
+// once, not another session's; a logout on another server sharing the
+// store ends them at their next check of the session; a session that
+// expires ends them too.
 func TestLiveEndsAtLogout(t *testing.T) {
 	var clock atomic.Pointer[time.Time]
 	now := time.Now()
 	clock.Store(&now)
+	secret := []byte("a secret the servers share, 32 b")
 	e := newEnv(t, func(c *console.Config) {
 		c.Now = func() time.Time { return *clock.Load() }
 		c.PollInterval = 50 * time.Millisecond
+		c.SessionSecret = secret
 	})
 	key := e.tenant("a")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -115,6 +122,33 @@ func TestLiveEndsAtLogout(t *testing.T) {
 	if l := kept.next(2 * time.Second); l == "" {
 		t.Fatal("another session's stream ended with the logout")
 	}
+
+	// Another server on the store, sharing the session secret: a logout
+	// there ends this server's streams of the session at their next poll.
+	third := e.browser()
+	third.login(key)
+	elsewhere := third.live(ctx)
+	if l := elsewhere.next(5 * time.Second); l != ": live" {
+		t.Fatalf("first line %q", l)
+	}
+	authn := auth.Authenticator{Store: e.store, AdminKeyHash: auth.HashKey(e.admin)}
+	other2 := httptest.NewServer(console.New(console.Config{Store: e.store, Auth: authn, SessionSecret: secret}))
+	defer other2.Close()
+	req, _ := http.NewRequest("POST", other2.URL+"/logout", nil)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	u, _ := url.Parse(e.srv.URL)
+	for _, ck := range third.client.Jar.Cookies(u) {
+		req.AddCookie(ck)
+	}
+	res, err := third.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("logout on the other server: %d", res.StatusCode)
+	}
+	elsewhere.ended(5*time.Second, "its session logged out on another server")
 
 	later := now.Add(12*time.Hour + time.Second)
 	clock.Store(&later)

@@ -179,7 +179,8 @@ func TestLimitsPage(t *testing.T) {
 func TestNewPagesNeedASession(t *testing.T) {
 	e := newEnv(t)
 	b := e.browser()
-	for _, path := range []string{"/overview", "/tenants", "/limits", "/schedule?tenant=a&name=x"} {
+	for _, path := range []string{"/overview", "/tenants", "/limits", "/schedule?tenant=a&name=x", "/executions/x/json?field=payload",
+		"/schedule/json?tenant=a&name=x"} {
 		if p := b.do("GET", path, nil); p.status != http.StatusSeeOther || !strings.HasPrefix(p.location, "/login?next=") {
 			t.Errorf("GET %s without a session: %d to %q, want the login page", path, p.status, p.location)
 		}

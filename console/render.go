@@ -95,7 +95,7 @@ func parsePages() map[string]*template.Template {
 // view is what the layout reads: who is logged in, and the page's data.
 type view struct {
 	Identity *auth.Identity // nil when nobody is logged in
-	Title    string         // the page and its object, for the tab; "" = the page's own (titled)
+	Title    string         // the page and its object, for the tab (titled); "" for none
 	Page     any
 }
 

@@ -171,6 +171,16 @@ __start_latch && printf '%s\n' "${COMPREPLY[@]}"`)
 		}
 	}
 
+	// A flag's values, through the script: the statuses after ls --status.
+	out = shell(t, "bash", `source `+bashCompletion+` && source <(latch completion bash) &&
+COMP_WORDS=(latch ls --status ''); COMP_CWORD=3; COMP_LINE='latch ls --status '; COMP_POINT=${#COMP_LINE}
+__start_latch && printf '%s\n' "${COMPREPLY[@]}"`)
+	for _, w := range []string{"queued", "succeeded", "failed"} {
+		if !strings.Contains(out, w+"\n") {
+			t.Errorf("bash: latch ls --status <TAB> lacks %s:\n%s", w, out)
+		}
+	}
+
 	out = shell(t, "fish", `latch completion fish | source; and complete -C 'latch schedule '`)
 	for _, w := range []string{"ls", "apply", "trigger"} {
 		if !strings.Contains(out, "\n"+w+"\t") && !strings.HasPrefix(out, w+"\t") {

@@ -63,6 +63,9 @@ func TestOneFlagConvention(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `addr: "127.0.0.1:9999" # flag --addr`) || !strings.Contains(out, `max-streams: "7" # flag --max-streams`) {
 		t.Errorf("serve -print-config -addr ... --max_streams 7: exit %d %q %q", code, out, errOut)
 	}
+	if code, out, errOut := cli(t, "get", "--key", "k", "--url", "http://127.0.0.1:1", "--o", "yaml", "x"); code != exitUsage || !strings.Contains(errOut, "want json or table") {
+		t.Errorf("get --o yaml: exit %d %q %q; want --o taken as -o", code, out, errOut)
+	}
 	if code, _, errOut := cli(t, "wait", "--timeout", "soon", "x"); code != exitUsage || !strings.Contains(errOut, "want a duration (90s, 1m30s) or seconds (90)") {
 		t.Errorf("wait --timeout soon: exit %d %q", code, errOut)
 	}

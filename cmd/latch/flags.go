@@ -30,10 +30,18 @@ func newFlags(name string) *pflag.FlagSet {
 	return fs
 }
 
-// normalize makes --max_inflight the flag --max-inflight.
+// normalize makes --max_inflight the flag --max-inflight, and --f and --o
+// (the standard library took a one-letter flag with two dashes too) --file
+// and --output.
 func normalize(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+	if long, ok := oneLetter[name]; ok {
+		name = long
+	}
 	return pflag.NormalizedName(strings.ReplaceAll(name, "_", "-"))
 }
+
+// oneLetter are the one-letter flags of before that are now shorthands.
+var oneLetter = map[string]string{"f": "file", "o": "output"}
 
 // longDashes turns -name into --name for the long flags of fs, as the
 // standard library's flag package took them, up to "--".

@@ -143,6 +143,9 @@ type durationValue time.Duration
 func durationFlag(fs *pflag.FlagSet, name string, def time.Duration, usage string) *time.Duration {
 	d := def
 	fs.Var((*durationValue)(&d), name, usage)
+	if def == 0 {
+		fs.Lookup(name).DefValue = "0" // help shows no "(default 0s)"
+	}
 	return &d
 }
 

@@ -354,6 +354,17 @@ func TestFlagsAnywhere(t *testing.T) {
 			}
 		})
 	}
+	// A refused command line changes nothing where the command opens a
+	// store either.
+	db := filepath.Join(t.TempDir(), "new.db")
+	for _, line := range [][]string{{"migrate", "up", "--store", "sqlite:" + db, "--bogus-flag"}, {"migrate", "up", "surplus", "--store", "sqlite:" + db}} {
+		if code, _, _ := cli(t, line...); code != exitUsage {
+			t.Errorf("latch %s: exit %d, want 2", strings.Join(line, " "), code)
+		}
+		if _, err := os.Stat(db); !os.IsNotExist(err) {
+			t.Errorf("latch %s made the store: %v", strings.Join(line, " "), err)
+		}
+	}
 	// "--" ends the flags: what follows is an argument even if it starts
 	// with a dash.
 	fake.take()

@@ -158,8 +158,10 @@ func printItems(w io.Writer, cols []column, raw json.RawMessage) error {
 
 // The columns of the tables of -o table.
 var (
+	// get's table is what a terminal shows by default: the outcome too.
 	executionColumns = []column{{"EXECUTION_ID", "execution_id"}, {"TENANT", "tenant"}, {"KIND", "kind"},
-		{"QUEUE", "queue"}, {"STATUS", "status"}, {"ATTEMPT", "attempt"}, {"CREATED", "created_at"}}
+		{"QUEUE", "queue"}, {"STATUS", "status"}, {"ATTEMPT", "attempt"}, {"CREATED", "created_at"},
+		{"ERROR", "error"}, {"RESULT", "result"}}
 	tenantColumns = []column{{"NAME", "name"}, {"DISABLED", "disabled"}, {"MAX_INFLIGHT", "max_inflight"},
 		{"INFLIGHT", "inflight"}, {"DEDUP_TTL_SECONDS", "dedup_ttl_seconds"}, {"RETENTION_SECONDS", "retention_seconds"}}
 	keyColumns      = []column{{"KEY_ID", "key_id"}, {"CREATED", "created_at"}, {"LAST_USED", "last_used_at"}}

@@ -37,7 +37,7 @@ func TestOutputFormats(t *testing.T) {
 		jsonAlias bool // the command had --json
 		header    []string
 	}{
-		{[]string{"get"}, []string{x.ID}, false, []string{"EXECUTION_ID", "TENANT", "KIND", "QUEUE", "STATUS", "ATTEMPT", "CREATED"}},
+		{[]string{"get"}, []string{x.ID}, false, []string{"EXECUTION_ID", "TENANT", "KIND", "QUEUE", "STATUS", "ATTEMPT", "CREATED", "ERROR", "RESULT"}},
 		{[]string{"ls"}, nil, true, []string{"EXECUTION_ID", "TENANT", "KIND", "QUEUE", "STATUS", "ATTEMPT", "CREATED"}},
 		{[]string{"attempts"}, []string{x.ID}, true, []string{"ATTEMPT", "WORKER", "CLAIMED", "ENDED", "OUTCOME", "ERROR"}},
 		{[]string{"steps"}, []string{x.ID}, true, []string{"STEP", "ATTEMPT", "RECORDED", "RESULT"}},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 
 	"github.com/latch-run/latch/store/postgres"
 	"github.com/latch-run/latch/store/sqlite"
@@ -28,9 +29,11 @@ type Migration struct {
 //
 // PostgreSQL migrates only here: Open refuses a schema it does not know.
 // Concurrent migrators of one schema wait for each other. SQLite migrates
-// itself when opened: up and status open the file; down is not supported
-// (an error matching errors.ErrUnsupported). Redis has no schema: every op
-// reports so and changes nothing.
+// itself when opened: up opens the file (creating it); status reads it
+// without creating or changing it (a missing file is an error matching
+// fs.ErrNotExist); down is not supported (an error matching
+// errors.ErrUnsupported). Redis has no schema: every op reports so and
+// changes nothing.
 func Migrate(ctx context.Context, storeURL, op string) (*Migration, error) {
 	if op != "up" && op != "down" && op != "status" {
 		return nil, fmt.Errorf("latch: %w: unknown migrate operation %q (up, down, status)", ErrInvalid, op)
@@ -77,6 +80,9 @@ func migrateSQLite(ctx context.Context, storeURL, path, op string) (*Migration, 
 	if op == "down" {
 		return nil, unsupportedError("latch: migrate down is for PostgreSQL stores; a SQLite store migrates itself when opened")
 	}
+	if op == "status" {
+		return statusSQLite(ctx, storeURL, path)
+	}
 	st, err := sqlite.Open(ctx, path) // opening migrates
 	if err != nil {
 		return nil, fmt.Errorf("latch: open %s: %w", redactURL(storeURL), err)
@@ -86,6 +92,27 @@ func migrateSQLite(ctx context.Context, storeURL, path, op string) (*Migration, 
 	}
 	return &Migration{Report: []string{
 		fmt.Sprintf("schema version %d (up to date: SQLite migrates itself when opened)", sqlite.SchemaVersion())}}, nil
+}
+
+// statusSQLite reports the version of the file at path, creating nothing.
+func statusSQLite(ctx context.Context, storeURL, path string) (*Migration, error) {
+	v, err := sqlite.Version(ctx, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("latch: no SQLite store at %s (%w; latch serve or latch migrate up creates it)",
+			redactURL(storeURL), fs.ErrNotExist)
+	}
+	if err != nil {
+		return nil, err
+	}
+	latest := sqlite.SchemaVersion()
+	state := "up to date"
+	switch {
+	case v > latest:
+		state = "newer than this latch: upgrade latch"
+	case v < latest:
+		state = fmt.Sprintf("%d pending, applied when it is next opened", latest-v)
+	}
+	return &Migration{Report: []string{fmt.Sprintf("schema version %d, this latch knows up to %d (%s)", v, latest, state)}}, nil
 }
 
 func migrateRedis(context.Context, string, string, string) (*Migration, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -82,9 +83,19 @@ func TestMigrateSQLite(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	want := fmt.Sprintf("schema version %d (up to date: SQLite migrates itself when opened)", sqlite.SchemaVersion())
-	for _, u := range []string{"sqlite:" + filepath.Join(dir, "a.db"), "sqlite://" + filepath.Join(dir, "b.db"), filepath.Join(dir, "c.db")} {
+	status := fmt.Sprintf("schema version %d, this latch knows up to %d (up to date)", sqlite.SchemaVersion(), sqlite.SchemaVersion())
+	for i, u := range []string{"sqlite:" + filepath.Join(dir, "a.db"), "sqlite://" + filepath.Join(dir, "b.db"), filepath.Join(dir, "c.db")} {
+		// status reads: on a file that does not exist it is an error, and
+		// the file is not made.
+		file := filepath.Join(dir, string(rune('a'+i))+".db")
+		if _, err := latch.Migrate(t.Context(), u, "status"); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("status of %s before up: %v, want fs.ErrNotExist", u, err)
+		}
+		if _, err := os.Stat(file); !os.IsNotExist(err) {
+			t.Fatalf("status made %s: %v", file, err)
+		}
 		migrate(t, u, "up", want)
-		migrate(t, u, "status", want)
+		migrate(t, u, "status", status)
 	}
 	// down is refused before the file is touched.
 	path := filepath.Join(dir, "d.db")

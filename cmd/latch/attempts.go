@@ -15,17 +15,17 @@ const maxErrorShown = 80
 
 // runAttempts prints an execution's attempt history, oldest run first.
 func runAttempts(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("attempts", "EXECUTION_ID")
+	fs := newFlags("attempts")
 	c := clientFlags(fs)
-	format := outputFlag(fs, "table", true)
-	if err := parse(ctx, fs, args, 1); err != nil {
+	format := outputFlag(fs, true)
+	if err := parse(ctx, fs, args, 1, 1); err != nil {
 		return err
 	}
 	var raw json.RawMessage
 	if _, err := c.do(ctx, "GET", "/api/executions/"+url.PathEscape(fs.Arg(0))+"/attempts", nil, nil, &raw); err != nil {
 		return err
 	}
-	if format.or("table") == "json" { // the raw history
+	if format.choose(out) == "json" { // the raw history
 		return printJSON(out, raw)
 	}
 	var page struct {

@@ -26,7 +26,7 @@ func TestAttemptsCommand(t *testing.T) {
 		`{"lease_token":"`+claim.Leases[0].Token+`","error":"upstream said 503\nretry later","retry_after_seconds":0}`, 200, nil)
 	call(t, srv.URL, "POST", "/api/workers/claim", key, `{"worker_id":"worker-b"}`, 200, &claim)
 
-	code, out, errOut := cli(t, "attempts", x.ID)
+	code, out, errOut := cli(t, "attempts", "-o", "table", x.ID)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if code != 0 || len(lines) != 3 || !strings.HasPrefix(lines[0], "ATTEMPT") {
 		t.Fatalf("attempts: %d %q %s", code, out, errOut)

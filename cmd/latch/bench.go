@@ -13,16 +13,16 @@ import (
 // runBench runs the storebench and enginebench workloads against a store and prints one
 // line per workload: throughput and, where measured, latency percentiles.
 func runBench(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("bench", "")
+	fs := newFlags("bench")
 	storeURL := fs.String("store", envOr("LATCH_STORE", "sqlite:latch-bench.db"), "store URL (LATCH_STORE)")
-	n := fs.Int("n", 20000, "executions per workload")
+	n := fs.IntP("n", "n", 20000, "executions per workload")
 	clients := fs.Int("clients", 16, "concurrent submitting clients")
 	batch := fs.Int("batch", 100, "items per batch submit")
 	slots := fs.Int("slots", 16, "concurrent claimers when draining")
 	workerSlots := fs.Int("worker-slots", 100, "slots of the engine worker (worker drain, submit-to-start)")
 	rate := fs.Int("rate", 500, "submits per second of submit-to-start")
-	duration := fs.Duration("duration", 10*time.Second, "how long submit-to-start submits")
-	if err := parse(ctx, fs, args, 0); err != nil {
+	duration := durationFlag(fs, "duration", 10*time.Second, "how long submit-to-start submits")
+	if err := parse(ctx, fs, args, 0, 0); err != nil {
 		return err
 	}
 	s, err := openStore(ctx, *storeURL)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -14,12 +13,12 @@ import (
 )
 
 // The command tree is a cobra tree: it gives -h its help (usage, example,
-// flags), `latch help CMD`, and `latch completion bash|zsh|fish`. The flags
-// themselves stay the standard library's, defined once in each command's
-// run function and parsed there, so that every command line that worked
-// before works the same (-flag and --flag alike, flags before arguments).
-// The tree learns a command's flags by running it in describe mode
-// (describeFlags): its run function defines them and stops at parse.
+// flags), `latch help CMD`, and `latch completion bash|zsh|fish`. Each
+// command's flags are pflag's, defined in its run function and parsed
+// there (parse, flags.go): anywhere on the line, kebab-case, the old
+// spellings and -flag still taken. The tree learns a command's flags by
+// running it in describe mode (describeFlags): its run function defines
+// them and stops at parse.
 
 // runFunc is a command's body: args are the words after the command's name
 // (for tenant, schedule and migrate, starting with the subcommand).
@@ -53,6 +52,7 @@ var commands = []command{
 	{name: "retry", args: "EXECUTION_ID", summary: "queue a failed execution again, keeping its recorded steps", run: runRetry},
 	{name: "steps", args: "EXECUTION_ID", summary: "show the steps a flow recorded", run: runSteps},
 	{name: "attempts", args: "EXECUTION_ID", summary: "show an execution's runs: worker, times, outcome, error", run: runAttempts},
+	{name: "version", summary: "print latch's version and the revision it was built from", run: runVersion},
 	{name: "tenant", summary: "manage tenants: create, get, update, disable, enable, rm; keys: key, keys, key rm", run: runTenant, subs: []subcommand{
 		{"create", "NAME", "create a tenant and its first API key"},
 		{"get", "NAME", "show a tenant's settings and usage"},
@@ -64,11 +64,13 @@ var commands = []command{
 		{"keys", "NAME", "list a tenant's API keys"},
 		{"key rm", "NAME KEY_ID", "revoke one of a tenant's API keys"},
 	}},
-	{name: "schedule", summary: "manage schedules and rate limits: ls, get, apply -f FILE, trigger, rm", run: runSchedule, subs: []subcommand{
+	{name: "schedule", summary: "manage schedules and rate limits: ls, get, apply -f FILE, trigger, pause, resume, rm", run: runSchedule, subs: []subcommand{
 		{"ls", "", "list schedules"},
 		{"get", "NAME", "show a schedule"},
 		{"apply", "-f FILE", "create or replace the schedules and rate limits of a file"},
 		{"trigger", "NAME", "run a schedule now, off its cycle"},
+		{"pause", "NAME", "stop a schedule's ticks until it is resumed (trigger still runs it)"},
+		{"resume", "NAME", "tick a paused schedule again, from its next tick after now"},
 		{"rm", "NAME", "delete a schedule"},
 	}},
 	{name: "bench", summary: "measure submit and drain throughput against a store", run: runBench},
@@ -96,8 +98,8 @@ const ours = "latch"
 var errDescribed = errors.New("described")
 
 // describeFlags returns the flag set run defines for the words path.
-func describeFlags(run runFunc, path []string) *flag.FlagSet {
-	var fs *flag.FlagSet
+func describeFlags(run runFunc, path []string) *pflag.FlagSet {
+	var fs *pflag.FlagSet
 	ctx := context.WithValue(context.Background(), describeKey{}, &fs)
 	if err := run(ctx, path, io.Discard); !errors.Is(err, errDescribed) {
 		panic(fmt.Sprintf("latch %s: describing its flags: %v", strings.Join(path, " "), err))
@@ -105,54 +107,34 @@ func describeFlags(run runFunc, path []string) *flag.FlagSet {
 	return fs
 }
 
-// shorthands are the one-letter forms of long flags; the flag set defines
-// both names, help and completion show them as one flag.
-var shorthands = map[string]string{"output": "o"}
-
 // addFlags makes fs's flags known to cmd, for help and completion.
-func addFlags(cmd *cobra.Command, fs *flag.FlagSet) {
-	short := map[string]bool{}
-	fs.VisitAll(func(f *flag.Flag) {
-		if s, ok := shorthands[f.Name]; ok && fs.Lookup(s) != nil {
-			short[s] = true
-		}
-	})
-	fs.VisitAll(func(f *flag.Flag) {
-		if short[f.Name] {
-			return
-		}
-		pf := pflag.PFlagFromGoFlag(f)
-		if s, ok := shorthands[f.Name]; ok && short[s] {
-			pf.Shorthand = s
-		}
-		switch pf.Value.Type() {
-		case "func": // fs.Func: a string
-			pf.Value = typedValue{pf.Value, "string"}
-		case "boolFunc":
-			pf.Value = typedValue{pf.Value, "bool"}
-		}
-		cmd.Flags().AddFlag(pf)
-	})
-}
+func addFlags(cmd *cobra.Command, fs *pflag.FlagSet) { cmd.Flags().AddFlagSet(fs) }
 
-type typedValue struct {
-	pflag.Value
-	typ string
-}
-
-func (v typedValue) Type() string { return v.typ }
-
-// completeArgs completes the values of -o; the arguments of the commands
-// are names and ids only the server knows, so no file names either (but
-// for -f).
-func completeArgs(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-	if n := len(args); n > 0 {
-		switch strings.TrimLeft(args[n-1], "-") {
-		case "o", "output":
-			return outputFormats, cobra.ShellCompDirectiveNoFileComp
-		case "f", "store", "config":
-			return nil, cobra.ShellCompDirectiveDefault
-		}
+// completeArgs completes a command line: after a flag that takes a value,
+// its values (offer), or files for a flag that names one (--file,
+// --store, --config); else nothing, not file names either: the arguments
+// are names and ids only the server knows. (cobra leaves the flags of a
+// command that parses its own to this function.)
+func completeArgs(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	n := len(args)
+	if n == 0 || !strings.HasPrefix(args[n-1], "-") || strings.Contains(args[n-1], "=") {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	name := strings.TrimLeft(args[n-1], "-")
+	var f *pflag.Flag
+	if len(name) == 1 {
+		f = cmd.Flags().ShorthandLookup(name)
+	}
+	if f == nil {
+		f = cmd.Flags().Lookup(name)
+	}
+	switch {
+	case f == nil || f.NoOptDefVal != "": // not a flag, or one without a value (--force)
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	case f.Annotations[valuesKey] != nil:
+		return f.Annotations[valuesKey], cobra.ShellCompDirectiveNoFileComp
+	case f.Name == "file" || f.Name == "store" || f.Name == "config":
+		return nil, cobra.ShellCompDirectiveDefault
 	}
 	return nil, cobra.ShellCompDirectiveNoFileComp
 }
@@ -208,9 +190,11 @@ func newRoot(out, errOut io.Writer) *cobra.Command {
 					return errHelp
 				}
 				if len(args) == 0 {
-					cmd.SetOut(cmd.ErrOrStderr())
-					cmd.Help() //nolint:errcheck // the help goes to stderr; the exit code says usage
-					return fmt.Errorf("%w: want one of its commands", errUsage)
+					var names []string
+					for _, sub := range cmd.Commands() {
+						names = append(names, sub.Name())
+					}
+					return fmt.Errorf("%w: want one of its commands: %s", errUsage, strings.Join(names, ", "))
 				}
 				// An unknown subcommand: the command's own message.
 				ctx := context.WithValue(cmd.Context(), cobraKey{}, cmd)
@@ -238,10 +222,21 @@ func newRoot(out, errOut io.Writer) *cobra.Command {
 		}
 		cmd.Short = "print the shell completion script: bash, zsh, fish or powershell"
 		cmd.Example = "  " + completionExamples["bash"]
+		var shells []string
 		for _, sh := range cmd.Commands() {
 			sh.Example = "  " + completionExamples[sh.Name()]
+			shells = append(shells, sh.Name())
+		}
+		// A shell it has no script for (tcsh) is a usage error, not its help.
+		cmd.Args = cobra.ArbitraryArgs
+		cmd.RunE = func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return fmt.Errorf("%w: want a shell: %s", errUsage, strings.Join(shells, ", "))
+			}
+			return fmt.Errorf("%w: no completion for %q: want %s", errUsage, args[0], strings.Join(shells, ", "))
 		}
 	}
+	root.SetGlobalNormalizationFunc(normalize)
 	return root
 }
 
@@ -263,10 +258,12 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 		usage(root, out) // asked for: on stdout, as a command's -h
 		return exitOK
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = append([]string{"version"}, args[1:]...)
+	}
 	if cmd, _, err := root.Find(args); err != nil || cmd == root {
 		if !strings.HasPrefix(args[0], "__complete") {
-			fmt.Fprintf(errOut, "latch: unknown command %q\n\n", args[0])
-			usage(root, errOut)
+			fmt.Fprintf(errOut, "latch: unknown command %q\nrun 'latch -h' for the commands\n", args[0])
 			return exitUsage
 		}
 	}
@@ -278,10 +275,16 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 	if err != nil {
 		// The library's errors start with "latch: "; the line already says
 		// "latch <command>: ", once is enough.
-		fmt.Fprintf(errOut, "latch %s: %s\n", args[0], strings.TrimPrefix(err.Error(), "latch: "))
-		if _, ok := cmd.Annotations[ours]; !ok { // cobra's own commands (help, completion): a wrong command line
+		msg := strings.TrimPrefix(err.Error(), "latch: ")
+		if _, ok := cmd.Annotations[ours]; !ok || errors.Is(err, errUsage) {
+			// A wrong command line (for cobra's own commands, help and
+			// completion, every error is one): one line, and where the
+			// usage is.
+			fmt.Fprintf(errOut, "%s: %s\nrun '%s -h' for usage\n", cmd.CommandPath(),
+				strings.TrimPrefix(msg, errUsage.Error()+": "), cmd.CommandPath())
 			return exitUsage
 		}
+		fmt.Fprintf(errOut, "%s: %s\n", cmd.CommandPath(), msg)
 		return exitCode(err)
 	}
 	return exitOK

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // apiClient is the CLI's HTTP client for a running latch server.
@@ -22,7 +23,7 @@ type apiClient struct {
 }
 
 // clientFlags registers the connection flags every client command shares.
-func clientFlags(fs *flag.FlagSet) *apiClient {
+func clientFlags(fs *pflag.FlagSet) *apiClient {
 	c := &apiClient{http: &http.Client{Timeout: 90 * time.Second}}
 	fs.StringVar(&c.url, "url", envOr("LATCH_URL", "http://127.0.0.1:8080"), "server URL (LATCH_URL)")
 	// The key's default is read when used, not shown: -h must not print it.

@@ -36,15 +36,15 @@ func TestCompletion(t *testing.T) {
 		want  []string
 	}{
 		{[]string{""}, []string{"serve", "submit", "get", "ls", "wait", "cancel", "rm", "signal", "retry", "steps",
-			"attempts", "tenant", "schedule", "bench", "prove", "migrate", "completion", "help"}},
+			"attempts", "version", "tenant", "schedule", "bench", "prove", "migrate", "completion", "help"}},
 		{[]string{"tenant", ""}, []string{"create", "get", "update", "disable", "enable", "rm", "key", "keys"}},
 		{[]string{"tenant", "key", ""}, []string{"rm"}},
-		{[]string{"schedule", ""}, []string{"ls", "get", "apply", "trigger", "rm"}},
+		{[]string{"schedule", ""}, []string{"ls", "get", "apply", "trigger", "pause", "resume", "rm"}},
 		{[]string{"migrate", ""}, []string{"up", "down", "status"}},
 		{[]string{"completion", ""}, []string{"bash", "zsh", "fish"}},
 		{[]string{"ls", "--"}, []string{"--status", "--kind", "--queue", "--limit", "--json", "--url", "--key", "--tenant"}},
 		{[]string{"submit", "--"}, []string{"--dedup-key", "--queue", "--max-attempts", "--concurrency-key"}},
-		{[]string{"tenant", "create", "--"}, []string{"--max_inflight", "--dedup_ttl_seconds", "--url"}},
+		{[]string{"tenant", "create", "--"}, []string{"--max-inflight", "--dedup-ttl-seconds", "--url"}},
 		{[]string{"tenant", "rm", "--"}, []string{"--force"}},
 		{[]string{"schedule", "apply", "-"}, []string{"-f"}},
 		{[]string{"schedule", "trigger", "--"}, []string{"--idempotency-key"}},
@@ -54,12 +54,38 @@ func TestCompletion(t *testing.T) {
 		{[]string{"get", "-"}, []string{"-o", "--output"}},
 		{[]string{"get", "-o", ""}, []string{"json", "table"}},
 		{[]string{"tenant", "keys", "--output", ""}, []string{"json", "table"}},
+		{[]string{"ls", "--status", ""}, []string{"queued", "running", "suspended", "succeeded", "failed", "cancelled", "skipped"}},
+		{[]string{"ls", "--kind", "echo", "--status", ""}, []string{"failed"}},
+		{[]string{"serve", "--log-level", ""}, []string{"debug", "info", "warn", "error"}},
+		{[]string{"serve", "--log-format", ""}, []string{"auto", "json", "text"}},
+		{[]string{"ls", "-o", ""}, []string{"json", "table"}},
 	} {
 		got := complete(t, c.words...)
 		for _, w := range c.want {
 			if !slices.Contains(got, w) {
 				t.Errorf("latch %s<TAB>: %q lacks %q", strings.Join(c.words, " "), got, w)
 			}
+		}
+		for _, w := range got {
+			if strings.HasPrefix(w, "--") && strings.Contains(w, "_") {
+				t.Errorf("latch %s<TAB> offers %q: the snake_case spellings are kept for scripts, not shown", strings.Join(c.words, " "), w)
+			}
+		}
+	}
+	// A flag's values only after that flag: no file names, no statuses
+	// for an id.
+	if got := complete(t, "get", ""); len(got) != 0 {
+		t.Errorf("latch get <TAB>: %q, want nothing (ids only the server knows)", got)
+	}
+}
+
+// latch completion refuses a shell it has no script for, as a usage error
+// (exit 2), instead of printing its help.
+func TestCompletionUnknownShell(t *testing.T) {
+	for _, args := range [][]string{{"completion", "tcsh"}, {"completion"}} {
+		code, out, errOut := cli(t, args...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, "bash, fish, powershell, zsh") {
+			t.Errorf("latch %s: exit %d, %q %q; want 2 and the shells named", strings.Join(args, " "), code, out, errOut)
 		}
 	}
 }
@@ -142,6 +168,16 @@ __start_latch && printf '%s\n' "${COMPREPLY[@]}"`)
 	for _, w := range []string{"create", "keys", "disable"} {
 		if !strings.Contains(out, "\n"+w+"\n") {
 			t.Errorf("bash: latch tenant <TAB> lacks %s:\n%s", w, out)
+		}
+	}
+
+	// A flag's values, through the script: the statuses after ls --status.
+	out = shell(t, "bash", `source `+bashCompletion+` && source <(latch completion bash) &&
+COMP_WORDS=(latch ls --status ''); COMP_CWORD=3; COMP_LINE='latch ls --status '; COMP_POINT=${#COMP_LINE}
+__start_latch && printf '%s\n' "${COMPREPLY[@]}"`)
+	for _, w := range []string{"queued", "succeeded", "failed"} {
+		if !strings.Contains(out, w+"\n") {
+			t.Errorf("bash: latch ls --status <TAB> lacks %s:\n%s", w, out)
 		}
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,7 +56,7 @@ func checkExample(t *testing.T, root, cmd *cobra.Command, path string) {
 		t.Fatalf("latch %s --help has no example:\n%s", path, help)
 	}
 	ex, _, _ = strings.Cut(ex, "\n")
-	if !strings.HasPrefix(ex, "latch "+path+" ") {
+	if !strings.HasPrefix(ex+" ", "latch "+path+" ") {
 		t.Fatalf("latch %s: the example %q is not an invocation of it", path, ex)
 	}
 	// The command the example runs: this one or, for a command of
@@ -74,33 +75,17 @@ func checkExample(t *testing.T, root, cmd *cobra.Command, path string) {
 	}
 }
 
-// parseOnly parses fields with cmd's flag set by running cmd with -h after
-// the flags: a flag cmd does not know fails the parse before -h is seen.
+// parseOnly parses fields (the example's words after the command, up to a
+// shell's &&) with cmd's flag set by running cmd with -h after them: a
+// flag cmd does not know fails the parse before -h is seen.
 func parseOnly(cmd string, fields []string) error {
-	var flags []string
-	for i := 0; i < len(fields); i++ {
-		f := fields[i]
-		if !strings.HasPrefix(f, "-") {
-			break
-		}
-		flags = append(flags, f)
-		if !strings.Contains(f, "=") && i+1 < len(fields) && !strings.HasPrefix(fields[i+1], "-") &&
-			!isBoolFlag(f) {
-			flags = append(flags, fields[i+1])
-			i++
-		}
+	if i := slices.Index(fields, "&&"); i >= 0 {
+		fields = fields[:i]
 	}
-	args := append(strings.Fields(cmd), flags...)
-	args = append(args, "-h")
-	if code := run(context.Background(), args, io.Discard, io.Discard); code != exitOK {
-		return fmt.Errorf("exit %d", code)
-	}
+	args := slices.Concat(strings.Fields(cmd), fields, []string{"-h"})
 	var errOut strings.Builder
-	run(context.Background(), args, io.Discard, &errOut)
-	if strings.Contains(errOut.String(), "flag provided but not defined") {
-		return fmt.Errorf("%s", strings.SplitN(errOut.String(), "\n", 2)[0])
+	if code := run(context.Background(), args, io.Discard, &errOut); code != exitOK {
+		return fmt.Errorf("exit %d: %s", code, strings.SplitN(errOut.String(), "\n", 2)[0])
 	}
 	return nil
 }
-
-func isBoolFlag(f string) bool { return f == "--force" || f == "-force" || f == "--json" }

@@ -3,15 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
+	"github.com/latch-run/latch/store"
 )
 
 // execution is the part of the API's execution object the CLI shows.
@@ -37,72 +36,24 @@ func (e *execution) terminal() bool {
 	return false
 }
 
-func newFlags(name, args string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: latch %s [flags] %s\n", name, args)
-		if ex, ok := examples[name]; ok {
-			fmt.Fprintf(fs.Output(), "example:\n  %s\n", ex)
-		}
-		fmt.Fprintln(fs.Output(), "flags:")
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parse parses args with fs and wants at least nargs arguments after the
-// flags. Run by the command tree (cli.go), -h shows the command's help; in
-// describe mode, parse hands fs over and stops the command.
-func parse(ctx context.Context, fs *flag.FlagSet, args []string, nargs int) error {
-	if d, ok := ctx.Value(describeKey{}).(**flag.FlagSet); ok {
-		*d = fs
-		return errDescribed
-	}
-	cmd, _ := ctx.Value(cobraKey{}).(*cobra.Command)
-	if cmd != nil {
-		fs.SetOutput(cmd.ErrOrStderr())
-		fs.Usage = func() {
-			cmd.SetOut(cmd.ErrOrStderr())
-			cmd.Help() //nolint:errcheck // on stderr, with the usage error
-		}
-	}
-	help := fs.Usage
-	fs.Usage = func() {} // Parse's error says which: help asked for, or a mistake
-	err := fs.Parse(args)
-	fs.Usage = help
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		// -h or --help: the help is the answer, on standard output.
-		if cmd != nil {
-			cmd.SetOut(cmd.OutOrStdout())
-			cmd.Help() //nolint:errcheck // written to standard output
-		} else {
-			fs.PrintDefaults()
-		}
-		return errHelp
-	case err != nil:
-		fs.Usage()
-		return fmt.Errorf("%w: %w", errUsage, err)
-	}
-	if fs.NArg() < nargs {
-		fs.Usage()
-		return fmt.Errorf("%w: want %d argument(s)", errUsage, nargs)
-	}
-	return nil
-}
+// executionStatuses are the statuses an execution can have: the values of
+// ls --status.
+var executionStatuses = []string{string(store.StatusScheduled), string(store.StatusQueued), string(store.StatusRunning),
+	string(store.StatusSuspended), string(store.StatusSucceeded), string(store.StatusFailed), string(store.StatusCancelled),
+	string(store.StatusSkipped)}
 
 func runSubmit(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("submit", "KIND [PAYLOAD_JSON]")
+	fs := newFlags("submit")
 	c := clientFlags(fs)
 	dedup := fs.String("dedup-key", "", "idempotency key: resubmits return the same execution")
 	queue := fs.String("queue", "", "queue (default \"default\")")
 	priority := fs.Int("priority", 0, "priority, higher first")
-	delay := fs.Duration("delay", 0, "start no earlier than this from now")
+	delay := durationFlag(fs, "delay", 0, "start no earlier than this from now: a duration (90s) or seconds")
 	maxAttempts := fs.Int("max-attempts", 0, "attempts before failing (default 3)")
-	timeout := fs.Int("timeout", 0, "seconds an attempt may run (default 300)")
+	timeout := secondsFlag(fs, "timeout", 0, "how long an attempt may run: a duration (5m) or seconds (default 300)")
 	ckey := fs.String("concurrency-key", "", "limit concurrent runs sharing this key")
 	climit := fs.Int("concurrency-limit", 0, "runs allowed at once for --concurrency-key (default 1)")
-	if err := parse(ctx, fs, args, 1); err != nil {
+	if err := parse(ctx, fs, args, 1, 2); err != nil {
 		return err
 	}
 	body := map[string]any{"kind": fs.Arg(0)}
@@ -133,33 +84,35 @@ func runSubmit(ctx context.Context, args []string, out io.Writer) error {
 }
 
 func runGet(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("get", "EXECUTION_ID")
+	fs := newFlags("get")
 	c := clientFlags(fs)
-	format := outputFlag(fs, "json", false)
-	if err := parse(ctx, fs, args, 1); err != nil {
+	format := outputFlag(fs, false)
+	if err := parse(ctx, fs, args, 1, 1); err != nil {
 		return err
 	}
 	var e json.RawMessage
 	if _, err := c.do(ctx, "GET", "/api/executions/"+url.PathEscape(fs.Arg(0)), nil, nil, &e); err != nil {
 		return err
 	}
-	if format.or("json") == "table" {
+	if format.choose(out) == "table" {
 		return printTable(out, executionColumns, []json.RawMessage{e})
 	}
 	return printJSON(out, e)
 }
 
 func runList(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("ls", "")
+	fs := newFlags("ls")
 	c := clientFlags(fs)
 	q := url.Values{}
-	for _, name := range []string{"status", "kind", "queue", "dedup_key", "schedule"} {
-		fs.Func(name, "filter by "+name, func(v string) error { q.Set(name, v); return nil })
+	for _, param := range []string{"status", "kind", "queue", "dedup_key", "schedule"} {
+		name := strings.ReplaceAll(param, "_", "-")
+		fs.Func(name, "filter by "+name, func(v string) error { q.Set(param, v); return nil })
 	}
+	offer(fs, "status", executionStatuses...)
 	fs.Func("cursor", "the page after this one: the cursor a previous page printed", func(v string) error { q.Set("cursor", v); return nil })
 	limit := fs.Int("limit", 50, "page size, 1-500")
-	format := outputFlag(fs, "table", true)
-	if err := parse(ctx, fs, args, 0); err != nil {
+	format := outputFlag(fs, true)
+	if err := parse(ctx, fs, args, 0, 0); err != nil {
 		return err
 	}
 	q.Set("limit", strconv.Itoa(*limit))
@@ -170,7 +123,7 @@ func runList(ctx context.Context, args []string, out io.Writer) error {
 	if _, err := c.do(ctx, "GET", "/api/executions?"+q.Encode(), nil, nil, &page); err != nil {
 		return err
 	}
-	if format.or("table") == "json" { // the raw page
+	if format.choose(out) == "json" { // the raw page
 		return printJSON(out, page)
 	}
 	tw := newTable(out)
@@ -196,9 +149,9 @@ func runList(ctx context.Context, args []string, out io.Writer) error {
 }
 
 func runCancel(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("cancel", "EXECUTION_ID")
+	fs := newFlags("cancel")
 	c := clientFlags(fs)
-	if err := parse(ctx, fs, args, 1); err != nil {
+	if err := parse(ctx, fs, args, 1, 1); err != nil {
 		return err
 	}
 	var e json.RawMessage
@@ -209,10 +162,10 @@ func runCancel(ctx context.Context, args []string, out io.Writer) error {
 }
 
 func runDelete(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("rm", "EXECUTION_ID")
+	fs := newFlags("rm")
 	c := clientFlags(fs)
 	force := fs.Bool("force", false, "delete even if not terminal: cancels it and frees its quota slot and dedup key")
-	if err := parse(ctx, fs, args, 1); err != nil {
+	if err := parse(ctx, fs, args, 1, 1); err != nil {
 		return err
 	}
 	path := "/api/executions/" + url.PathEscape(fs.Arg(0))

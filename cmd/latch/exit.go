@@ -12,7 +12,7 @@ const (
 	exitOK           = 0 // done
 	exitError        = 1 // any other failure: a server error, no answer, a local error
 	exitUsage        = 2 // the command line is wrong, or the server refused the request as invalid
-	exitNotFound     = 3 // no such execution, tenant, schedule, key or rate limit (404)
+	exitNotFound     = 3 // no such execution, tenant, schedule, key or rate limit (404), or no store (migrate status)
 	exitConflict     = 4 // the state forbids it (409) or a quota or limit was reached (429)
 	exitDenied       = 5 // the key is missing, unknown or revoked (401), or may not do this (403)
 	exitTryLater     = 6 // the server or its store is unavailable (503), or latch wait's --timeout ran out
@@ -23,6 +23,8 @@ const (
 func exitCode(err error) int {
 	var p *problemError
 	var ns errNotSucceeded
+	var nf notFoundError
+	var wt errWaitTimeout
 	switch {
 	case err == nil:
 		return exitOK
@@ -30,6 +32,10 @@ func exitCode(err error) int {
 		return exitUsage
 	case errors.As(err, &ns):
 		return exitNotSucceeded
+	case errors.As(err, &nf):
+		return exitNotFound
+	case errors.As(err, &wt):
+		return exitTryLater
 	case errors.Is(err, context.DeadlineExceeded):
 		return exitTryLater
 	case errors.As(err, &p):
@@ -54,3 +60,9 @@ func exitForStatus(status int) int {
 	}
 	return exitError
 }
+
+// notFoundError is a local thing that is not there (a store's file): exit
+// 3, as for a 404.
+type notFoundError struct{ error }
+
+func (e notFoundError) Unwrap() error { return e.error }

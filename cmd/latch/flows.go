@@ -14,15 +14,12 @@ import (
 // (its journal kept), and its journal.
 
 func runSignal(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("signal", "EXECUTION_ID NAME [DATA_JSON]")
+	fs := newFlags("signal")
 	c := clientFlags(fs)
 	idemKey := fs.String("idempotency-key", "",
 		"sent as Idempotency-Key: a repeat with the same key answers the first signal's answer and sends nothing")
-	if err := parse(ctx, fs, args, 2); err != nil {
+	if err := parse(ctx, fs, args, 2, 3); err != nil {
 		return err
-	}
-	if fs.NArg() > 3 {
-		return fmt.Errorf("%w: want at most 3 arguments, got %d", errUsage, fs.NArg())
 	}
 	body := map[string]any{}
 	if fs.NArg() == 3 {
@@ -44,9 +41,9 @@ func runSignal(ctx context.Context, args []string, out io.Writer) error {
 }
 
 func runRetry(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("retry", "EXECUTION_ID")
+	fs := newFlags("retry")
 	c := clientFlags(fs)
-	if err := parse(ctx, fs, args, 1); err != nil {
+	if err := parse(ctx, fs, args, 1, 1); err != nil {
 		return err
 	}
 	var e json.RawMessage
@@ -60,10 +57,10 @@ func runRetry(ctx context.Context, args []string, out io.Writer) error {
 const maxResultShown = 60
 
 func runSteps(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("steps", "EXECUTION_ID")
+	fs := newFlags("steps")
 	c := clientFlags(fs)
-	format := outputFlag(fs, "table", true)
-	if err := parse(ctx, fs, args, 1); err != nil {
+	format := outputFlag(fs, true)
+	if err := parse(ctx, fs, args, 1, 1); err != nil {
 		return err
 	}
 	var page struct {
@@ -78,7 +75,7 @@ func runSteps(ctx context.Context, args []string, out io.Writer) error {
 	if _, err := c.do(ctx, "GET", "/api/executions/"+url.PathEscape(fs.Arg(0))+"/steps", nil, nil, &raw); err != nil {
 		return err
 	}
-	if format.or("table") == "json" { // the raw journal
+	if format.choose(out) == "json" { // the raw journal
 		return printJSON(out, raw)
 	}
 	if err := json.Unmarshal(raw, &page); err != nil {

@@ -35,7 +35,7 @@ func TestFlowCommands(t *testing.T) {
 	if code, out, _ = cli(t, "signal", x.ID, "later"); code != 0 || !strings.Contains(out, `"delivered": false`) {
 		t.Fatalf("signal nobody waits for: %d %s", code, out)
 	}
-	code, out, errOut = cli(t, "steps", x.ID)
+	code, out, errOut = cli(t, "steps", x.ID, "-o", "table")
 	if code != 0 || !strings.Contains(out, "STEP") || !strings.Contains(out, `{"seat":"12A"}`) ||
 		!strings.Contains(out, `{"by":"ann"}`) || strings.Index(out, "reserve") > strings.Index(out, "approval") {
 		t.Fatalf("steps: %d %s %s", code, out, errOut)

@@ -35,13 +35,13 @@ func TestListSaysWhereTheSearchStopped(t *testing.T) {
 			t.Fatalf("submit: %d %s", code, errOut)
 		}
 	}
-	code, out, errOut := cli(t, "ls", "--kind", "rare")
+	code, out, errOut := cli(t, "ls", "--kind", "rare", "-o", "table")
 	if code != 0 || !strings.Contains(out, "no match among the newest executions searched") || !strings.Contains(out, "--cursor ") {
 		t.Fatalf("ls --kind rare, first page: %d %q %q; want a note that the search stopped, with its cursor", code, out, errOut)
 	}
 	cursor := out[strings.LastIndex(out, "--cursor ")+len("--cursor "):]
 	cursor = strings.TrimRight(cursor, ")\n")
-	code, out, _ = cli(t, "ls", "--kind", "rare", "--cursor", cursor)
+	code, out, _ = cli(t, "ls", "-o", "table", "--kind", "rare", "--cursor", cursor)
 	if code != 0 || !strings.Contains(out, "rare") {
 		t.Fatalf("ls --kind rare --cursor %s: %d %q; want the rare execution", cursor, code, out)
 	}

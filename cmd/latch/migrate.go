@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"strings"
 
 	"github.com/latch-run/latch"
@@ -18,7 +19,9 @@ import (
 // one, status reports the version; concurrent migrators of one schema wait
 // for each other. `latch serve` refuses a PostgreSQL schema it does not
 // know, and says to run `latch migrate up`. SQLite migrates itself when it
-// is opened: up and status open the file and report its version.
+// is opened: up opens the file (creating it) and reports its version;
+// status reads it, and for a file that does not exist says so and exits 3,
+// creating nothing.
 func runMigrate(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return fmt.Errorf("%w: latch migrate up|down|status --store URL", errUsage)
@@ -27,16 +30,19 @@ func runMigrate(ctx context.Context, args []string, out io.Writer) error {
 	if op != "up" && op != "down" && op != "status" {
 		return fmt.Errorf("%w: unknown migrate command %q (up, down, status)", errUsage, op)
 	}
-	fs := newFlags("migrate "+op, "")
+	fs := newFlags("migrate " + op)
 	storeURL := fs.String("store", envOr("LATCH_STORE", "sqlite:latch.db"), "store URL (LATCH_STORE)")
 	var format *formatValue
 	if op == "status" {
-		format = outputFlag(fs, "lines of text", false)
+		format = outputFlag(fs, false)
 	}
-	if err := parse(ctx, fs, rest, 0); err != nil {
+	if err := parse(ctx, fs, rest, 0, 0); err != nil {
 		return err
 	}
 	m, err := latch.Migrate(ctx, *storeURL, op)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return notFoundError{err}
+	}
 	if errors.Is(err, errors.ErrUnsupported) {
 		// An op the store's backend has no use for (down on SQLite).
 		return fmt.Errorf("%w: %s", errUsage, strings.TrimPrefix(err.Error(), "latch: "))
@@ -44,7 +50,13 @@ func runMigrate(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	switch format.or("") {
+	if format == nil { // up, down: what was done, a line each
+		for _, line := range m.Report {
+			fmt.Fprintln(out, line)
+		}
+		return nil
+	}
+	switch format.choose(out) {
 	case "json":
 		ran := m.Ran
 		if ran == nil {
@@ -58,9 +70,6 @@ func runMigrate(ctx context.Context, args []string, out io.Writer) error {
 			fmt.Fprintln(tw, line)
 		}
 		return tw.Flush()
-	}
-	for _, line := range m.Report {
-		fmt.Fprintln(out, line)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -21,17 +22,29 @@ import (
 func TestMigrateCommand(t *testing.T) {
 	dir := t.TempDir()
 	sqliteLine := fmt.Sprintf("schema version %d (up to date: SQLite migrates itself when opened)\n", sqlite.SchemaVersion())
-	for _, u := range []string{"sqlite:" + filepath.Join(dir, "a.db"), "sqlite://" + filepath.Join(dir, "b.db"), filepath.Join(dir, "c.db")} {
-		for _, op := range []string{"up", "status"} {
-			if code, out, errOut := cli(t, "migrate", op, "--store", u); code != 0 || out != sqliteLine || errOut != "" {
-				t.Errorf("migrate %s --store %s: %d %q %q", op, u, code, out, errOut)
-			}
+	sqliteStatus := fmt.Sprintf("schema version %d, this latch knows up to %d (up to date)", sqlite.SchemaVersion(), sqlite.SchemaVersion())
+	for i, u := range []string{"sqlite:" + filepath.Join(dir, "a.db"), "sqlite://" + filepath.Join(dir, "b.db"), filepath.Join(dir, "c.db")} {
+		file := filepath.Join(dir, string(rune('a'+i))+".db")
+		// A status reads: on a store that does not exist it says so,
+		// exits 3 and creates nothing.
+		code, out, errOut := cli(t, "migrate", "status", "--store", u)
+		if code != exitNotFound || out != "" || !strings.Contains(errOut, "no SQLite store at "+u) {
+			t.Errorf("migrate status --store %s before up: %d %q %q; want 3 and the store named", u, code, out, errOut)
+		}
+		if _, err := os.Stat(file); !os.IsNotExist(err) {
+			t.Errorf("migrate status made %s: %v", file, err)
+		}
+		if code, out, errOut := cli(t, "migrate", "up", "--store", u); code != 0 || out != sqliteLine || errOut != "" {
+			t.Errorf("migrate up --store %s: %d %q %q", u, code, out, errOut)
+		}
+		if got := migrateStatus(t, u); got != sqliteStatus {
+			t.Errorf("migrate status --store %s: %q, want %q", u, got, sqliteStatus)
 		}
 	}
 	d := filepath.Join(dir, "d.db")
 	code, out, errOut := cli(t, "migrate", "down", "--store", "sqlite:"+d)
 	if code != 2 || out != "" ||
-		errOut != "latch migrate: usage: migrate down is for PostgreSQL stores; a SQLite store migrates itself when opened\n" {
+		errOut != "latch migrate down: migrate down is for PostgreSQL stores; a SQLite store migrates itself when opened\nrun 'latch migrate down -h' for usage\n" {
 		t.Errorf("migrate down on SQLite: %d %q %q", code, out, errOut)
 	}
 	if _, err := os.Stat(d); !os.IsNotExist(err) {
@@ -49,18 +62,24 @@ func TestMigrateCommand(t *testing.T) {
 		{"up", "nothing to migrate\n" + status},
 		{"down", fmt.Sprintf("reverted migration [%d]\nschema version %d, this latch knows up to %d (1 pending)\n", latest, latest-1, latest)},
 		{"up", fmt.Sprintf("applied migrations [%d]\n", latest) + status},
-		{"status", status},
 	} {
 		if code, out, errOut := cli(t, "migrate", c.op, "--store", pg); code != 0 || out != c.want || errOut != "" {
 			t.Errorf("migrate %s on PostgreSQL: %d %q %q, want %q", c.op, code, out, errOut, c.want)
 		}
 	}
 
+	if got := migrateStatus(t, pg) + "\n"; got != status {
+		t.Errorf("migrate status on PostgreSQL: %q, want %q", got, status)
+	}
+
 	redis := testdb.WithParams(t, testdb.URL(t, testdb.RedisEnv, "latch migrate on Redis"), map[string]string{"prefix": testdb.Name("latch_cli_migrate_")})
-	for _, op := range []string{"up", "down", "status"} {
+	for _, op := range []string{"up", "down"} {
 		if code, out, errOut := cli(t, "migrate", op, "--store", redis); code != 0 || out != "a Redis store has no schema: nothing to migrate\n" || errOut != "" {
 			t.Errorf("migrate %s on Redis: %d %q %q", op, code, out, errOut)
 		}
+	}
+	if got := migrateStatus(t, redis); got != "a Redis store has no schema: nothing to migrate" {
+		t.Errorf("migrate status on Redis: %q", got)
 	}
 }
 
@@ -115,4 +134,18 @@ func TestProveHintsMigrate(t *testing.T) {
 	if code, _, errOut := cli(t, "prove", "--store", "redis://127.0.0.1:1/0", "--duration", "1s"); code != 1 || strings.Contains(errOut, hint) {
 		t.Errorf("prove on an unreachable Redis: %d %q, want no hint", code, errOut)
 	}
+}
+
+// migrateStatus runs latch migrate status --store u, piped (so JSON), and
+// returns its one line of report.
+func migrateStatus(t *testing.T, u string) string {
+	t.Helper()
+	code, out, errOut := cli(t, "migrate", "status", "--store", u)
+	var m struct {
+		Report []string `json:"report"`
+	}
+	if err := json.Unmarshal([]byte(out), &m); code != 0 || err != nil || len(m.Report) != 1 || errOut != "" {
+		t.Fatalf("migrate status --store %s: %d %q %q (%v)", u, code, out, errOut, err)
+	}
+	return m.Report[0]
 }

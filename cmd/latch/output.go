@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // outputFormats are the values of -o (--output) of the read commands.
@@ -34,14 +35,13 @@ func (f *formatValue) Set(v string) error {
 	return nil
 }
 
-// outputFlag registers -o and --output, whose default is def (what the
-// command printed before it had -o), and, with jsonAlias, --json: the same
-// as -o json, as the command had it before.
-func outputFlag(fs *flag.FlagSet, def string, jsonAlias bool) *formatValue {
+// outputFlag registers -o (--output) and, with jsonAlias, --json: the
+// same as -o json, as the command had it before. Without them a read
+// command prints a table on a terminal, JSON otherwise (choose).
+func outputFlag(fs *pflag.FlagSet, jsonAlias bool) *formatValue {
 	f := &formatValue{}
-	usage := "output format: " + strings.Join(outputFormats, " or ") + " (default " + def + ")"
-	fs.Var(f, "output", usage)
-	fs.Var(f, "o", usage)
+	fs.VarP(f, "output", "o", "output format: "+strings.Join(outputFormats, " or ")+" (default: table on a terminal, else json)")
+	offer(fs, "output", outputFormats...)
 	if jsonAlias {
 		fs.BoolFunc("json", "the same as -o json", func(v string) error {
 			b, err := strconv.ParseBool(v)
@@ -54,12 +54,18 @@ func outputFlag(fs *flag.FlagSet, def string, jsonAlias bool) *formatValue {
 	return f
 }
 
-// or is the format chosen, def when -o was not given.
-func (f *formatValue) or(def string) string {
-	if f == nil || f.format == "" {
-		return def
+func (f *formatValue) Type() string { return "format" }
+
+// choose is the format asked for, else a table when out is a terminal and
+// JSON when it is not (a pipe, a file: a script reads it).
+func (f *formatValue) choose(out io.Writer) string {
+	if f != nil && f.format != "" {
+		return f.format
 	}
-	return f.format
+	if isTerminal(out) {
+		return "table"
+	}
+	return "json"
 }
 
 // column is one column of a table: its header and the JSON field it shows.
@@ -152,8 +158,10 @@ func printItems(w io.Writer, cols []column, raw json.RawMessage) error {
 
 // The columns of the tables of -o table.
 var (
+	// get's table is what a terminal shows by default: the outcome too.
 	executionColumns = []column{{"EXECUTION_ID", "execution_id"}, {"TENANT", "tenant"}, {"KIND", "kind"},
-		{"QUEUE", "queue"}, {"STATUS", "status"}, {"ATTEMPT", "attempt"}, {"CREATED", "created_at"}}
+		{"QUEUE", "queue"}, {"STATUS", "status"}, {"ATTEMPT", "attempt"}, {"CREATED", "created_at"},
+		{"ERROR", "error"}, {"RESULT", "result"}}
 	tenantColumns = []column{{"NAME", "name"}, {"DISABLED", "disabled"}, {"MAX_INFLIGHT", "max_inflight"},
 		{"INFLIGHT", "inflight"}, {"DEDUP_TTL_SECONDS", "dedup_ttl_seconds"}, {"RETENTION_SECONDS", "retention_seconds"}}
 	keyColumns      = []column{{"KEY_ID", "key_id"}, {"CREATED", "created_at"}, {"LAST_USED", "last_used_at"}}

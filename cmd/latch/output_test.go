@@ -1,16 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 )
 
-// TestOutputFormats: every read command takes -o json and -o table; its
-// output without -o is what it printed before; --json, where the command
-// had it, is -o json; the table has a header and aligned columns; a bad -o
-// is a usage error naming the formats.
+// TestOutputFormats: every read command takes -o json and -o table;
+// without -o it prints the table on a terminal and JSON when piped; --json,
+// where the command had it, is -o json; the table has a header and aligned
+// columns; a bad -o is a usage error naming the formats.
 func TestOutputFormats(t *testing.T) {
 	srv, key := tenantServer(t)
 	var x struct {
@@ -27,23 +28,25 @@ func TestOutputFormats(t *testing.T) {
 		`{"lease_token":"`+claim.Leases[0].Token+`","name":"reserve","result":{"ok":true}}`, 200, nil)
 	call(t, srv.URL, "PUT", "/api/schedules/sweep-oslo", key, `{"every":"15m","kind":"echo","payload":{"city":"oslo"}}`, 201, nil)
 	db := "sqlite:" + t.TempDir() + "/latch.db"
+	if code, _, errOut := cli(t, "migrate", "up", "--store", db); code != 0 {
+		t.Fatalf("migrate up: %d %s", code, errOut)
+	}
 
 	for _, c := range []struct {
 		cmd, rest []string
-		def       string // the output without -o: json, table or text
-		jsonAlias bool   // the command had --json
+		jsonAlias bool // the command had --json
 		header    []string
 	}{
-		{[]string{"get"}, []string{x.ID}, "json", false, []string{"EXECUTION_ID", "TENANT", "KIND", "QUEUE", "STATUS", "ATTEMPT", "CREATED"}},
-		{[]string{"ls"}, nil, "table", true, []string{"EXECUTION_ID", "TENANT", "KIND", "QUEUE", "STATUS", "ATTEMPT", "CREATED"}},
-		{[]string{"attempts"}, []string{x.ID}, "table", true, []string{"ATTEMPT", "WORKER", "CLAIMED", "ENDED", "OUTCOME", "ERROR"}},
-		{[]string{"steps"}, []string{x.ID}, "table", true, []string{"STEP", "ATTEMPT", "RECORDED", "RESULT"}},
-		{[]string{"tenant", "get"}, []string{"--key", testAdminKey, "acme"}, "json", false,
+		{[]string{"get"}, []string{x.ID}, false, []string{"EXECUTION_ID", "TENANT", "KIND", "QUEUE", "STATUS", "ATTEMPT", "CREATED", "ERROR", "RESULT"}},
+		{[]string{"ls"}, nil, true, []string{"EXECUTION_ID", "TENANT", "KIND", "QUEUE", "STATUS", "ATTEMPT", "CREATED"}},
+		{[]string{"attempts"}, []string{x.ID}, true, []string{"ATTEMPT", "WORKER", "CLAIMED", "ENDED", "OUTCOME", "ERROR"}},
+		{[]string{"steps"}, []string{x.ID}, true, []string{"STEP", "ATTEMPT", "RECORDED", "RESULT"}},
+		{[]string{"tenant", "get"}, []string{"--key", testAdminKey, "acme"}, false,
 			[]string{"NAME", "DISABLED", "MAX_INFLIGHT", "INFLIGHT", "DEDUP_TTL_SECONDS", "RETENTION_SECONDS"}},
-		{[]string{"tenant", "keys"}, []string{"--key", testAdminKey, "acme"}, "json", false, []string{"KEY_ID", "CREATED", "LAST_USED"}},
-		{[]string{"schedule", "ls"}, nil, "json", false, []string{"NAME", "CRON", "EVERY", "KIND", "QUEUE", "ENABLED", "NEXT_RUN", "LAST_RUN"}},
-		{[]string{"schedule", "get"}, []string{"sweep-oslo"}, "json", false, []string{"NAME", "CRON", "EVERY", "KIND", "QUEUE", "ENABLED", "NEXT_RUN", "LAST_RUN"}},
-		{[]string{"migrate", "status"}, []string{"--store", db}, "text", false, []string{"REPORT"}},
+		{[]string{"tenant", "keys"}, []string{"--key", testAdminKey, "acme"}, false, []string{"KEY_ID", "CREATED", "LAST_USED"}},
+		{[]string{"schedule", "ls"}, nil, false, []string{"NAME", "CRON", "EVERY", "KIND", "QUEUE", "ENABLED", "NEXT_RUN", "LAST_RUN"}},
+		{[]string{"schedule", "get"}, []string{"sweep-oslo"}, false, []string{"NAME", "CRON", "EVERY", "KIND", "QUEUE", "ENABLED", "NEXT_RUN", "LAST_RUN"}},
+		{[]string{"migrate", "status"}, []string{"--store", db}, false, []string{"REPORT"}},
 	} {
 		name := strings.Join(c.cmd, " ")
 		t.Run(name, func(t *testing.T) {
@@ -65,19 +68,14 @@ func TestOutputFormats(t *testing.T) {
 			if long := ok(with("--output", "table")); long != table {
 				t.Errorf("--output table:\n%s\n-o table:\n%s", long, table)
 			}
-			switch c.def {
-			case "json":
-				if def != asJSON {
-					t.Errorf("without -o:\n%s\nwith -o json:\n%s", def, asJSON)
-				}
-			case "table":
-				if def != table {
-					t.Errorf("without -o:\n%s\nwith -o table:\n%s", def, table)
-				}
-			case "text":
-				if strings.Contains(def, "REPORT") || def == asJSON {
-					t.Errorf("without -o: %q", def)
-				}
+			if def != asJSON {
+				t.Errorf("without -o, piped:\n%s\nwith -o json:\n%s", def, asJSON)
+			}
+			if code, onTTY, errOut := cliStdoutTerminal(t, with()...); code != 0 || onTTY != table {
+				t.Errorf("without -o, on a terminal: exit %d %s\n%s\nwith -o table:\n%s", code, errOut, onTTY, table)
+			}
+			if code, onTTY, _ := cliStdoutTerminal(t, with("-o", "json")...); code != 0 || onTTY != asJSON {
+				t.Errorf("-o json on a terminal:\n%s\npiped:\n%s", onTTY, asJSON)
 			}
 			if c.jsonAlias {
 				if alias := ok(with("--json")); alias != asJSON {
@@ -122,4 +120,13 @@ func checkTable(t *testing.T, table string, header []string) {
 			}
 		}
 	}
+}
+
+// cliStdoutTerminal is cli with its standard output on a terminal.
+func cliStdoutTerminal(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	out := newFakeTerminal()
+	var errOut strings.Builder
+	code := run(context.Background(), args, out, &errOut)
+	return code, out.String(), errOut.String()
 }

@@ -26,14 +26,14 @@ var errBreach = errors.New("breaches found")
 // It never reads LATCH_STORE: a soak writes a tenant's worth of executions
 // into the store, so the store is named on the command line or not at all.
 func runProve(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("prove", "")
+	fs := newFlags("prove")
 	storeURL := fs.String("store", "", "store URL; default a temporary SQLite file, removed afterwards (a PostgreSQL store must be migrated first: latch migrate up --store URL)")
-	duration := fs.Duration("duration", 10*time.Minute, "how long the load runs")
+	duration := durationFlag(fs, "duration", 10*time.Minute, "how long the load runs")
 	rate := fs.Int("rate", 100, "submits per second, steady")
 	workers := fs.Int("workers", 0, "worker slots (default 16 + rate/25)")
-	every := fs.Duration("report-every", 10*time.Second, "time between progress lines")
-	drain := fs.Duration("drain-timeout", time.Minute, "longest wait, after the load, for every execution to finish")
-	if err := parse(ctx, fs, args, 0); err != nil {
+	every := durationFlag(fs, "report-every", 10*time.Second, "time between progress lines")
+	drain := durationFlag(fs, "drain-timeout", time.Minute, "longest wait, after the load, for every execution to finish")
+	if err := parse(ctx, fs, args, 0, 0); err != nil {
 		return err
 	}
 	if *duration <= 0 || *rate < 1 || *workers < 0 || *every <= 0 || *drain <= 0 {

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -137,5 +138,41 @@ func TestHelpDoesNotShowTheKey(t *testing.T) {
 	_, out, errOut := cli(t, "schedule", "ls", "-h")
 	if strings.Contains(out+errOut, "lk_secret-value") {
 		t.Fatalf("-h printed the key:\n%s%s", out, errOut)
+	}
+}
+
+// TestSchedulePauseResume: pause stops a schedule's ticks (enabled false,
+// no next run), resume starts them again, each changing nothing else; an
+// unknown schedule is exit 3.
+func TestSchedulePauseResume(t *testing.T) {
+	srv, key := tenantServer(t)
+	call(t, srv.URL, "PUT", "/api/schedules/sweep", key, `{"every":"15m","kind":"echo","payload":{"city":"oslo"},"max_attempts":5}`, 201, nil)
+	get := func() map[string]any {
+		var s map[string]any
+		call(t, srv.URL, "GET", "/api/schedules/sweep", key, "", 200, &s)
+		return s
+	}
+	before := get()
+	if code, out, errOut := cli(t, "schedule", "pause", "sweep"); code != 0 || !strings.Contains(out, `"enabled": false`) {
+		t.Fatalf("schedule pause: %d %q %q", code, out, errOut)
+	}
+	paused := get()
+	if paused["enabled"] != false || paused["next_run_at"] != nil {
+		t.Errorf("after pause: enabled %v, next_run_at %v; want false and null", paused["enabled"], paused["next_run_at"])
+	}
+	if code, _, errOut := cli(t, "schedule", "resume", "sweep"); code != 0 {
+		t.Fatalf("schedule resume: %d %q", code, errOut)
+	}
+	resumed := get()
+	if resumed["enabled"] != true || resumed["next_run_at"] == nil {
+		t.Errorf("after resume: enabled %v, next_run_at %v; want true and a time", resumed["enabled"], resumed["next_run_at"])
+	}
+	for _, k := range []string{"every", "kind", "payload", "max_attempts", "overlap", "catchup", "queue"} {
+		if !reflect.DeepEqual(before[k], resumed[k]) {
+			t.Errorf("%s: %v before, %v after pause and resume", k, before[k], resumed[k])
+		}
+	}
+	if code, _, errOut := cli(t, "schedule", "pause", "nope"); code != exitNotFound || !strings.Contains(errOut, "404 not_found") {
+		t.Errorf("schedule pause of an unknown schedule: %d %q", code, errOut)
 	}
 }

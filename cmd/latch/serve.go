@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +12,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/latch-run/latch"
 	"github.com/latch-run/latch/api"
@@ -31,7 +32,7 @@ type serveConfig struct {
 	addr          string
 	store         string
 	workers       int
-	leaseSeconds  int
+	leaseSeconds  int64
 	rescueEvery   time.Duration
 	pruneEvery    time.Duration
 	shutdownGrace time.Duration
@@ -53,7 +54,7 @@ type serveConfig struct {
 
 	printConfig bool
 	resolved    *resolved // where each setting came from, for --print-config
-	flags       *flag.FlagSet
+	flags       *pflag.FlagSet
 }
 
 // consoleSecretEnv signs the console's sessions; every server behind one
@@ -77,17 +78,21 @@ func serveFlags(args []string) (*serveConfig, error) {
 
 // serveFlagsCtx is serveFlags with the command's context (cli.go).
 func serveFlagsCtx(ctx context.Context, args []string) (*serveConfig, error) {
-	fs := newFlags("serve", "")
+	fs := newFlags("serve")
 	c := &serveConfig{flags: fs}
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "listen address (LATCH_ADDR)")
 	fs.StringVar(&c.store, "store", "sqlite:latch.db", "store URL (LATCH_STORE)")
 	fs.IntVar(&c.workers, "workers", 10, "in-process worker slots; 0 runs no in-process worker (LATCH_WORKERS)")
-	fs.IntVar(&c.leaseSeconds, "lease-seconds", 30, "lease of in-process workers: a dead worker's executions run again after it (LATCH_LEASE_SECONDS)")
-	fs.DurationVar(&c.rescueEvery, "rescue-interval", engine.DefaultRescueInterval, "how often expired leases are recovered (LATCH_RESCUE_INTERVAL)")
-	fs.DurationVar(&c.pruneEvery, "prune-interval", engine.DefaultPruneInterval, "how often retention is applied (LATCH_PRUNE_INTERVAL)")
-	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 30*time.Second, "on SIGINT/SIGTERM, how long running work may finish before it is cancelled and released; a second signal stops at once (LATCH_SHUTDOWN_GRACE)")
+	c.leaseSeconds = 30
+	fs.Var((*secondsValue)(&c.leaseSeconds), "lease-seconds", "lease of in-process workers: a dead worker's executions run again after it; a duration (30s) or seconds (LATCH_LEASE_SECONDS)")
+	c.rescueEvery, c.pruneEvery, c.shutdownGrace = engine.DefaultRescueInterval, engine.DefaultPruneInterval, 30*time.Second
+	fs.Var((*durationValue)(&c.rescueEvery), "rescue-interval", "how often expired leases are recovered (LATCH_RESCUE_INTERVAL)")
+	fs.Var((*durationValue)(&c.pruneEvery), "prune-interval", "how often retention is applied (LATCH_PRUNE_INTERVAL)")
+	fs.Var((*durationValue)(&c.shutdownGrace), "shutdown-grace", "on SIGINT/SIGTERM, how long running work may finish before it is cancelled and released; a second signal stops at once (LATCH_SHUTDOWN_GRACE)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error (LATCH_LOG_LEVEL)")
+	offer(fs, "log-level", "debug", "info", "warn", "error")
 	fs.StringVar(&c.logFormat, "log-format", logAuto, "auto (text on a terminal, else JSON), json or text (LATCH_LOG_FORMAT)")
+	offer(fs, "log-format", logAuto, logJSON, logText)
 	fs.BoolVar(&c.console, "console", true, "serve the web console at /; false leaves only the API (LATCH_CONSOLE)")
 	fs.IntVar(&c.maxStreams, "max-streams", api.DefaultMaxStreams, "event streams one tenant may hold open on this server; 0 = no bound (LATCH_MAX_STREAMS)")
 	fs.IntVar(&c.maxLongPolls, "max-long-polls", api.DefaultMaxLongPolls, "long polls (wait_seconds) one tenant may hold open on this server; 0 = no bound (LATCH_MAX_LONG_POLLS)")
@@ -95,7 +100,7 @@ func serveFlagsCtx(ctx context.Context, args []string) (*serveConfig, error) {
 	fs.IntVar(&c.maxSchedules, "max-schedules", api.DefaultMaxSchedules, "schedules one tenant may have; 0 = no bound (LATCH_MAX_SCHEDULES)")
 	configFile := fs.String("config", "", "config file of settings (YAML, keys named like the flags); flags, then the environment, then the file, then the defaults (LATCH_CONFIG)")
 	fs.BoolVar(&c.printConfig, "print-config", false, "print the effective settings, secrets masked, and where each came from, then exit")
-	if err := parse(ctx, fs, args, 0); err != nil {
+	if err := parse(ctx, fs, args, 0, 0); err != nil {
 		return nil, err
 	}
 	if *configFile == "" {

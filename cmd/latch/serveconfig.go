@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"slices"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
 	"github.com/latch-run/latch/kinds"
@@ -80,13 +80,13 @@ type resolved struct {
 // resolveSettings applies the environment and the config file to fs, whose
 // flags are already parsed from the command line, and returns where each
 // setting came from. file is the config file's name ("" for none).
-func resolveSettings(fs *flag.FlagSet, file string) (*resolved, error) {
+func resolveSettings(fs *pflag.FlagSet, file string) (*resolved, error) {
 	fileValues, err := readConfigFile(file)
 	if err != nil {
 		return nil, err
 	}
 	onCommandLine := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { onCommandLine[f.Name] = true })
+	fs.Visit(func(f *pflag.Flag) { onCommandLine[f.Name] = true })
 	r := &resolved{from: map[string]origin{}, envOnly: map[string]string{}}
 	for _, s := range serveSettings {
 		var o origin
@@ -189,7 +189,7 @@ func scalarText(msg json.RawMessage) (string, error) {
 // printConfig writes every setting's effective value and where it came
 // from, as a config file (the comments name the source); secrets are
 // masked and a store URL's password redacted.
-func printConfig(w io.Writer, fs *flag.FlagSet, r *resolved) error {
+func printConfig(w io.Writer, fs *pflag.FlagSet, r *resolved) error {
 	for _, s := range serveSettings {
 		var v string
 		if s.envOnly {

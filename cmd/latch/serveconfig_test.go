@@ -111,7 +111,7 @@ func TestServeConfigRefusals(t *testing.T) {
 		{"unknown key", "addr: 127.0.0.1:0\nworker: 3\n", []string{`unknown key "worker"`}},
 		{"flag only", "config: other.yaml\n", []string{`unknown key "config"`}},
 		{"bad int", "workers: ten\n", []string{"workers in ", "latch.yaml"}},
-		{"bad duration", "shutdown-grace: 30\n", []string{"shutdown-grace in ", "latch.yaml"}},
+		{"bad duration", "shutdown-grace: soon\n", []string{"shutdown-grace in ", "latch.yaml"}},
 		{"bad bool", "console: maybe\n", []string{"console in ", "latch.yaml"}},
 		{"out of range", "lease-seconds: 0\n", []string{"lease-seconds in ", "latch.yaml", ">= 1"}},
 		{"bad log level", "log-level: loud\n", []string{"log-level in ", "latch.yaml"}},

@@ -10,6 +10,18 @@ import (
 
 const tenantUsage = "latch tenant create|get|update|keys|key|disable|enable|rm NAME [flags]; latch tenant key rm NAME KEY_ID"
 
+// tenantSettings are the settings tenant create and update take: each
+// flag is sent only when given. The ones in seconds take a duration too.
+var tenantSettings = []struct {
+	flag, field string
+	seconds     bool
+	usage       string
+}{
+	{"max-inflight", "max_inflight", false, "executions the tenant may have queued, running or suspended at once"},
+	{"dedup-ttl-seconds", "dedup_ttl_seconds", true, "how long a dedup key is kept: a duration (168h) or seconds"},
+	{"retention-seconds", "retention_seconds", true, "how long a terminal execution is kept: a duration (168h) or seconds"},
+}
+
 func runTenant(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: %s", errUsage, tenantUsage)
@@ -18,31 +30,42 @@ func runTenant(ctx context.Context, args []string, out io.Writer) error {
 	if sub == "key" && len(rest) > 0 && rest[0] == "rm" {
 		return runTenantKeyRemove(ctx, rest[1:], out)
 	}
-	fs := newFlags("tenant "+sub, "NAME")
+	fs := newFlags("tenant " + sub)
 	c := clientFlags(fs)
 	settings := map[string]any{}
+	var values []func()
 	if sub == "create" || sub == "update" {
-		for _, name := range []string{"max_inflight", "dedup_ttl_seconds", "retention_seconds"} {
-			fs.Func(name, "tenant setting "+name, func(v string) error {
-				var n int64
-				if _, err := fmt.Sscan(v, &n); err != nil {
-					return fmt.Errorf("%s: want a whole number", name)
+		for _, s := range tenantSettings {
+			if s.seconds {
+				v := secondsFlag(fs, s.flag, 0, s.usage)
+				values = append(values, func() {
+					if fs.Changed(s.flag) {
+						settings[s.field] = *v
+					}
+				})
+				continue
+			}
+			v := fs.Int64(s.flag, 0, s.usage)
+			values = append(values, func() {
+				if fs.Changed(s.flag) {
+					settings[s.field] = *v
 				}
-				settings[name] = n
-				return nil
 			})
 		}
 	}
 	var format *formatValue
 	if sub == "get" || sub == "keys" {
-		format = outputFlag(fs, "json", false)
+		format = outputFlag(fs, false)
 	}
 	var force *bool
 	if sub == "rm" {
 		force = fs.Bool("force", false, "delete even while executions are in flight: they are removed and their workers' leases lost")
 	}
-	if err := parse(ctx, fs, rest, 1); err != nil {
+	if err := parse(ctx, fs, rest, 1, 1); err != nil {
 		return err
+	}
+	for _, set := range values {
+		set()
 	}
 	name := fs.Arg(0)
 	path := "/api/tenants/" + url.PathEscape(name)
@@ -78,7 +101,7 @@ func runTenant(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	switch {
-	case format == nil || format.or("json") == "json":
+	case format == nil || format.choose(out) == "json":
 		return printJSON(out, res)
 	case sub == "keys":
 		return printItems(out, keyColumns, res)
@@ -89,9 +112,9 @@ func runTenant(ctx context.Context, args []string, out io.Writer) error {
 // runTenantKeyRemove is `latch tenant key rm NAME KEY_ID`: the key is
 // refused on every server from then on.
 func runTenantKeyRemove(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("tenant key rm", "NAME KEY_ID")
+	fs := newFlags("tenant key rm")
 	c := clientFlags(fs)
-	if err := parse(ctx, fs, args, 2); err != nil {
+	if err := parse(ctx, fs, args, 2, 2); err != nil {
 		return err
 	}
 	name, id := fs.Arg(0), fs.Arg(1)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,16 +45,11 @@ const statusPoll = 1
 // Several: one line of JSON each as it ends, and on a terminal a progress
 // bar on stderr. Exit 7 when any ended other than succeeded.
 func runWait(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("wait", "EXECUTION_ID [EXECUTION_ID...]")
+	fs := newFlags("wait")
 	c := clientFlags(fs)
-	timeout := fs.Duration("timeout", 0, "give up after this long (0 = wait forever)")
-	if err := parse(ctx, fs, args, 1); err != nil {
+	timeout := durationFlag(fs, "timeout", 0, "give up after this long, exit 6: a duration (10m) or seconds (0 = wait forever)")
+	if err := parse(ctx, fs, args, 1, -1); err != nil {
 		return err
-	}
-	if *timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *timeout)
-		defer cancel()
 	}
 	// The status line and the bar only on a terminal: scripts and CI logs
 	// get the JSON and nothing else.
@@ -61,10 +57,70 @@ func runWait(ctx context.Context, args []string, out io.Writer) error {
 	if w := stderrOf(ctx); isTerminal(w) {
 		tty = w
 	}
-	if fs.NArg() == 1 {
-		return waitOne(ctx, c, fs.Arg(0), out, tty)
+	seen := &lastSeen{status: map[string]string{}, firstHold: 60}
+	waitCtx := ctx
+	if *timeout > 0 {
+		var cancel context.CancelFunc
+		waitCtx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
+		seen.firstHold = 0 // the status at once, for the message if time runs out
 	}
-	return waitMany(ctx, c, fs.Args(), out, tty)
+	var err error
+	if fs.NArg() == 1 {
+		err = waitOne(waitCtx, c, fs.Arg(0), out, tty, seen)
+	} else {
+		err = waitMany(waitCtx, c, fs.Args(), out, tty, seen)
+	}
+	if err != nil && ctx.Err() == nil && errors.Is(waitCtx.Err(), context.DeadlineExceeded) {
+		return seen.timedOut(fs.Args(), *timeout)
+	}
+	return err
+}
+
+// lastSeen is the status each execution last had, for the message of a
+// wait whose --timeout ran out.
+type lastSeen struct {
+	mu        sync.Mutex
+	status    map[string]string // by id; terminal ones too
+	firstHold int               // the first poll's wait_seconds
+}
+
+func (l *lastSeen) set(id, status string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.status[id] = status
+}
+
+// errWaitTimeout: wait's --timeout ran out before every execution was
+// terminal (exit 6, exitTryLater).
+type errWaitTimeout struct{ msg string }
+
+func (e errWaitTimeout) Error() string { return e.msg }
+
+// timedOut says which of ids were not terminal when timeout ran out, with
+// the status each had: "ID: still queued after 1m0s".
+func (l *lastSeen) timedOut(ids []string, timeout time.Duration) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var pending []string
+	for _, id := range ids {
+		st := l.status[id]
+		if (&execution{Status: st}).terminal() {
+			continue
+		}
+		if st == "" {
+			st = "no answer yet"
+		}
+		pending = append(pending, id+" "+st)
+	}
+	if len(ids) == 1 && len(pending) == 1 {
+		if st := l.status[ids[0]]; st != "" {
+			return errWaitTimeout{fmt.Sprintf("%s: still %s after %s", ids[0], st, timeout)}
+		}
+		return errWaitTimeout{fmt.Sprintf("%s: no answer after %s", ids[0], timeout)}
+	}
+	return errWaitTimeout{fmt.Sprintf("%d of %d executions not finished after %s: %s", len(pending), len(ids), timeout,
+		strings.Join(pending, ", "))}
 }
 
 // stderrOf is the standard error of the command running in ctx.
@@ -113,16 +169,20 @@ var pollBusyWait = time.Second
 // clearLine is the start of a line drawn over the one before.
 const clearLine = "\r\x1b[2K"
 
-func waitOne(ctx context.Context, c *apiClient, id string, out, tty io.Writer) error {
+func waitOne(ctx context.Context, c *apiClient, id string, out, tty io.Writer, seen *lastSeen) error {
 	start := time.Now()
-	hold := 60
+	hold := seen.firstHold
 	if tty != nil {
 		hold = 0 // the first status at once
 	}
 	for {
 		raw, e, err := poll(ctx, c, id, hold)
+		hold = 60
 		if tty != nil {
 			hold = statusPoll
+		}
+		if err == nil {
+			seen.set(id, e.Status)
 		}
 		if err != nil {
 			if tty != nil {
@@ -150,7 +210,7 @@ func waitOne(ctx context.Context, c *apiClient, id string, out, tty io.Writer) e
 	}
 }
 
-func waitMany(ctx context.Context, c *apiClient, ids []string, out, tty io.Writer) error {
+func waitMany(ctx context.Context, c *apiClient, ids []string, out, tty io.Writer, seen *lastSeen) error {
 	var (
 		mu    sync.Mutex // orders the lines on out and the bar's drawing
 		ended int        // other than succeeded
@@ -192,11 +252,14 @@ func waitMany(ctx context.Context, c *apiClient, ids []string, out, tty io.Write
 	g.SetLimit(maxWaiters)
 	for _, id := range ids {
 		g.Go(func() error {
+			hold := seen.firstHold
 			for {
-				raw, e, err := poll(gctx, c, id, 60)
+				raw, e, err := poll(gctx, c, id, hold)
+				hold = 60
 				if err != nil {
 					return fmt.Errorf("%s: %w", id, err)
 				}
+				seen.set(id, e.Status)
 				if !e.terminal() {
 					continue
 				}

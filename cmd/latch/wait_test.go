@@ -243,3 +243,30 @@ func TestWaitPastTheLongPollBound(t *testing.T) {
 		t.Fatalf("latch wait on 6 ids with a bound of 2 long polls: exit %d, stdout %q, stderr %q; want 6 lines and exit 0", code, out, errOut)
 	}
 }
+
+// TestWaitTimeoutSaysWhy: a wait whose --timeout runs out says which
+// executions were not finished and in which status, and exits 6, never
+// with a bare "context deadline exceeded".
+func TestWaitTimeoutSaysWhy(t *testing.T) {
+	srv, key := tenantServer(t) // no worker: a queued execution stays queued
+	submit := func(body string) string {
+		var x struct {
+			ID string `json:"execution_id"`
+		}
+		call(t, srv.URL, "POST", "/api/executions", key, body, 201, &x)
+		return x.ID
+	}
+	queued, later := submit(`{"kind":"echo"}`), submit(`{"kind":"echo","delay_seconds":3600}`)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"wait", queued, "--timeout", "1"}, queued + ": still queued after 1s\n"},
+		{[]string{"wait", "--timeout", "300ms", queued, later}, "2 of 2 executions not finished after 300ms: " + queued + " queued, " + later + " scheduled\n"},
+	} {
+		code, out, errOut := cli(t, c.args...)
+		if code != exitTryLater || out != "" || errOut != "latch wait: "+c.want {
+			t.Errorf("latch %s: exit %d, %q, stderr %q; want 6 and %q", strings.Join(c.args, " "), code, out, errOut, c.want)
+		}
+	}
+}

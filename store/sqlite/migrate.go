@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
+	"net/url"
+	"os"
 
 	"github.com/latch-run/latch/internal/migration"
 )
@@ -72,4 +74,35 @@ func applyIfNeeded(ctx context.Context, db *sql.DB, m migration.Migration) error
 		return fmt.Errorf("sqlite: migration %d: %w", m.Version, err)
 	}
 	return tx.Commit()
+}
+
+// Version reads the schema version of the database file at path without
+// creating or changing anything: a file that does not exist is an error
+// matching fs.ErrNotExist (Open would create it); a file without latch's
+// schema is version 0.
+func Version(ctx context.Context, path string) (int, error) {
+	if _, err := os.Stat(path); err != nil {
+		return 0, fmt.Errorf("sqlite: %w", err)
+	}
+	q := url.Values{}
+	q.Add("mode", "ro") // never creates the file, never writes it
+	q.Add("_pragma", "busy_timeout(10000)")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	defer db.Close()
+	var exists int
+	if err := db.QueryRowContext(ctx,
+		`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&exists); err != nil {
+		return 0, fmt.Errorf("sqlite: read %s: %w", path, err)
+	}
+	if exists == 0 {
+		return 0, nil
+	}
+	var cur sql.NullInt64
+	if err := db.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&cur); err != nil {
+		return 0, fmt.Errorf("sqlite: read %s: %w", path, err)
+	}
+	return int(cur.Int64), nil
 }

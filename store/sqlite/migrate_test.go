@@ -3,6 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -331,4 +335,25 @@ func schemaObjects(t *testing.T, db *sql.DB) map[string]bool {
 		objs[typ+" "+name] = true
 	}
 	return objs
+}
+
+// Version reads a file's schema version and creates nothing: a missing
+// file is fs.ErrNotExist and stays missing.
+func TestVersionCreatesNothing(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "latch.db")
+	if _, err := Version(ctx, path); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Version of a missing file: %v, want fs.ErrNotExist", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Version made the file: %v", err)
+	}
+	st, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if v, err := Version(ctx, path); err != nil || v != SchemaVersion() {
+		t.Fatalf("Version after Open: %d %v, want %d", v, err, SchemaVersion())
+	}
 }

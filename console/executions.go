@@ -100,6 +100,8 @@ type executionPage struct {
 	Result  string // indented JSON, "" when none
 	Runs    []runRow
 	Steps   []stepRow // a flow's journal; none for other executions
+	// StepsCut: the journal holds more steps than Steps (history).
+	StepsCut bool
 }
 
 // showExecution is GET /executions/{id}: the execution, its runs and its
@@ -113,13 +115,13 @@ func (c *Console) showExecution(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	runs, steps, err := c.history(ctx, tenant, e.ID, e.CreatedAt)
+	runs, steps, cut, err := c.history(ctx, tenant, e.ID, e.CreatedAt)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
 	c.render(w, r, http.StatusOK, "execution", executionPage{Now: c.cfg.Now(), E: e, Payload: indent(e.Payload), Result: indent(e.Result),
-		Runs: runs, Steps: steps})
+		Runs: runs, Steps: steps, StepsCut: cut})
 }
 
 // cancelExecution is POST /executions/{id}/cancel: as the API's cancel,

@@ -41,18 +41,30 @@ type stepRow struct {
 	Mark       string // "" but at an attempt's first step
 }
 
-// history reads the runs and steps of execution id, scoped to tenant like
-// the read of the execution itself; created is the execution's CreatedAt.
-func (c *Console) history(ctx context.Context, tenant, id string, created time.Time) ([]runRow, []stepRow, error) {
+// stepsShown bounds the journal an execution's page reads: its first
+// steps, as many as one page of the API's steps read holds at most, up to
+// the bytes of one list page. The store reads no more than that, however
+// large the journal.
+const (
+	stepsShown      = store.MaxListLimit
+	stepsShownBytes = 8 << 20
+)
+
+// history reads the runs and the first steps (stepsShown) of execution
+// id, scoped to tenant like the read of the execution itself; created is
+// the execution's CreatedAt. more says the journal holds steps after them.
+func (c *Console) history(ctx context.Context, tenant, id string, created time.Time) (rr []runRow, sr []stepRow, more bool, err error) {
 	runs, err := c.cfg.Store.Runs(ctx, &store.RunsParams{Tenant: tenant, ID: id})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	steps, err := c.cfg.Store.Steps(ctx, &store.StepsParams{Tenant: tenant, ID: id})
+	page, err := c.cfg.Store.Steps(ctx, &store.StepsParams{Tenant: tenant, ID: id, Limit: stepsShown,
+		MaxBytes: stepsShownBytes})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	rr := make([]runRow, 0, len(runs))
+	steps := page.Items
+	rr = make([]runRow, 0, len(runs))
 	for _, r := range runs {
 		row := runRow{Attempt: r.Attempt, WorkerID: r.WorkerID, ClaimedAt: r.ClaimedAt, EndedAt: r.EndedAt,
 			Outcome: string(r.Outcome), Error: shorten(r.Error, maxErrorShown)}
@@ -61,7 +73,7 @@ func (c *Console) history(ctx context.Context, tenant, id string, created time.T
 		}
 		rr = append(rr, row)
 	}
-	sr := make([]stepRow, 0, len(steps))
+	sr = make([]stepRow, 0, len(steps))
 	for i, st := range steps {
 		row := stepRow{Name: st.Name, Attempt: st.Attempt, RecordedAt: st.RecordedAt, Offset: st.RecordedAt.Sub(created),
 			Result: shorten(string(st.Result), maxResultShown)}
@@ -73,7 +85,7 @@ func (c *Console) history(ctx context.Context, tenant, id string, created time.T
 		}
 		sr = append(sr, row)
 	}
-	return rr, sr, nil
+	return rr, sr, page.Next != 0, nil
 }
 
 // attemptMark names the attempt of step st and the run that recorded it:

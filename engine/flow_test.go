@@ -93,11 +93,11 @@ func TestFlowRetrySkipsRecordedSteps(t *testing.T) {
 			t.Errorf("step %s ran %d times, want once", name, n)
 		}
 	}
-	steps, err := e.st.Steps(e.ctx, &store.StepsParams{ID: ex.ID})
+	page, err := e.st.Steps(e.ctx, &store.StepsParams{ID: ex.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(steps) != 3 || steps[0].Attempt != 1 || steps[2].Attempt != 2 {
+	if steps := page.Items; len(steps) != 3 || steps[0].Attempt != 1 || steps[2].Attempt != 2 {
 		t.Errorf("journal %+v, want a and b at attempt 1, c at attempt 2", steps)
 	}
 }
@@ -175,9 +175,12 @@ func TestFlowZeroSleepRecordsWithoutSuspending(t *testing.T) {
 	if runs.Load() != 1 {
 		t.Errorf("handler ran %d times, want once (a zero sleep does not suspend)", runs.Load())
 	}
-	steps, err := e.st.Steps(e.ctx, &store.StepsParams{ID: ex.ID})
-	if err != nil || len(steps) != 1 || steps[0].Name != "zero" || string(steps[0].Result) != "null" {
-		t.Errorf("journal %+v (%v), want the step zero recorded as null", steps, err)
+	page, err := e.st.Steps(e.ctx, &store.StepsParams{ID: ex.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if steps := page.Items; len(steps) != 1 || steps[0].Name != "zero" || string(steps[0].Result) != "null" {
+		t.Errorf("journal %+v, want the step zero recorded as null", steps)
 	}
 }
 

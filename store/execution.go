@@ -117,9 +117,13 @@ type Lease struct {
 	TimeoutSeconds int
 	ExpiresAt      time.Time
 	TraceParent    string // the execution's ("" = none)
-	// Steps is the execution's journal at the claim: every step recorded
-	// before it, by name. Empty (nil) when none is.
+	// Steps is the execution's journal at the claim, by name: every step
+	// recorded before it, in record order up to LeaseJournalBytes. Empty
+	// (nil) when none is.
 	Steps Journal
+	// StepsPartial: Steps holds the journal's first steps only, cut at
+	// LeaseJournalBytes; the others are read with Store.Steps.
+	StepsPartial bool
 }
 
 // Tenant is a tenant record. Inflight is the number of its executions that

@@ -368,7 +368,7 @@ func (c *claim) start(ctx context.Context, cand *candidate) error {
 	l.ExpiresAt = c.expires.UTC()
 	if cand.steps > 0 {
 		var err error
-		if l.Steps, err = readJournal(ctx, c.tx, l.ExecutionID, cand.steps); err != nil {
+		if l.Steps, l.StepsPartial, err = readJournal(ctx, c.tx, l.ExecutionID); err != nil {
 			return fmt.Errorf("sqlite: claim: %w", err)
 		}
 	}

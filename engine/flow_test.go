@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -260,5 +262,52 @@ func TestFlowWithoutWorkerSaysSo(t *testing.T) {
 	}
 	if err := (&Job{}).Sleep(t.Context(), "a", time.Second); !errors.Is(err, errNoFlow) {
 		t.Errorf("Sleep on a Job not made by a worker: %v, want errNoFlow", err)
+	}
+}
+
+// TestFlowReplaysAJournalLargerThanItsLease: a journal of 3 MiB comes in a
+// lease in part (store.LeaseJournalBytes); the run after a failure still
+// gets every recorded step's result, read from the store on demand, and
+// runs none of them again.
+func TestFlowReplaysAJournalLargerThanItsLease(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var effects counter
+	var runs atomic.Int32
+	cfg := e.config()
+	cfg.Backoff = func(int) time.Duration { return 0 }
+	w := NewWorker(cfg)
+	names := []string{"s0", "s1", "s2", "s3", "s4"}
+	big := func(name string) json.RawMessage {
+		return json.RawMessage(`"` + name + strings.Repeat("x", 600<<10) + `"`)
+	}
+	w.Handle("flow", func(ctx context.Context, job *Job) (json.RawMessage, error) {
+		for _, name := range names {
+			r, err := job.Step(ctx, name, func(context.Context) (json.RawMessage, error) {
+				effects.inc(name)
+				return big(name), nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			if string(r) != string(big(name)) {
+				return nil, Permanent(fmt.Errorf("step %s answered %.20s…, not its recorded result", name, r))
+			}
+		}
+		if runs.Add(1) == 1 {
+			return nil, errors.New("fail after the steps, once")
+		}
+		return json.RawMessage(`"done"`), nil
+	})
+	e.start(w)
+	ex := e.submit("flow", `{}`, maxAttempts(3))
+	got := e.waitStatus(ex.ID, store.StatusSucceeded)
+	if got.Attempt != 2 {
+		t.Errorf("attempt %d, want 2", got.Attempt)
+	}
+	for _, name := range names {
+		if n := effects.get(name); n != 1 {
+			t.Errorf("step %s ran %d times, want once", name, n)
+		}
 	}
 }

@@ -44,6 +44,31 @@ func (c *counter) step(ctx context.Context, job *Job, name string) error {
 	return err
 }
 
+// retryingWorker is a worker on this env that retries a failed run at once.
+func (e *env) retryingWorker() *Worker {
+	cfg := e.config()
+	cfg.Backoff = func(int) time.Duration { return 0 }
+	return NewWorker(cfg)
+}
+
+// wantSecondAttemptRanStepsOnce starts w, submits a "flow" whose handler
+// fails its first run, and wants it to succeed at its second attempt with
+// each of the steps named run once.
+func (e *env) wantSecondAttemptRanStepsOnce(w *Worker, effects *counter, names ...string) *store.Execution {
+	e.t.Helper()
+	e.start(w)
+	ex := e.submit("flow", `{}`, maxAttempts(3))
+	if got := e.waitStatus(ex.ID, store.StatusSucceeded); got.Attempt != 2 {
+		e.t.Errorf("attempt %d, want 2", got.Attempt)
+	}
+	for _, name := range names {
+		if n := effects.get(name); n != 1 {
+			e.t.Errorf("step %s ran %d times, want once", name, n)
+		}
+	}
+	return ex
+}
+
 // outcomes collects the outcome of every run a worker reports.
 type outcomes struct {
 	mu  sync.Mutex
@@ -67,9 +92,7 @@ func TestFlowRetrySkipsRecordedSteps(t *testing.T) {
 	e := newEnv(t)
 	var effects counter
 	var runs atomic.Int32
-	cfg := e.config()
-	cfg.Backoff = func(int) time.Duration { return 0 }
-	w := NewWorker(cfg)
+	w := e.retryingWorker()
 	w.Handle("flow", func(ctx context.Context, job *Job) (json.RawMessage, error) {
 		for _, name := range []string{"a", "b"} {
 			if err := effects.step(ctx, job, name); err != nil {
@@ -84,17 +107,7 @@ func TestFlowRetrySkipsRecordedSteps(t *testing.T) {
 		}
 		return json.RawMessage(`"shipped"`), nil
 	})
-	e.start(w)
-	ex := e.submit("flow", `{}`, maxAttempts(3))
-	got := e.waitStatus(ex.ID, store.StatusSucceeded)
-	if got.Attempt != 2 {
-		t.Errorf("attempt %d, want 2", got.Attempt)
-	}
-	for _, name := range []string{"a", "b", "c"} {
-		if n := effects.get(name); n != 1 {
-			t.Errorf("step %s ran %d times, want once", name, n)
-		}
-	}
+	ex := e.wantSecondAttemptRanStepsOnce(w, &effects, "a", "b", "c")
 	page, err := e.st.Steps(e.ctx, &store.StepsParams{ID: ex.ID})
 	if err != nil {
 		t.Fatal(err)
@@ -274,9 +287,7 @@ func TestFlowReplaysAJournalLargerThanItsLease(t *testing.T) {
 	e := newEnv(t)
 	var effects counter
 	var runs atomic.Int32
-	cfg := e.config()
-	cfg.Backoff = func(int) time.Duration { return 0 }
-	w := NewWorker(cfg)
+	w := e.retryingWorker()
 	names := []string{"s0", "s1", "s2", "s3", "s4"}
 	big := func(name string) json.RawMessage {
 		return json.RawMessage(`"` + name + strings.Repeat("x", 600<<10) + `"`)
@@ -299,15 +310,5 @@ func TestFlowReplaysAJournalLargerThanItsLease(t *testing.T) {
 		}
 		return json.RawMessage(`"done"`), nil
 	})
-	e.start(w)
-	ex := e.submit("flow", `{}`, maxAttempts(3))
-	got := e.waitStatus(ex.ID, store.StatusSucceeded)
-	if got.Attempt != 2 {
-		t.Errorf("attempt %d, want 2", got.Attempt)
-	}
-	for _, name := range names {
-		if n := effects.get(name); n != 1 {
-			t.Errorf("step %s ran %d times, want once", name, n)
-		}
-	}
+	e.wantSecondAttemptRanStepsOnce(w, &effects, names...)
 }

@@ -1,14 +1,10 @@
 package redis_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
-	"time"
-
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/latch-run/latch/store"
 )
@@ -18,14 +14,8 @@ import (
 // carried by a lease up to store.LeaseJournalBytes, and counted whole
 // against the bound of bytes: the first call that needs them builds both.
 func TestJournalOfAnOlderLatch(t *testing.T) {
-	url := redisURL(t)
-	prefix := newPrefix(t, url)
-	ctx := context.Background()
-	base := time.Date(2031, time.March, 14, 9, 0, 0, 0, time.UTC)
-	s := open(t, url, prefix)
-	if _, err := s.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme", Now: base}); err != nil {
-		t.Fatal(err)
-	}
+	o := newOldLatch(t)
+	ctx, base, s, rdb, ns := o.ctx, o.base, o.s, o.rdb, o.ns
 	if _, err := s.Admit(ctx, &store.AdmitParams{Tenant: "acme", Items: []store.Submission{{Kind: "flow"}}, Now: base}); err != nil {
 		t.Fatal(err)
 	}
@@ -41,13 +31,6 @@ func TestJournalOfAnOlderLatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	opt, err := goredis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := goredis.NewClient(opt)
-	defer rdb.Close()
-	ns := "{" + prefix + "}"
 	// What an older latch left: the entries, without their order and size.
 	if err := rdb.Del(ctx, ns+":steporder:"+l.ExecutionID).Err(); err != nil {
 		t.Fatal(err)

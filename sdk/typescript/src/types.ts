@@ -86,7 +86,7 @@ export interface Lease {
    */
   steps: { [name: string]: JSONValue };
   /** false when the journal holds more steps than `steps` (read them with Client.steps). */
-  steps_complete?: boolean;
+  steps_complete: boolean;
   /** The execution's W3C traceparent, absent when it has none: a run's span continues it. */
   trace_parent?: string;
 }

@@ -104,7 +104,7 @@ func TestStepsReadMemoryIsBounded(t *testing.T) {
 }
 
 // TestLeaseCarriesABoundedJournal: the lease of a flow resumed with a
-// journal of 40 MiB carries about store.LeaseJournalBytes of it, says so
+// journal of 40 MiB carries about store.ClaimJournalBytes of it, says so
 // (steps_complete false), and its claim allocates about that much.
 func TestLeaseCarriesABoundedJournal(t *testing.T) {
 	e := newEnv(t)
@@ -121,8 +121,8 @@ func TestLeaseCarriesABoundedJournal(t *testing.T) {
 	got, w := allocated(e.api, req)
 	t.Logf("the claim of a %d MiB journal: %.1f MiB allocated, %.1f MiB answered", steps, float64(got)/(1<<20),
 		float64(w.n)/(1<<20))
-	if w.status != http.StatusOK || w.n > 3*store.LeaseJournalBytes {
-		t.Errorf("claim: status %d, %d bytes; want 200 and about %d", w.status, w.n, store.LeaseJournalBytes)
+	if w.status != http.StatusOK || w.n > 3*store.ClaimJournalBytes {
+		t.Errorf("claim: status %d, %d bytes; want 200 and about %d", w.status, w.n, store.ClaimJournalBytes)
 	}
 	if got > steps<<20/2 {
 		t.Errorf("the claim of a %d MiB journal allocated %d bytes, want well below the journal", steps, got)

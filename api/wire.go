@@ -115,9 +115,9 @@ type lease struct {
 	MaxAttempts    int             `json:"max_attempts"`
 	TimeoutSeconds int             `json:"timeout_seconds"`
 	// Steps is the execution's journal, {} when empty: a flow skips the
-	// steps recorded before this run. It holds the journal's first steps
-	// up to store.LeaseJournalBytes; StepsComplete is false when the
-	// journal holds more, which the worker reads with GET
+	// steps recorded before this run. It holds the journal's first steps,
+	// as far as the claim's bound (store.ClaimJournalBytes, shared by its
+	// leases) reaches; StepsComplete is false when the journal holds more, which the worker reads with GET
 	// /api/executions/{id}/steps when a step it runs is not in Steps.
 	Steps         store.Journal `json:"steps"`
 	StepsComplete bool          `json:"steps_complete"`

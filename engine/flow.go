@@ -59,7 +59,7 @@ func newFlow(a *attempt) *flow {
 
 // recorded returns the journal's result for name, if any. A lease that
 // carried the journal's first steps only (store.Lease.StepsPartial) has
-// the rest read, a page of store.LeaseJournalBytes at a time, on the first
+// the rest read, a page of store.ClaimJournalBytes at a time, on the first
 // name not found in what the flow holds, until name is found or the
 // journal ends: a step recorded before the attempt is never run again for
 // want of its record, and a flow that finds every step in its lease reads
@@ -76,7 +76,7 @@ func (f *flow) recorded(ctx context.Context, name string) (json.RawMessage, bool
 		}
 		a := f.a
 		page, err := a.w.cfg.Store.Steps(ctx, &store.StepsParams{Tenant: a.lease.Tenant, ID: a.lease.ExecutionID,
-			After: f.after, Limit: store.MaxListLimit, MaxBytes: store.LeaseJournalBytes})
+			After: f.after, Limit: store.MaxListLimit, MaxBytes: store.ClaimJournalBytes})
 		if err != nil {
 			return nil, false, leaseError(fmt.Errorf("step %q: read the journal: %w", name, err))
 		}

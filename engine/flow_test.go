@@ -279,7 +279,7 @@ func TestFlowWithoutWorkerSaysSo(t *testing.T) {
 }
 
 // TestFlowReplaysAJournalLargerThanItsLease: a journal of 3 MiB comes in a
-// lease in part (store.LeaseJournalBytes); the run after a failure still
+// lease in part (store.ClaimJournalBytes); the run after a failure still
 // gets every recorded step's result, read from the store on demand, and
 // runs none of them again.
 func TestFlowReplaysAJournalLargerThanItsLease(t *testing.T) {

@@ -163,7 +163,7 @@ type StepsPage struct {
 
 // StepSize is what a step counts towards its journal's bound of bytes
 // (MaxJournalBytes), a page's (StepsParams.MaxBytes) and a lease's
-// (LeaseJournalBytes): its name and its result's JSON, in bytes.
+// (ClaimJournalBytes): its name and its result's JSON, in bytes.
 func StepSize(name string, result json.RawMessage) int { return len(name) + len(jsonOrNull(result)) }
 
 // jsonOrNull is v, or null for none.
@@ -212,12 +212,14 @@ const (
 	MaxBufferedSignals = 1_000
 )
 
-// LeaseJournalBytes bounds the journal a lease carries (Lease.Steps): its
-// steps in record order up to and including the one whose StepSize
-// reaches it. A lease that carries less than the whole journal says so
-// (Lease.StepsPartial), and its worker reads the rest with Steps when a
-// step it runs is not in what it carries.
-const LeaseJournalBytes = 1 << 20
+// ClaimJournalBytes bounds the journals the leases of one claim carry
+// together (Lease.Steps): each lease's steps in record order, the leases in
+// the claim's order, up to and including the step whose StepSize reaches
+// it. A lease that carries less than its whole journal (none of it, when
+// the leases before it spent the bound) says so (Lease.StepsPartial), and
+// its worker reads the rest with Steps when a step it runs is not in what
+// it carries. So a claim of many leases costs the same bound as one.
+const ClaimJournalBytes = 1 << 20
 
 // bound is override when above 0, else def.
 func bound(override, def int) int {

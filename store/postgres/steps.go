@@ -97,24 +97,30 @@ LEFT JOIN latch_steps s ON NOT g.cut AND s.execution_id = e.id AND s.name = g.na
 WHERE e.id = $1 AND ($2 = '' OR e.tenant = $2)
 ORDER BY g.seq`
 
-	// The journals of claimed executions, read after the claim, each up to
-	// $3 bytes as sqlSteps cuts a page. Each execution still under the
-	// claim's lease (id $1[i], token $2[i]) with its steps, one row with
-	// NULL name and result for none; a step cut has a NULL result, and
-	// only the first cut one is read; an execution force deleted since the
-	// claim has no row.
-	sqlJournals = `SELECT e.id::text, g.cut, g.name, s.result FROM latch_executions e
-LEFT JOIN LATERAL (
-    WITH w AS (
-        SELECT seq, name, coalesce(sum(octet_length(name) + octet_length(result)) OVER (ORDER BY seq
+	// The journals of claimed executions, read after the claim: together up
+	// to $3 bytes, the executions in the claim's order (ord) and each
+	// journal in record order, cut as sqlSteps cuts a page. Each execution
+	// still under the claim's lease (id $1[i], token $2[i]) with its steps,
+	// one row with NULL name for none; a step cut has a NULL result, and
+	// only the first cut one of each execution is read; an execution force
+	// deleted since the claim has no row.
+	sqlJournals = `
+WITH e AS (
+    SELECT x.id, c.ord FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS c(id, tok, ord)
+    JOIN latch_executions x ON x.id = c.id::uuid AND x.lease_token::text = c.tok
+), w AS (
+    SELECT s.execution_id, s.name, s.seq,
+        coalesce(sum(octet_length(s.name) + octet_length(s.result)) OVER (ORDER BY e.ord, s.seq
             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) >= $3 AS cut
-        FROM latch_steps WHERE execution_id = e.id
-    )
-    (SELECT * FROM w WHERE NOT cut) UNION ALL (SELECT * FROM w WHERE cut ORDER BY seq LIMIT 1)
-) g ON true
-LEFT JOIN latch_steps s ON NOT g.cut AND s.execution_id = e.id AND s.name = g.name
-WHERE e.id = ANY($1::text[]::uuid[])
-  AND (e.id::text, e.lease_token::text) IN (SELECT * FROM unnest($1::text[], $2::text[]))`
+    FROM e JOIN latch_steps s ON s.execution_id = e.id
+), k AS (
+    SELECT execution_id, name, cut FROM (
+        SELECT w.*, row_number() OVER (PARTITION BY execution_id, cut ORDER BY seq) AS rn FROM w) r
+    WHERE NOT cut OR rn = 1
+)
+SELECT e.id::text, k.cut, k.name, s.result FROM e
+LEFT JOIN k ON k.execution_id = e.id
+LEFT JOIN latch_steps s ON NOT k.cut AND s.execution_id = e.id AND s.name = k.name`
 )
 
 // RecordStep implements store.Store: one statement (sqlRecordStep), fenced
@@ -268,7 +274,7 @@ func (s *Store) readJournals(ctx context.Context, cs []claimed) ([]claimed, erro
 	if len(ids) == 0 {
 		return cs, nil
 	}
-	rows, err := s.pool.Query(ctx, sqlJournals, ids, tokens, store.LeaseJournalBytes)
+	rows, err := s.pool.Query(ctx, sqlJournals, ids, tokens, store.ClaimJournalBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -45,7 +45,7 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 		keys = append(keys, s.k.readyKind(k))
 	}
 	args := []any{s.k.ns, itoa(nowUS), maxN, itoa(expires), p.WorkerID, p.Tenant, newToken(),
-		claimDueLimit, len(queues), len(kinds), store.MaxRunsKept, store.LeaseJournalBytes}
+		claimDueLimit, len(queues), len(kinds), store.MaxRunsKept, store.ClaimJournalBytes}
 	for _, q := range queues {
 		args = append(args, q)
 	}

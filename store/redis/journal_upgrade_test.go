@@ -11,7 +11,7 @@ import (
 
 // TestJournalOfAnOlderLatch: a journal recorded before the journal kept its
 // order and size (no steporder:<id>, no jbytes) is paged in record order,
-// carried by a lease up to store.LeaseJournalBytes, and counted whole
+// carried by a lease up to store.ClaimJournalBytes, and counted whole
 // against the bound of bytes: the first call that needs them builds both.
 func TestJournalOfAnOlderLatch(t *testing.T) {
 	o := newOldLatch(t)

@@ -147,18 +147,23 @@ func scanStep(row scanner) (*store.Step, error) {
 }
 
 // readJournal reads the journal a lease of execution id carries: its
-// steps in record order up to store.LeaseJournalBytes (a page of Steps),
-// and whether that is less than the whole journal.
-func readJournal(ctx context.Context, q rowsQuerier, id string) (store.Journal, bool, error) {
-	page, err := readSteps(ctx, q, &store.StepsParams{ID: id, MaxBytes: store.LeaseJournalBytes})
-	if err != nil {
-		return nil, false, err
+// steps in record order up to left bytes (a page of Steps), whether that is
+// less than the whole journal, and their size. left 0 reads nothing: the
+// lease is partial.
+func readJournal(ctx context.Context, q rowsQuerier, id string, left int) (j store.Journal, partial bool, size int, err error) {
+	if left <= 0 {
+		return nil, true, 0, nil
 	}
-	j := make(store.Journal, len(page.Items))
+	page, err := readSteps(ctx, q, &store.StepsParams{ID: id, MaxBytes: left})
+	if err != nil {
+		return nil, false, 0, err
+	}
+	j = make(store.Journal, len(page.Items))
 	for _, st := range page.Items {
 		j[st.Name] = st.Result
+		size += store.StepSize(st.Name, st.Result)
 	}
-	return j, page.Next != 0, nil
+	return j, page.Next != 0, size, nil
 }
 
 // Steps implements store.Store: one statement, so the execution and its

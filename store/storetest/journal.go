@@ -14,7 +14,7 @@ import (
 // (store.MaxJournalBytes, lowered through the params' test-only
 // overrides) in every operation that records a step, the pages of Steps
 // (a count and a bound of bytes, with a cursor), and the bounded journal a
-// lease carries (store.LeaseJournalBytes).
+// lease carries (store.ClaimJournalBytes).
 func testJournal(t *testing.T, ns NewStore) {
 	// big is a JSON string whose step, under a one-letter name, has size n.
 	big := func(n int) string { return `"` + strings.Repeat("x", n-3) + `"` }
@@ -201,7 +201,7 @@ func testJournal(t *testing.T, ns NewStore) {
 		l := e.run(acme, base, job("flow"))
 		// Three steps of half the lease's bound: the lease carries the first
 		// two (the second reaches the bound) and says it is partial.
-		half := big(store.LeaseJournalBytes/2 + 1)
+		half := big(store.ClaimJournalBytes/2 + 1)
 		for _, name := range []string{"a", "b", "c"} {
 			_, err := e.recordStep(l, at(time.Second), name, half)
 			e.must(err, "RecordStep "+name)
@@ -223,6 +223,39 @@ func testJournal(t *testing.T, ns NewStore) {
 		l2 := e.claimOne(acme, at(6*time.Second))
 		if l2.StepsPartial || len(l2.Steps) != 2 {
 			t.Errorf("lease of a small journal: %d steps, partial %v; want 2, whole", len(l2.Steps), l2.StepsPartial)
+		}
+	})
+
+	t.Run("ClaimOfManyLeasesSharesTheBound", func(t *testing.T) {
+		e := start(t, ns)
+		// Three flows with a step of half the bound each: one claim of all
+		// three carries two of them (the second step reaches the bound) and
+		// the third lease nothing, partial.
+		half := big(store.ClaimJournalBytes/2 + 1)
+		for i := range 3 {
+			e.submit(acme, at(time.Duration(i)*time.Second), job("flow"))
+		}
+		for _, l := range e.claim(store.ClaimParams{Tenant: acme, Max: 3, Now: at(5 * time.Second)}) {
+			_, err := e.recordStep(l, at(5*time.Second), "s", half)
+			e.must(err, "RecordStep")
+			_, err = e.s.Release(e.ctx, &store.ReleaseParams{ExecutionID: l.ExecutionID, Tenant: acme,
+				Token: l.Token, Now: at(5 * time.Second)})
+			e.must(err, "Release")
+		}
+		ls := e.claim(store.ClaimParams{Tenant: acme, Max: 3, Now: at(time.Minute)})
+		carried, partial := 0, 0
+		for _, l := range ls {
+			carried += len(l.Steps)
+			if l.StepsPartial {
+				partial++
+				if len(l.Steps) != 0 {
+					t.Errorf("a partial lease of a one-step journal carries %d steps", len(l.Steps))
+				}
+			}
+		}
+		if len(ls) != 3 || carried != 2 || partial != 1 {
+			t.Errorf("a claim of 3 leases with a step of half the bound each: %d leases, %d steps carried, %d partial; "+
+				"want 3, 2, 1", len(ls), carried, partial)
 		}
 	})
 }

@@ -49,7 +49,7 @@
 //	               they bound, exactly and under concurrent records and signals)
 //	journal bytes  Journal/* (store.MaxJournalBytes in every operation that records a
 //	               step, under concurrent records; pages of Steps; the bounded journal
-//	               a lease carries, store.LeaseJournalBytes)
+//	               a lease carries, store.ClaimJournalBytes)
 //	I12 fairness   Fairness/* (one claim alone; claims of many workers at once
 //	               stay fair only as far as store.Store.Claim promises)
 //

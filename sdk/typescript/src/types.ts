@@ -82,7 +82,7 @@ export interface Lease {
   timeout_seconds: number;
   /**
    * The flow's journal at the claim: step name → recorded result, its first
-   * steps up to 1 MiB.
+   * steps, the leases of a claim up to 1 MiB together.
    */
   steps: { [name: string]: JSONValue };
   /** false when the journal holds more steps than `steps` (read them with Client.steps). */

@@ -829,7 +829,7 @@ end
 -- after, in record order: at most limit (0 = all), ending after the step
 -- whose size reaches max_bytes (0 = no bound); only the entries it keeps
 -- are read. It returns the page's next (the seq of its last step, 0 when
--- the journal holds no more) and {name, entry, ...}.
+-- the journal holds no more), {name, entry, ...} and the page's size.
 local function journal_page(id, after, limit, max_bytes)
   journal_size(id)
   local sk, stop = k_steps(id), -1
@@ -837,14 +837,14 @@ local function journal_page(id, after, limit, max_bytes)
   local out, total = {}, 0
   for i, name in ipairs(redis.call('LRANGE', k_steporder(id), after, stop)) do
     if (limit > 0 and i > limit) or (max_bytes > 0 and total >= max_bytes) then
-      return after + i - 1, out
+      return after + i - 1, out, total
     end
     local v = redis.call('HGET', sk, name)
     out[#out + 1] = name
     out[#out + 1] = v
     total = total + #name + #v - step_result_at(v) + 1
   end
-  return 0, out
+  return 0, out, total
 end
 
 -- record records step name of execution e at now (first record wins) and

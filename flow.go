@@ -123,8 +123,8 @@ func (c *Client) Steps(ctx context.Context, tenant, id string) ([]Step, error) {
 	if err != nil {
 		return nil, fmt.Errorf("latch: steps of %s: %w", id, err)
 	}
-	out := make([]Step, len(st))
-	for i, s := range st {
+	out := make([]Step, len(st.Items))
+	for i, s := range st.Items {
 		out[i] = Step{Name: s.Name, Result: s.Result, StartedAt: s.StartedAt, RecordedAt: s.RecordedAt, Attempt: s.Attempt}
 	}
 	return out, nil

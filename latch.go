@@ -58,6 +58,12 @@ var (
 	// Nothing was recorded; the error is Permanent, so returning it fails
 	// the execution without a retry. Retry: no.
 	ErrTooManySteps = store.ErrTooManySteps
+	// ErrJournalTooLarge: Job.Step, Job.Sleep or Job.WaitSignal under a
+	// new step name whose record (or outcome) would make the execution's
+	// journal pass store.MaxJournalBytes; or Signal whose data would end a
+	// wait so. Nothing was written; for a step the error is Permanent, so
+	// returning it fails the execution without a retry. Retry: no.
+	ErrJournalTooLarge = store.ErrJournalTooLarge
 	// ErrSignalBufferFull: Signal that would be kept when the execution
 	// keeps store.MaxBufferedSignals signals no wait has consumed. Nothing
 	// was written. Retry: once a wait of the flow consumed one.

@@ -147,15 +147,19 @@ func encodeCursor(next string) string { return base64.RawURLEncoding.EncodeToStr
 
 // decodeCursor accepts only what encodeCursor makes of an execution id: the
 // base64url of a UUID in its canonical (lower-case, hyphenated) form.
-func decodeCursor(c string) (string, bool) {
-	if len(c) > base64.RawURLEncoding.EncodedLen(maxIDLen) {
+func decodeCursor(c string) (string, bool) { return decodeCursorOf(c, maxIDLen, store.IsExecutionID) }
+
+// decodeCursorOf accepts only what encodeCursor makes of a key of at most
+// maxLen bytes that valid accepts.
+func decodeCursorOf(c string, maxLen int, valid func(string) bool) (string, bool) {
+	if len(c) > base64.RawURLEncoding.EncodedLen(maxLen) {
 		return "", false
 	}
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil {
 		return "", false
 	}
-	return string(b), store.IsExecutionID(string(b))
+	return string(b), valid(string(b))
 }
 
 // cancelExecution is POST /api/executions/{id}/cancel.

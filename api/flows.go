@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/latch-run/latch/store"
@@ -236,24 +237,73 @@ type step struct {
 	Attempt    int             `json:"attempt"`
 }
 
-type stepsResponse struct {
-	Items []step `json:"items"`
+// stepsRequest is GET /api/executions/{id}/steps with its page: limit and
+// cursor, as the executions list takes them.
+type stepsRequest struct {
+	idRequest
+	limit int
+	after int64
 }
 
-// listSteps is GET /api/executions/{id}/steps: the journal in record order.
-func (s *Server) listSteps(ctx context.Context, req *idRequest) (*stepsResponse, error) {
-	steps, err := s.cfg.Store.Steps(ctx, &store.StepsParams{Tenant: principalFrom(ctx).scope(), ID: req.id})
+func (r *stepsRequest) bind(hr *http.Request) error {
+	q, err := query(hr, "limit", "cursor")
+	if err != nil {
+		return err
+	}
+	// A page holds every step up to the largest limit by default: most
+	// journals come whole in one, as before there were pages.
+	if r.limit, err = queryLimit(q, store.MaxListLimit, store.MaxListLimit); err != nil {
+		return err
+	}
+	if v := q.Get("cursor"); v != "" {
+		key, ok := decodeCursorOf(v, maxSeqLen, isSeq)
+		if !ok {
+			return invalid("cursor", "not a cursor this server issued; use next_cursor of a previous page")
+		}
+		r.after, _ = strconv.ParseInt(key, 10, 64)
+	}
+	return r.bindID(hr)
+}
+
+// A steps cursor is the store's Next (a step's place in its journal) in
+// decimal, made opaque by encodeCursor like the list's.
+const maxSeqLen = 19 // digits of the largest int64
+
+// isSeq reports whether key is a positive decimal int64 without leading
+// zeros.
+func isSeq(key string) bool {
+	n, err := strconv.ParseInt(key, 10, 64)
+	return err == nil && n > 0 && strconv.FormatInt(n, 10) == key
+}
+
+type stepsResponse struct {
+	Items      []step  `json:"items"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// listSteps is GET /api/executions/{id}/steps: one page of the journal in
+// record order, at most limit steps, cut short (with next_cursor set) once
+// its names and results reach MaxListBytes, as a page of the executions
+// list is. The store reads the results of the page's steps only, so a
+// request holds one page, whatever the journal's size.
+func (s *Server) listSteps(ctx context.Context, req *stepsRequest) (*stepsResponse, error) {
+	page, err := s.cfg.Store.Steps(ctx, &store.StepsParams{Tenant: principalFrom(ctx).scope(), ID: req.id,
+		After: req.after, Limit: req.limit, MaxBytes: s.cfg.MaxListBytes})
 	if err != nil {
 		return nil, executionErr(err, req.id)
 	}
-	out := &stepsResponse{Items: make([]step, 0, len(steps))}
-	for _, st := range steps {
+	out := &stepsResponse{Items: make([]step, 0, len(page.Items))}
+	for _, st := range page.Items {
 		item := step{Name: st.Name, Result: jsonOrNull(st.Result), RecordedAt: st.RecordedAt.UTC(), Attempt: st.Attempt}
 		if !st.StartedAt.IsZero() {
 			t := st.StartedAt.UTC()
 			item.StartedAt = &t
 		}
 		out.Items = append(out.Items, item)
+	}
+	if page.Next != 0 {
+		c := encodeCursor(strconv.FormatInt(page.Next, 10))
+		out.NextCursor = &c
 	}
 	return out, nil
 }

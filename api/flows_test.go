@@ -462,7 +462,7 @@ func TestFlowWireShapes(t *testing.T) {
 		}
 	}
 	r = e.do("GET", "/api/executions/"+e.submit(key, `{"kind":"flow"}`, http.StatusCreated).ExecutionID+"/steps", key, nil).want(http.StatusOK)
-	if strings.TrimSpace(string(r.body)) != `{"items":[]}` {
+	if strings.TrimSpace(string(r.body)) != `{"items":[],"next_cursor":null}` {
 		t.Fatalf("empty journal: %s", r.body)
 	}
 }

@@ -20,8 +20,9 @@ type Code string
 // the server's body budget is spent), too_many_requests (a tenant's event
 // streams, long polls or stream tickets at their bound), invalid_ticket (a
 // stream ticket unknown, expired, used or for another execution), schedule_limit (a tenant's
-// schedules at their bound), too_many_steps and signal_buffer_full (an
-// execution's journal or kept signals at their bound, store.MaxSteps and
+// schedules at their bound), too_many_steps, journal_too_large and
+// signal_buffer_full (an execution's journal or kept signals at their
+// bound, store.MaxSteps, store.MaxJournalBytes and
 // store.MaxBufferedSignals) and headers_too_large (MaxHeaderBytes).
 const (
 	CodeUnauthorized         Code = "unauthorized"
@@ -42,6 +43,7 @@ const (
 	CodeNotActive            Code = "not_active"
 	CodeNotFailed            Code = "not_failed"
 	CodeTooManySteps         Code = "too_many_steps"
+	CodeJournalTooLarge      Code = "journal_too_large"
 	CodeSignalBufferFull     Code = "signal_buffer_full"
 	CodeMethodNotAllowed     Code = "method_not_allowed"
 	CodeInternal             Code = "internal"
@@ -71,11 +73,12 @@ var codeInfo = map[Code]struct {
 	CodeLeaseLost:            {http.StatusConflict, "Lease lost"},
 	CodeNotActive:            {http.StatusConflict, "Execution not active"},
 	CodeNotFailed:            {http.StatusConflict, "Execution not failed"},
-	// Both bounds are 409, not 429: neither frees with time, so a client
+	// The flow bounds are 409, not 429: none frees with time, so a client
 	// that waits and repeats (as 429 invites, and as the SDKs do on their
 	// own) gains nothing. A journal never shrinks; kept signals go only
 	// when the flow's waits consume them.
 	CodeTooManySteps:     {http.StatusConflict, "Too many steps"},
+	CodeJournalTooLarge:  {http.StatusConflict, "Journal too large"},
 	CodeSignalBufferFull: {http.StatusConflict, "Signal buffer full"},
 	CodeMethodNotAllowed: {http.StatusMethodNotAllowed, "Method not allowed"},
 	CodeInternal:         {http.StatusInternalServerError, "Internal error"},
@@ -163,6 +166,8 @@ func problemFor(err error) *Problem {
 		return problem(CodeNotActive, "the execution has ended; no wait can consume a new signal")
 	case errors.Is(err, store.ErrTooManySteps):
 		return problem(CodeTooManySteps, "the execution's journal holds as many steps as it may; a new step name is refused, a recorded one still answers")
+	case errors.Is(err, store.ErrJournalTooLarge):
+		return problem(CodeJournalTooLarge, "the step would make the execution's journal larger than it may be; nothing was written, a recorded name still answers")
 	case errors.Is(err, store.ErrSignalBufferFull):
 		return problem(CodeSignalBufferFull, "the execution keeps as many signals as it may that no wait has consumed; nothing was written")
 	case errors.Is(err, store.ErrNotFailed):

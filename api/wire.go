@@ -115,8 +115,12 @@ type lease struct {
 	MaxAttempts    int             `json:"max_attempts"`
 	TimeoutSeconds int             `json:"timeout_seconds"`
 	// Steps is the execution's journal, {} when empty: a flow skips the
-	// steps recorded before this run.
-	Steps store.Journal `json:"steps"`
+	// steps recorded before this run. It holds the journal's first steps,
+	// as far as the claim's bound (store.ClaimJournalBytes, shared by its
+	// leases) reaches; StepsComplete is false when the journal holds more, which the worker reads with GET
+	// /api/executions/{id}/steps when a step it runs is not in Steps.
+	Steps         store.Journal `json:"steps"`
+	StepsComplete bool          `json:"steps_complete"`
 	// TraceParent is the execution's W3C traceparent: a worker makes its
 	// run a child of it (docs/tracing.md). Left out when it has none.
 	TraceParent string `json:"trace_parent,omitempty"`
@@ -135,6 +139,7 @@ func toLease(l *store.Lease) lease {
 		MaxAttempts:    l.MaxAttempts,
 		TimeoutSeconds: l.TimeoutSeconds,
 		Steps:          l.Steps,
+		StepsComplete:  !l.StepsPartial,
 		TraceParent:    l.TraceParent,
 	}
 	if len(out.Payload) == 0 {

@@ -207,7 +207,11 @@ func TestSignalFromTheConsole(t *testing.T) {
 	if got := e.get(x.ID); got.Status != store.StatusQueued {
 		t.Fatalf("after the signal the execution is %s, want queued again", got.Status)
 	}
-	steps, err := e.store.Steps(context.Background(), &store.StepsParams{ID: x.ID})
+	page, err := e.store.Steps(context.Background(), &store.StepsParams{ID: x.ID})
+	var steps []*store.Step
+	if page != nil {
+		steps = page.Items
+	}
 	if err != nil || len(steps) != 2 || steps[1].Name != "approval" || string(steps[1].Result) != `{"ok":true}` {
 		t.Fatalf("the journal after the signal: %v %+v", err, steps)
 	}

@@ -301,7 +301,11 @@ func TestBrowserActions(t *testing.T) {
 		t.Errorf("the approval's confirmation: %q", msg)
 	}
 	c.do("confirm the approval", chromedp.Click(confirm), chromedp.WaitVisible(chromedp.CSS(".status.queued")))
-	steps, err := e.store.Steps(context.Background(), &store.StepsParams{ID: flow.ID})
+	page, err := e.store.Steps(context.Background(), &store.StepsParams{ID: flow.ID})
+	var steps []*store.Step
+	if page != nil {
+		steps = page.Items
+	}
 	if err != nil || len(steps) != 3 || string(steps[2].Result) != `{"approved":true,"by":"ops"}` {
 		t.Fatalf("the journal after the approval: %v %+v", err, steps)
 	}

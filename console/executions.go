@@ -99,6 +99,10 @@ type executionPage struct {
 	Runs     []runRow
 	Timeline []timelineRow // a flow's runs and steps; none for other executions
 	Signal   *signalForm   // nil unless it waits for a signal
+	// StepsCut: the journal holds more steps than the StepsShown first
+	// ones the Timeline shows (history).
+	StepsCut   bool
+	StepsShown int
 }
 
 // showExecution is GET /executions/{id}: the execution, its runs and its
@@ -112,13 +116,13 @@ func (c *Console) showExecution(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	runs, timeline, err := c.history(ctx, tenant, e)
+	runs, timeline, cut, err := c.history(ctx, tenant, e)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
 	page := executionPage{Now: c.cfg.Now(), E: e, Payload: viewJSON(e.Payload), Result: viewJSON(e.Result),
-		Runs: runs, Timeline: timeline, Signal: signalFormOf(e, "")}
+		Runs: runs, Timeline: timeline, StepsCut: cut, StepsShown: stepsShown, Signal: signalFormOf(e, "")}
 	page.Payload.Raw = executionJSONURL(e.ID, "payload")
 	page.Result.Raw = executionJSONURL(e.ID, "result")
 	c.render(w, r, http.StatusOK, "execution", page)

@@ -54,19 +54,31 @@ type stepRow struct {
 	Result     string
 }
 
-// history reads the runs and steps of execution x, scoped to tenant like
-// the read of the execution itself: the attempts table, and for a flow
-// (an execution with steps) its timeline.
-func (c *Console) history(ctx context.Context, tenant string, x *store.Execution) ([]runRow, []timelineRow, error) {
+// stepsShown bounds the journal an execution's page reads: its first
+// steps, as many as one page of the API's steps read holds at most, up to
+// the bytes of one list page. The store reads no more than that, however
+// large the journal.
+const (
+	stepsShown      = store.MaxListLimit
+	stepsShownBytes = 8 << 20
+)
+
+// history reads the runs and the first steps (stepsShown) of execution x,
+// scoped to tenant like the read of the execution itself: the attempts
+// table, and for a flow (an execution with steps) its timeline. more says
+// the journal holds steps after those shown.
+func (c *Console) history(ctx context.Context, tenant string, x *store.Execution) (rr []runRow, tl []timelineRow, more bool, err error) {
 	runs, err := c.cfg.Store.Runs(ctx, &store.RunsParams{Tenant: tenant, ID: x.ID})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	steps, err := c.cfg.Store.Steps(ctx, &store.StepsParams{Tenant: tenant, ID: x.ID})
+	page, err := c.cfg.Store.Steps(ctx, &store.StepsParams{Tenant: tenant, ID: x.ID, Limit: stepsShown,
+		MaxBytes: stepsShownBytes})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	rr := make([]runRow, 0, len(runs))
+	steps := page.Items
+	rr = make([]runRow, 0, len(runs))
 	for i, r := range runs {
 		row := runRow{Run: i + 1, Attempt: r.Attempt, WorkerID: r.WorkerID, ClaimedAt: r.ClaimedAt, EndedAt: r.EndedAt,
 			Outcome: string(r.Outcome), Error: shorten(r.Error, maxErrorShown)}
@@ -79,9 +91,9 @@ func (c *Console) history(ctx context.Context, tenant string, x *store.Execution
 		rr = append(rr, row)
 	}
 	if len(steps) == 0 {
-		return rr, nil, nil
+		return rr, nil, false, nil
 	}
-	return rr, timeline(x, runs, steps), nil
+	return rr, timeline(x, runs, steps), page.Next != 0, nil
 }
 
 // runNote says how run r follows run prev: "resumed" after a wait, "after

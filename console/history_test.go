@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -109,4 +110,30 @@ func section(body, start string) string {
 		s = s[:j]
 	}
 	return s
+}
+
+// TestExecutionPageShowsTheFirstStepsOfALargeJournal: a journal of more
+// steps than the page reads shows its first ones, in record order, and
+// says the rest are read through the API.
+func TestExecutionPageShowsTheFirstStepsOfALargeJournal(t *testing.T) {
+	e := newEnv(t)
+	key := e.tenant("a")
+	x := e.submit("a", store.Submission{Kind: "flow"})
+	l := e.claim("a", "worker-a")
+	for i := range store.MaxListLimit + 1 {
+		e.step(l, fmt.Sprintf("step-%04d", i), "1")
+	}
+	b := e.browser()
+	b.login(key)
+	p := b.do("GET", "/executions/"+x.ID, nil)
+	steps := section(p.body, `<table class="steps">`)
+	last := fmt.Sprintf("step-%04d", store.MaxListLimit-1)
+	if !strings.Contains(steps, "step-0000") || !strings.Contains(steps, last) ||
+		strings.Contains(steps, fmt.Sprintf("step-%04d", store.MaxListLimit)) {
+		t.Errorf("the steps table of a journal of %d steps does not hold exactly the first %d", store.MaxListLimit+1,
+			store.MaxListLimit)
+	}
+	if !strings.Contains(p.body, fmt.Sprintf("The timeline shows the first %d steps", store.MaxListLimit)) {
+		t.Errorf("the page does not say the journal holds more steps")
+	}
 }

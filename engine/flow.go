@@ -39,6 +39,11 @@ type flow struct {
 
 	mu      sync.Mutex
 	journal store.Journal
+	// complete: journal holds every step recorded before the attempt, as
+	// when the lease carried the whole journal; else after is where the
+	// next page of the rest starts (store.StepsPage.Next).
+	complete bool
+	after    int64
 	// suspendedAs is the status a written Suspend left the execution in
 	// (suspended, queued or cancelled); "" while none was written.
 	suspendedAs store.Status
@@ -49,15 +54,39 @@ func newFlow(a *attempt) *flow {
 	for name, result := range a.lease.Steps {
 		j[name] = result
 	}
-	return &flow{a: a, journal: j}
+	return &flow{a: a, journal: j, complete: !a.lease.StepsPartial}
 }
 
-// recorded returns the journal's result for name, if any.
-func (f *flow) recorded(name string) (json.RawMessage, bool) {
+// recorded returns the journal's result for name, if any. A lease that
+// carried the journal's first steps only (store.Lease.StepsPartial) has
+// the rest read, a page of store.ClaimJournalBytes at a time, on the first
+// name not found in what the flow holds, until name is found or the
+// journal ends: a step recorded before the attempt is never run again for
+// want of its record, and a flow that finds every step in its lease reads
+// nothing more.
+func (f *flow) recorded(ctx context.Context, name string) (json.RawMessage, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	r, ok := f.journal[name]
-	return r, ok
+	for {
+		if r, ok := f.journal[name]; ok {
+			return r, true, nil
+		}
+		if f.complete {
+			return nil, false, nil
+		}
+		a := f.a
+		page, err := a.w.cfg.Store.Steps(ctx, &store.StepsParams{Tenant: a.lease.Tenant, ID: a.lease.ExecutionID,
+			After: f.after, Limit: store.MaxListLimit, MaxBytes: store.ClaimJournalBytes})
+		if err != nil {
+			return nil, false, leaseError(fmt.Errorf("step %q: read the journal: %w", name, err))
+		}
+		for _, st := range page.Items {
+			if _, ok := f.journal[st.Name]; !ok {
+				f.journal[st.Name] = st.Result
+			}
+		}
+		f.after, f.complete = page.Next, page.Next == 0
+	}
 }
 
 // Step runs fn as the flow step name, once: if the journal holds name, it
@@ -78,8 +107,8 @@ func (j *Job) Step(ctx context.Context, name string, fn func(ctx context.Context
 	if err := store.CheckStepName(name); err != nil {
 		return nil, Permanent(err)
 	}
-	if r, ok := j.flow.recorded(name); ok {
-		return r, nil
+	if r, ok, err := j.flow.recorded(ctx, name); ok || err != nil {
+		return r, err
 	}
 	started := j.flow.a.w.cfg.Now()
 	ctx, span := j.flow.a.startStep(ctx, name)
@@ -137,8 +166,8 @@ func (j *Job) Sleep(ctx context.Context, name string, d time.Duration) error {
 	if j == nil || j.flow == nil {
 		return errNoFlow
 	}
-	if _, ok := j.flow.recorded(name); ok {
-		return nil
+	if _, ok, err := j.flow.recorded(ctx, name); ok || err != nil {
+		return err
 	}
 	if d <= 0 {
 		_, err := j.Step(ctx, name, func(context.Context) (json.RawMessage, error) { return nil, nil })
@@ -161,7 +190,10 @@ func (j *Job) WaitSignal(ctx context.Context, name, signal string, timeout time.
 	if j == nil || j.flow == nil {
 		return nil, errNoFlow
 	}
-	if r, ok := j.flow.recorded(name); ok {
+	if r, ok, err := j.flow.recorded(ctx, name); ok || err != nil {
+		if err != nil {
+			return nil, err
+		}
 		if string(r) == string(store.TimedOut) {
 			return nil, ErrWaitTimedOut
 		}
@@ -214,6 +246,10 @@ func flowError(step string, err error) error {
 	if errors.Is(err, store.ErrTooManySteps) {
 		return Permanent(fmt.Errorf("step %q: the journal holds as many steps as it may (store.MaxSteps = %d): %w",
 			step, store.MaxSteps, err))
+	}
+	if errors.Is(err, store.ErrJournalTooLarge) {
+		return Permanent(fmt.Errorf("step %q: the journal would pass its bound of bytes (store.MaxJournalBytes = %d): %w",
+			step, store.MaxJournalBytes, err))
 	}
 	return leaseError(err)
 }

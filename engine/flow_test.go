@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,6 +44,31 @@ func (c *counter) step(ctx context.Context, job *Job, name string) error {
 	return err
 }
 
+// retryingWorker is a worker on this env that retries a failed run at once.
+func (e *env) retryingWorker() *Worker {
+	cfg := e.config()
+	cfg.Backoff = func(int) time.Duration { return 0 }
+	return NewWorker(cfg)
+}
+
+// wantSecondAttemptRanStepsOnce starts w, submits a "flow" whose handler
+// fails its first run, and wants it to succeed at its second attempt with
+// each of the steps named run once.
+func (e *env) wantSecondAttemptRanStepsOnce(w *Worker, effects *counter, names ...string) *store.Execution {
+	e.t.Helper()
+	e.start(w)
+	ex := e.submit("flow", `{}`, maxAttempts(3))
+	if got := e.waitStatus(ex.ID, store.StatusSucceeded); got.Attempt != 2 {
+		e.t.Errorf("attempt %d, want 2", got.Attempt)
+	}
+	for _, name := range names {
+		if n := effects.get(name); n != 1 {
+			e.t.Errorf("step %s ran %d times, want once", name, n)
+		}
+	}
+	return ex
+}
+
 // outcomes collects the outcome of every run a worker reports.
 type outcomes struct {
 	mu  sync.Mutex
@@ -65,9 +92,7 @@ func TestFlowRetrySkipsRecordedSteps(t *testing.T) {
 	e := newEnv(t)
 	var effects counter
 	var runs atomic.Int32
-	cfg := e.config()
-	cfg.Backoff = func(int) time.Duration { return 0 }
-	w := NewWorker(cfg)
+	w := e.retryingWorker()
 	w.Handle("flow", func(ctx context.Context, job *Job) (json.RawMessage, error) {
 		for _, name := range []string{"a", "b"} {
 			if err := effects.step(ctx, job, name); err != nil {
@@ -82,22 +107,12 @@ func TestFlowRetrySkipsRecordedSteps(t *testing.T) {
 		}
 		return json.RawMessage(`"shipped"`), nil
 	})
-	e.start(w)
-	ex := e.submit("flow", `{}`, maxAttempts(3))
-	got := e.waitStatus(ex.ID, store.StatusSucceeded)
-	if got.Attempt != 2 {
-		t.Errorf("attempt %d, want 2", got.Attempt)
-	}
-	for _, name := range []string{"a", "b", "c"} {
-		if n := effects.get(name); n != 1 {
-			t.Errorf("step %s ran %d times, want once", name, n)
-		}
-	}
-	steps, err := e.st.Steps(e.ctx, &store.StepsParams{ID: ex.ID})
+	ex := e.wantSecondAttemptRanStepsOnce(w, &effects, "a", "b", "c")
+	page, err := e.st.Steps(e.ctx, &store.StepsParams{ID: ex.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(steps) != 3 || steps[0].Attempt != 1 || steps[2].Attempt != 2 {
+	if steps := page.Items; len(steps) != 3 || steps[0].Attempt != 1 || steps[2].Attempt != 2 {
 		t.Errorf("journal %+v, want a and b at attempt 1, c at attempt 2", steps)
 	}
 }
@@ -175,9 +190,12 @@ func TestFlowZeroSleepRecordsWithoutSuspending(t *testing.T) {
 	if runs.Load() != 1 {
 		t.Errorf("handler ran %d times, want once (a zero sleep does not suspend)", runs.Load())
 	}
-	steps, err := e.st.Steps(e.ctx, &store.StepsParams{ID: ex.ID})
-	if err != nil || len(steps) != 1 || steps[0].Name != "zero" || string(steps[0].Result) != "null" {
-		t.Errorf("journal %+v (%v), want the step zero recorded as null", steps, err)
+	page, err := e.st.Steps(e.ctx, &store.StepsParams{ID: ex.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if steps := page.Items; len(steps) != 1 || steps[0].Name != "zero" || string(steps[0].Result) != "null" {
+		t.Errorf("journal %+v, want the step zero recorded as null", steps)
 	}
 }
 
@@ -258,4 +276,39 @@ func TestFlowWithoutWorkerSaysSo(t *testing.T) {
 	if err := (&Job{}).Sleep(t.Context(), "a", time.Second); !errors.Is(err, errNoFlow) {
 		t.Errorf("Sleep on a Job not made by a worker: %v, want errNoFlow", err)
 	}
+}
+
+// TestFlowReplaysAJournalLargerThanItsLease: a journal of 3 MiB comes in a
+// lease in part (store.ClaimJournalBytes); the run after a failure still
+// gets every recorded step's result, read from the store on demand, and
+// runs none of them again.
+func TestFlowReplaysAJournalLargerThanItsLease(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var effects counter
+	var runs atomic.Int32
+	w := e.retryingWorker()
+	names := []string{"s0", "s1", "s2", "s3", "s4"}
+	big := func(name string) json.RawMessage {
+		return json.RawMessage(`"` + name + strings.Repeat("x", 600<<10) + `"`)
+	}
+	w.Handle("flow", func(ctx context.Context, job *Job) (json.RawMessage, error) {
+		for _, name := range names {
+			r, err := job.Step(ctx, name, func(context.Context) (json.RawMessage, error) {
+				effects.inc(name)
+				return big(name), nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			if string(r) != string(big(name)) {
+				return nil, Permanent(fmt.Errorf("step %s answered %.20s…, not its recorded result", name, r))
+			}
+		}
+		if runs.Add(1) == 1 {
+			return nil, errors.New("fail after the steps, once")
+		}
+		return json.RawMessage(`"done"`), nil
+	})
+	e.wantSecondAttemptRanStepsOnce(w, &effects, names...)
 }

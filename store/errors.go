@@ -53,6 +53,14 @@ var (
 	// its execution lives.
 	ErrTooManySteps = errors.New("too many steps")
 
+	// ErrJournalTooLarge: recording a step (RecordStep; a Suspend that
+	// consumes a kept signal, or whose outcome could not fit; a Signal
+	// that would end a wait) would make the execution's journal pass its
+	// bound of bytes (MaxJournalBytes). Nothing was written; a lease is
+	// kept; a signal is not kept either. Retry: no — a journal never
+	// shrinks while its execution lives.
+	ErrJournalTooLarge = errors.New("journal too large")
+
 	// ErrSignalBufferFull: a signal that would be kept for a later wait
 	// finds the execution holding its bound of kept signals
 	// (MaxBufferedSignals). Nothing was written. A signal that ends a wait

@@ -117,9 +117,14 @@ type Lease struct {
 	TimeoutSeconds int
 	ExpiresAt      time.Time
 	TraceParent    string // the execution's ("" = none)
-	// Steps is the execution's journal at the claim: every step recorded
-	// before it, by name. Empty (nil) when none is.
+	// Steps is the execution's journal at the claim, by name: the steps
+	// recorded before it, in record order, as far as the claim's bound
+	// (ClaimJournalBytes) reaches. Empty (nil) when none is.
 	Steps Journal
+	// StepsPartial: Steps holds the journal's first steps only (maybe
+	// none), cut at ClaimJournalBytes; the others are read with
+	// Store.Steps.
+	StepsPartial bool
 }
 
 // Tenant is a tenant record. Inflight is the number of its executions that

@@ -42,11 +42,17 @@ type RecordStepParams struct {
 	// is for tests, which reach the bound in a few calls: the engine and
 	// the API never set it, so no request chooses its own bound.
 	MaxSteps int
-	Now      time.Time
+	// MaxJournalBytes overrides the journal's bound of bytes
+	// (MaxJournalBytes) when above 0; for tests, like MaxSteps.
+	MaxJournalBytes int
+	Now             time.Time
 }
 
 // StepBound is the journal's bound this call enforces.
 func (p *RecordStepParams) StepBound() int { return bound(p.MaxSteps, MaxSteps) }
+
+// ByteBound is the journal's bound of bytes this call enforces.
+func (p *RecordStepParams) ByteBound() int { return bound(p.MaxJournalBytes, MaxJournalBytes) }
 
 // RecordStepResult is the step as recorded: the one given (Recorded) or the
 // one recorded before under the same name, which wins.
@@ -69,14 +75,18 @@ type SuspendParams struct {
 	// Timeout bounds a wait: it ends with TimedOut at Now+Timeout. 0 =
 	// no timeout.
 	Timeout time.Duration
-	// MaxSteps overrides the journal's bound as RecordStepParams.MaxSteps
-	// does (tests only).
-	MaxSteps int
-	Now      time.Time
+	// MaxSteps and MaxJournalBytes override the journal's bounds as
+	// RecordStepParams' do (tests only).
+	MaxSteps        int
+	MaxJournalBytes int
+	Now             time.Time
 }
 
 // StepBound is the journal's bound this call enforces.
 func (p *SuspendParams) StepBound() int { return bound(p.MaxSteps, MaxSteps) }
+
+// ByteBound is the journal's bound of bytes this call enforces.
+func (p *SuspendParams) ByteBound() int { return bound(p.MaxJournalBytes, MaxJournalBytes) }
 
 // SignalParams are the arguments of Store.Signal.
 type SignalParams struct {
@@ -91,11 +101,17 @@ type SignalParams struct {
 	// tests, which reach the bound in a few calls: the engine and the API
 	// never set it, so no request chooses its own bound.
 	MaxBuffered int
-	Now         time.Time
+	// MaxJournalBytes overrides the journal's bound of bytes, which a
+	// signal that ends a wait records a step under (tests only).
+	MaxJournalBytes int
+	Now             time.Time
 }
 
 // BufferBound is the bound of kept signals this call enforces.
 func (p *SignalParams) BufferBound() int { return bound(p.MaxBuffered, MaxBufferedSignals) }
+
+// ByteBound is the journal's bound of bytes this call enforces.
+func (p *SignalParams) ByteBound() int { return bound(p.MaxJournalBytes, MaxJournalBytes) }
 
 // SignalResult reports what a signal did: Delivered when it ended a wait
 // at once, false when it was kept for a later wait.
@@ -121,10 +137,41 @@ type RetryParams struct {
 	Now    time.Time
 }
 
-// StepsParams are the arguments of Store.Steps.
+// StepsParams are the arguments of Store.Steps: one page of a journal, in
+// record order.
 type StepsParams struct {
 	Tenant string // "" = any tenant
 	ID     string
+	// After is a previous page's Next: the page starts after that step. 0
+	// = the first page.
+	After int64
+	// Limit bounds the page's steps: 1..MaxListLimit; 0 = every step.
+	Limit int
+	// MaxBytes bounds the page by its steps' sizes (StepSize): the page
+	// ends after the step that reaches it (so a page it cuts holds at
+	// least that step) and Next is set. 0 = no bound. The store reads
+	// the sizes first and the results of the steps it answers only.
+	MaxBytes int
+}
+
+// StepsPage is one page of a journal. Next is the After of the next page,
+// 0 when this is the last.
+type StepsPage struct {
+	Items []*Step
+	Next  int64
+}
+
+// StepSize is what a step counts towards its journal's bound of bytes
+// (MaxJournalBytes), a page's (StepsParams.MaxBytes) and a lease's
+// (ClaimJournalBytes): its name and its result's JSON, in bytes.
+func StepSize(name string, result json.RawMessage) int { return len(name) + len(jsonOrNull(result)) }
+
+// jsonOrNull is v, or null for none.
+func jsonOrNull(v json.RawMessage) json.RawMessage {
+	if len(v) == 0 {
+		return json.RawMessage("null")
+	}
+	return v
 }
 
 // Bounds of one execution's flow state (docs/flows.md, "Limits and
@@ -139,6 +186,17 @@ type StepsParams struct {
 //     bound also bounds a claim's read: 10,000 is far above any flow
 //     written by hand (tens of steps) and leaves room for a loop that
 //     makes each of a few thousand items its own step.
+//   - MaxJournalBytes: the bytes of its journal, each step counting its
+//     StepSize. A step that would pass it is refused with
+//     ErrJournalTooLarge, nothing written: by RecordStep; by a Signal
+//     that would end a wait (the signal is not kept either); by a
+//     Suspend that consumes a kept signal too large for the journal, or
+//     whose outcome could not fit even as TimedOut (the larger of a
+//     sleep's and a timed-out wait's outcome), so that a Wake always
+//     records its step. Without it a journal could hold MaxSteps results
+//     of the payload limit each (10 GiB), which every read of it and
+//     every lease carried. 64 MiB is far above what a flow's results
+//     need, and holds 64 results of the payload limit.
 //   - MaxBufferedSignals: the signals kept, not yet consumed by a wait.
 //     One more is refused with ErrSignalBufferFull and changes nothing; a
 //     signal that ends a wait at once is always accepted, and a wait that
@@ -150,8 +208,18 @@ type StepsParams struct {
 //     MaxBufferedSignals keys.
 const (
 	MaxSteps           = 10_000
+	MaxJournalBytes    = 64 << 20
 	MaxBufferedSignals = 1_000
 )
+
+// ClaimJournalBytes bounds the journals the leases of one claim carry
+// together (Lease.Steps): each lease's steps in record order, the leases in
+// the claim's order, up to and including the step whose StepSize reaches
+// it. A lease that carries less than its whole journal (none of it, when
+// the leases before it spent the bound) says so (Lease.StepsPartial), and
+// its worker reads the rest with Steps when a step it runs is not in what
+// it carries. So a claim of many leases costs the same bound as one.
+const ClaimJournalBytes = 1 << 20
 
 // bound is override when above 0, else def.
 func bound(override, def int) int {

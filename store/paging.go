@@ -63,3 +63,35 @@ func IsExecutionID(id string) bool {
 	}
 	return true
 }
+
+// Paging checks p's page: a Limit outside 0..MaxListLimit or a negative
+// After is ErrInvalid. Every backend's Steps starts with it.
+func (p *StepsParams) Paging() error {
+	switch {
+	case p.Limit < 0 || p.Limit > MaxListLimit:
+		return fmt.Errorf("%w: limit %d not in 1..%d", ErrInvalid, p.Limit, MaxListLimit)
+	case p.After < 0:
+		return fmt.Errorf("%w: cursor %d is negative", ErrInvalid, p.After)
+	case p.MaxBytes < 0:
+		return fmt.Errorf("%w: max bytes %d is negative", ErrInvalid, p.MaxBytes)
+	}
+	return nil
+}
+
+// ReadLimit is how many steps a backend reads for p's page: Limit+1, so
+// that the one after the page tells whether there is a next; 0 = all.
+func (p *StepsParams) ReadLimit() int {
+	if p.Limit == 0 {
+		return 0
+	}
+	return p.Limit + 1
+}
+
+// Cut reports whether p's page ends before the step at index i (from 0)
+// of those read after After in record order, whose predecessors on the
+// page total before bytes (StepSize): past Limit, or at MaxBytes. Every
+// backend reads steps' sizes first and their results only while Cut is
+// false, so a page reads at most MaxBytes plus one step of results.
+func (p *StepsParams) Cut(i, before int) bool {
+	return p.Limit > 0 && i >= p.Limit || p.MaxBytes > 0 && before >= p.MaxBytes
+}

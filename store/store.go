@@ -189,9 +189,11 @@ type Store interface {
 	// ErrNotFailed in any other status; ErrNotFound if missing.
 	Retry(ctx context.Context, p *RetryParams) (*Execution, error)
 
-	// Steps reads an execution's journal in record order. ErrNotFound for
-	// a missing execution or another tenant's.
-	Steps(ctx context.Context, p *StepsParams) ([]*Step, error)
+	// Steps reads a page of an execution's journal in record order (see
+	// StepsParams: a count and a bound of bytes, which the store applies
+	// before it reads the results). ErrNotFound for a missing execution
+	// or another tenant's; ErrInvalid for a bad page (StepsParams.Paging).
+	Steps(ctx context.Context, p *StepsParams) (*StepsPage, error)
 
 	// Runs reads an execution's attempt history, oldest run first: each
 	// lease Claim gave, with its worker, when it was claimed and how it

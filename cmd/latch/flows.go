@@ -59,6 +59,8 @@ const maxResultShown = 60
 func runSteps(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("steps")
 	c := clientFlags(fs)
+	q := url.Values{}
+	fs.Func("cursor", "the page after this one: the cursor a previous page printed", func(v string) error { q.Set("cursor", v); return nil })
 	format := outputFlag(fs, true)
 	if err := parse(ctx, fs, args, 1, 1); err != nil {
 		return err
@@ -70,12 +72,17 @@ func runSteps(ctx context.Context, args []string, out io.Writer) error {
 			RecordedAt time.Time       `json:"recorded_at"`
 			Attempt    int             `json:"attempt"`
 		} `json:"items"`
+		NextCursor *string `json:"next_cursor"`
 	}
 	var raw json.RawMessage
-	if _, err := c.do(ctx, "GET", "/api/executions/"+url.PathEscape(fs.Arg(0))+"/steps", nil, nil, &raw); err != nil {
+	path := "/api/executions/" + url.PathEscape(fs.Arg(0)) + "/steps"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	if _, err := c.do(ctx, "GET", path, nil, nil, &raw); err != nil {
 		return err
 	}
-	if format.choose(out) == "json" { // the raw journal
+	if format.choose(out) == "json" { // the raw page of the journal
 		return printJSON(out, raw)
 	}
 	if err := json.Unmarshal(raw, &page); err != nil {
@@ -86,6 +93,9 @@ func runSteps(ctx context.Context, args []string, out io.Writer) error {
 	for _, st := range page.Items {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", st.Name, st.Attempt, st.RecordedAt.Format(time.RFC3339),
 			shorten(string(st.Result), maxResultShown))
+	}
+	if page.NextCursor != nil {
+		fmt.Fprintf(tw, "(more: --cursor %s)\n", *page.NextCursor)
 	}
 	return tw.Flush()
 }

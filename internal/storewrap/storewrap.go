@@ -430,7 +430,7 @@ func (w *wrapped) Signal(ctx context.Context, p *store.SignalParams) (*store.Sig
 	return r, err
 }
 
-func (w *wrapped) Steps(ctx context.Context, p *store.StepsParams) ([]*store.Step, error) {
+func (w *wrapped) Steps(ctx context.Context, p *store.StepsParams) (*store.StepsPage, error) {
 	start := time.Now()
 	r, err := w.s.Steps(ctx, p)
 	w.done("Steps", start, p, r, err)

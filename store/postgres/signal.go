@@ -18,6 +18,9 @@ const (
 	sqlSignalLock = `SELECT status, coalesce(waiting_for, '') FROM latch_executions
 WHERE id = $1 AND ($2 = '' OR tenant = $2) FOR UPDATE`
 
+	// The step a wait's end records, and the journal's bytes.
+	sqlSignalRoom = `SELECT suspend_step, ` + sqlJournalBytes + ` FROM latch_executions WHERE id = $1`
+
 	// The first answer to a signal with idempotency key $2.
 	sqlSignalAnswered = `SELECT delivered FROM latch_signals WHERE execution_id = $1 AND idempotency_key = $2`
 
@@ -93,6 +96,15 @@ func (s *Store) Signal(ctx context.Context, p *store.SignalParams) (*store.Signa
 					store.ErrSignalBufferFull)
 			}
 			return false, err
+		}
+		var step string
+		var size int
+		if err := tx.QueryRow(ctx, sqlSignalRoom, id).Scan(&step, &size); err != nil {
+			return false, err
+		}
+		if n := store.StepSize(step, []byte(data)); size+n > p.ByteBound() {
+			return false, fmt.Errorf("execution %s holds %d bytes of steps, the wait's step of %d passes its bound %d: %w",
+				p.ExecutionID, size, n, p.ByteBound(), store.ErrJournalTooLarge)
 		}
 		res.Delivered = true
 		_, err = tx.Exec(ctx, sqlSignalDeliver, id, t, p.Name, data, key)

@@ -26,11 +26,12 @@ WHERE id = $1 AND status = 'running' AND lease_token = $2 AND ($3 = '' OR tenant
   AND lease_expires_at >= $4
 FOR UPDATE`
 
-	// Whether step $2 is recorded, the journal's size, and the oldest
-	// buffered signal named $3 ('' for a sleep: no signal has that name).
+	// Whether step $2 is recorded, the journal's steps and bytes, and the
+	// oldest buffered signal named $3 ('' for a sleep: no signal has that
+	// name).
 	sqlSuspendProbe = `
 SELECT EXISTS (SELECT 1 FROM latch_steps WHERE execution_id = $1 AND name = $2),
-    (SELECT count(*) FROM latch_steps WHERE execution_id = $1), b.seq, b.data
+    (SELECT count(*) FROM latch_steps WHERE execution_id = $1), ` + sqlJournalBytes + `, b.seq, b.data
 FROM (SELECT 1) one LEFT JOIN LATERAL (
     SELECT seq, data FROM latch_signals WHERE execution_id = $1 AND name = $3 AND NOT consumed
     ORDER BY seq LIMIT 1) b ON true`
@@ -105,20 +106,28 @@ func (s *Store) Suspend(ctx context.Context, p *store.SuspendParams) (*store.Exe
 			return true, returnQuota(ctx, tx, tenant, 1)
 		}
 		var (
-			recorded bool
-			steps    int
-			seq      *int64
-			data     *string
+			recorded    bool
+			steps, size int
+			seq         *int64
+			data        *string
 		)
-		if err := tx.QueryRow(ctx, sqlSuspendProbe, f.id, p.Step, p.Signal).Scan(&recorded, &steps, &seq, &data); err != nil {
+		if err := tx.QueryRow(ctx, sqlSuspendProbe, f.id, p.Step, p.Signal).Scan(&recorded, &steps, &size, &seq, &data); err != nil {
 			return false, err
+		}
+		// The outcome, now or when the suspension ends, is a new step:
+		// there must be room for it now (a Wake's outcome is at most
+		// TimedOut). Nothing was written.
+		outcome := store.TimedOut
+		if data != nil {
+			outcome = []byte(*data)
 		}
 		switch {
 		case !recorded && steps >= p.StepBound():
-			// The outcome, now or when the suspension ends, is a new step:
-			// there must be room for it now. Nothing was written.
 			return false, fmt.Errorf("execution %s holds %d steps, its bound %d: %w", p.ExecutionID, steps,
 				p.StepBound(), store.ErrTooManySteps)
+		case !recorded && size+store.StepSize(p.Step, outcome) > p.ByteBound():
+			return false, fmt.Errorf("execution %s holds %d bytes of steps, a step of %d passes its bound %d: %w",
+				p.ExecutionID, size, store.StepSize(p.Step, outcome), p.ByteBound(), store.ErrJournalTooLarge)
 		case recorded: // nothing to wait for: the step's outcome is known
 			e, err = scanExecution(tx.QueryRow(ctx, sqlSuspendQueue, f.id, t, false, p.Step, nil, nil, run))
 		case p.Signal == "" && !micro(p.Until).After(t): // a sleep already over (to the microsecond stored)

@@ -45,7 +45,7 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 		keys = append(keys, s.k.readyKind(k))
 	}
 	args := []any{s.k.ns, itoa(nowUS), maxN, itoa(expires), p.WorkerID, p.Tenant, newToken(),
-		claimDueLimit, len(queues), len(kinds), store.MaxRunsKept}
+		claimDueLimit, len(queues), len(kinds), store.MaxRunsKept, store.ClaimJournalBytes}
 	for _, q := range queues {
 		args = append(args, q)
 	}
@@ -66,7 +66,7 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 	}
 	for _, v := range arr[3:] {
 		f, _ := v.([]any)
-		if len(f) != 11 {
+		if len(f) != 12 {
 			return nil, fmt.Errorf("redis: claim: unexpected lease %v", v)
 		}
 		steps, err := journal(f[9])
@@ -86,6 +86,7 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 			ExpiresAt:      fromUS(expires),
 			TraceParent:    asString(f[10]),
 			Steps:          steps,
+			StepsPartial:   asInt(f[11]) == 1,
 		})
 	}
 	return s.feed.Claimed(res, nil)

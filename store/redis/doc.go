@@ -109,6 +109,8 @@
 //	{p}:ratelimits:<T>        set    a tenant's rate keys that have a limit
 //	{p}:steps:<id>            hash   an execution's journal: step name ->
 //	                                 "<seq>:<started>:<recorded>:<attempt>:<result>"
+//	{p}:steporder:<id>        list   its step names in record order (the
+//	                                 exec's jbytes: the journal's size)
 //	{p}:sigbuf:<len(id)>:<id><name>
 //	                          list   an execution's buffered signals of one
 //	                                 name (their data), oldest first

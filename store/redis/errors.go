@@ -91,6 +91,9 @@ func status(arr []any, what string) error {
 		return fmt.Errorf("%s is %v: %w", what, at(arr, 1), store.ErrNotFailed)
 	case "TOOMANYSTEPS":
 		return fmt.Errorf("%s holds %v steps: %w", what, at(arr, 1), store.ErrTooManySteps)
+	case "JOURNALTOOLARGE":
+		return fmt.Errorf("%s holds %v bytes of steps, and this step would pass their bound: %w", what, at(arr, 1),
+			store.ErrJournalTooLarge)
 	case "BUFFERFULL":
 		return fmt.Errorf("%s keeps %v signals: %w", what, at(arr, 1), store.ErrSignalBufferFull)
 	case "IDEXISTS":

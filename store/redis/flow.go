@@ -46,8 +46,8 @@ func parseStep(name, v string) (stepEntry, error) {
 	return stepEntry{seq: seq, step: st}, nil
 }
 
-// journal turns a claim's HGETALL of steps:<id> (a flat array) into the
-// lease's Journal: nil when empty.
+// journal turns a claim's steps ({name, entry, ...}, lib.lua's
+// journal_page) into the lease's Journal: nil when empty.
 func journal(v any) (store.Journal, error) {
 	arr, _ := v.([]any)
 	if len(arr) == 0 {

@@ -115,6 +115,7 @@ func (k keys) rateLimit(scope string) string    { return k.ns + ":ratelimit:" + 
 // and the set of names that have one) and its signals' idempotency keys;
 // and the suspended executions by wake_at.
 func (k keys) steps(id string) string     { return k.ns + ":steps:" + id }
+func (k keys) stepOrder(id string) string { return k.ns + ":steporder:" + id }
 func (k keys) sigBuf(scope string) string { return k.ns + ":sigbuf:" + scope }
 func (k keys) sigNames(id string) string  { return k.ns + ":signames:" + id }
 func (k keys) sigKeys(id string) string   { return k.ns + ":sigkeys:" + id }

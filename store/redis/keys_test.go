@@ -66,7 +66,7 @@ return {k_exec('id-1'), k_tenant('acme'), k_dedup('acme'), k_dedupexp(), k_ready
   string.sub('` + prioLex(3) + timeLex(9) + `id-1', MEMBER_ID),
   k_schedule(scoped('acme', 's:1')), k_schedules('acme'), k_nextrun(), k_schedlive(scoped('acme', 's:1')),
   k_ratelimit(scoped('acme', 'r:1')), k_ratelimits('acme'), k_apikey('h1'), k_keyids('acme'), k_turns(), k_turnseq(),
-  k_steps('id-1'), k_sigbuf(scoped('id-1', 'approve')), k_signames('id-1'), k_sigkeys('id-1'), k_wake(),
+  k_steps('id-1'), k_steporder('id-1'), k_sigbuf(scoped('id-1', 'approve')), k_signames('id-1'), k_sigkeys('id-1'), k_wake(),
   k_runs('id-1'), k_qqueued(scoped('acme', 'mail')), k_qsched(scoped('acme', 'mail')),
   k_qsusp(scoped('acme', 'mail')), k_queues('acme'), k_servers(), k_server('h:1'), k_workers(), k_activity(),
   k_activity_m('1931245200000000'), worker_member('h:1', 'acme', 'w:1'),
@@ -82,7 +82,7 @@ return {k_exec('id-1'), k_tenant('acme'), k_dedup('acme'), k_dedupexp(), k_ready
 		k.version(), k.channel(), dedupMember("acme", "k:1"), "id-1",
 		k.schedule(scoped("acme", "s:1")), k.schedules("acme"), k.nextRun(), k.scheduleLive(scoped("acme", "s:1")),
 		k.rateLimit(scoped("acme", "r:1")), k.rateLimits("acme"), k.apiKey("h1"), k.keyIDs("acme"), k.turns(), k.turnSeq(),
-		k.steps("id-1"), k.sigBuf(scoped("id-1", "approve")), k.sigNames("id-1"), k.sigKeys("id-1"), k.wake(),
+		k.steps("id-1"), k.stepOrder("id-1"), k.sigBuf(scoped("id-1", "approve")), k.sigNames("id-1"), k.sigKeys("id-1"), k.wake(),
 		k.runs("id-1"), k.qQueued(scoped("acme", "mail")), k.qSched(scoped("acme", "mail")),
 		k.qSusp(scoped("acme", "mail")), k.queues("acme"), k.servers(), k.server("h:1"), k.workers(), k.activity(),
 		k.activityMinute(1931245200000000), workerMember("h:1", "acme", "w:1"), "acme", ""}

@@ -62,6 +62,7 @@ var (
 	scriptBackfill        = mustScript("backfill")
 	scriptSeedTurns       = mustScript("seed_turns")
 	scriptStep            = mustScript("step")
+	scriptSteps           = mustScript("steps")
 	scriptSuspend         = mustScript("suspend")
 	scriptSignal          = mustScript("signal")
 	scriptWake            = mustScript("wake")
@@ -80,7 +81,7 @@ var (
 		scriptCreateTenant, scriptUpdateTenant, scriptAddAPIKey, scriptEnsureAdminKey,
 		scriptPutSchedule, scriptDeleteSchedule, scriptSetSchedule, scriptFireSchedule, scriptPutRateLimit, scriptDeleteRateLimit,
 		scriptDeleteTenant, scriptDeleteAPIKey, scriptTouchAPIKey, scriptBackfill,
-		scriptSeedTurns, scriptStep, scriptSuspend, scriptSignal, scriptWake, scriptRetry,
+		scriptSeedTurns, scriptStep, scriptSteps, scriptSuspend, scriptSignal, scriptWake, scriptRetry,
 		scriptQueueStats, scriptReportServer, scriptPresence, scriptActivity, scriptListRateLimits,
 		scriptConcurrencyKeys, scriptHintSet,
 	}

@@ -162,7 +162,7 @@ func (r *Router) Retry(ctx context.Context, p *store.RetryParams) (*store.Execut
 	return e, err
 }
 
-func (r *Router) Steps(ctx context.Context, p *store.StepsParams) ([]*store.Step, error) {
+func (r *Router) Steps(ctx context.Context, p *store.StepsParams) (*store.StepsPage, error) {
 	v, err := r.find(ctx, p.Tenant, p.ID)
 	if err != nil {
 		return nil, err

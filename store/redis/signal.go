@@ -18,7 +18,7 @@ func (s *Store) Signal(ctx context.Context, p *store.SignalParams) (*store.Signa
 	nowUS := us(now(p.Now))
 	arr, err := s.run(ctx, "signal", scriptSignal, []string{s.k.exec(p.ExecutionID), s.k.sigKeys(p.ExecutionID)},
 		s.k.ns, p.ExecutionID, p.Tenant, p.Name, jsonOrNull(p.Data), p.IdempotencyKey, itoa(nowUS), timeLex(nowUS),
-		p.BufferBound())
+		p.BufferBound(), p.ByteBound())
 	if err != nil {
 		return nil, err
 	}

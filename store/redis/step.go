@@ -1,13 +1,8 @@
 package redis
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"slices"
-
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/latch-run/latch/store"
 )
@@ -20,7 +15,7 @@ func (s *Store) RecordStep(ctx context.Context, p *store.RecordStepParams) (*sto
 	}
 	arr, err := s.run(ctx, "record step", scriptStep, []string{s.k.exec(p.ExecutionID), s.k.steps(p.ExecutionID)},
 		s.k.ns, p.ExecutionID, p.Tenant, p.Token, itoa(us(now(p.Now))), p.Name, jsonOrNull(p.Result), optUS(p.StartedAt),
-		p.StepBound())
+		p.StepBound(), p.ByteBound())
 	if err != nil {
 		return nil, err
 	}
@@ -42,34 +37,31 @@ func (s *Store) RecordStep(ctx context.Context, p *store.RecordStepParams) (*sto
 	return &store.RecordStepResult{Step: e.step, Recorded: recorded}, nil
 }
 
-// Steps implements store.Store: the execution's tenant and its journal in
-// one pipeline, sorted into record order here.
-func (s *Store) Steps(ctx context.Context, p *store.StepsParams) ([]*store.Step, error) {
-	var tenant *goredis.StringCmd
-	var all *goredis.MapStringStringCmd
-	_, err := s.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
-		tenant = pipe.HGet(ctx, s.k.exec(p.ID), "tenant")
-		all = pipe.HGetAll(ctx, s.k.steps(p.ID))
-		return nil
-	})
-	if err != nil && !errors.Is(err, goredis.Nil) {
-		return nil, fmt.Errorf("redis: steps: %w", interpretError(err))
+// Steps implements store.Store with one script (steps.lua), which reads
+// the names of the page in record order and the entries it keeps only.
+func (s *Store) Steps(ctx context.Context, p *store.StepsParams) (*store.StepsPage, error) {
+	if err := p.Paging(); err != nil {
+		return nil, err
 	}
-	if t, err := tenant.Result(); err != nil || (p.Tenant != "" && t != p.Tenant) {
-		return nil, fmt.Errorf("execution %s: %w", p.ID, store.ErrNotFound)
+	arr, err := s.run(ctx, "steps", scriptSteps,
+		[]string{s.k.exec(p.ID), s.k.steps(p.ID), s.k.stepOrder(p.ID)},
+		s.k.ns, p.ID, p.Tenant, p.After, p.Limit, p.MaxBytes)
+	if err != nil {
+		return nil, err
 	}
-	entries := make([]stepEntry, 0, len(all.Val()))
-	for name, v := range all.Val() {
-		e, err := parseStep(name, v)
+	if err := status(arr, "execution "+p.ID); err != nil {
+		return nil, err
+	}
+	if len(arr) < 2 {
+		return nil, fmt.Errorf("redis: steps: unexpected reply %v", arr)
+	}
+	page := &store.StepsPage{Items: make([]*store.Step, 0, (len(arr)-2)/2), Next: asInt(arr[1])}
+	for i := 2; i+1 < len(arr); i += 2 {
+		e, err := parseStep(asString(arr[i]), asString(arr[i+1]))
 		if err != nil {
 			return nil, err
 		}
-		entries = append(entries, e)
+		page.Items = append(page.Items, &e.step)
 	}
-	slices.SortFunc(entries, func(a, b stepEntry) int { return cmp.Compare(a.seq, b.seq) })
-	out := make([]*store.Step, len(entries))
-	for i := range entries {
-		out[i] = &entries[i].step
-	}
-	return out, nil
+	return page, nil
 }

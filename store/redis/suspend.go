@@ -23,7 +23,7 @@ func (s *Store) Suspend(ctx context.Context, p *store.SuspendParams) (*store.Exe
 	return s.feed.Execution(s.runExec(ctx, "suspend", scriptSuspend, p.ExecutionID,
 		[]string{s.k.exec(p.ExecutionID), s.k.steps(p.ExecutionID), s.k.wake()},
 		s.k.ns, p.ExecutionID, p.Tenant, p.Token, itoa(nowUS), timeLex(nowUS), p.Step, optUS(p.Until), p.Signal, timeoutAt,
-		p.StepBound()))
+		p.StepBound(), p.ByteBound(), len(store.TimedOut)))
 }
 
 // Wake implements store.Store (wake.lua): each suspension ends in the

@@ -17,21 +17,8 @@ import (
 // the next Open, so the key can be listed and deleted, and a delete of the
 // tenant takes the rate limit.
 func TestOpenUpgradesOldRecords(t *testing.T) {
-	url := redisURL(t)
-	prefix := newPrefix(t, url)
-	ctx := context.Background()
-	base := time.Date(2031, time.March, 14, 9, 0, 0, 0, time.UTC)
-	s := open(t, url, prefix)
-	if _, err := s.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme", Now: base}); err != nil {
-		t.Fatal(err)
-	}
-	opt, err := goredis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := goredis.NewClient(opt)
-	defer rdb.Close()
-	ns := "{" + prefix + "}"
+	o := newOldLatch(t)
+	url, prefix, ctx, base, rdb, ns := o.url, o.prefix, o.ctx, o.base, o.rdb, o.ns
 	old := map[string]map[string]any{
 		ns + ":apikey:hash-old":       {"tenant": "acme", "created": base.UnixMicro()},
 		ns + ":ratelimit:4:acmek":     {"tenant": "acme", "key": "k", "rate": 1, "per": 1000000, "burst": 1, "iv": 1000000, "created": 1, "updated": 1},
@@ -50,7 +37,7 @@ func TestOpenUpgradesOldRecords(t *testing.T) {
 		}
 	}
 
-	s = open(t, url, prefix)
+	s := open(t, url, prefix)
 	ks, err := s.ListAPIKeys(ctx, &store.ListAPIKeysParams{Tenant: "acme"})
 	if err != nil || len(ks) != 1 || !strings.HasPrefix(ks[0].KeyID, "key_") {
 		t.Fatalf("keys after the upgrade: %v, %v; want the old key with an id", ks, err)
@@ -134,4 +121,33 @@ func TestOldParkGoesBack(t *testing.T) {
 	if ls := claim(base.Add(4 * time.Second)); len(ls) != 1 || ls[0].ExecutionID != held.ID {
 		t.Fatalf("after its key's slot freed, claimed %d leases, want only %s", len(ls), held.ID)
 	}
+}
+
+// oldLatch is a namespace with the tenant acme, opened by this build (s),
+// and a plain client of its server (rdb) to write records under ns as an
+// older latch left them.
+type oldLatch struct {
+	url, prefix, ns string
+	ctx             context.Context
+	base            time.Time
+	s               *redis.Store
+	rdb             *goredis.Client
+}
+
+func newOldLatch(t *testing.T) *oldLatch {
+	t.Helper()
+	o := &oldLatch{url: redisURL(t), ctx: context.Background(), base: time.Date(2031, time.March, 14, 9, 0, 0, 0, time.UTC)}
+	o.prefix = newPrefix(t, o.url)
+	o.ns = "{" + o.prefix + "}"
+	o.s = open(t, o.url, o.prefix)
+	if _, err := o.s.CreateTenant(o.ctx, &store.CreateTenantParams{Name: "acme", Now: o.base}); err != nil {
+		t.Fatal(err)
+	}
+	opt, err := goredis.ParseURL(o.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.rdb = goredis.NewClient(opt)
+	t.Cleanup(func() { o.rdb.Close() })
+	return o
 }

@@ -50,7 +50,7 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 		start: s.prepared(ctx, sqlStart)}
 	var res *store.ClaimResult
 	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
-		c := &claim{tx: tx, p: p, t: t, expires: t.Add(lease), maxN: maxN, stmts: stmts,
+		c := &claim{tx: tx, p: p, t: t, expires: t.Add(lease), maxN: maxN, stmts: stmts, journalLeft: store.ClaimJournalBytes,
 			running: map[[2]string]int{}, buckets: newBuckets(tx), res: &store.ClaimResult{}}
 		if err := c.run(ctx); err != nil {
 			return false, err
@@ -100,6 +100,10 @@ type claim struct {
 	maxTurn  int64
 	turns    map[string]int64 // the turns of the tenants read
 	served   []string
+
+	// journalLeft is what is left of the claim's bound of journal bytes
+	// (store.ClaimJournalBytes) for the leases still to start.
+	journalLeft int
 }
 
 // turnMark is a tenant's place in turn order.
@@ -357,7 +361,8 @@ const sqlStart = `UPDATE executions SET status = 'running',
 		attempt = attempt + 1 - resume, runs = runs + 1, lease_token = ?, worker_id = ?, lease_expires_at = ?,
 		started_at = ? WHERE id = ?`
 
-// start leases the candidate to the claiming worker, with its journal; a
+// start leases the candidate to the claiming worker, with its journal (as
+// much as the claim's bound has left); a
 // run past store.MaxRunsKept drops the oldest from the history.
 func (c *claim) start(ctx context.Context, cand *candidate) error {
 	l := cand.lease
@@ -368,9 +373,11 @@ func (c *claim) start(ctx context.Context, cand *candidate) error {
 	l.ExpiresAt = c.expires.UTC()
 	if cand.steps > 0 {
 		var err error
-		if l.Steps, err = readJournal(ctx, c.tx, l.ExecutionID, cand.steps); err != nil {
+		var size int
+		if l.Steps, l.StepsPartial, size, err = readJournal(ctx, c.tx, l.ExecutionID, c.journalLeft); err != nil {
 			return fmt.Errorf("sqlite: claim: %w", err)
 		}
+		c.journalLeft -= size
 	}
 	args := []any{l.Token, nullString(c.p.WorkerID), ns(c.expires), ns(c.t), l.ExecutionID}
 	var err error

@@ -1,11 +1,13 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/latch-run/latch/store"
@@ -29,7 +31,7 @@ func (s *Store) RecordStep(ctx context.Context, p *store.RecordStepParams) (*sto
 		}
 		st := store.Step{Name: p.Name, Result: jsonOrNull(p.Result), StartedAt: p.StartedAt,
 			RecordedAt: t, Attempt: l.attempt}
-		prev, recorded, err := recordStep(ctx, tx, p.ExecutionID, &st, p.StepBound())
+		prev, recorded, err := recordStep(ctx, tx, p.ExecutionID, &st, journalBounds{p.StepBound(), p.ByteBound()})
 		if err != nil {
 			return false, err
 		}
@@ -43,16 +45,25 @@ func (s *Store) RecordStep(ctx context.Context, p *store.RecordStepParams) (*sto
 	return &res, nil
 }
 
+// journalBounds are the bounds a record checks: steps and bytes, each 0 for
+// none.
+type journalBounds struct{ steps, bytes int }
+
 // recordStep records st in execution id's journal unless a step of its name
 // is recorded already: the first record wins. It returns the step as
 // recorded, and whether this call recorded it. A new name is refused with
-// ErrTooManySteps when the journal holds limit steps; limit 0 checks
+// ErrTooManySteps when the journal holds b.steps steps, and with
+// ErrJournalTooLarge when its size would pass b.bytes; a zero bound checks
 // nothing (the end of a suspension, whose Suspend checked for room).
-func recordStep(ctx context.Context, tx *sql.Tx, id string, st *store.Step, limit int) (*store.Step, bool, error) {
+func recordStep(ctx context.Context, tx *sql.Tx, id string, st *store.Step, b journalBounds) (*store.Step, bool, error) {
 	prev, err := getStep(ctx, tx, id, st.Name)
 	if prev != nil || err != nil {
 		return prev, false, err
 	}
+	if err := byteRoom(ctx, tx, id, store.StepSize(st.Name, st.Result), b.bytes); err != nil {
+		return nil, false, err
+	}
+	limit := b.steps
 	var seq int64
 	err = tx.QueryRowContext(ctx, `UPDATE executions SET steps = steps + 1 WHERE id = ? AND (? = 0 OR steps < ?)
 		RETURNING steps`, id, limit, limit).Scan(&seq)
@@ -89,6 +100,26 @@ func stepRoom(ctx context.Context, tx *sql.Tx, id string, limit int) error {
 	return nil
 }
 
+// byteRoom is ErrJournalTooLarge when a step of size n would make execution
+// id's journal pass limit bytes; limit 0 checks nothing. The sizes are read
+// from the records' headers (octet_length), not their contents; SQLite's
+// one writer makes the sum and the insert that follows one step.
+func byteRoom(ctx context.Context, tx *sql.Tx, id string, n, limit int) error {
+	if limit == 0 {
+		return nil
+	}
+	var have int
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(octet_length(name) + octet_length(result)), 0)
+		FROM flow_steps WHERE execution_id = ?`, id).Scan(&have); err != nil {
+		return fmt.Errorf("sqlite: journal size: %w", err)
+	}
+	if have+n > limit {
+		return fmt.Errorf("execution %s holds %d bytes of steps, a step of %d passes its bound %d: %w",
+			id, have, n, limit, store.ErrJournalTooLarge)
+	}
+	return nil
+}
+
 // getStep reads the step of execution id named name; nil if none is
 // recorded.
 func getStep(ctx context.Context, tx *sql.Tx, id, name string) (*store.Step, error) {
@@ -115,71 +146,122 @@ func scanStep(row scanner) (*store.Step, error) {
 	return &st, nil
 }
 
-// readJournal reads execution id's journal by name; n is its size.
-func readJournal(ctx context.Context, tx *sql.Tx, id string, n int) (store.Journal, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT name, result FROM flow_steps WHERE execution_id = ?`, id)
+// readJournal reads the journal a lease of execution id carries: its
+// steps in record order up to left bytes (a page of Steps), whether that is
+// less than the whole journal, and their size. left 0 reads nothing: the
+// lease is partial.
+func readJournal(ctx context.Context, q rowsQuerier, id string, left int) (j store.Journal, partial bool, size int, err error) {
+	if left <= 0 {
+		return nil, true, 0, nil
+	}
+	page, err := readSteps(ctx, q, &store.StepsParams{ID: id, MaxBytes: left})
 	if err != nil {
-		return nil, err
+		return nil, false, 0, err
 	}
-	defer rows.Close()
-	j := make(store.Journal, n)
-	for rows.Next() {
-		var name, result string
-		if err := rows.Scan(&name, &result); err != nil {
-			return nil, err
-		}
-		j[name] = json.RawMessage(result)
+	j = make(store.Journal, len(page.Items))
+	for _, st := range page.Items {
+		j[st.Name] = st.Result
+		size += store.StepSize(st.Name, st.Result)
 	}
-	return j, rows.Err()
+	return j, page.Next != 0, size, nil
 }
 
 // Steps implements store.Store: one statement, so the execution and its
-// journal are read from one snapshot. The execution's row comes first
-// (one row, with NULL step columns, when its journal is empty).
-func (s *Store) Steps(ctx context.Context, p *store.StepsParams) ([]*store.Step, error) {
+// page are read from one snapshot. The execution's row comes first (one
+// row, with NULL step columns, when the page is empty); the page's steps
+// are read by their sizes first, and only those it keeps by their results
+// (stepsQuery).
+func (s *Store) Steps(ctx context.Context, p *store.StepsParams) (*store.StepsPage, error) {
+	if err := p.Paging(); err != nil {
+		return nil, err
+	}
+	return readSteps(ctx, s.read, p)
+}
+
+// rowsQuerier is a *sql.DB or a *sql.Tx.
+type rowsQuerier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// readSteps reads the page p of a journal with q.
+func readSteps(ctx context.Context, q rowsQuerier, p *store.StepsParams) (*store.StepsPage, error) {
 	query, args := stepsQuery(p)
-	rows, err := s.read.QueryContext(ctx, query, args...)
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: steps: %w", interpretError(err))
 	}
 	defer rows.Close()
 	found := false
-	steps := []*store.Step{}
+	type row struct {
+		seq int64
+		cut bool
+		st  *store.Step
+	}
+	var read []row
 	for rows.Next() {
 		found = true
+		var seq sql.NullInt64
+		var cut sql.NullBool
 		var name, result sql.NullString
 		var started, recorded, attempt sql.NullInt64
-		if err := rows.Scan(&name, &result, &started, &recorded, &attempt); err != nil {
+		if err := rows.Scan(&seq, &cut, &name, &result, &started, &recorded, &attempt); err != nil {
 			return nil, fmt.Errorf("sqlite: steps: %w", interpretError(err))
 		}
-		if !name.Valid {
+		if !seq.Valid {
 			continue
 		}
-		steps = append(steps, &store.Step{Name: name.String, Result: json.RawMessage(result.String),
-			StartedAt: nullTimeValue(started), RecordedAt: fromNS(recorded.Int64), Attempt: int(attempt.Int64)})
+		r := row{seq: seq.Int64, cut: cut.Bool}
+		if !r.cut {
+			r.st = &store.Step{Name: name.String, Result: json.RawMessage(result.String),
+				StartedAt: nullTimeValue(started), RecordedAt: fromNS(recorded.Int64), Attempt: int(attempt.Int64)}
+		}
+		read = append(read, r)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: steps: %w", interpretError(err))
 	}
+	// The rows come as the join made them; the page is in seq order.
+	slices.SortFunc(read, func(a, b row) int { return cmp.Compare(a.seq, b.seq) })
+	page := &store.StepsPage{Items: []*store.Step{}}
+	for i, r := range read {
+		if r.cut || p.Cut(i, 0) {
+			page.Next = read[i-1].seq
+			break
+		}
+		page.Items = append(page.Items, r.st)
+	}
 	if !found {
 		return nil, fmt.Errorf("execution %s: %w", p.ID, store.ErrNotFound)
 	}
-	return steps, nil
+	return page, nil
 }
 
-// stepsQuery reads an execution's row joined to its journal in record
-// order. The tenant's term is kept off every index (+): the execution is
-// then found by its primary key, one row at most, so the journal comes in
-// seq order from its own primary key, with no sort.
+// stepsQuery reads an execution's row joined to a page of its journal in
+// record order: page holds the seq of each step after After (ReadLimit of
+// them) and whether the steps before it on the page reach MaxBytes (cut),
+// from their sizes only; the results are joined for the steps not cut.
+// The tenant's term is kept off every index (+): the execution is then
+// found by its primary key, one row at most; the page's rows, a few
+// hundred at most but for a lease's read, are put in seq order by the
+// caller rather than in a temporary tree.
 func stepsQuery(p *store.StepsParams) (query string, args []any) {
-	query = `SELECT s.name, s.result, s.started_at, s.recorded_at, s.attempt
-		FROM executions e LEFT JOIN flow_steps s ON s.execution_id = e.id WHERE e.id = ?`
-	args = []any{p.ID}
+	limit := p.ReadLimit()
+	if limit == 0 {
+		limit = -1
+	}
+	query = `WITH page AS (
+		SELECT seq, ? > 0 AND coalesce(sum(octet_length(name) + octet_length(result)) OVER (ORDER BY seq
+			ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) >= ? AS cut
+		FROM (SELECT seq, name, result FROM flow_steps WHERE execution_id = ? AND seq > ? ORDER BY seq LIMIT ?))
+	SELECT g.seq, g.cut, s.name, s.result, s.started_at, s.recorded_at, s.attempt
+	FROM executions e LEFT JOIN page g ON true LEFT JOIN flow_steps s ON NOT g.cut AND s.execution_id = e.id AND s.seq = g.seq
+	WHERE e.id = ?`
+	args = []any{p.MaxBytes, p.MaxBytes, p.ID, p.After, limit, p.ID}
 	if p.Tenant != "" {
 		query += ` AND +e.tenant = ?`
 		args = append(args, p.Tenant)
 	}
-	return query + ` ORDER BY s.seq`, args
+	return query, args
 }
 
 // deleteFlow removes the journals and signals of the executions where

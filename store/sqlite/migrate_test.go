@@ -245,7 +245,7 @@ func TestQueryPlans(t *testing.T) {
 		"claim's probe of a tenant's queue":         {query{turnSQL, turnArgs}, "executions_ready_tenant (tenant=?)"},
 		"due":                                       {list(store.ListSchedulesParams{DueBy: due}), "schedules_due"},
 		"due suspensions":                           {query{sqlDue, []any{1, 10}}, "executions_wake (wake_at<?)"},
-		"journal in record order":                   {query{stepsSQL, stepsArgs}, "SEARCH s USING PRIMARY KEY (execution_id=?)"},
+		"journal in record order":                   {query{stepsSQL, stepsArgs}, "SEARCH flow_steps USING PRIMARY KEY (execution_id=? AND seq>?)"},
 		"history in run order":                      {query{runsSQL, runsArgs}, "SEARCH r USING PRIMARY KEY (execution_id=?)"},
 		"run's end":                                 {query{sqlEndRun, []any{1, "succeeded", nil, "x"}}, "(id=?)"},
 		"oldest runs' drop":                         {query{sqlDropRuns, []any{"x", 1}}, "SEARCH execution_runs USING PRIMARY KEY (execution_id=? AND seq<?)"},

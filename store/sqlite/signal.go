@@ -57,7 +57,7 @@ func (s *Store) Signal(ctx context.Context, p *store.SignalParams) (*store.Signa
 		data := jsonOrNull(p.Data)
 		if status == string(store.StatusSuspended) && waiting.Valid && waiting.String == p.Name {
 			st := store.Step{Name: step.String, Result: data, RecordedAt: t, Attempt: attempt}
-			if _, _, err := recordStep(ctx, tx, p.ExecutionID, &st, 0); err != nil {
+			if _, _, err := recordStep(ctx, tx, p.ExecutionID, &st, journalBounds{bytes: p.ByteBound()}); err != nil {
 				return false, err
 			}
 			if err := resumeAt(ctx, tx, p.ExecutionID, t); err != nil {

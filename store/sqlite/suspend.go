@@ -48,10 +48,15 @@ func (s *Store) Suspend(ctx context.Context, p *store.SuspendParams) (*store.Exe
 		}
 		if outcome != nil {
 			st := store.Step{Name: p.Step, Result: outcome, RecordedAt: t, Attempt: l.attempt}
-			if _, _, err := recordStep(ctx, tx, id, &st, 0); err != nil {
+			if _, _, err := recordStep(ctx, tx, id, &st, journalBounds{bytes: p.ByteBound()}); err != nil {
 				return err
 			}
 			return resumeAt(ctx, tx, id, t)
+		}
+		// The step a Wake may record must fit now: nothing is recorded
+		// while the execution is suspended.
+		if err := byteRoom(ctx, tx, id, store.StepSize(p.Step, store.TimedOut), p.ByteBound()); err != nil {
+			return err
 		}
 		var wake sql.NullInt64
 		switch {

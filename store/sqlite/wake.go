@@ -52,7 +52,7 @@ func (s *Store) Wake(ctx context.Context, p *store.WakeParams) (*store.WakeResul
 				result = store.TimedOut
 			}
 			st := store.Step{Name: d.step, Result: result, RecordedAt: t, Attempt: d.attempt}
-			if _, _, err := recordStep(ctx, tx, d.id, &st, 0); err != nil {
+			if _, _, err := recordStep(ctx, tx, d.id, &st, journalBounds{}); err != nil {
 				return false, err
 			}
 			if err := resumeAt(ctx, tx, d.id, t); err != nil {

@@ -320,8 +320,8 @@ func testFlow(t *testing.T, ns NewStore) {
 		wantErr(t, "Steps of a missing execution", err, store.ErrNotFound)
 		st, err := e.s.Steps(e.ctx, &store.StepsParams{Tenant: acme, ID: l.ExecutionID})
 		e.must(err, "Steps as its tenant")
-		if len(st) != 1 {
-			t.Errorf("Steps: %d, want 1", len(st))
+		if len(st.Items) != 1 || st.Next != 0 {
+			t.Errorf("Steps: %d, next %d, want 1 and no next", len(st.Items), st.Next)
 		}
 		// An execution without steps has an empty journal, not an error.
 		x := e.submit(acme, at(time.Second), job("plain"))

@@ -47,6 +47,9 @@
 //	               the suspend itself, and many identical signals at once)
 //	flow bounds    FlowBounds/* (store.MaxSteps, store.MaxBufferedSignals and the keys
 //	               they bound, exactly and under concurrent records and signals)
+//	journal bytes  Journal/* (store.MaxJournalBytes in every operation that records a
+//	               step, under concurrent records; pages of Steps; the bounded journal
+//	               a lease carries, store.ClaimJournalBytes)
 //	I12 fairness   Fairness/* (one claim alone; claims of many workers at once
 //	               stay fair only as far as store.Store.Claim promises)
 //
@@ -102,6 +105,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"FlowSignal", testFlowSignal},
 		{"FlowRace", testFlowRace},
 		{"FlowBounds", testFlowBounds},
+		{"Journal", testJournal},
 		{"Runs", testRuns},
 		{"Observe", testObserve},
 		{"TenantList", testTenantList},

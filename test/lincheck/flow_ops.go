@@ -107,7 +107,10 @@ func doFlow(ctx context.Context, s store.Store, in Input) Output {
 	case OpSteps:
 		steps, err := s.Steps(ctx, &store.StepsParams{Tenant: in.Tenant, ID: in.ID})
 		out.Err = codeOf(err)
-		for _, st := range steps {
+		if steps == nil {
+			steps = &store.StepsPage{}
+		}
+		for _, st := range steps.Items {
 			out.Steps = append(out.Steps, stepOf(st))
 		}
 	}

@@ -453,7 +453,7 @@ func (p *propCase) compareJournals(rt *rapid.T, tn string, want map[string]View)
 			rt.Fatalf("Steps %s: %v", short(id), err)
 		}
 		var g []StepOut
-		for _, st := range got {
+		for _, st := range got.Items {
 			g = append(g, stepOf(st))
 		}
 		if w := p.m.Flows[id].Steps; !slices.Equal(g, w) {

@@ -41,6 +41,37 @@ class FlowTest(unittest.TestCase):
                          [("a", {"v": 1}), ("nap", None), ("b", {"v": 2})])
         self.assertEqual([a["outcome"] for a in self.c.attempts(e["execution_id"])], ["suspended", "succeeded"])
 
+    def test_journal_larger_than_the_lease(self) -> None:
+        # Three steps of 600 KB: the lease after the sleep carries the first
+        # two (1 MiB at most, the step that reaches it included) and says it
+        # is partial; the third comes from the steps read, and none runs twice.
+        calls: List[str] = []
+        big = {n: n + "x" * (600 << 10) for n in ("s0", "s1", "s2")}
+        leases: List[Dict[str, Any]] = []
+
+        def flow(job: Job) -> str:
+            leases.append(dict(job.lease))
+            for n in ("s0", "s1", "s2"):
+                got = job.step(n, lambda n=n: calls.append(n) or big[n])
+                self.assertEqual(got, big[n])
+            job.sleep("nap", until=datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=1))
+            return "done"
+
+        w = Worker(self.c, {"big": flow})
+        e = self.c.submit("big")
+        self.assertEqual(w.run_once(wait_seconds=2), 1)
+        self.assertEqual(self.c.get(e["execution_id"])["status"], "queued")  # the sleep was due: queued at once
+        self.assertEqual(w.run_once(wait_seconds=5), 1)
+        done = self.c.get(e["execution_id"])
+        self.assertEqual((done["status"], done["result"]), ("succeeded", "done"))
+        self.assertEqual(calls, ["s0", "s1", "s2"])
+        self.assertIs(leases[1]["steps_complete"], False)
+        self.assertEqual(sorted(leases[1]["steps"]), ["s0", "s1"])
+        page = self.c.steps_page(e["execution_id"], limit=2)
+        self.assertEqual([s["name"] for s in page.items], ["s0", "s1"])
+        self.assertIsNotNone(page.next_cursor)
+        self.assertEqual([s["name"] for s in self.c.steps(e["execution_id"])], ["s0", "s1", "s2", "nap"])
+
     def test_sleep_until(self) -> None:
         def flow(job: Job) -> str:
             job.sleep("past", until=datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=1))

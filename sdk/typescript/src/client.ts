@@ -367,9 +367,20 @@ export class Client {
     return (await this.call<{ items: Attempt[] }>("GET", `/api/executions/${seg(id)}/attempts`, NO_BODY, { retry: true })).items;
   }
 
-  /** The execution's journal, in record order. */
+  /**
+   * One page of the execution's journal, in record order: at most `limit`
+   * steps (1-500, the server's default 500), cut by the server's bound of
+   * bytes; page on with next_cursor until it is null.
+   */
+  stepsPage(id: string, opts: { limit?: number; cursor?: string } = {}): Promise<Page<Step>> {
+    return this.call("GET", `/api/executions/${seg(id)}/steps`, NO_BODY, { query: { ...opts }, retry: true });
+  }
+
+  /** The execution's whole journal, in record order, page after page. */
   async steps(id: string): Promise<Step[]> {
-    return (await this.call<{ items: Step[] }>("GET", `/api/executions/${seg(id)}/steps`, NO_BODY, { retry: true })).items;
+    const out: Step[] = [];
+    for await (const page of follow((cursor) => this.stepsPage(id, { cursor }))) out.push(...page.items);
+    return out;
   }
 
   /**

@@ -101,6 +101,16 @@ export class TooManySteps extends Conflict {
   static override readonly codeName = "too_many_steps";
 }
 /**
+ * 409: a new step (job.step, the outcome of a sleep or wait, or a signal's
+ * data ending a wait) would make the execution's journal larger than it may
+ * be (64 MiB of step names and results). Nothing was written, and repeating
+ * cannot help: the Worker fails the attempt without a retry when a handler
+ * lets it through.
+ */
+export class JournalTooLarge extends Conflict {
+  static override readonly codeName = "journal_too_large";
+}
+/**
  * 409: the signal would be kept for a later wait, and the execution keeps as
  * many signals no wait has consumed as it may (1,000). Nothing was written; a
  * wait of the flow that consumes one makes room.
@@ -156,7 +166,7 @@ export const ERRORS: Readonly<Record<string, ErrorClass>> = Object.freeze(
   Object.fromEntries(
     [
       InvalidRequest, Unauthorized, InvalidTicket, Forbidden, TenantDisabled, NotFound, MethodNotAllowed,
-      NotTerminal, LeaseLost, NotActive, NotFailed, TooManySteps, SignalBufferFull, TenantExists, ScheduleLimit,
+      NotTerminal, LeaseLost, NotActive, NotFailed, TooManySteps, JournalTooLarge, SignalBufferFull, TenantExists, ScheduleLimit,
       PayloadTooLarge,
       UnsupportedMediaType, DedupKeyReused, QuotaExceeded, TooManyRequests, HeadersTooLarge, InternalError,
       Unavailable,

@@ -16,7 +16,7 @@ export type ProblemCode =
   | "unauthorized" | "invalid_ticket" | "forbidden" | "tenant_disabled" | "not_found" | "invalid_request"
   | "payload_too_large" | "unsupported_media_type" | "quota_exceeded" | "too_many_requests"
   | "dedup_key_reused" | "tenant_exists" | "schedule_limit" | "not_terminal" | "lease_lost" | "not_active"
-  | "not_failed" | "too_many_steps" | "signal_buffer_full" | "method_not_allowed" | "internal" | "unavailable"
+  | "not_failed" | "too_many_steps" | "journal_too_large" | "signal_buffer_full" | "method_not_allowed" | "internal" | "unavailable"
   | "headers_too_large";
 
 /** An RFC 9457 problem document: every error answer. */
@@ -80,8 +80,13 @@ export interface Lease {
   queue: string;
   max_attempts: number;
   timeout_seconds: number;
-  /** The flow's journal at the claim: step name → recorded result. */
+  /**
+   * The flow's journal at the claim: step name → recorded result, its first
+   * steps, the leases of a claim up to 1 MiB together.
+   */
   steps: { [name: string]: JSONValue };
+  /** false when the journal holds more steps than `steps` (read them with Client.steps). */
+  steps_complete: boolean;
   /** The execution's W3C traceparent, absent when it has none: a run's span continues it. */
   trace_parent?: string;
 }

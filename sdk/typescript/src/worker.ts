@@ -2,7 +2,7 @@
 // and runs flows (steps, sleeps, signal waits) with the journal its lease carries.
 
 import { Client, formatTime, sleep } from "./client.js";
-import { LatchError, LeaseLost, TooManySteps } from "./errors.js";
+import { JournalTooLarge, LatchError, LeaseLost, TooManySteps } from "./errors.js";
 import type { Execution, JSONValue, Lease } from "./types.js";
 
 /** A handler: gets the job, answers its result (JSON; undefined stores null). */
@@ -87,6 +87,8 @@ export class Job {
   readonly steps: Record<string, JSONValue>;
   readonly signal: AbortSignal;
   leaseLost = false;
+  /** Whether `steps` holds the whole journal at the claim (the lease's steps_complete). */
+  private stepsComplete: boolean;
   /** Set once sleep or waitSignal suspended the execution: the lease has ended. */
   suspended = false;
   private readonly controller = new AbortController();
@@ -104,7 +106,23 @@ export class Job {
     this.queue = lease.queue;
     this.timeoutSeconds = lease.timeout_seconds;
     this.steps = { ...(lease.steps ?? {}) };
+    this.stepsComplete = lease.steps_complete !== false;
     this.signal = this.controller.signal;
+  }
+
+  /**
+   * Whether the journal holds `name`, reading the rest of a journal the lease
+   * carried in part (steps_complete false) the first time a name is not in
+   * `steps`: no recorded step runs again for want of its record.
+   */
+  private async recorded(name: string): Promise<boolean> {
+    const has = () => Object.prototype.hasOwnProperty.call(this.steps, name);
+    if (has() || this.stepsComplete) return has();
+    for (const st of await this.client.steps(this.executionId)) {
+      if (!Object.prototype.hasOwnProperty.call(this.steps, st.name)) this.steps[st.name] = st.result;
+    }
+    this.stepsComplete = true;
+    return has();
   }
 
   /** True once a cancel was requested or the lease lost. */
@@ -131,7 +149,7 @@ export class Job {
    * through, and the attempt fails without a retry.
    */
   async step<T extends JSONValue>(name: string, fn: () => T | Promise<T>): Promise<T> {
-    if (Object.prototype.hasOwnProperty.call(this.steps, name)) return this.steps[name] as T;
+    if (await this.recorded(name)) return this.steps[name] as T;
     const started = new Date();
     const result = await fn();
     const rec = await this.client.recordStep(this.executionId, this.leaseToken, name, result === undefined ? null : result,
@@ -146,7 +164,7 @@ export class Job {
    * this run ends (Suspended is thrown); the run that resumes it returns at once.
    */
   async sleep(name: string, opts: { seconds?: number; until?: string | Date }): Promise<void> {
-    if (Object.prototype.hasOwnProperty.call(this.steps, name)) return;
+    if (await this.recorded(name)) return;
     if ((opts.seconds === undefined) === (opts.until === undefined)) {
       throw new TypeError("sleep: give seconds or until, not both");
     }
@@ -163,7 +181,7 @@ export class Job {
    * `timeout` seconds passed first (none: no timeout).
    */
   async waitSignal<T extends JSONValue = JSONValue>(name: string, signal: string, opts: { timeout?: number } = {}): Promise<T> {
-    if (Object.prototype.hasOwnProperty.call(this.steps, name)) {
+    if (await this.recorded(name)) {
       const v = this.steps[name];
       if (isTimedOut(v)) throw new WaitTimedOut(`${name}: no signal ${JSON.stringify(signal)} within the timeout`);
       return v as T;
@@ -386,9 +404,9 @@ export class Worker {
           await c.fail(id, tok, job.signal.reason instanceof Error ? job.signal.reason.message : "cancel requested", { retry: false });
           return "failed";
         }
-        if (err instanceof TooManySteps) {
+        if (err instanceof TooManySteps || err instanceof JournalTooLarge) {
           // The journal never shrinks: no later attempt could record the step.
-          await c.fail(id, tok, `TooManySteps: ${err.message}`, { retry: false });
+          await c.fail(id, tok, `${err.name}: ${err.message}`, { retry: false });
           return "failed";
         }
         // The handler's error fails the attempt.

@@ -39,6 +39,40 @@ describe("flows", () => {
     assert.deepEqual((await c.attempts(e.execution_id)).map((x) => x.outcome), ["suspended", "succeeded"]);
   });
 
+  test("a journal larger than the lease replays", async () => {
+    // Three steps of 600 KB: the lease after the sleep carries the first two
+    // (1 MiB at most, the step that reaches it included) and says it is
+    // partial; the third comes from the steps read, and none runs twice.
+    const calls = [];
+    const leases = [];
+    const big = Object.fromEntries(["s0", "s1", "s2"].map((n) => [n, n + "x".repeat(600 << 10)]));
+    const w = new Worker(c, {
+      handlers: {
+        big: async (job) => {
+          leases.push(job.lease);
+          for (const n of ["s0", "s1", "s2"]) {
+            assert.equal(await job.step(n, () => (calls.push(n), big[n])), big[n]);
+          }
+          await job.sleep("nap", { until: new Date(Date.now() - 1000) });
+          return "done";
+        },
+      },
+    });
+    const e = await c.submit("big");
+    assert.equal(await w.runOnce({ waitSeconds: 2 }), 1);
+    assert.equal((await c.get(e.execution_id)).status, "queued"); // the sleep was due: queued at once
+    assert.equal(await w.runOnce({ waitSeconds: 5 }), 1);
+    const done = await c.get(e.execution_id);
+    assert.deepEqual([done.status, done.result], ["succeeded", "done"]);
+    assert.deepEqual(calls, ["s0", "s1", "s2"]);
+    assert.equal(leases[1].steps_complete, false);
+    assert.deepEqual(Object.keys(leases[1].steps).sort(), ["s0", "s1"]);
+    const page = await c.stepsPage(e.execution_id, { limit: 2 });
+    assert.deepEqual(page.items.map((x) => x.name), ["s0", "s1"]);
+    assert.ok(page.next_cursor);
+    assert.deepEqual((await c.steps(e.execution_id)).map((x) => x.name), ["s0", "s1", "s2", "nap"]);
+  });
+
   test("sleep until a time", async () => {
     const w = new Worker(c, {
       handlers: {

@@ -73,12 +73,17 @@
 -- ARGV[1] NS  ARGV[2] now_us  ARGV[3] max  ARGV[4] lease_expires_us
 -- ARGV[5] worker_id  ARGV[6] tenant ('' = every tenant)  ARGV[7] token base
 -- ARGV[8] due_limit  ARGV[9] nq  ARGV[10] nk  ARGV[11] runs kept
--- ARGV[12 .. 11+nq] queues   ARGV[12+nq .. 11+nq+nk] kinds
+-- ARGV[12] the bytes of journal the claim's leases carry together
+-- (store.ClaimJournalBytes)
+-- ARGV[13 .. 12+nq] queues   ARGV[13+nq .. 12+nq+nk] kinds
 -- Returns {version, retry_at, deferred, lease_1, ..., lease_n}, each lease
 -- {id, tenant, kind, queue, payload, attempt, max_attempts, timeout, token,
--- journal, trace} (journal: HGETALL of steps:<id>, read only when the
--- execution's journal flag is set, so a claim of executions without steps
--- reads nothing more; trace: the traceparent, '' for none);
+-- journal, trace, partial} (journal: {name, entry, ...}, the first steps
+-- of steps:<id> up to what is left of ARGV[12] bytes after the leases
+-- before it (lib.lua, journal_page), read only when the execution's
+-- journal flag is set, so a claim of executions without steps reads
+-- nothing more; trace: the traceparent, '' for none; partial: 1 when the
+-- journal holds more steps than the lease carries);
 -- version is 0 when nothing changed; retry_at is the earliest run_at_us
 -- given to a deferred execution, '' when none was deferred; deferred is
 -- how many executions were deferred.
@@ -86,6 +91,7 @@
 local now, max, expires, worker, tenant, token_base = ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local nq, nk = tonumber(ARGV[9]), tonumber(ARGV[10])
 local runs_kept, wtag = tonumber(ARGV[11]), ':' .. string.len(worker) .. ':' .. worker
+local journal_left = tonumber(ARGV[12])
 local TURNS, TURNSEQ = KEYS[6], KEYS[7]
 
 make_due(now, tonumber(ARGV[8]))
@@ -93,11 +99,11 @@ make_due(now, tonumber(ARGV[8]))
 local queues, kinds = {}, {}
 local qkeys, kkeys = {}, {}
 for i = 1, nq do
-  queues[ARGV[11 + i]] = true
+  queues[ARGV[12 + i]] = true
   qkeys[#qkeys + 1] = KEYS[7 + i]
 end
 for i = 1, nk do
-  kinds[ARGV[11 + nq + i]] = true
+  kinds[ARGV[12 + nq + i]] = true
   kkeys[#kkeys + 1] = KEYS[7 + nq + i]
 end
 
@@ -262,10 +268,17 @@ local function take(e, m)
   leased[#leased + 1] = expires
   leased[#leased + 1] = e.id
   run_start(e.id, attempt, now, wtag, runs_kept)
-  local journal = {}
-  if e.journal then journal = redis.call('HGETALL', k_steps(e.id)) end
+  local journal, partial = {}, 0
+  if e.journal and journal_left <= 0 then
+    partial = 1
+  elseif e.journal then
+    local next, size
+    next, journal, size = journal_page(e.id, 0, 0, journal_left)
+    journal_left = journal_left - size
+    if next > 0 then partial = 1 end
+  end
   out[#out + 1] = {e.id, e.tenant, e.kind, e.queue, e.payload, attempt, tonumber(e.maxatt), tonumber(e.timeout), token,
-    journal, e.trace or ''}
+    journal, e.trace or '', partial}
   if served_at[e.tenant] then table.remove(served, served_at[e.tenant]) end
   served[#served + 1] = e.tenant
   for i, t in ipairs(served) do served_at[t] = i end

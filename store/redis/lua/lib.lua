@@ -86,6 +86,7 @@ local function k_keyids(t) return NS .. ':keyids:' .. t end
 -- that have one), the first answers of its signals' idempotency keys; and
 -- the suspended executions by wake_at.
 local function k_steps(id) return NS .. ':steps:' .. id end
+local function k_steporder(id) return NS .. ':steporder:' .. id end
 local function k_sigbuf(c) return NS .. ':sigbuf:' .. c end
 local function k_signames(id) return NS .. ':signames:' .. id end
 local function k_sigkeys(id) return NS .. ':sigkeys:' .. id end
@@ -631,7 +632,7 @@ local function remove(e)
   for _, name in ipairs(redis.call('SMEMBERS', names)) do
     redis.call('DEL', k_sigbuf(scoped(e.id, name)))
   end
-  redis.call('DEL', names, k_steps(e.id), k_sigkeys(e.id), k_runs(e.id))
+  redis.call('DEL', names, k_steps(e.id), k_steporder(e.id), k_sigkeys(e.id), k_runs(e.id))
   redis.call('ZREM', k_list(), e.id)
   redis.call('ZREM', k_list_t(e.tenant), e.id)
   redis.call('ZREM', k_done(e.tenant), e.id)
@@ -779,14 +780,84 @@ end
 -- execution's journal flag says there is one. A step is never removed
 -- alone: the key goes with the execution (remove).
 --
+--
+-- steporder:<id> lists the names in record order, so that a page of the
+-- journal (steps.lua) and a lease's (claim.lua) read the names in order
+-- and then the entries they keep only; the execution's field jbytes is the
+-- journal's size, each step counting its name and result in bytes
+-- (store.StepSize), checked against the bound of bytes before a record. A
+-- journal an older latch recorded has neither: journal_size builds both
+-- once from its entries (absent means not built yet).
+
+-- step_result_at is where the result starts in a journal entry.
+local function step_result_at(v)
+  local _, stop = string.find(v, '^[^:]*:[^:]*:[^:]*:[^:]*:')
+  return stop + 1
+end
+
+-- journal_size returns the size of execution id's journal, building its
+-- order and size first if an older latch recorded it.
+local function journal_size(id)
+  local sk, ok = k_steps(id), k_steporder(id)
+  local n = redis.call('HLEN', sk)
+  if n == 0 then return 0 end
+  local size = redis.call('HGET', k_exec(id), 'jbytes')
+  if size and redis.call('LLEN', ok) == n then return tonumber(size) end
+  local all = redis.call('HGETALL', sk)
+  local names = {}
+  size = 0
+  for i = 1, #all, 2 do
+    local name, v = all[i], all[i + 1]
+    names[tonumber(string.match(v, '^(%d+):'))] = name
+    size = size + #name + #v - step_result_at(v) + 1
+  end
+  redis.call('DEL', ok)
+  for i = 1, n, 1000 do
+    redis.call('RPUSH', ok, unpack(names, i, math.min(i + 999, n)))
+  end
+  redis.call('HSET', k_exec(id), 'jbytes', size)
+  return size
+end
+
+-- journal_fits reports whether a step named name with result of n bytes
+-- fits in execution id's journal under bound bytes.
+local function journal_fits(id, name, n, bound)
+  return journal_size(id) + #name + n <= tonumber(bound)
+end
+
+-- journal_page reads the steps of execution id's journal after the first
+-- after, in record order: at most limit (0 = all), ending after the step
+-- whose size reaches max_bytes (0 = no bound); only the entries it keeps
+-- are read. It returns the page's next (the seq of its last step, 0 when
+-- the journal holds no more), {name, entry, ...} and the page's size.
+local function journal_page(id, after, limit, max_bytes)
+  journal_size(id)
+  local sk, stop = k_steps(id), -1
+  if limit > 0 then stop = after + limit end
+  local out, total = {}, 0
+  for i, name in ipairs(redis.call('LRANGE', k_steporder(id), after, stop)) do
+    if (limit > 0 and i > limit) or (max_bytes > 0 and total >= max_bytes) then
+      return after + i - 1, out, total
+    end
+    local v = redis.call('HGET', sk, name)
+    out[#out + 1] = name
+    out[#out + 1] = v
+    total = total + #name + #v - step_result_at(v) + 1
+  end
+  return 0, out, total
+end
+
 -- record records step name of execution e at now (first record wins) and
 -- returns true, or false when the name was recorded already. started is
 -- '' when not given.
 local function record(e, name, result, started, now)
   local sk = k_steps(e.id)
   if redis.call('HEXISTS', sk, name) == 1 then return false end
+  journal_size(e.id)
   local seq = redis.call('HLEN', sk) + 1
   redis.call('HSET', sk, name, seq .. ':' .. started .. ':' .. now .. ':' .. e.attempt .. ':' .. result)
+  redis.call('RPUSH', k_steporder(e.id), name)
+  redis.call('HINCRBY', k_exec(e.id), 'jbytes', #name + #result)
   redis.call('HSET', k_exec(e.id), 'journal', 1)
   return true
 end

@@ -12,10 +12,13 @@
 -- ARGV[1] NS  ARGV[2] id  ARGV[3] tenant ('' = any)  ARGV[4] name
 -- ARGV[5] data JSON  ARGV[6] idempotency key ('' = none)  ARGV[7] now_us
 -- ARGV[8] ra (now as a queue member part)  ARGV[9] the bound of buffered
--- signals (store.MaxBufferedSignals)
+-- signals (store.MaxBufferedSignals)  ARGV[10] the journal's bound of
+-- bytes (store.MaxJournalBytes)
 -- Returns {'NOTFOUND'}, {'NOTACTIVE', status}, {'BUFFERFULL', buffered}
--- (a signal to keep, and the execution keeps its bound: nothing changed)
--- or {'OK', version, delivered (0/1)}; version 0 when nothing changed.
+-- (a signal to keep, and the execution keeps its bound: nothing changed),
+-- {'JOURNALTOOLARGE', bytes} (a signal that would end the wait, whose step
+-- would make the journal pass its bound of bytes: nothing changed) or
+-- {'OK', version, delivered (0/1)}; version 0 when nothing changed.
 
 local name, data, idem, now = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local e = load(ARGV[2], SUSPEND_FIELDS)
@@ -27,6 +30,9 @@ end
 if not in_flight(e.status) then return {'NOTACTIVE', e.status} end
 local delivered = 0
 if e.status == 'suspended' and e.waiting == name then
+  if not journal_fits(e.id, e.sstep, #data, ARGV[10]) then
+    return {'JOURNALTOOLARGE', journal_size(e.id)}
+  end
   record(e, e.sstep, data, '', now)
   resume(e, now, ARGV[8])
   delivered = 1

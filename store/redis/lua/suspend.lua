@@ -25,10 +25,15 @@
 -- ARGV[5] now_us  ARGV[6] ra (now as a queue member part)  ARGV[7] step
 -- ARGV[8] until_us ('' for a wait)  ARGV[9] signal ('' for a sleep)
 -- ARGV[10] the wait's timeout as wake_at_us ('' = none)
--- ARGV[11] the journal's bound (store.MaxSteps)
+-- ARGV[11] the journal's bound (store.MaxSteps)  ARGV[12] its bound of
+-- bytes (store.MaxJournalBytes)  ARGV[13] the size of a timed-out wait's
+-- result (store.TimedOut), the largest outcome a Wake records
 -- Returns {'LEASELOST'}, {'TOOMANYSTEPS', steps} (the step is new and the
 -- journal holds its bound: its outcome, now or at the suspension's end,
--- would pass it; nothing changed) or {'OK', version, HGETALL}.
+-- would pass it; nothing changed), {'JOURNALTOOLARGE', bytes} (the step is
+-- new and its outcome — the kept signal it would consume, else a timed-out
+-- wait's — would make the journal pass its bound of bytes; nothing
+-- changed) or {'OK', version, HGETALL}.
 
 local now, ra, step, untl, sig = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
 local e = fence(ARGV[2], ARGV[3], ARGV[4], now)
@@ -36,6 +41,14 @@ if not e then return {'LEASELOST'} end
 if e.cancel ~= '1' and redis.call('HEXISTS', KEYS[2], step) == 0 then
   local n = redis.call('HLEN', KEYS[2])
   if n >= tonumber(ARGV[11]) then return {'TOOMANYSTEPS', n} end
+  local outcome = tonumber(ARGV[13])
+  if sig ~= '' then
+    local kept = redis.call('LINDEX', k_sigbuf(scoped(e.id, sig)), 0)
+    if kept then outcome = #kept end
+  end
+  if not journal_fits(e.id, step, outcome, ARGV[12]) then
+    return {'JOURNALTOOLARGE', journal_size(e.id)}
+  end
 end
 if e.cancel == '1' then run_end(e, now, 'cancelled') else run_end(e, now, 'suspended') end
 if e.cancel == '1' then

@@ -7,7 +7,7 @@
 
 from .client import TERMINAL, BatchItem, Client, Execution, Page, RetryPolicy, format_time, new_key, parse_time
 from .errors import (ERRORS, Conflict, DedupKeyReused, Forbidden, HeadersTooLarge, InternalError, Invalid,
-                     InvalidRequest, InvalidTicket, LatchError, LeaseLost, MethodNotAllowed, NotActive,
+                     InvalidRequest, InvalidTicket, JournalTooLarge, LatchError, LeaseLost, MethodNotAllowed, NotActive,
                      NotFailed, NotFound, NotTerminal, PayloadTooLarge, QuotaExceeded, ScheduleLimit,
                      SignalBufferFull, TenantDisabled, TenantExists, TooManyRequests, TooManySteps,
                      TransportError, Unauthorized,
@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 __all__ = [
     "TERMINAL", "TIMED_OUT", "BatchItem", "Client", "Execution", "Page", "RetryPolicy", "format_time", "new_key",
     "parse_time", "ERRORS", "Conflict", "DedupKeyReused", "Forbidden", "HeadersTooLarge", "InternalError",
-    "Invalid", "InvalidRequest", "InvalidTicket", "LatchError", "LeaseLost", "MethodNotAllowed", "NotActive",
+    "Invalid", "InvalidRequest", "InvalidTicket", "JournalTooLarge", "LatchError", "LeaseLost", "MethodNotAllowed", "NotActive",
     "NotFailed", "NotFound", "NotTerminal", "PayloadTooLarge", "QuotaExceeded", "ScheduleLimit", "SignalBufferFull",
     "TenantDisabled", "TenantExists", "TooManyRequests", "TooManySteps", "TransportError", "Unauthorized", "Unavailable", "UnsupportedMediaType",
     "error_for", "Fail", "Job", "JobCancelled", "Suspended", "WaitTimedOut", "Worker",

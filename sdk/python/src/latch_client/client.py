@@ -280,9 +280,21 @@ class Client:
         """Every run of the execution, oldest first."""
         return self._call("GET", f"/api/executions/{_seg(execution_id)}/attempts", retry=True)["items"]
 
+    def steps_page(self, execution_id: str, *, limit: Optional[int] = None,
+                   cursor: Optional[str] = None) -> Page:
+        """One page of the execution's journal, in record order: at most limit
+        steps (1-500, the server's default 500), cut by the server's bound of
+        bytes; page on with next_cursor until it is None."""
+        ans = self._call("GET", f"/api/executions/{_seg(execution_id)}/steps", retry=True,
+                         query={"limit": limit, "cursor": cursor})
+        return Page(items=ans["items"], next_cursor=ans.get("next_cursor"))
+
     def steps(self, execution_id: str) -> List[Dict[str, Any]]:
-        """The execution's journal, in record order."""
-        return self._call("GET", f"/api/executions/{_seg(execution_id)}/steps", retry=True)["items"]
+        """The execution's whole journal, in record order, page after page."""
+        out: List[Dict[str, Any]] = []
+        for page in _pages(lambda **kw: self.steps_page(execution_id, **kw), {}):
+            out.extend(page.items)
+        return out
 
     def signal(self, execution_id: str, name: str, data: JSON = None, *,
                idempotency_key: Optional[str] = None) -> bool:

@@ -118,6 +118,16 @@ class TooManySteps(Conflict):
     code_name = "too_many_steps"
 
 
+class JournalTooLarge(Conflict):
+    """409: a new step (Job.step, the outcome of a sleep or wait, or a signal's
+    data ending a wait) would make the execution's journal larger than it may
+    be (64 MiB of step names and results). Nothing was written, and repeating
+    cannot help: the Worker fails the attempt without a retry when a handler
+    lets it through."""
+
+    code_name = "journal_too_large"
+
+
 class SignalBufferFull(Conflict):
     """409: the signal would be kept for a later wait, and the execution keeps as
     many signals no wait has consumed as it may (1,000). Nothing was written; a
@@ -190,7 +200,7 @@ ERRORS: Dict[str, Type[LatchError]] = {
     cls.code_name: cls
     for cls in (InvalidRequest, Unauthorized, InvalidTicket, Forbidden, TenantDisabled, NotFound,
                 MethodNotAllowed, NotTerminal, LeaseLost, NotActive, NotFailed, TooManySteps,
-                SignalBufferFull, TenantExists,
+                JournalTooLarge, SignalBufferFull, TenantExists,
                 ScheduleLimit, PayloadTooLarge, UnsupportedMediaType, DedupKeyReused, QuotaExceeded,
                 TooManyRequests, HeadersTooLarge, InternalError, Unavailable)
 }

@@ -12,7 +12,7 @@ import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from .client import Client, format_time
-from .errors import LatchError, LeaseLost, TooManySteps
+from .errors import JournalTooLarge, LatchError, LeaseLost, TooManySteps
 
 log = logging.getLogger("latch_client")
 
@@ -59,7 +59,10 @@ class Job:
     timeout_seconds and lease_token are the lease's. cancelled is an Event
     set when a heartbeat answer says a cancel was requested, or the lease was
     lost (lease_lost is set then too): a handler that sees it should stop.
-    steps is the flow's journal: the lease's, plus what this run records.
+    steps is the flow's journal: the lease's, plus what this run records. A
+    lease carries the journal's first steps only when it is large
+    (steps_complete false): then the first name not found in steps makes the
+    job read the rest (Client.steps) before it runs anything under it.
     """
 
     def __init__(self, client: Client, lease: Mapping[str, Any]) -> None:
@@ -75,6 +78,7 @@ class Job:
         self.queue: Optional[str] = lease.get("queue")
         self.timeout_seconds: Optional[int] = lease.get("timeout_seconds")
         self.steps: Dict[str, Any] = dict(lease.get("steps") or {})
+        self._steps_complete: bool = lease.get("steps_complete", True) is not False
         self.cancelled = threading.Event()
         self.lease_lost = threading.Event()
 
@@ -89,13 +93,23 @@ class Job:
 
     # ------------------------------------------------------------- flows
 
+    def _recorded(self, name: str) -> bool:
+        """Whether the journal holds name, reading the rest of a journal the
+        lease carried in part the first time a name is not in steps."""
+        if name in self.steps or self._steps_complete:
+            return name in self.steps
+        for st in self.client.steps(self.execution_id):
+            self.steps.setdefault(st["name"], st["result"])
+        self._steps_complete = True
+        return name in self.steps
+
     def step(self, name: str, fn: Callable[[], Any]) -> Any:
         """Runs fn once for the flow: the recorded result when the journal has
         name, else fn's result, recorded (the first record wins, and that is
         what every run gets). fn's result must be JSON. A new name when the
         journal holds as many steps as it may raises TooManySteps: let it
         through, and the attempt fails without a retry."""
-        if name in self.steps:
+        if self._recorded(name):
             return self.steps[name]
         started = datetime.datetime.now(datetime.timezone.utc)
         result = fn()
@@ -109,7 +123,7 @@ class Job:
         here) under the step name: the first time, the execution is suspended
         and this run ends (Suspended is raised); the run that resumes it
         returns at once."""
-        if name in self.steps:
+        if self._recorded(name):
             return
         if (seconds is None) == (until is None):
             raise ValueError("sleep: give seconds or until, not both")
@@ -123,7 +137,7 @@ class Job:
         first time, the execution is suspended and this run ends (Suspended
         is raised); the run that resumes it gets the data, or WaitTimedOut
         when timeout seconds passed first (None: no timeout)."""
-        if name in self.steps:
+        if self._recorded(name):
             v = self.steps[name]
             if v == TIMED_OUT:
                 raise WaitTimedOut(f"{name}: no signal {signal!r} within the timeout")
@@ -294,10 +308,10 @@ class Worker:
                     return "lease_lost"
                 c.fail(eid, tok, str(e), retry=False)
                 return "failed"
-            except TooManySteps as e:  # the journal never shrinks: no attempt could go on
+            except (TooManySteps, JournalTooLarge) as e:  # the journal never shrinks: no attempt could go on
                 if job.lease_lost.is_set():
                     return "lease_lost"
-                c.fail(eid, tok, f"TooManySteps: {e}", retry=False)
+                c.fail(eid, tok, f"{type(e).__name__}: {e}", retry=False)
                 return "failed"
             except Exception as e:  # the handler's error fails the attempt
                 if job.lease_lost.is_set():

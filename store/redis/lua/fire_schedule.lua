@@ -75,6 +75,7 @@ else
   -- set as small as the schedule's work in flight.
   local busy = sched_busy(s)
   if f[4] == 'skip' and busy then
+    x.payload = 'null' -- a skipped tick keeps no copy (store.SkippedPayload)
     admit_new(x, 'skipped', now, q)
     code = 'S'
   elseif q.inflight + 1 > q.max then

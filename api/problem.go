@@ -20,7 +20,8 @@ type Code string
 // the server's body budget is spent), too_many_requests (a tenant's event
 // streams, long polls or stream tickets at their bound), invalid_ticket (a
 // stream ticket unknown, expired, used or for another execution), schedule_limit (a tenant's
-// schedules at their bound), too_many_steps and signal_buffer_full (an
+// schedules at their bound), schedule_too_frequent (a timing that ticks more often than
+// Config.MinScheduleInterval), too_many_steps and signal_buffer_full (an
 // execution's journal or kept signals at their bound, store.MaxSteps and
 // store.MaxBufferedSignals) and headers_too_large (MaxHeaderBytes).
 const (
@@ -35,6 +36,7 @@ const (
 	CodeQuotaExceeded        Code = "quota_exceeded"
 	CodeTooManyRequests      Code = "too_many_requests"
 	CodeScheduleLimit        Code = "schedule_limit"
+	CodeScheduleTooFrequent  Code = "schedule_too_frequent"
 	CodeDedupKeyReused       Code = "dedup_key_reused"
 	CodeTenantExists         Code = "tenant_exists"
 	CodeNotTerminal          Code = "not_terminal"
@@ -65,6 +67,7 @@ var codeInfo = map[Code]struct {
 	CodeQuotaExceeded:        {http.StatusTooManyRequests, "Quota exceeded"},
 	CodeTooManyRequests:      {http.StatusTooManyRequests, "Too many requests"},
 	CodeScheduleLimit:        {http.StatusConflict, "Schedule limit reached"},
+	CodeScheduleTooFrequent:  {http.StatusBadRequest, "Schedule too frequent"},
 	CodeDedupKeyReused:       {http.StatusUnprocessableEntity, "Dedup key reused"},
 	CodeTenantExists:         {http.StatusConflict, "Tenant exists"},
 	CodeNotTerminal:          {http.StatusConflict, "Execution not terminal"},

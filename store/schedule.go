@@ -146,7 +146,7 @@ var SkippedPayload = json.RawMessage("null")
 func NewSkippedExecution(id, tenant string, sub *Submission, now time.Time) *Execution {
 	e := NewExecution(id, tenant, sub, now)
 	e.Status = StatusSkipped
-	e.Payload = SkippedPayload
+	e.Payload, e.StoredBytes = SkippedPayload, 0
 	e.RunAt = now.UTC()
 	fin := now.UTC()
 	e.FinishedAt = &fin

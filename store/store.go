@@ -595,9 +595,11 @@ type CreateTenantParams struct {
 	MaxInflight int
 	DedupTTL    time.Duration
 	Retention   time.Duration
-	KeyHash     string // the first API key, hashed; "" creates the tenant without a key
-	KeyID       string // the first key's public id (with KeyHash)
-	Now         time.Time
+	// MaxStoredBytes is the storage budget (0 = DefaultMaxStoredBytes).
+	MaxStoredBytes int64
+	KeyHash        string // the first API key, hashed; "" creates the tenant without a key
+	KeyID          string // the first key's public id (with KeyHash)
+	Now            time.Time
 }
 
 // GetTenantParams are the arguments of Store.GetTenant.
@@ -635,6 +637,9 @@ type UpdateTenantParams struct {
 	DedupTTL    *time.Duration
 	Retention   *time.Duration
 	Disabled    *bool
+	// MaxStoredBytes below the tenant's StoredBytes refuses what adds
+	// bytes until enough are released; nothing is removed.
+	MaxStoredBytes *int64
 }
 
 // DeleteTenantParams are the arguments of Store.DeleteTenant.

@@ -47,6 +47,10 @@
 //	               the suspend itself, and many identical signals at once)
 //	flow bounds    FlowBounds/* (store.MaxSteps, store.MaxBufferedSignals and the keys
 //	               they bound, exactly and under concurrent records and signals)
+//	storage        Storage/* (a tenant's storage budget, store/storage.go: what counts,
+//	               refusals that write nothing, releases, and the count exact under
+//	               32 concurrent writers of each kind at the bound); CheckStorage,
+//	               called by CheckInflight, checks the counter after nearly every test
 //	I12 fairness   Fairness/* (one claim alone; claims of many workers at once
 //	               stay fair only as far as store.Store.Claim promises)
 //
@@ -106,6 +110,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Observe", testObserve},
 		{"TenantList", testTenantList},
 		{"SchedulePause", testSchedulePause},
+		{"Storage", testStorage},
 	}
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {

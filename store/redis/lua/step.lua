@@ -8,7 +8,8 @@
 -- ARGV[5] now_us  ARGV[6] name  ARGV[7] result JSON  ARGV[8] started_us
 -- ('' = not given)  ARGV[9] the journal's bound (store.MaxSteps)
 -- Returns {'LEASELOST'}, {'TOOMANYSTEPS', steps} (a new name and the
--- journal holds its bound: nothing changed) or {'OK', version, recorded
+-- journal holds its bound: nothing changed), {'STORAGE', bytes} (the
+-- result would pass the tenant's storage budget: nothing changed) or {'OK', version, recorded
 -- (0/1), the step's entry (lib.lua, record)}; version 0 when nothing
 -- changed.
 
@@ -17,6 +18,7 @@ if not e then return {'LEASELOST'} end
 if redis.call('HEXISTS', KEYS[2], ARGV[6]) == 0 then
   local n = redis.call('HLEN', KEYS[2])
   if n >= tonumber(ARGV[9]) then return {'TOOMANYSTEPS', n} end
+  if not charge(e, #ARGV[7]) then return {'STORAGE', #ARGV[7]} end
 end
 local v, recorded = 0, 0
 if record(e, ARGV[6], ARGV[7], ARGV[8], ARGV[5]) then

@@ -29,7 +29,9 @@ const (
 
 	// RecordStep: the fence (sqlFence's conditions) locks the execution,
 	// the step is inserted unless its name is recorded already or the
-	// journal holds $8 steps (full), and the recorded step is read back.
+	// journal holds $8 steps (full), and counted in the storage budget
+	// (storage.go: past it, the statement fails with LA002), and the
+	// recorded step is read back.
 	// Records of one execution run one after the other on the row lock.
 	// $1 id, $2 token, $3 tenant, $4 now, $5 name, $6 result, $7
 	// started_at, $8 the journal's bound.
@@ -53,8 +55,8 @@ WITH x AS (
     ON CONFLICT (execution_id, name) DO NOTHING
     RETURNING name, result, started_at, recorded_at, attempt
 ), f AS (
-    UPDATE latch_executions e SET has_steps = true
-    FROM x WHERE e.id = x.id AND NOT x.has_steps AND EXISTS (SELECT 1 FROM ins)
+    UPDATE latch_executions e SET has_steps = true, stored_bytes = e.stored_bytes + octet_length($6)
+    FROM x WHERE e.id = x.id AND EXISTS (SELECT 1 FROM ins)
 )
 SELECT EXISTS (SELECT 1 FROM x), ins.name IS NOT NULL, (SELECT at_bound FROM room),
     coalesce(ins.name, s.name), coalesce(ins.result, s.result), coalesce(ins.started_at, s.started_at),

@@ -45,6 +45,7 @@ const (
 	CodeNotFailed            Code = "not_failed"
 	CodeTooManySteps         Code = "too_many_steps"
 	CodeSignalBufferFull     Code = "signal_buffer_full"
+	CodeStorageExceeded      Code = "storage_exceeded"
 	CodeMethodNotAllowed     Code = "method_not_allowed"
 	CodeInternal             Code = "internal"
 	CodeUnavailable          Code = "unavailable"
@@ -80,6 +81,10 @@ var codeInfo = map[Code]struct {
 	// when the flow's waits consume them.
 	CodeTooManySteps:     {http.StatusConflict, "Too many steps"},
 	CodeSignalBufferFull: {http.StatusConflict, "Signal buffer full"},
+	// 409 too: stored bytes free when executions are deleted or pruned
+	// (days, at the default retention) or the budget is raised, not after
+	// a Retry-After.
+	CodeStorageExceeded:  {http.StatusConflict, "Storage budget exceeded"},
 	CodeMethodNotAllowed: {http.StatusMethodNotAllowed, "Method not allowed"},
 	CodeInternal:         {http.StatusInternalServerError, "Internal error"},
 	CodeUnavailable:      {http.StatusServiceUnavailable, "Service unavailable"},
@@ -168,6 +173,8 @@ func problemFor(err error) *Problem {
 		return problem(CodeTooManySteps, "the execution's journal holds as many steps as it may; a new step name is refused, a recorded one still answers")
 	case errors.Is(err, store.ErrSignalBufferFull):
 		return problem(CodeSignalBufferFull, "the execution keeps as many signals as it may that no wait has consumed; nothing was written")
+	case errors.Is(err, store.ErrStorageExceeded):
+		return problem(CodeStorageExceeded, "the tenant's stored bytes would pass its storage budget (max_stored_bytes); nothing was written: delete executions, or ask for a larger budget")
 	case errors.Is(err, store.ErrNotFailed):
 		return problem(CodeNotFailed, "only a failed execution can be retried")
 	case errors.Is(err, store.ErrInvalid):

@@ -36,13 +36,15 @@ SELECT t.name, coalesce((SELECT sum(e.stored_bytes) FROM latch_executions e WHER
 FROM latch_tenants t;
 
 -- latch_storage_count adds delta bytes to tenant's sum; enforce refuses
--- (LA002) a sum past the budget.
+-- (LA002) a sum past the budget. A tenant deleted by the statement (its
+-- executions with it, DeleteTenant) has no sum left to change.
 CREATE FUNCTION latch_storage_count(t text, delta bigint, enforce boolean) RETURNS void
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     over boolean;
 BEGIN
-    UPDATE latch_storage SET stored_bytes = stored_bytes + delta WHERE tenant = t
+    UPDATE latch_storage SET stored_bytes = stored_bytes + delta
+    WHERE tenant = t AND EXISTS (SELECT 1 FROM latch_tenants WHERE name = t)
     RETURNING stored_bytes > max_bytes INTO over;
     IF enforce AND delta > 0 AND over THEN
         RAISE EXCEPTION USING ERRCODE = 'LA002',

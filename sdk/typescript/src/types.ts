@@ -17,7 +17,7 @@ export type ProblemCode =
   | "payload_too_large" | "unsupported_media_type" | "quota_exceeded" | "too_many_requests"
   | "dedup_key_reused" | "tenant_exists" | "schedule_limit" | "not_terminal" | "lease_lost" | "not_active"
   | "not_failed" | "too_many_steps" | "signal_buffer_full" | "method_not_allowed" | "internal" | "unavailable"
-  | "headers_too_large";
+  | "headers_too_large" | "storage_exceeded" | "schedule_too_frequent";
 
 /** An RFC 9457 problem document: every error answer. */
 export interface Problem {
@@ -103,6 +103,9 @@ export interface Tenant {
   dedup_ttl_seconds: number;
   retention_seconds: number;
   disabled: boolean;
+  /** The storage budget in bytes, and what the tenant's executions hold of it. */
+  max_stored_bytes: number;
+  stored_bytes: number;
 }
 
 export interface TenantCreated {
@@ -112,6 +115,7 @@ export interface TenantCreated {
   max_inflight: number;
   dedup_ttl_seconds: number;
   retention_seconds: number;
+  max_stored_bytes: number;
 }
 
 export interface APIKey {

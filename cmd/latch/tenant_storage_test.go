@@ -1,29 +1,14 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"testing"
-
-	"github.com/latch-run/latch/api"
-	"github.com/latch-run/latch/auth"
-	"github.com/latch-run/latch/internal/testdb"
-	"github.com/latch-run/latch/store/sqlite"
 )
 
 // `latch tenant create|update --max-stored-bytes N` sets the storage
 // budget; `latch tenant get` shows it with the usage.
 func TestTenantStorageBudgetFlag(t *testing.T) {
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, testdb.SQLite(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	srv := httptest.NewServer(api.New(api.Config{Store: st, AdminKeyHash: auth.HashKey(testAdminKey)}).Handler())
-	defer srv.Close()
-	t.Setenv("LATCH_URL", srv.URL)
+	tenantServer(t)
 	t.Setenv("LATCH_KEY", testAdminKey)
 	t.Setenv("LATCH_TENANT", "")
 	var ten struct {
@@ -34,9 +19,9 @@ func TestTenantStorageBudgetFlag(t *testing.T) {
 		args []string
 		want int64
 	}{
-		{[]string{"tenant", "create", "--max-stored-bytes", "5000", "acme"}, 5000},
-		{[]string{"tenant", "update", "--max-stored-bytes", "7000", "acme"}, 7000},
-		{[]string{"tenant", "get", "acme"}, 7000},
+		{[]string{"tenant", "create", "--max-stored-bytes", "5000", "big"}, 5000},
+		{[]string{"tenant", "update", "--max-stored-bytes", "7000", "big"}, 7000},
+		{[]string{"tenant", "get", "big"}, 7000},
 	} {
 		code, out, errOut := cli(t, c.args...)
 		if code != 0 {
@@ -49,7 +34,7 @@ func TestTenantStorageBudgetFlag(t *testing.T) {
 	if ten.StoredBytes == nil || *ten.StoredBytes != 0 {
 		t.Errorf("tenant get: stored_bytes %v, want 0", ten.StoredBytes)
 	}
-	if code, _, _ := cli(t, "tenant", "update", "--max-stored-bytes", "lots", "acme"); code == 0 {
+	if code, _, _ := cli(t, "tenant", "update", "--max-stored-bytes", "lots", "big"); code == 0 {
 		t.Error("--max-stored-bytes lots was taken")
 	}
 }

@@ -195,7 +195,7 @@
 // A tenant's budget and the bytes its executions count (store/storage.go)
 // are one row of latch_storage; each execution's count is its
 // stored_bytes column, which the statements that write bytes add to (the
-// insert, a complete's result, a fail's error, a step, a signal). Row
+// insert, a complete's result, a fail's error, a step, a signal). The
 // triggers on latch_executions (migration 11) move the tenant's row in
 // the same statement by every change of an execution's count, an insert's
 // and a delete's included, so no statement that adds or removes an

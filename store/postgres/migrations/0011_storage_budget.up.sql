@@ -53,25 +53,41 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION latch_storage_trigger() RETURNS trigger
+-- An insert or a delete moves each tenant's sum once per statement (a
+-- batch of 100, a prune of 1,000: one update of the tenant's row), an
+-- update once per row whose count it changes (a complete, a fail, a step,
+-- a signal: one row).
+CREATE FUNCTION latch_storage_inserted() RETURNS trigger
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
-    IF TG_OP = 'INSERT' THEN
-        PERFORM latch_storage_count(NEW.tenant, NEW.stored_bytes, true);
-    ELSIF TG_OP = 'DELETE' THEN
-        PERFORM latch_storage_count(OLD.tenant, -OLD.stored_bytes, false);
-    ELSE
-        PERFORM latch_storage_count(NEW.tenant, NEW.stored_bytes - OLD.stored_bytes,
-            NOT (OLD.status = 'running' AND NEW.status <> 'running'
-                 AND NEW.result IS NOT DISTINCT FROM OLD.result));
-    END IF;
+    PERFORM latch_storage_count(n.tenant, sum(n.stored_bytes)::bigint, true)
+    FROM new_rows n GROUP BY n.tenant HAVING sum(n.stored_bytes) <> 0;
+    RETURN NULL;
+END
+$$;
+
+CREATE FUNCTION latch_storage_deleted() RETURNS trigger
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    PERFORM latch_storage_count(o.tenant, -sum(o.stored_bytes)::bigint, false)
+    FROM old_rows o GROUP BY o.tenant HAVING sum(o.stored_bytes) <> 0;
+    RETURN NULL;
+END
+$$;
+
+CREATE FUNCTION latch_storage_updated() RETURNS trigger
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    PERFORM latch_storage_count(NEW.tenant, NEW.stored_bytes - OLD.stored_bytes,
+        NOT (OLD.status = 'running' AND NEW.status <> 'running'
+             AND NEW.result IS NOT DISTINCT FROM OLD.result));
     RETURN NULL;
 END
 $$;
 
 CREATE TRIGGER latch_storage_insert AFTER INSERT ON latch_executions
-    FOR EACH ROW WHEN (NEW.stored_bytes <> 0) EXECUTE FUNCTION latch_storage_trigger();
-CREATE TRIGGER latch_storage_update AFTER UPDATE OF stored_bytes ON latch_executions
-    FOR EACH ROW WHEN (NEW.stored_bytes <> OLD.stored_bytes) EXECUTE FUNCTION latch_storage_trigger();
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION latch_storage_inserted();
 CREATE TRIGGER latch_storage_delete AFTER DELETE ON latch_executions
-    FOR EACH ROW WHEN (OLD.stored_bytes <> 0) EXECUTE FUNCTION latch_storage_trigger();
+    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION latch_storage_deleted();
+CREATE TRIGGER latch_storage_update AFTER UPDATE OF stored_bytes ON latch_executions
+    FOR EACH ROW WHEN (NEW.stored_bytes <> OLD.stored_bytes) EXECUTE FUNCTION latch_storage_updated();

@@ -39,7 +39,7 @@ FROM latch_tenants t;
 -- (LA002) a sum past the budget. A tenant deleted by the statement (its
 -- executions with it, DeleteTenant) has no sum left to change.
 CREATE FUNCTION latch_storage_count(t text, delta bigint, enforce boolean) RETURNS void
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
     over boolean;
 BEGIN
@@ -53,12 +53,16 @@ BEGIN
 END
 $$;
 
+-- The functions keep the schema they were made in (SET search_path FROM
+-- CURRENT): a statement naming latch_executions by its schema, on a
+-- connection whose search_path does not hold it, still finds the sums.
+--
 -- An insert or a delete moves each tenant's sum once per statement (a
 -- batch of 100, a prune of 1,000: one update of the tenant's row), an
 -- update once per row whose count it changes (a complete, a fail, a step,
 -- a signal: one row).
 CREATE FUNCTION latch_storage_inserted() RETURNS trigger
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
     PERFORM latch_storage_count(n.tenant, sum(n.stored_bytes)::bigint, true)
     FROM new_rows n GROUP BY n.tenant HAVING sum(n.stored_bytes) <> 0;
@@ -67,7 +71,7 @@ END
 $$;
 
 CREATE FUNCTION latch_storage_deleted() RETURNS trigger
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
     PERFORM latch_storage_count(o.tenant, -sum(o.stored_bytes)::bigint, false)
     FROM old_rows o GROUP BY o.tenant HAVING sum(o.stored_bytes) <> 0;
@@ -76,7 +80,7 @@ END
 $$;
 
 CREATE FUNCTION latch_storage_updated() RETURNS trigger
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
     PERFORM latch_storage_count(NEW.tenant, NEW.stored_bytes - OLD.stored_bytes,
         NOT (OLD.status = 'running' AND NEW.status <> 'running'

@@ -313,6 +313,8 @@ type TenantOptions struct {
 	MaxInflight int           // default 10000
 	DedupTTL    time.Duration // default 7 days
 	Retention   time.Duration // default 7 days
+	// MaxStoredBytes is the storage budget in bytes; default 1 GiB.
+	MaxStoredBytes int64
 }
 
 // TenantUpdate changes the non-nil settings of a tenant.
@@ -320,6 +322,9 @@ type TenantUpdate struct {
 	MaxInflight *int
 	DedupTTL    *time.Duration
 	Retention   *time.Duration
+	// MaxStoredBytes below StoredBytes refuses what adds bytes until
+	// enough are released.
+	MaxStoredBytes *int64
 }
 
 func validTenantName(name string) error {
@@ -342,6 +347,8 @@ func (c *Client) CreateTenant(ctx context.Context, name string, opts TenantOptio
 		DedupTTL:    opts.DedupTTL,
 		Retention:   opts.Retention,
 		Now:         time.Now(),
+
+		MaxStoredBytes: opts.MaxStoredBytes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("latch: create tenant %s: %w", name, err)
@@ -375,6 +382,8 @@ func (c *Client) UpdateTenant(ctx context.Context, name string, u TenantUpdate) 
 		MaxInflight: u.MaxInflight,
 		DedupTTL:    u.DedupTTL,
 		Retention:   u.Retention,
+
+		MaxStoredBytes: u.MaxStoredBytes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("latch: update tenant %s: %w", name, err)

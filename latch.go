@@ -68,6 +68,11 @@ var (
 	// keeps store.MaxBufferedSignals signals no wait has consumed. Nothing
 	// was written. Retry: once a wait of the flow consumed one.
 	ErrSignalBufferFull = store.ErrSignalBufferFull
+	// ErrStorageExceeded: a submit, step, signal or result that would take
+	// the tenant's StoredBytes past its MaxStoredBytes. Nothing was
+	// written. Retry: once executions were deleted or pruned, or the budget
+	// raised.
+	ErrStorageExceeded = store.ErrStorageExceeded
 )
 
 // Permanent marks a handler's error as not worth retrying: the execution
@@ -191,6 +196,11 @@ type Tenant struct {
 	DedupTTL    time.Duration
 	Retention   time.Duration
 	CreatedAt   time.Time
+	// MaxStoredBytes is the tenant's storage budget; StoredBytes what its
+	// executions hold of it (payloads, step results, signal data, results
+	// and failure texts).
+	MaxStoredBytes int64
+	StoredBytes    int64
 }
 
 func fromStoreTenant(t *store.Tenant) *Tenant {
@@ -201,6 +211,9 @@ func fromStoreTenant(t *store.Tenant) *Tenant {
 		DedupTTL:    t.DedupTTL,
 		Retention:   t.Retention,
 		CreatedAt:   t.CreatedAt,
+
+		MaxStoredBytes: t.MaxStoredBytes,
+		StoredBytes:    t.StoredBytes,
 	}
 }
 

@@ -20,7 +20,8 @@ type Code string
 // the server's body budget is spent), too_many_requests (a tenant's event
 // streams, long polls or stream tickets at their bound), invalid_ticket (a
 // stream ticket unknown, expired, used or for another execution), schedule_limit (a tenant's
-// schedules at their bound), too_many_steps, journal_too_large and
+// schedules at their bound), schedule_too_frequent (a timing that ticks more often than
+// Config.MinScheduleInterval), too_many_steps, journal_too_large and
 // signal_buffer_full (an execution's journal or kept signals at their
 // bound, store.MaxSteps, store.MaxJournalBytes and
 // store.MaxBufferedSignals) and headers_too_large (MaxHeaderBytes).
@@ -36,6 +37,7 @@ const (
 	CodeQuotaExceeded        Code = "quota_exceeded"
 	CodeTooManyRequests      Code = "too_many_requests"
 	CodeScheduleLimit        Code = "schedule_limit"
+	CodeScheduleTooFrequent  Code = "schedule_too_frequent"
 	CodeDedupKeyReused       Code = "dedup_key_reused"
 	CodeTenantExists         Code = "tenant_exists"
 	CodeNotTerminal          Code = "not_terminal"
@@ -45,6 +47,7 @@ const (
 	CodeTooManySteps         Code = "too_many_steps"
 	CodeJournalTooLarge      Code = "journal_too_large"
 	CodeSignalBufferFull     Code = "signal_buffer_full"
+	CodeStorageExceeded      Code = "storage_exceeded"
 	CodeMethodNotAllowed     Code = "method_not_allowed"
 	CodeInternal             Code = "internal"
 	CodeUnavailable          Code = "unavailable"
@@ -67,6 +70,7 @@ var codeInfo = map[Code]struct {
 	CodeQuotaExceeded:        {http.StatusTooManyRequests, "Quota exceeded"},
 	CodeTooManyRequests:      {http.StatusTooManyRequests, "Too many requests"},
 	CodeScheduleLimit:        {http.StatusConflict, "Schedule limit reached"},
+	CodeScheduleTooFrequent:  {http.StatusBadRequest, "Schedule too frequent"},
 	CodeDedupKeyReused:       {http.StatusUnprocessableEntity, "Dedup key reused"},
 	CodeTenantExists:         {http.StatusConflict, "Tenant exists"},
 	CodeNotTerminal:          {http.StatusConflict, "Execution not terminal"},
@@ -80,6 +84,10 @@ var codeInfo = map[Code]struct {
 	CodeTooManySteps:     {http.StatusConflict, "Too many steps"},
 	CodeJournalTooLarge:  {http.StatusConflict, "Journal too large"},
 	CodeSignalBufferFull: {http.StatusConflict, "Signal buffer full"},
+	// 409 too: stored bytes free when executions are deleted or pruned
+	// (days, at the default retention) or the budget is raised, not after
+	// a Retry-After.
+	CodeStorageExceeded:  {http.StatusConflict, "Storage budget exceeded"},
 	CodeMethodNotAllowed: {http.StatusMethodNotAllowed, "Method not allowed"},
 	CodeInternal:         {http.StatusInternalServerError, "Internal error"},
 	CodeUnavailable:      {http.StatusServiceUnavailable, "Service unavailable"},
@@ -170,6 +178,8 @@ func problemFor(err error) *Problem {
 		return problem(CodeJournalTooLarge, "the step would make the execution's journal larger than it may be; nothing was written, a recorded name still answers")
 	case errors.Is(err, store.ErrSignalBufferFull):
 		return problem(CodeSignalBufferFull, "the execution keeps as many signals as it may that no wait has consumed; nothing was written")
+	case errors.Is(err, store.ErrStorageExceeded):
+		return problem(CodeStorageExceeded, "the tenant's stored bytes would pass its storage budget (max_stored_bytes); nothing was written: delete executions, or ask for a larger budget")
 	case errors.Is(err, store.ErrNotFailed):
 		return problem(CodeNotFailed, "only a failed execution can be retried")
 	case errors.Is(err, store.ErrInvalid):

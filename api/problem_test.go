@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/latch-run/latch/store"
 )
@@ -23,7 +24,10 @@ var update = flag.Bool("update", false, "rewrite golden files in testdata/")
 // accept a change.
 func TestProblemGolden(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(c *Config) { c.MaxPayloadBytes, c.MaxSchedulesPerTenant, c.MaxStreamsPerTenant = 100, 1, 1 })
+	e := newEnv(t, func(c *Config) {
+		c.MaxPayloadBytes, c.MaxSchedulesPerTenant, c.MaxStreamsPerTenant = 100, 1, 1
+		c.MinScheduleInterval = time.Minute
+	})
 	key := e.tenant("acme", `,"max_inflight":2`)
 	e.submit(key, `{"kind":"echo","dedup_key":"k"}`, http.StatusCreated)
 	e.submit(key, `{"kind":"echo","dedup_key":"q"}`, http.StatusCreated)
@@ -83,6 +87,9 @@ func TestProblemGolden(t *testing.T) {
 		{"quota_exceeded_trigger", func() *resp { return e.do("POST", "/api/schedules/nightly/trigger", key, nil) }},
 		{"too_many_requests", func() *resp { return e.do("GET", "/api/executions/"+running.ExecutionID+"/events", key, nil) }},
 		{"schedule_limit", func() *resp { return e.do("PUT", "/api/schedules/another", key, `{"every":"1h","kind":"echo"}`) }},
+		{"schedule_too_frequent", func() *resp {
+			return e.do("PUT", "/api/schedules/nightly", key, `{"cron":"*/10 * * * * *","kind":"echo"}`)
+		}},
 		{"dedup_key_reused", func() *resp { return e.do("POST", "/api/executions", key, `{"kind":"other","dedup_key":"k"}`) }},
 		{"tenant_exists", func() *resp { return e.do("POST", "/api/tenants", e.admin, `{"name":"acme"}`) }},
 		{"not_terminal", func() *resp { return e.do("DELETE", "/api/executions/"+running.ExecutionID, key, nil) }},

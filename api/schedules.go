@@ -69,6 +69,8 @@ type putScheduleRequest struct {
 	Catchup        *string         `json:"catchup"`
 	Enabled        *bool           `json:"enabled"`
 	scheduleState
+
+	spec *schedule.Spec // the timing, once schedule() checked it
 }
 
 // scheduleState holds the read-only fields of a schedule answer: checked
@@ -131,6 +133,7 @@ func (r *putScheduleRequest) schedule(tenant string, now time.Time, maxPayload i
 	if err != nil {
 		return sc, err
 	}
+	r.spec = spec
 
 	if r.Queue != nil {
 		if err := fieldProblem(store.CheckQueue("queue", *r.Queue)); err != nil {
@@ -232,6 +235,20 @@ func timingProblem(field string, err error) *Problem {
 	return invalid(field, "%s", strings.ToValidUTF8(err.Error(), "\uFFFD"))
 }
 
+// checkFrequency refuses (400 schedule_too_frequent) a timing whose
+// ticks come closer than Config.MinScheduleInterval.
+func (s *Server) checkFrequency(req *putScheduleRequest) error {
+	field, gap := "every", req.spec.MinInterval()
+	if req.Cron != nil {
+		field = "cron"
+	}
+	if gap >= s.cfg.MinScheduleInterval {
+		return nil
+	}
+	return problem(CodeScheduleTooFrequent, "%s ticks as often as every %v; this server's minimum interval between ticks is %v",
+		field, gap, s.cfg.MinScheduleInterval)
+}
+
 // putScheduleResponse is a PUT's answer: 201 created, 200 replaced.
 type putScheduleResponse struct {
 	*scheduleView
@@ -253,6 +270,9 @@ func (s *Server) putSchedule(ctx context.Context, req *putScheduleRequest) (*put
 	now := s.cfg.Now()
 	sc, err := req.schedule(owner, now, s.cfg.MaxPayloadBytes)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkFrequency(req); err != nil {
 		return nil, err
 	}
 	res, err := s.cfg.Store.PutSchedule(ctx, &store.PutScheduleParams{Schedule: sc,

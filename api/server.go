@@ -93,6 +93,14 @@ type Config struct {
 	// is always allowed). 0 = 1000; < 0 = no bound.
 	MaxSchedulesPerTenant int
 
+	// MinScheduleInterval is the shortest time between two ticks a
+	// schedule may have (schedule.Spec.MinInterval): a PUT of a timing
+	// that ticks more often, an every or a cron with seconds, is refused
+	// with 400 schedule_too_frequent. Schedules stored before it was
+	// raised keep their timing until they are replaced. 0 = 1s, the
+	// shortest timing there is.
+	MinScheduleInterval time.Duration
+
 	// StreamWriteTimeout bounds each write of an event stream (an event or
 	// a keep-alive): a client that stops reading for longer loses the
 	// stream. 0 = 30s.

@@ -14,9 +14,13 @@ type tenantSettings struct {
 	MaxInflight      *int64 `json:"max_inflight"`
 	DedupTTLSeconds  *int64 `json:"dedup_ttl_seconds"`
 	RetentionSeconds *int64 `json:"retention_seconds"`
+	MaxStoredBytes   *int64 `json:"max_stored_bytes"`
 }
 
 func (t *tenantSettings) validate() error {
+	if err := optRange("max_stored_bytes", t.MaxStoredBytes, 1, store.MaxStoredBytesLimit); err != nil {
+		return err
+	}
 	if err := optRange("max_inflight", t.MaxInflight, 1, maxInflight); err != nil {
 		return err
 	}
@@ -51,6 +55,7 @@ type createdTenant struct {
 	MaxInflight      int    `json:"max_inflight"`
 	DedupTTLSeconds  int64  `json:"dedup_ttl_seconds"`
 	RetentionSeconds int64  `json:"retention_seconds"`
+	MaxStoredBytes   int64  `json:"max_stored_bytes"`
 }
 
 func (*createdTenant) statusCode() int { return http.StatusCreated }
@@ -62,13 +67,14 @@ func (s *Server) createTenant(ctx context.Context, req *createTenantRequest) (*c
 	}
 	key, keyID := NewKey(), store.NewKeyID()
 	t, err := s.cfg.Store.CreateTenant(ctx, &store.CreateTenantParams{
-		Name:        *req.Name,
-		MaxInflight: int(orDefault(req.MaxInflight, store.DefaultMaxInflight)),
-		DedupTTL:    seconds(req.DedupTTLSeconds, store.DefaultDedupTTL),
-		Retention:   seconds(req.RetentionSeconds, store.DefaultRetention),
-		KeyHash:     HashKey(key),
-		KeyID:       keyID,
-		Now:         s.cfg.Now(),
+		Name:           *req.Name,
+		MaxInflight:    int(orDefault(req.MaxInflight, store.DefaultMaxInflight)),
+		DedupTTL:       seconds(req.DedupTTLSeconds, store.DefaultDedupTTL),
+		Retention:      seconds(req.RetentionSeconds, store.DefaultRetention),
+		MaxStoredBytes: orDefault(req.MaxStoredBytes, store.DefaultMaxStoredBytes),
+		KeyHash:        HashKey(key),
+		KeyID:          keyID,
+		Now:            s.cfg.Now(),
 	})
 	if errors.Is(err, store.ErrTenantExists) {
 		return nil, problem(CodeTenantExists, "tenant %q exists", *req.Name)
@@ -84,6 +90,7 @@ func (s *Server) createTenant(ctx context.Context, req *createTenantRequest) (*c
 		MaxInflight:      v.MaxInflight,
 		DedupTTLSeconds:  v.DedupTTLSeconds,
 		RetentionSeconds: v.RetentionSeconds,
+		MaxStoredBytes:   v.MaxStoredBytes,
 	}, nil
 }
 
@@ -127,6 +134,8 @@ type patchTenantRequest struct {
 	tenantSettings
 	Disabled *bool  `json:"disabled"`
 	Inflight *int64 `json:"inflight"` // read-only: checked for type, then ignored
+	// StoredBytes is read-only like inflight.
+	StoredBytes *int64 `json:"stored_bytes"`
 }
 
 func (r *patchTenantRequest) validate() error {
@@ -155,6 +164,7 @@ func (s *Server) patchTenant(ctx context.Context, req *patchTenantRequest) (*ten
 		d := seconds(req.RetentionSeconds, 0)
 		p.Retention = &d
 	}
+	p.MaxStoredBytes = req.MaxStoredBytes
 	t, err := s.cfg.Store.UpdateTenant(ctx, p)
 	if err != nil {
 		return nil, tenantErr(err, req.name)

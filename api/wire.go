@@ -159,6 +159,8 @@ type tenant struct {
 	DedupTTLSeconds  int64  `json:"dedup_ttl_seconds"`
 	RetentionSeconds int64  `json:"retention_seconds"`
 	Disabled         bool   `json:"disabled"`
+	MaxStoredBytes   int64  `json:"max_stored_bytes"`
+	StoredBytes      int64  `json:"stored_bytes"`
 }
 
 func toTenant(t *store.Tenant) *tenant {
@@ -169,6 +171,8 @@ func toTenant(t *store.Tenant) *tenant {
 		DedupTTLSeconds:  int64(t.DedupTTL / time.Second),
 		RetentionSeconds: int64(t.Retention / time.Second),
 		Disabled:         t.Disabled,
+		MaxStoredBytes:   t.MaxStoredBytes,
+		StoredBytes:      t.StoredBytes,
 	}
 }
 

@@ -308,9 +308,15 @@ func (a *attempt) settle(ctx context.Context, cause error, out outcome) Outcome 
 	}
 }
 
-// writeComplete writes Complete and returns the outcome.
+// writeComplete writes Complete and returns the outcome. A result the
+// tenant's storage budget has no room for fails the attempt instead, for
+// good: the work is done, and running it again would only do it again.
 func (a *attempt) writeComplete(ctx context.Context, result json.RawMessage) Outcome {
-	if err := a.write(ctx, "complete", func(ctx context.Context) error { return a.complete(ctx, result) }); err != nil {
+	err := a.write(ctx, "complete", func(ctx context.Context) error { return a.complete(ctx, result) })
+	switch {
+	case errors.Is(err, store.ErrStorageExceeded):
+		return a.writeFail(ctx, fmt.Sprintf("the result (%d bytes) was not stored: %v", len(result), err), false, 0)
+	case err != nil:
 		return unwritten(err)
 	}
 	return OutcomeSucceeded
@@ -454,7 +460,7 @@ func (a *attempt) storeCtx(ctx context.Context) (context.Context, context.Cancel
 func isStoreVerdict(err error) bool {
 	for _, s := range []error{store.ErrNotFound, store.ErrLeaseLost, store.ErrInvalid,
 		store.ErrNotTerminal, store.ErrQuotaExceeded, store.ErrDedupKeyReused, store.ErrExists,
-		store.ErrTooManySteps, store.ErrJournalTooLarge, store.ErrSignalBufferFull} {
+		store.ErrTooManySteps, store.ErrJournalTooLarge, store.ErrSignalBufferFull, store.ErrStorageExceeded} {
 		if errors.Is(err, s) {
 			return true
 		}

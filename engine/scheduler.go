@@ -36,7 +36,7 @@ type SchedulerConfig struct {
 	Now func() time.Time
 	// OnFire, if set, is called after each tick this scheduler fired or
 	// dropped (for metrics): outcome is "admitted", "skipped",
-	// "deduplicated", "dropped" or "quota_exceeded".
+	// "deduplicated", "dropped", "quota_exceeded" or "storage_exceeded".
 	OnFire func(outcome string)
 }
 
@@ -201,6 +201,11 @@ func (s *Scheduler) fire(ctx context.Context, sc *store.Schedule, now time.Time)
 		s.log.Warn("schedule tick refused: the tenant is at its max_inflight; retrying at the next pass",
 			"tenant", sc.Tenant, "schedule", sc.Name, "tick", tick)
 		s.observe("quota_exceeded")
+		return false, nil
+	case errors.Is(err, store.ErrStorageExceeded):
+		s.log.Warn("schedule tick refused: the tenant is at its storage budget (max_stored_bytes); retrying at the next pass",
+			"tenant", sc.Tenant, "schedule", sc.Name, "tick", tick)
+		s.observe("storage_exceeded")
 		return false, nil
 	case errors.Is(err, store.ErrNotFound):
 		return true, nil // deleted since the list

@@ -68,6 +68,12 @@ var (
 	// Retry: yes, once a wait of the flow has consumed a kept signal.
 	ErrSignalBufferFull = errors.New("signal buffer full")
 
+	// ErrStorageExceeded: the operation would take its tenant's stored
+	// bytes above its MaxStoredBytes (storage.go). Nothing was written; a
+	// worker's lease is kept. Retry: yes, once executions of the tenant
+	// were deleted or pruned, or its budget raised.
+	ErrStorageExceeded = errors.New("storage budget exceeded")
+
 	// ErrNotFailed: Retry of an execution that is not failed. Retry: no.
 	ErrNotFailed = errors.New("execution is not failed")
 

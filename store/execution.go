@@ -101,6 +101,9 @@ type Execution struct {
 	// the step that answers it.
 	DedupHits      int
 	LastDedupHitAt *time.Time
+	// StoredBytes is what the execution counts in its tenant's storage
+	// budget (storage.go).
+	StoredBytes int64
 }
 
 // Lease is one claimed attempt handed to a worker. Token fences every later
@@ -139,10 +142,15 @@ type Tenant struct {
 	// Disabled: the tenant's keys are refused (but for the calls of leases
 	// they hold), its schedules do not tick and its executions do not start.
 	Disabled bool
+	// MaxStoredBytes is the tenant's storage budget, StoredBytes what its
+	// executions count in it (storage.go).
+	MaxStoredBytes int64
+	StoredBytes    int64
 }
 
 // NewExecution is the execution Admit creates for sub in tenant, named id:
-// the package defaults applied to zero fields, a nil payload made {}, queued
+// the package defaults applied to zero fields, a nil payload made {} (and
+// counted in StoredBytes), queued
 // at now, or scheduled when sub.RunAt is after now. Every backend builds
 // its executions with it, so the defaults live in one place; a backend
 // whose clock is coarser than a nanosecond rounds the times afterwards.
@@ -168,6 +176,7 @@ func NewExecution(id, tenant string, sub *Submission, now time.Time) *Execution 
 	if len(e.Payload) == 0 {
 		e.Payload = json.RawMessage("{}")
 	}
+	e.StoredBytes = StoredSize(e.Payload)
 	if e.Queue == "" {
 		e.Queue = DefaultQueue
 	}

@@ -133,12 +133,20 @@ func TickSubmission(s *Schedule, dedupKey string) Submission {
 	return sub
 }
 
+// SkippedPayload is the payload of a skipped tick: JSON null, "not
+// stored". The tick would have run with its schedule's payload, which the
+// schedule holds.
+var SkippedPayload = json.RawMessage("null")
+
 // NewSkippedExecution is the record of a tick dropped by overlap skip: the
 // tick's execution built as Admit would, then ended skipped at now. It holds
 // no quota slot and never runs; its dedup key is kept like any other's.
+// It keeps no copy of the schedule's payload (SkippedPayload): a schedule
+// skipping every second would otherwise store its payload once a second.
 func NewSkippedExecution(id, tenant string, sub *Submission, now time.Time) *Execution {
 	e := NewExecution(id, tenant, sub, now)
 	e.Status = StatusSkipped
+	e.Payload, e.StoredBytes = SkippedPayload, 0
 	e.RunAt = now.UTC()
 	fin := now.UTC()
 	e.FinishedAt = &fin

@@ -19,7 +19,8 @@ type Store interface {
 	// Admit submits a group of executions for one tenant. Items are decided
 	// one by one in order, as if submitted singly, and committed together:
 	// a later item sees earlier ones (two items with one dedup key get one
-	// execution). A per-item refusal (quota, reused key, invalid) is reported
+	// execution). A per-item refusal (quota, storage budget, reused key,
+	// invalid) is reported
 	// in that item's Err and does not affect the others. The returned error
 	// is for the whole call: ErrNotFound for an unknown tenant, or a backend
 	// failure, in which case nothing was admitted.
@@ -84,7 +85,9 @@ type Store interface {
 	Heartbeat(ctx context.Context, p *HeartbeatParams) (*HeartbeatResult, error)
 
 	// Complete ends the attempt as succeeded with Result. Fenced like
-	// Heartbeat. Frees the quota slot. If cancel was requested the execution
+	// Heartbeat. Frees the quota slot. Result counts in the tenant's
+	// storage budget (storage.go): ErrStorageExceeded past it, nothing
+	// changed, the lease kept. If cancel was requested the execution
 	// ends cancelled instead (docs/api.md: a cancelled running execution becomes
 	// cancelled when its worker stops, however it stops); Result is kept.
 	Complete(ctx context.Context, p *CompleteParams) (*Execution, error)
@@ -92,6 +95,7 @@ type Store interface {
 	// Fail ends the attempt. If cancel was requested the execution becomes
 	// cancelled. Otherwise, if Retry is set and attempts remain, it is queued
 	// again (scheduled at Now+RetryDelay); else it becomes failed. Fenced.
+	// Error counts in the tenant's storage budget, never refused.
 	Fail(ctx context.Context, p *FailParams) (*Execution, error)
 
 	// Release hands a running attempt back (graceful shutdown): the
@@ -110,7 +114,8 @@ type Store interface {
 
 	// Delete removes a terminal execution (ErrNotTerminal otherwise) or, with
 	// Force, any execution: the row, its quota slot, its dedup key, its
-	// journal and its buffered signals go at once. A worker holding a lease on it gets ErrLeaseLost from then on.
+	// journal and its buffered signals go at once, and its stored bytes
+	// leave its tenant's count. A worker holding a lease on it gets ErrLeaseLost from then on.
 	Delete(ctx context.Context, p *DeleteParams) error
 
 	// Rescue ends every lease that expired before Now: cancelled if cancel
@@ -135,7 +140,8 @@ type Store interface {
 	// with Recorded false. The step's Attempt is the execution's. A new
 	// name when the journal holds p.StepBound() steps is ErrTooManySteps,
 	// nothing written (the lease kept); the count and the insert are one
-	// atomic step.
+	// atomic step. A new step's result counts in the tenant's storage
+	// budget: ErrStorageExceeded past it, nothing written, the lease kept.
 	RecordStep(ctx context.Context, p *RecordStepParams) (*RecordStepResult, error)
 
 	// Suspend ends a running attempt to sleep or to wait for a signal
@@ -171,7 +177,8 @@ type Store interface {
 	// ErrSignalBufferFull, nothing written, when the execution buffers
 	// p.BufferBound() signals already (counted and inserted in one atomic
 	// step). Signals of one name are consumed oldest first, each by one
-	// wait, which frees its place. ErrNotFound for a missing execution or
+	// wait, which frees its place. A new signal's data counts in the
+	// tenant's storage budget: ErrStorageExceeded past it, nothing written. ErrNotFound for a missing execution or
 	// another tenant's.
 	Signal(ctx context.Context, p *SignalParams) (*SignalResult, error)
 
@@ -265,8 +272,9 @@ type Store interface {
 	//     tenant) is not terminal, the tick is recorded as a skipped
 	//     execution (NewSkippedExecution) under the tick's dedup key.
 	//  4. Else the tick is admitted as Admit would admit TickSubmission(s,
-	//     p.DedupKey()): under the tenant's quota and dedup TTL.
-	//     ErrQuotaExceeded leaves everything unchanged (the tick stays due).
+	//     p.DedupKey()): under the tenant's quota, storage budget and dedup
+	//     TTL. ErrQuotaExceeded or ErrStorageExceeded leaves everything
+	//     unchanged (the tick stays due).
 	//  5. LastRunAt and LastExecutionID become the tick's, unless Tick is
 	//     before the stored LastRunAt (a late fire never moves them back);
 	//     a regular fire sets NextRunAt to Next (Advanced).
@@ -597,9 +605,11 @@ type CreateTenantParams struct {
 	MaxInflight int
 	DedupTTL    time.Duration
 	Retention   time.Duration
-	KeyHash     string // the first API key, hashed; "" creates the tenant without a key
-	KeyID       string // the first key's public id (with KeyHash)
-	Now         time.Time
+	// MaxStoredBytes is the storage budget (0 = DefaultMaxStoredBytes).
+	MaxStoredBytes int64
+	KeyHash        string // the first API key, hashed; "" creates the tenant without a key
+	KeyID          string // the first key's public id (with KeyHash)
+	Now            time.Time
 }
 
 // GetTenantParams are the arguments of Store.GetTenant.
@@ -637,6 +647,9 @@ type UpdateTenantParams struct {
 	DedupTTL    *time.Duration
 	Retention   *time.Duration
 	Disabled    *bool
+	// MaxStoredBytes below the tenant's StoredBytes refuses what adds
+	// bytes until enough are released; nothing is removed.
+	MaxStoredBytes *int64
 }
 
 // DeleteTenantParams are the arguments of Store.DeleteTenant.

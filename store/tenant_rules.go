@@ -52,8 +52,13 @@ func (p *CreateTenantParams) NewTenant(now time.Time) (*Tenant, error) {
 		DedupTTL:    orDefault(p.DedupTTL, DefaultDedupTTL),
 		Retention:   orDefault(p.Retention, DefaultRetention),
 		CreatedAt:   now,
+
+		MaxStoredBytes: orDefault(p.MaxStoredBytes, DefaultMaxStoredBytes),
 	}
 	if err := checkTenantSettings(&t.MaxInflight, &t.DedupTTL, &t.Retention); err != nil {
+		return nil, err
+	}
+	if err := checkMaxStoredBytes(&t.MaxStoredBytes); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -62,7 +67,10 @@ func (p *CreateTenantParams) NewTenant(now time.Time) (*Tenant, error) {
 // Validate refuses (ErrInvalid) a given setting out of its bounds. Every
 // backend's UpdateTenant starts with it.
 func (p *UpdateTenantParams) Validate() error {
-	return checkTenantSettings(p.MaxInflight, p.DedupTTL, p.Retention)
+	if err := checkTenantSettings(p.MaxInflight, p.DedupTTL, p.Retention); err != nil {
+		return err
+	}
+	return checkMaxStoredBytes(p.MaxStoredBytes)
 }
 
 // checkTenantSettings checks the given (non-nil) settings: max_inflight in

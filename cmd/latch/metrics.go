@@ -43,7 +43,7 @@ func newEngineMetrics() *engineMetrics {
 	m := &engineMetrics{
 		ticks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "latch_schedule_ticks_total",
-			Help: "Schedule ticks this server fired or dropped, by outcome: admitted, skipped, deduplicated, dropped, quota_exceeded.",
+			Help: "Schedule ticks this server fired or dropped, by outcome: admitted, skipped, deduplicated, dropped, quota_exceeded, storage_exceeded.",
 		}, []string{"outcome"}),
 		rescues: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "latch_rescues_total",
@@ -55,7 +55,7 @@ func newEngineMetrics() *engineMetrics {
 	for _, o := range []string{rescueRequeued, rescueFailed, rescueCancelled} {
 		m.rescues.WithLabelValues(o) // 0 until the first rescue, not absent
 	}
-	for _, o := range []string{"admitted", "skipped", "deduplicated", "dropped", "quota_exceeded"} {
+	for _, o := range []string{"admitted", "skipped", "deduplicated", "dropped", "quota_exceeded", "storage_exceeded"} {
 		m.ticks.WithLabelValues(o) // the scheduler's outcomes, 0 until the first tick
 	}
 	return m

@@ -163,7 +163,8 @@ var (
 		{"QUEUE", "queue"}, {"STATUS", "status"}, {"ATTEMPT", "attempt"}, {"CREATED", "created_at"},
 		{"ERROR", "error"}, {"RESULT", "result"}}
 	tenantColumns = []column{{"NAME", "name"}, {"DISABLED", "disabled"}, {"MAX_INFLIGHT", "max_inflight"},
-		{"INFLIGHT", "inflight"}, {"DEDUP_TTL_SECONDS", "dedup_ttl_seconds"}, {"RETENTION_SECONDS", "retention_seconds"}}
+		{"INFLIGHT", "inflight"}, {"DEDUP_TTL_SECONDS", "dedup_ttl_seconds"}, {"RETENTION_SECONDS", "retention_seconds"},
+		{"MAX_STORED_BYTES", "max_stored_bytes"}, {"STORED_BYTES", "stored_bytes"}}
 	keyColumns      = []column{{"KEY_ID", "key_id"}, {"CREATED", "created_at"}, {"LAST_USED", "last_used_at"}}
 	scheduleColumns = []column{{"NAME", "name"}, {"CRON", "cron"}, {"EVERY", "every"}, {"KIND", "kind"},
 		{"QUEUE", "queue"}, {"ENABLED", "enabled"}, {"NEXT_RUN", "next_run_at"}, {"LAST_RUN", "last_run_at"}}

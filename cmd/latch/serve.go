@@ -22,6 +22,7 @@ import (
 	"github.com/latch-run/latch/engine"
 	"github.com/latch-run/latch/internal/tracing/otelenv"
 	"github.com/latch-run/latch/kinds"
+	"github.com/latch-run/latch/schedule"
 	"github.com/latch-run/latch/store"
 )
 
@@ -43,6 +44,7 @@ type serveConfig struct {
 	maxLongPolls  int // per tenant; 0 = no bound
 	bodyBudgetMiB int
 	maxSchedules  int // per tenant; 0 = no bound
+	minSchedule   time.Duration
 
 	// Checked from the above and the environment by serveFlags, so that
 	// nothing is done (no store opened, no admin key made) on a
@@ -98,6 +100,7 @@ func serveFlagsCtx(ctx context.Context, args []string) (*serveConfig, error) {
 	fs.IntVar(&c.maxLongPolls, "max-long-polls", api.DefaultMaxLongPolls, "long polls (wait_seconds) one tenant may hold open on this server; 0 = no bound (LATCH_MAX_LONG_POLLS)")
 	fs.IntVar(&c.bodyBudgetMiB, "body-budget-mib", api.DefaultMaxBodyInFlight>>20, "MiB of large request bodies this server reads at once; beyond, requests are refused with 503 (LATCH_BODY_BUDGET_MIB)")
 	fs.IntVar(&c.maxSchedules, "max-schedules", api.DefaultMaxSchedules, "schedules one tenant may have; 0 = no bound (LATCH_MAX_SCHEDULES)")
+	fs.DurationVar(&c.minSchedule, "min-schedule-interval", schedule.MinEvery, "shortest time between two ticks of a schedule; a put of one that ticks more often is refused (LATCH_MIN_SCHEDULE_INTERVAL)")
 	configFile := fs.String("config", "", "config file of settings (YAML, keys named like the flags); flags, then the environment, then the file, then the defaults (LATCH_CONFIG)")
 	fs.BoolVar(&c.printConfig, "print-config", false, "print the effective settings, secrets masked, and where each came from, then exit")
 	if err := parse(ctx, fs, args, 0, 0); err != nil {
@@ -124,6 +127,7 @@ func serveFlagsCtx(ctx context.Context, args []string) (*serveConfig, error) {
 		{"max-streams", c.maxStreams < 0, ">= 0"},
 		{"max-long-polls", c.maxLongPolls < 0, ">= 0"},
 		{"max-schedules", c.maxSchedules < 0, ">= 0"},
+		{"min-schedule-interval", c.minSchedule < schedule.MinEvery || c.minSchedule > schedule.MaxEvery, "from 1s to 8784h"},
 		{"body-budget-mib", c.bodyBudgetMiB < 1, ">= 1"},
 	} {
 		if b.bad {
@@ -215,7 +219,7 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 		OnScheduleChange: sched.Kick, Collectors: metrics.collectors(),
 		MaxStreamsPerTenant: noBound(cfg.maxStreams), MaxLongPollsPerTenant: noBound(cfg.maxLongPolls),
 		MaxBodyBytesInFlight: int64(cfg.bodyBudgetMiB) << 20, MaxSchedulesPerTenant: noBound(cfg.maxSchedules),
-		TracerProvider: tracing.Provider}
+		MinScheduleInterval: cfg.minSchedule, TracerProvider: tracing.Provider}
 	var cons *console.Console
 	if cfg.console {
 		authn := auth.Authenticator{Store: st, AdminKeyHash: adminHash}

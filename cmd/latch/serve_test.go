@@ -347,6 +347,16 @@ func TestServeBoundSettings(t *testing.T) {
 	if cfg.maxStreams != 7 || cfg.maxLongPolls != 0 || cfg.bodyBudgetMiB != 16 || cfg.maxSchedules != 3 {
 		t.Fatalf("settings %d %d %d %d, want 7 0 16 3", cfg.maxStreams, cfg.maxLongPolls, cfg.bodyBudgetMiB, cfg.maxSchedules)
 	}
+	if cfg.minSchedule != time.Second {
+		t.Errorf("min-schedule-interval defaults to %v, want 1s", cfg.minSchedule)
+	}
+	t.Setenv("LATCH_MIN_SCHEDULE_INTERVAL", "5m")
+	if cfg, err = serveFlags(nil); err != nil || cfg.minSchedule != 5*time.Minute {
+		t.Errorf("LATCH_MIN_SCHEDULE_INTERVAL=5m: %v, %v", cfg, err)
+	}
+	if _, err := serveFlags([]string{"--min-schedule-interval", "500ms"}); err == nil {
+		t.Error("--min-schedule-interval 500ms was taken")
+	}
 	if noBound(cfg.maxLongPolls) >= 0 || noBound(7) != 7 {
 		t.Fatal("0 is not passed on as no bound")
 	}

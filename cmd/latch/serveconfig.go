@@ -46,6 +46,7 @@ var serveSettings = []setting{
 	{key: "max-long-polls", env: "LATCH_MAX_LONG_POLLS"},
 	{key: "body-budget-mib", env: "LATCH_BODY_BUDGET_MIB"},
 	{key: "max-schedules", env: "LATCH_MAX_SCHEDULES"},
+	{key: "min-schedule-interval", env: "LATCH_MIN_SCHEDULE_INTERVAL"},
 	{key: "admin-key", env: adminKeyEnv, envOnly: true, secret: true},
 	{key: "console-secret", env: consoleSecretEnv, envOnly: true, secret: true},
 	{key: "http-allow", env: kinds.AllowEnv, envOnly: true},

@@ -52,6 +52,14 @@ func runTenant(ctx context.Context, args []string, out io.Writer) error {
 				}
 			})
 		}
+		fs.Func("max-stored-bytes", "tenant setting max_stored_bytes: its storage budget in bytes", func(v string) error {
+			var n int64
+			if _, err := fmt.Sscan(v, &n); err != nil {
+				return fmt.Errorf("max-stored-bytes: want a whole number")
+			}
+			settings["max_stored_bytes"] = n
+			return nil
+		})
 	}
 	var format *formatValue
 	if sub == "get" || sub == "keys" {

@@ -18,8 +18,9 @@ type evidence struct {
 	starts []startRec
 	execs  map[string]*execRec
 
-	inflight     int  // the tenant's counter at the end
-	drained      bool // the drain saw nothing unfinished
+	inflight     int   // the tenant's counter at the end
+	stored       int64 // the tenant's stored bytes at the end
+	drained      bool  // the drain saw nothing unfinished
 	rate         store.RateLimit
 	concPeak     int            // most ConcurrencyKey handlers at once
 	schedPeak    map[string]int // most handlers of each schedule at once
@@ -39,6 +40,7 @@ type execRec struct {
 	rateKey  string
 	schedule string
 	started  time.Time // of the latest attempt; zero if it never started
+	stored   int64     // what it counts in the tenant's storage budget
 }
 
 // check gathers the evidence, judges it, and fills res.
@@ -57,7 +59,7 @@ func (r *runner) check(ctx context.Context, res *Result) error {
 	}
 	ev := &evidence{
 		acks: acks, starts: starts, execs: execs,
-		inflight: tn.Inflight, drained: res.Drained, rate: r.cfg.rateLimit(),
+		inflight: tn.Inflight, stored: tn.StoredBytes, drained: res.Drained, rate: r.cfg.rateLimit(),
 		concPeak: r.gauge.peak(ConcurrencyKey),
 		schedPeak: map[string]int{
 			SkipSchedule:  r.gauge.peak("schedule " + SkipSchedule),
@@ -125,6 +127,7 @@ var checkOrder = []struct{ name, title string }{
 	{"I1", "one execution per dedup key"},
 	{"I2", "each attempt started once"},
 	{"I3", "inflight counts what is unfinished"},
+	{"storage", "stored bytes are what the executions hold"},
 	{"I4", "concurrency limit"},
 	{"I6", "one execution per tick, never two running"},
 	{"I7", "rate limit on every window"},
@@ -237,6 +240,16 @@ func judge(ev *evidence, found *findings) map[string]string {
 		found.add("I3", "the tenant's inflight is %d after the drain, want 0", ev.inflight)
 	}
 	d["I3"] = fmt.Sprintf("inflight %d at the end, %d unfinished executions; within max_inflight at every sample", ev.inflight, unfinished)
+
+	// The storage budget's count equals what the executions count.
+	var stored int64
+	for _, e := range ev.execs {
+		stored += e.stored
+	}
+	if ev.stored != stored {
+		found.add("storage", "the tenant's stored_bytes is %d, but its executions count %d", ev.stored, stored)
+	}
+	d["storage"] = fmt.Sprintf("stored_bytes %d at the end, the sum over %d executions", ev.stored, len(ev.execs))
 
 	// I4 was watched live by the gauge.
 	d["I4"] = fmt.Sprintf("at most %d handlers of %s ran at once (limit %d)", ev.concPeak, ConcurrencyKey, ConcurrencyLimit)
@@ -419,7 +432,7 @@ func (r *runner) listAll(ctx context.Context) (map[string]*execRec, error) {
 		}
 		for _, x := range page.Items {
 			e := &execRec{id: x.ID, status: x.Status, attempt: x.Attempt, key: x.DedupKey,
-				rateKey: x.RateKey, schedule: x.Schedule}
+				rateKey: x.RateKey, schedule: x.Schedule, stored: x.StoredBytes}
 			if x.StartedAt != nil {
 				e.started = *x.StartedAt
 			}

@@ -82,21 +82,24 @@ func TestJudgeCatchesBreaches(t *testing.T) {
 	ev.acks = append(ev.acks, ackRec{id: "lost-1", class: classPlain, key: "k9"})
 	// I3: the counter says 3; one execution is unfinished (below).
 	ev.inflight = 3
+	// storage: the counter says 7; the executions count 5 (stuck-1, below).
+	ev.stored = 7
 	// done: an execution still queued.
-	ev.execs["stuck-1"] = &execRec{id: "stuck-1", status: store.StatusQueued, key: "k10"}
+	ev.execs["stuck-1"] = &execRec{id: "stuck-1", status: store.StatusQueued, key: "k10", stored: 5}
 	ev.acks = append(ev.acks, ackRec{id: "stuck-1", class: classPlain, key: "k10"})
 
 	f := newFindings()
 	judge(ev, f)
 	got := breaches(f)
 	for check, want := range map[string][]string{
-		"I1":   {"dedup key k1 maps to 2 executions"},
-		"I2":   {"attempt 1 of plain-1 started 2 times", "attempt 3 of fail-1", "no handler started it"},
-		"I3":   {"inflight is 3, but 1 of its executions"},
-		"I6":   {"has 2 executions"},
-		"I7":   {"handler starts: ", "store StartedAt: "},
-		"I8":   {"lost-1"},
-		"done": {"stuck-1 is still queued"},
+		"I1":      {"dedup key k1 maps to 2 executions"},
+		"I2":      {"attempt 1 of plain-1 started 2 times", "attempt 3 of fail-1", "no handler started it"},
+		"I3":      {"inflight is 3, but 1 of its executions"},
+		"storage": {"stored_bytes is 7, but its executions count 5"},
+		"I6":      {"has 2 executions"},
+		"I7":      {"handler starts: ", "store StartedAt: "},
+		"I8":      {"lost-1"},
+		"done":    {"stuck-1 is still queued"},
 	} {
 		all := strings.Join(got[check], "\n")
 		for _, w := range want {

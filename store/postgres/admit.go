@@ -53,12 +53,12 @@ WHERE d.tenant = $1 AND d.dedup_key = u.k AND d.execution_id = u.id::uuid`
 	sqlInsertExecutions = `
 INSERT INTO latch_executions (id, tenant, kind, queue, priority, status, dedup_key,
     concurrency_key, concurrency_limit, rate_key, payload, max_attempts, timeout_seconds,
-    schedule, created_at, run_at, finished_at, trace_parent, dedup_hits, last_dedup_hit_at)
+    schedule, created_at, run_at, finished_at, trace_parent, dedup_hits, last_dedup_hit_at, stored_bytes)
 SELECT u.id::uuid, $1, u.kind, u.queue, u.priority, u.status, nullif(u.dedup_key, ''),
     nullif(u.ckey, ''), nullif(u.climit, 0), nullif(u.rkey, ''), u.payload, u.max_attempts,
     u.timeout_seconds, nullif(u.schedule, ''), $2, u.run_at,
     CASE WHEN u.status = 'skipped' THEN $2::timestamptz END, u.trace_parent,
-    coalesce(u.hits, 0), u.last_hit
+    coalesce(u.hits, 0), u.last_hit, CASE WHEN u.status = 'skipped' THEN 0 ELSE octet_length(u.payload) END
 FROM unnest($3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[],
     $10::int[], $11::text[], $12::text[], $13::int[], $14::int[], $15::text[], $16::timestamptz[],
     $17::text[], $18::int[], $19::timestamptz[])
@@ -205,7 +205,8 @@ func (s *Store) admitOne(ctx context.Context, tenant string, e *store.Execution,
 
 // admitUnkeyed admits items[valid], which name no dedup key, in one
 // statement, all or nothing (sqlAdmitUnkeyed). decided is false when no
-// quota shard nobody holds has the units, or the tenant is unknown.
+// quota shard nobody holds has the units, the tenant's storage budget has
+// not the room, or the tenant is unknown.
 func (s *Store) admitUnkeyed(ctx context.Context, tenant string, items []item, valid []int, t time.Time) (decided bool, err error) {
 	var n int64
 	err = s.write(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
@@ -213,6 +214,9 @@ func (s *Store) admitUnkeyed(ctx context.Context, tenant string, items []item, v
 		n = tag.RowsAffected()
 		return err
 	})
+	if aborted(err) { // over the storage budget: admitTx decides item by item
+		return false, nil
+	}
 	if err != nil {
 		return false, interpretError(err)
 	}

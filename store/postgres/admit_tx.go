@@ -173,17 +173,35 @@ func (a *admission) finish(ctx context.Context, tx pgx.Tx) (*store.AdmitResult, 
 	if err != nil {
 		return nil, false, err
 	}
+	// 2b. The storage budget for the items quota admitted, in order, with
+	// the tenant's count locked (the check and the inserts are one step);
+	// one refused gives its quota unit back.
+	room, err := storageRoom(ctx, tx, tenant)
+	if err != nil {
+		return nil, false, err
+	}
+	var admitted []int
 	var unbindKeys, unbindIDs []string
 	for n, i := range fresh {
 		e := items[i].exec
-		if n < got {
+		switch {
+		case n < got && e.StoredBytes <= room:
 			res.Items[i].Execution = e
+			admitted = append(admitted, i)
+			room -= e.StoredBytes
 			continue
+		case n < got:
+			res.Items[i].Err = fmt.Errorf("tenant %q: a payload of %d bytes with %d left of its storage budget: %w",
+				tenant, e.StoredBytes, room, store.ErrStorageExceeded)
+		default:
+			res.Items[i].Err = fmt.Errorf("tenant %q is at its max_inflight: %w", tenant, store.ErrQuotaExceeded)
 		}
-		res.Items[i].Err = fmt.Errorf("tenant %q is at its max_inflight: %w", tenant, store.ErrQuotaExceeded)
 		if e.DedupKey != "" {
 			unbindKeys, unbindIDs = append(unbindKeys, e.DedupKey), append(unbindIDs, e.ID)
 		}
+	}
+	if err := returnQuota(ctx, tx, tenant, got-len(admitted)); err != nil {
+		return nil, false, err
 	}
 	if len(unbindKeys) > 0 {
 		if _, err := tx.Exec(ctx, sqlUnbindKeys, tenant, unbindKeys, unbindIDs); err != nil {
@@ -204,16 +222,16 @@ func (a *admission) finish(ctx context.Context, tx pgx.Tx) (*store.AdmitResult, 
 			res.Items[i] = hitAnswer(x, items[j].hits, a.t)
 		case x != nil:
 			res.Items[i] = dedupAnswer(items[i].exec, x)
-		default: // the first was refused for quota: the key is free, the quota still spent
+		default: // the first was refused (quota, storage): the key is free, the quota still spent
 			res.Items[i].Err = res.Items[j].Err
 		}
 	}
 
 	// 3. Insert the admitted executions.
-	if got == 0 {
+	if len(admitted) == 0 {
 		return res, false, nil
 	}
-	if err := insertExecutions(ctx, tx, tenant, items, fresh[:got], a.t); err != nil {
+	if err := insertExecutions(ctx, tx, tenant, items, admitted, a.t); err != nil {
 		return nil, false, err
 	}
 	return res, true, nil

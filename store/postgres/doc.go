@@ -190,6 +190,25 @@
 // changes and to count for Inflight, and a lowered limit needs the same debt
 // bookkeeping. Shards cost 32 small rows and keep every update HOT.
 //
+// # Storage budget
+//
+// A tenant's budget and the bytes its executions count (store/storage.go)
+// are one row of latch_storage; each execution's count is its
+// stored_bytes column, which the statements that write bytes add to (the
+// insert, a complete's result, a fail's error, a step, a signal). The
+// triggers on latch_executions (migration 11) move the tenant's row in
+// the same statement by every change of an execution's count, an insert's
+// and a delete's included, so no statement that adds or removes an
+// execution can leave the two apart; a change past the budget ends the
+// statement with LA002. The fast paths then run as transactions, as after
+// latch_abort, and admitTx checks the room with the row locked before it
+// inserts, so each item is decided alone.
+//
+// Unlike the quota, the count is not sharded: the writes of one tenant
+// that add or remove bytes wait for each other on its row, for as long as
+// their transactions last. One server's group commit updates it once per
+// group; servers writing for one tenant at once take turns at it.
+//
 // # Fencing (I5)
 //
 // Heartbeat, Complete, Fail and Release are UPDATEs whose WHERE clause is

@@ -29,6 +29,7 @@ const (
 	codeDeadlockDetected     = "40P01"
 	codeUndefinedTable       = "42P01"
 	codeAbort                = "LA001" // latch_abort(): run the operation as a transaction
+	codeStorage              = "LA002" // a storage budget passed (migration 11's triggers)
 
 	// The server is going away or not there yet (a restart, a failover).
 	codeAdminShutdown      = "57P01"
@@ -57,8 +58,10 @@ func retryable(err error) bool {
 	return false
 }
 
-// aborted reports that a fast path ended itself with latch_abort.
-func aborted(err error) bool { return pgCode(err) == codeAbort }
+// aborted reports that a fast path ended itself with latch_abort, or
+// that its tenant's storage budget ended it (LA002): either way the
+// transaction path decides.
+func aborted(err error) bool { return pgCode(err) == codeAbort || pgCode(err) == codeStorage }
 
 // interpretError maps a driver error onto the store's sentinels, keeping the
 // original with %w so that callers can still inspect it:
@@ -95,6 +98,8 @@ func interpretError(err error) error {
 	case codeForeignKeyViolation, codeCheckViolation, codeNotNullViolation,
 		codeInvalidText, codeUntranslatable, codeBadEncoding, codeNumericOutOfRange:
 		return fmt.Errorf("postgres: %w: %w", store.ErrInvalid, err)
+	case codeStorage:
+		return fmt.Errorf("postgres: %w: %w", store.ErrStorageExceeded, err)
 	case codeUndefinedTable:
 		return fmt.Errorf("postgres: the latch schema is missing (run `latch migrate up --store URL`): %w", err)
 	}

@@ -22,7 +22,7 @@ const executionColumns = `{x}id::text, {x}tenant, {x}kind, {x}queue, {x}priority
 	{x}max_attempts, {x}timeout_seconds, coalesce({x}schedule, ''), {x}created_at, {x}run_at,
 	{x}started_at, {x}finished_at, {x}cancel_requested, coalesce({x}worker_id, ''), {x}lease_expires_at,
 	{x}wake_at, coalesce({x}waiting_for, ''), coalesce({x}suspend_step, ''),
-	coalesce({x}trace_parent, ''), {x}dedup_hits, {x}last_dedup_hit_at`
+	coalesce({x}trace_parent, ''), {x}dedup_hits, {x}last_dedup_hit_at, {x}stored_bytes`
 
 // columns returns executionColumns qualified by alias ("" for none).
 func columns(alias string) string {
@@ -53,7 +53,7 @@ func scanExecution(row pgx.Row) (*store.Execution, error) {
 		&e.MaxAttempts, &e.TimeoutSeconds, &e.Schedule, &e.CreatedAt, &e.RunAt,
 		&e.StartedAt, &e.FinishedAt, &e.CancelRequested, &e.WorkerID, &e.LeaseExpiresAt,
 		&e.WakeAt, &e.WaitingFor, &e.SuspendStep,
-		&e.TraceParent, &e.DedupHits, &e.LastDedupHitAt)
+		&e.TraceParent, &e.DedupHits, &e.LastDedupHitAt, &e.StoredBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -89,6 +89,11 @@ func (s *Store) Signal(ctx context.Context, p *store.SignalParams) (*store.Signa
 		if store.Status(status).Terminal() {
 			return false, fmt.Errorf("execution %s is %s: %w", p.ExecutionID, status, store.ErrNotActive)
 		}
+		// The data counts in the storage budget, whether it ends a wait or
+		// waits (a refusal rolls the transaction back).
+		if err := charge(ctx, tx, id, int64(len(data))); err != nil {
+			return false, err
+		}
 		if store.Status(status) != store.StatusSuspended || waiting != p.Name {
 			tag, err := tx.Exec(ctx, sqlSignalBuffer, id, t, p.Name, data, key, p.BufferBound())
 			if err == nil && tag.RowsAffected() == 0 {

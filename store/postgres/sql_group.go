@@ -74,9 +74,10 @@ WITH u AS (
 ), ex AS (
     INSERT INTO latch_executions (id, tenant, kind, queue, priority, status, dedup_key,
         concurrency_key, concurrency_limit, rate_key, payload, max_attempts, timeout_seconds,
-        schedule, created_at, run_at, trace_parent, dedup_hits, last_dedup_hit_at)
+        schedule, created_at, run_at, trace_parent, dedup_hits, last_dedup_hit_at, stored_bytes)
     SELECT id, tenant, kind, queue, priority, status, dedup_key, ckey, climit, rkey, payload,
-        max_attempts, timeout_seconds, schedule, now, run_at, trace_parent, coalesce(hits, 0), last_hit
+        max_attempts, timeout_seconds, schedule, now, run_at, trace_parent, coalesce(hits, 0), last_hit,
+        octet_length(payload)
     FROM need WHERE tenant IN (SELECT tenant FROM tok)
     RETURNING id
 )
@@ -116,6 +117,7 @@ RETURNING u.n, x.cancel_requested`
     status = CASE WHEN x.cancel_requested THEN 'cancelled' ELSE 'succeeded' END,
     error = CASE WHEN x.cancel_requested THEN x.error END,
     result = u.result, finished_at = u.now,
+    stored_bytes = x.stored_bytes + coalesce(octet_length(u.result), 0),
     lease_token = NULL, worker_id = NULL, lease_expires_at = NULL, resume = false`
 
 	// Fail: u.retry wanted, u.run_at of the retry, u.error (NULL = keep).
@@ -131,6 +133,7 @@ RETURNING u.n, x.cancel_requested`
     finished_at = CASE WHEN x.cancel_requested OR NOT (u.retry AND x.attempt < x.max_attempts)
                        THEN u.now END,
     error = coalesce(u.error, x.error),
+    stored_bytes = x.stored_bytes + coalesce(octet_length(u.error), 0),
     lease_token = NULL, worker_id = NULL, lease_expires_at = NULL, resume = false`
 
 	// Release: queued again at once, or cancelled if requested. The attempt

@@ -37,7 +37,9 @@ const (
 	// the step is inserted unless its name is recorded already, the
 	// journal holds $8 steps (full) or the step would make its size
 	// (store.StepSize: octet_length reads a value's length, not the value)
-	// pass $9 bytes (too large), and the recorded step is read back.
+	// pass $9 bytes (too large); it is counted in the storage budget
+	// (storage.go: past it, the statement fails with LA002); and the
+	// recorded step is read back.
 	// Records of one execution run one after the other on the row lock.
 	// $1 id, $2 token, $3 tenant, $4 now, $5 name, $6 result, $7
 	// started_at, $8 the journal's bound, $9 its bound of bytes.
@@ -64,8 +66,8 @@ WITH x AS (
     ON CONFLICT (execution_id, name) DO NOTHING
     RETURNING name, result, started_at, recorded_at, attempt
 ), f AS (
-    UPDATE latch_executions e SET has_steps = true
-    FROM x WHERE e.id = x.id AND NOT x.has_steps AND EXISTS (SELECT 1 FROM ins)
+    UPDATE latch_executions e SET has_steps = true, stored_bytes = e.stored_bytes + octet_length($6)
+    FROM x WHERE e.id = x.id AND EXISTS (SELECT 1 FROM ins)
 )
 SELECT EXISTS (SELECT 1 FROM x), ins.name IS NOT NULL, (SELECT at_bound FROM room), (SELECT too_large FROM room),
     coalesce(ins.name, s.name), coalesce(ins.result, s.result), coalesce(ins.started_at, s.started_at),

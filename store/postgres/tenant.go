@@ -14,7 +14,7 @@ import (
 
 // Tenant statements.
 const (
-	// The tenant, its quota shards and its first key, in one statement. A
+	// The tenant, its quota shards, its storage count and its first key, in one statement. A
 	// name already taken inserts nothing (the primary key decides); created
 	// is then false.
 	sqlCreateTenant = `
@@ -30,6 +30,8 @@ WITH t AS (
 ), k AS (
     INSERT INTO latch_api_keys (hash, tenant, key_id, created_at)
     SELECT $6, t.name, $8, $5 FROM t WHERE $6 <> ''
+), st AS (
+    INSERT INTO latch_storage (tenant, max_bytes) SELECT t.name, $9 FROM t
 )
 SELECT EXISTS (SELECT 1 FROM t)`
 
@@ -40,7 +42,8 @@ SELECT EXISTS (SELECT 1 FROM t)`
 	sqlGetTenant = `
 SELECT t.name, t.max_inflight, t.dedup_ttl, t.retention, t.created_at, t.disabled,
     CASE WHEN bool_or(q.free < 0) THEN t.max_inflight + sum(q.debt)
-         ELSE t.max_inflight - coalesce(sum(q.free), 0) END
+         ELSE t.max_inflight - coalesce(sum(q.free), 0) END,
+    ` + sqlStorageColumns + `
 FROM latch_tenants t LEFT JOIN latch_quota_shards q ON q.tenant = t.name
 WHERE t.name = $1
 GROUP BY t.name`
@@ -97,7 +100,7 @@ func (s *Store) CreateTenant(ctx context.Context, p *store.CreateTenantParams) (
 	var created bool
 	err = s.write(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		return c.QueryRow(ctx, sqlCreateTenant, ten.Name, ten.MaxInflight, int64(ten.DedupTTL),
-			int64(ten.Retention), t, p.KeyHash, quotaShards, store.KeyIDOrNew(p.KeyID)).Scan(&created)
+			int64(ten.Retention), t, p.KeyHash, quotaShards, store.KeyIDOrNew(p.KeyID), ten.MaxStoredBytes).Scan(&created)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("postgres: create tenant: %w", interpretError(err))
@@ -116,7 +119,8 @@ func (s *Store) GetTenant(ctx context.Context, p *store.GetTenantParams) (*store
 func getTenant(ctx context.Context, q querier, name string) (*store.Tenant, error) {
 	var ten store.Tenant
 	var ttl, ret int64
-	err := q.QueryRow(ctx, sqlGetTenant, name).Scan(&ten.Name, &ten.MaxInflight, &ttl, &ret, &ten.CreatedAt, &ten.Disabled, &ten.Inflight)
+	err := q.QueryRow(ctx, sqlGetTenant, name).Scan(&ten.Name, &ten.MaxInflight, &ttl, &ret, &ten.CreatedAt, &ten.Disabled, &ten.Inflight,
+		&ten.MaxStoredBytes, &ten.StoredBytes)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("tenant %q: %w", name, store.ErrNotFound)
 	}
@@ -154,6 +158,11 @@ func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (
 		}
 		if _, err := tx.Exec(ctx, sqlUpdateTenant, p.Name, p.MaxInflight, ttl, ret, p.Disabled); err != nil {
 			return false, err
+		}
+		if p.MaxStoredBytes != nil {
+			if _, err := tx.Exec(ctx, sqlSetStorageBudget, p.Name, *p.MaxStoredBytes); err != nil {
+				return false, err
+			}
 		}
 		if p.MaxInflight != nil && *p.MaxInflight != cur {
 			if err := resetQuota(ctx, tx, p.Name, *p.MaxInflight); err != nil {

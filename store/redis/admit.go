@@ -101,6 +101,9 @@ func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitRe
 				it.e.DedupKey, asString(data), store.ErrDedupKeyReused)
 		case "Q":
 			out.Err = fmt.Errorf("tenant %q has %d in flight: %w", p.Tenant, asInt(data), store.ErrQuotaExceeded)
+		case "S":
+			out.Err = fmt.Errorf("tenant %q stores %d bytes; the payload has %d: %w", p.Tenant, asInt(data),
+				len(it.e.Payload), store.ErrStorageExceeded)
 		default:
 			return nil, fmt.Errorf("redis: admit: unexpected item code %q", code)
 		}

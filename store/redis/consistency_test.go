@@ -2,10 +2,13 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/latch-run/latch/store"
 )
@@ -70,6 +73,7 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 		want[key][member] = entry{score}
 	}
 	inflight := map[string]int{}
+	stored := map[string]int64{} // tenant -> the bytes its executions count
 	readyKinds := map[string]bool{}
 	// Per concurrency key (scoped): its running executions, and per group
 	// (concGroup) its ready ones.
@@ -79,6 +83,8 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 	queues := map[string][]string{}    // tenant -> queues that queues:<T> must name
 	for id, e := range execs {
 		t := e["tenant"]
+		b, _ := strconv.ParseInt(e["bytes"], 10, 64)
+		stored[t] += b
 		if sc := e["schedule"]; sc != "" && store.Status(e["status"]).Inflight() {
 			k := s.k.scheduleLive(scoped(t, sc))
 			live[k] = append(live[k], id)
@@ -327,6 +333,14 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 		}
 		if v != inflight[t] {
 			report("tenant %s: inflight %d, but %d executions in flight", t, v, inflight[t])
+		}
+		// The storage budget's count (lib.lua, charge): absent is 0.
+		b, err := r.HGet(ctx, s.k.tenant(t), "stored").Int64()
+		if err != nil && !errors.Is(err, goredis.Nil) {
+			return nil, err
+		}
+		if b != stored[t] {
+			report("tenant %s: stored %d bytes, but its executions count %d", t, b, stored[t])
 		}
 	}
 	ckPrefix := s.k.conc("")

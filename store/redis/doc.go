@@ -62,7 +62,9 @@
 //
 //	{p}:tenants               set    tenant names
 //	{p}:tenant:<T>            hash   name max_inflight inflight dedup_ttl retention created turn,
-//	                                 disabled ("1", only while disabled)
+//	                                 disabled ("1", only while disabled), max_bytes stored
+//	                                 (the storage budget and the sum of the executions'
+//	                                 bytes fields; lib.lua, charge)
 //	{p}:apikey:<hash>         hash   tenant key_id created used | admin key_id created
 //	{p}:keyids:<T>            hash   a tenant's keys: key id -> key hash
 //	{p}:session:<id hash>     hash   a console session: key (hash), exp; expires

@@ -83,6 +83,8 @@ func status(arr []any, what string) error {
 		return fmt.Errorf("%s: api key hash already stored: %w", what, store.ErrExists)
 	case "QUOTA":
 		return fmt.Errorf("%s: tenant has %v in flight: %w", what, at(arr, 1), store.ErrQuotaExceeded)
+	case "STORAGE":
+		return fmt.Errorf("%s: %v bytes more would pass the tenant's storage budget: %w", what, at(arr, 1), store.ErrStorageExceeded)
 	case "LIMIT":
 		return fmt.Errorf("%s has %v schedules: %w", what, at(arr, 1), store.ErrScheduleLimit)
 	case "NOTACTIVE":

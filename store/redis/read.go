@@ -54,6 +54,7 @@ func parseExecution(m map[string]string) *store.Execution {
 		SuspendStep:      m["sstep"],
 		TraceParent:      m["trace"],
 		DedupHits:        num("dhits"),
+		StoredBytes:      hashInt(m, "bytes"),
 		LastDedupHitAt:   tm("dhit_at"),
 	}
 	if r, ok := m["result"]; ok {

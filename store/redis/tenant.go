@@ -25,7 +25,7 @@ func (s *Store) CreateTenant(ctx context.Context, p *store.CreateTenantParams) (
 	}
 	arr, err := s.run(ctx, "create tenant", scriptCreateTenant, keys, s.k.ns, p.Name,
 		ten.MaxInflight, itoa(durUS(ten.DedupTTL)), itoa(durUS(ten.Retention)), itoa(us(ten.CreatedAt)), p.KeyHash,
-		store.KeyIDOrNew(p.KeyID))
+		store.KeyIDOrNew(p.KeyID), itoa(ten.MaxStoredBytes))
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +36,7 @@ func (s *Store) CreateTenant(ctx context.Context, p *store.CreateTenantParams) (
 }
 
 func parseTenant(m map[string]string) *store.Tenant {
-	return &store.Tenant{
+	t := &store.Tenant{
 		Name:        m["name"],
 		MaxInflight: int(hashInt(m, "max_inflight")),
 		Inflight:    int(hashInt(m, "inflight")),
@@ -44,7 +44,14 @@ func parseTenant(m map[string]string) *store.Tenant {
 		Retention:   fromDurUS(hashInt(m, "retention")),
 		CreatedAt:   fromUS(hashInt(m, "created")),
 		Disabled:    m["disabled"] == "1",
+		// A tenant created before the storage budget has the default.
+		MaxStoredBytes: store.DefaultMaxStoredBytes,
+		StoredBytes:    hashInt(m, "stored"),
 	}
+	if _, ok := m["max_bytes"]; ok {
+		t.MaxStoredBytes = hashInt(m, "max_bytes")
+	}
+	return t
 }
 
 // GetTenant implements store.Store.
@@ -116,9 +123,14 @@ func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (
 	if p.Retention != nil {
 		retention = durUS(*p.Retention)
 	}
+	var maxBytes int64
+	if p.MaxStoredBytes != nil {
+		maxBytes = *p.MaxStoredBytes
+	}
 	arr, err := s.run(ctx, "update tenant", scriptUpdateTenant, []string{s.k.tenant(p.Name)}, s.k.ns,
 		flag(p.MaxInflight != nil), maxInflight, flag(p.DedupTTL != nil), itoa(ttl),
-		flag(p.Retention != nil), itoa(retention), flag(p.Disabled != nil), flag(p.Disabled != nil && *p.Disabled))
+		flag(p.Retention != nil), itoa(retention), flag(p.Disabled != nil), flag(p.Disabled != nil && *p.Disabled),
+		flag(p.MaxStoredBytes != nil), itoa(maxBytes))
 	if err != nil {
 		return nil, err
 	}

@@ -28,8 +28,11 @@ import (
 // the key's next settle, and its ready executions, uncounted in their
 // groups, only make a group's count low, which lets more go back than
 // need to, never fewer (counts are dropped at zero, never negative).
+// Version 3 added the storage budget: each execution's bytes field and its
+// tenant's stored count (lib.lua, charge), which the upgrade computes for
+// the executions stored before it (backfill.lua, 'bytes').
 
-const layoutVersion = 2
+const layoutVersion = 3
 
 // upgrade brings records written by an older latch to layoutVersion: the
 // Redis counterpart of the SQL stores' migrations. Each record is fixed by
@@ -62,8 +65,8 @@ func (s *Store) upgrade(ctx context.Context) error {
 	return nil
 }
 
-// backfill runs backfill.lua on every API key and rate limit of the
-// namespace.
+// backfill runs backfill.lua on every API key, rate limit and execution
+// of the namespace.
 func (s *Store) backfill(ctx context.Context) error {
 	keyPrefix := s.k.apiKey("")
 	if err := s.scanEach(ctx, keyPrefix+"*", func(key string) error {
@@ -75,6 +78,12 @@ func (s *Store) backfill(ctx context.Context) error {
 	}
 	if err := s.scanEach(ctx, s.k.rateLimit("")+"*", func(key string) error {
 		_, err := s.run(ctx, "backfill", scriptBackfill, []string{key}, s.k.ns, "rate")
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := s.scanEach(ctx, s.k.exec("")+"*", func(key string) error {
+		_, err := s.run(ctx, "backfill", scriptBackfill, []string{key}, s.k.ns, "bytes")
 		return err
 	}); err != nil {
 		return err

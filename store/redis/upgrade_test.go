@@ -151,3 +151,55 @@ func newOldLatch(t *testing.T) *oldLatch {
 	t.Cleanup(func() { o.rdb.Close() })
 	return o
 }
+
+// TestOpenCountsOldStorage: executions written before the storage budget
+// (no bytes field, no stored count on the tenant) are counted at the next
+// Open: their payload, result and error, and the tenant the sum.
+func TestOpenCountsOldStorage(t *testing.T) {
+	url := redisURL(t)
+	prefix := newPrefix(t, url)
+	ctx := context.Background()
+	base := time.Date(2031, time.March, 14, 9, 0, 0, 0, time.UTC)
+	s := open(t, url, prefix)
+	if _, err := s.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme", Now: base}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Admit(ctx, &store.AdmitParams{Tenant: "acme", Now: base, Items: []store.Submission{
+		{Kind: "k", Payload: []byte(`{"a":"12345"}`)}, {Kind: "k", Payload: []byte(`[1,2,3]`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, err := goredis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := goredis.NewClient(opt)
+	defer rdb.Close()
+	ns := "{" + prefix + "}"
+	for _, it := range res.Items {
+		if err := rdb.HDel(ctx, ns+":exec:"+it.Execution.ID, "bytes").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rdb.HSet(ctx, ns+":exec:"+res.Items[1].Execution.ID, "result", `"done"`, "error", "boom").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HDel(ctx, ns+":tenant:acme", "stored", "max_bytes").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, ns+":schema", 2, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = open(t, url, prefix)
+	ten, err := s.GetTenant(ctx, &store.GetTenantParams{Name: "acme"})
+	if want := int64(len(`{"a":"12345"}`) + len(`[1,2,3]`) + len(`"done"`) + len("boom")); err != nil || ten.StoredBytes != want ||
+		ten.MaxStoredBytes != store.DefaultMaxStoredBytes {
+		t.Errorf("tenant after the upgrade: %+v, %v; want %d bytes stored, the default budget", ten, err, want)
+	}
+	redis.CheckConsistency(t, s)
+	s = open(t, url, prefix) // a second Open counts nothing twice
+	if again, err := s.GetTenant(ctx, &store.GetTenantParams{Name: "acme"}); err != nil || again.StoredBytes != ten.StoredBytes {
+		t.Errorf("after a second Open: %+v, %v", again, err)
+	}
+}

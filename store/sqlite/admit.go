@@ -25,12 +25,12 @@ func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitRe
 		if err != nil {
 			return false, err
 		}
-		added := 0
+		added, stored := 0, q.stored
 		for i := range p.Items {
 			if res.Items[i].Err = store.CheckItem(&p.Items[i]); res.Items[i].Err != nil {
 				continue // a refusal of this item, not of the group
 			}
-			item, err := admitOne(ctx, tx, p.Tenant, &p.Items[i], t, q, added)
+			item, err := admitOne(ctx, tx, p.Tenant, &p.Items[i], t, &q, added)
 			if err != nil {
 				return false, err
 			}
@@ -42,7 +42,7 @@ func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitRe
 		if added == 0 {
 			return false, nil
 		}
-		return true, addInflight(ctx, tx, p.Tenant, added)
+		return true, addInflight(ctx, tx, p.Tenant, added, q.stored-stored)
 	})
 	if err != nil {
 		return nil, err
@@ -51,9 +51,11 @@ func (s *Store) Admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitRe
 }
 
 // quota is what admission needs of a tenant, read inside its transaction.
+// stored counts the bytes admitted so far in the transaction too.
 type quota struct {
 	maxInflight, inflight int
 	dedupTTL              int64
+	maxStored, stored     int64
 }
 
 // loadQuota reads the tenant's quota and dedup TTL; ErrNotFound for an
@@ -61,8 +63,8 @@ type quota struct {
 func loadQuota(ctx context.Context, tx *sql.Tx, tenant string) (quota, error) {
 	var q quota
 	err := tx.QueryRowContext(ctx,
-		`SELECT max_inflight, inflight, dedup_ttl FROM tenants WHERE name = ?`, tenant).
-		Scan(&q.maxInflight, &q.inflight, &q.dedupTTL)
+		`SELECT max_inflight, inflight, dedup_ttl, max_stored_bytes, stored_bytes FROM tenants WHERE name = ?`, tenant).
+		Scan(&q.maxInflight, &q.inflight, &q.dedupTTL, &q.maxStored, &q.stored)
 	if errors.Is(err, sql.ErrNoRows) {
 		return q, fmt.Errorf("tenant %q: %w", tenant, store.ErrNotFound)
 	}
@@ -72,9 +74,11 @@ func loadQuota(ctx context.Context, tx *sql.Tx, tenant string) (quota, error) {
 	return q, nil
 }
 
-// addInflight takes n more quota slots of the tenant (I3).
-func addInflight(ctx context.Context, tx *sql.Tx, tenant string, n int) error {
-	_, err := tx.ExecContext(ctx, `UPDATE tenants SET inflight = inflight + ? WHERE name = ?`, n, tenant)
+// addInflight takes n more quota slots of the tenant (I3) and counts the
+// bytes admitted with them.
+func addInflight(ctx context.Context, tx *sql.Tx, tenant string, n int, bytes int64) error {
+	_, err := tx.ExecContext(ctx, `UPDATE tenants SET inflight = inflight + ?, stored_bytes = stored_bytes + ?
+		WHERE name = ?`, n, bytes, tenant)
 	if err != nil {
 		return fmt.Errorf("sqlite: admit: %w", err)
 	}
@@ -85,7 +89,7 @@ func addInflight(ctx context.Context, tx *sql.Tx, tenant string, n int) error {
 // executions after the quota q was read. A business refusal is returned in
 // Admitted.Err; a non-nil error aborts the group.
 func admitOne(ctx context.Context, tx *sql.Tx, tenant string, sub *store.Submission,
-	t time.Time, q quota, added int) (store.Admitted, error) {
+	t time.Time, q *quota, added int) (store.Admitted, error) {
 	payload := []byte(sub.Payload)
 	if len(payload) == 0 {
 		payload = []byte("{}")
@@ -100,19 +104,25 @@ func admitOne(ctx context.Context, tx *sql.Tx, tenant string, sub *store.Submiss
 }
 
 // admitNew admits a submission whose dedup key (if any) maps to no live
-// execution: the quota check, the execution row and its dedup mapping. It
-// does not count the slot in tenants.inflight; the caller adds its
-// admissions up (addInflight).
+// execution: the quota and storage checks, the execution row and its dedup
+// mapping. It does not count the slot in tenants.inflight nor the bytes in
+// tenants.stored_bytes; it adds the bytes to q.stored, and the caller adds
+// its admissions up (addInflight).
 func admitNew(ctx context.Context, tx *sql.Tx, tenant string, sub *store.Submission,
-	t time.Time, q quota, added int) (store.Admitted, error) {
+	t time.Time, q *quota, added int) (store.Admitted, error) {
 	if q.inflight+added+1 > q.maxInflight {
 		return store.Admitted{Err: fmt.Errorf("tenant %q has %d of %d in flight: %w",
 			tenant, q.inflight+added, q.maxInflight, store.ErrQuotaExceeded)}, nil
 	}
 	e := store.NewExecution(newID(sub), tenant, sub, t)
+	if q.stored+e.StoredBytes > q.maxStored {
+		return store.Admitted{Err: fmt.Errorf("tenant %q stores %d of %d bytes; the payload has %d: %w",
+			tenant, q.stored, q.maxStored, e.StoredBytes, store.ErrStorageExceeded)}, nil
+	}
 	if err := insertWithDedup(ctx, tx, e, t, q.dedupTTL); err != nil {
 		return store.Admitted{}, err
 	}
+	q.stored += e.StoredBytes
 	return store.Admitted{Execution: e}, nil
 }
 
@@ -214,12 +224,12 @@ func insertExecution(ctx context.Context, tx *sql.Tx, e *store.Execution) error 
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO executions (id, tenant, kind, queue, priority, status,
 		dedup_key, concurrency_key, concurrency_limit, rate_key, payload, max_attempts,
-		timeout_seconds, schedule, created_at, run_at, finished_at, trace_parent)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		timeout_seconds, schedule, created_at, run_at, finished_at, trace_parent, stored_bytes)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		e.ID, e.Tenant, e.Kind, e.Queue, e.Priority, string(e.Status),
 		nullString(e.DedupKey), nullString(e.ConcurrencyKey), climit, nullString(e.RateKey),
 		string(e.Payload), e.MaxAttempts, e.TimeoutSeconds, nullString(e.Schedule),
-		ns(e.CreatedAt), ns(e.RunAt), nullNS(e.FinishedAt), nullString(e.TraceParent))
+		ns(e.CreatedAt), ns(e.RunAt), nullNS(e.FinishedAt), nullString(e.TraceParent), e.StoredBytes)
 	if err != nil {
 		return fmt.Errorf("sqlite: insert execution: %w", err)
 	}

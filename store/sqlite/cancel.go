@@ -71,9 +71,13 @@ func (s *Store) Delete(ctx context.Context, p *store.DeleteParams) error {
 }
 
 // deleteExecutions removes executions, the dedup keys that still map to
-// them, their journals, signals and histories. It does not touch quota.
+// them, their journals, signals and histories, and gives their bytes back
+// to their tenants' storage counts. It does not touch quota.
 func deleteExecutions(ctx context.Context, tx *sql.Tx, ids []string) error {
 	for _, id := range ids {
+		if err := release(ctx, tx, id); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM dedup_keys WHERE execution_id = ?`, id); err != nil {
 			return fmt.Errorf("sqlite: delete dedup key: %w", err)
 		}

@@ -35,6 +35,11 @@ func (s *Store) RecordStep(ctx context.Context, p *store.RecordStepParams) (*sto
 		if err != nil {
 			return false, err
 		}
+		if recorded {
+			if err := charge(ctx, tx, p.ExecutionID, store.StoredSize(st.Result), false); err != nil {
+				return false, err
+			}
+		}
 		res = store.RecordStepResult{Step: *prev, Recorded: recorded}
 		// A step makes nothing claimable: no one need be woken.
 		return false, nil

@@ -86,6 +86,9 @@ func (s *Store) Complete(ctx context.Context, p *store.CompleteParams) (*store.E
 	t := now(p.Now)
 	ends := runEnd{outcome: store.RunSucceeded}
 	return s.feed.Execution(s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, ends, func(tx *sql.Tx, l *leased) error {
+		if err := charge(ctx, tx, p.ExecutionID, store.StoredSize(p.Result), false); err != nil {
+			return err
+		}
 		result := sql.NullString{String: string(p.Result), Valid: p.Result != nil}
 		status := store.StatusSucceeded
 		if l.cancelRequested {
@@ -100,6 +103,9 @@ func (s *Store) Fail(ctx context.Context, p *store.FailParams) (*store.Execution
 	t := now(p.Now)
 	ends := runEnd{outcome: store.RunFailed, err: p.Error}
 	return s.feed.Execution(s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, ends, func(tx *sql.Tx, l *leased) error {
+		if err := charge(ctx, tx, p.ExecutionID, int64(len(p.Error)), true); err != nil {
+			return err
+		}
 		switch {
 		case l.cancelRequested:
 			return finish(ctx, tx, p.ExecutionID, l.tenant, store.StatusCancelled, sql.NullString{}, p.Error, t)

@@ -14,6 +14,7 @@ import (
 	"github.com/latch-run/latch/internal/migration"
 	"github.com/latch-run/latch/internal/testdb"
 	"github.com/latch-run/latch/store"
+	"github.com/latch-run/latch/store/storetest"
 )
 
 // TestMigrateRoundTrip applies the newest migration's down and then its up
@@ -77,10 +78,11 @@ func TestMigrateRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The six newest: 8 (schedule ticks), 7 (observation), 6 (attempt
-	// history), 5 (flows), 4 (fair claims) and 3 (keys and sessions),
-	// newest first.
-	downs := []migration.Migration{ms[len(ms)-1], ms[len(ms)-2], ms[len(ms)-3], ms[len(ms)-4], ms[len(ms)-5], ms[len(ms)-6]}
+	// The seven newest: 9 (storage budget), 8 (schedule ticks), 7
+	// (observation), 6 (attempt history), 5 (flows), 4 (fair claims) and 3
+	// (keys and sessions), newest first.
+	downs := []migration.Migration{ms[len(ms)-1], ms[len(ms)-2], ms[len(ms)-3], ms[len(ms)-4], ms[len(ms)-5], ms[len(ms)-6],
+		ms[len(ms)-7]}
 	db, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {
 		t.Fatal(err)
@@ -154,6 +156,14 @@ func TestMigrateRoundTrip(t *testing.T) {
 	}
 	if e, err := s.Get(ctx, &store.GetParams{ID: fired.Execution.ID}); err != nil || e.DedupHits != 0 || e.TraceParent != "" {
 		t.Errorf("the tick's execution after down and up: %+v, %v; want it, without dedup hits or trace context", e, err)
+	} else if e.StoredBytes != store.StoredSize(e.Payload) {
+		t.Errorf("the tick's execution counts %d stored bytes after the up, want its payload's %d", e.StoredBytes, len(e.Payload))
+	}
+	// The up counts what the executions stored before it hold.
+	storetest.CheckStorage(t, s, "acme")
+	if ten, err := s.GetTenant(ctx, &store.GetTenantParams{Name: "acme"}); err != nil || ten.StoredBytes == 0 ||
+		ten.MaxStoredBytes != store.DefaultMaxStoredBytes {
+		t.Errorf("tenant after the up: %+v, %v; want its usage counted, and the default budget", ten, err)
 	}
 	res, err := s.Claim(ctx, &store.ClaimParams{Max: 1, Now: sc.NextRunAt})
 	if err != nil || len(res.Leases) != 1 || res.Leases[0].ExecutionID != fired.Execution.ID {

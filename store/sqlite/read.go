@@ -14,7 +14,7 @@ import (
 const executionColumns = `id, tenant, kind, queue, priority, status, dedup_key, concurrency_key,
 	concurrency_limit, rate_key, payload, result, error, attempt, max_attempts, timeout_seconds,
 	schedule, created_at, run_at, started_at, finished_at, cancel_requested, worker_id, lease_expires_at,
-	wake_at, waiting_for, suspend_step, trace_parent, dedup_hits, last_dedup_hit_at`
+	wake_at, waiting_for, suspend_step, trace_parent, dedup_hits, last_dedup_hit_at, stored_bytes`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -33,7 +33,7 @@ func scanExecution(row scanner) (*store.Execution, error) {
 	err := row.Scan(&e.ID, &e.Tenant, &e.Kind, &e.Queue, &e.Priority, &status, &dedup, &ckey,
 		&climit, &rkey, &payload, &result, &errMsg, &e.Attempt, &e.MaxAttempts, &e.TimeoutSeconds,
 		&sched, &created, &runAt, &started, &finished, &cancelReq, &worker, &leaseExp,
-		&wakeAt, &waitingFor, &suspendStep, &trace, &e.DedupHits, &lastHit)
+		&wakeAt, &waitingFor, &suspendStep, &trace, &e.DedupHits, &lastHit, &e.StoredBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ func (s *Store) Retry(ctx context.Context, p *store.RetryParams) (*store.Executi
 			WHERE id = ?`, ns(t), cur.ID); err != nil {
 			return false, fmt.Errorf("sqlite: retry: %w", err)
 		}
-		if err := addInflight(ctx, tx, cur.Tenant, 1); err != nil {
+		if err := addInflight(ctx, tx, cur.Tenant, 1, 0); err != nil {
 			return false, err
 		}
 		e, err = getExecution(ctx, tx, "", cur.ID)

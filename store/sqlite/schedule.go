@@ -289,14 +289,14 @@ func fireTick(ctx context.Context, tx *sql.Tx, sc *store.Schedule, p *store.Fire
 			return e, false, insertWithDedup(ctx, tx, e, t, q.dedupTTL)
 		}
 	}
-	a, err := admitNew(ctx, tx, sc.Tenant, &sub, t, q, 0)
+	a, err := admitNew(ctx, tx, sc.Tenant, &sub, t, &q, 0)
 	if err != nil {
 		return nil, false, err
 	}
 	if a.Err != nil {
 		return nil, false, fmt.Errorf("schedule %q tick %s: %w", sc.Name, p.Tick.UTC().Format(time.RFC3339), a.Err)
 	}
-	return a.Execution, false, addInflight(ctx, tx, sc.Tenant, 1)
+	return a.Execution, false, addInflight(ctx, tx, sc.Tenant, 1, a.Execution.StoredBytes)
 }
 
 const sqlScheduleInFlight = `SELECT EXISTS (SELECT 1 FROM executions

@@ -55,6 +55,9 @@ func (s *Store) Signal(ctx context.Context, p *store.SignalParams) (*store.Signa
 			return false, fmt.Errorf("execution %s is %s: %w", p.ExecutionID, status, store.ErrNotActive)
 		}
 		data := jsonOrNull(p.Data)
+		if err := charge(ctx, tx, p.ExecutionID, store.StoredSize(data), false); err != nil {
+			return false, err
+		}
 		if status == string(store.StatusSuspended) && waiting.Valid && waiting.String == p.Name {
 			st := store.Step{Name: step.String, Result: data, RecordedAt: t, Attempt: attempt}
 			if _, _, err := recordStep(ctx, tx, p.ExecutionID, &st, journalBounds{bytes: p.ByteBound()}); err != nil {

@@ -18,8 +18,8 @@ func (s *Store) CreateTenant(ctx context.Context, p *store.CreateTenantParams) (
 		return nil, err
 	}
 	err = s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
-		_, err := tx.ExecContext(ctx, `INSERT INTO tenants (name, max_inflight, dedup_ttl, retention, created_at)
-			VALUES (?, ?, ?, ?, ?)`, ten.Name, ten.MaxInflight, int64(ten.DedupTTL), int64(ten.Retention), ns(t))
+		_, err := tx.ExecContext(ctx, `INSERT INTO tenants (name, max_inflight, dedup_ttl, retention, created_at, max_stored_bytes)
+			VALUES (?, ?, ?, ?, ?, ?)`, ten.Name, ten.MaxInflight, int64(ten.DedupTTL), int64(ten.Retention), ns(t), ten.MaxStoredBytes)
 		if isUniqueViolation(err) {
 			return false, fmt.Errorf("tenant %q: %w", p.Name, store.ErrTenantExists)
 		}
@@ -46,13 +46,15 @@ func (s *Store) GetTenant(ctx context.Context, p *store.GetTenantParams) (*store
 }
 
 // tenantColumns are what scanTenant reads, in its order.
-const tenantColumns = `name, max_inflight, inflight, dedup_ttl, retention, created_at, disabled`
+const tenantColumns = `name, max_inflight, inflight, dedup_ttl, retention, created_at, disabled,
+	max_stored_bytes, stored_bytes`
 
 // scanTenant reads one row of tenantColumns.
 func scanTenant(row interface{ Scan(...any) error }) (*store.Tenant, error) {
 	var ten store.Tenant
 	var ttl, ret, created int64
-	if err := row.Scan(&ten.Name, &ten.MaxInflight, &ten.Inflight, &ttl, &ret, &created, &ten.Disabled); err != nil {
+	if err := row.Scan(&ten.Name, &ten.MaxInflight, &ten.Inflight, &ttl, &ret, &created, &ten.Disabled,
+		&ten.MaxStoredBytes, &ten.StoredBytes); err != nil {
 		return nil, err
 	}
 	ten.DedupTTL, ten.Retention, ten.CreatedAt = durationNS(ttl), durationNS(ret), fromNS(created)
@@ -112,6 +114,9 @@ func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (
 		}
 		if p.Disabled != nil {
 			sets, args = append(sets, "disabled = ?"), append(args, *p.Disabled)
+		}
+		if p.MaxStoredBytes != nil {
+			sets, args = append(sets, "max_stored_bytes = ?"), append(args, *p.MaxStoredBytes)
 		}
 		if len(sets) > 0 {
 			args = append(args, p.Name)

@@ -23,6 +23,7 @@ func testAdmit(t *testing.T, ns NewStore) {
 			Payload: mustJSON(`{}`), MaxAttempts: store.DefaultMaxAttempts,
 			TimeoutSeconds: store.DefaultTimeoutSeconds, CreatedAt: now, RunAt: now,
 			ConcurrencyLimit: x.ConcurrencyLimit, // meaningless without a concurrency key
+			StoredBytes:      2,                  // the payload {}
 		}
 		sameExecution(t, "Admit answer", x, want)
 		sameExecution(t, "Get after Admit", e.get(x.ID), want)
@@ -44,7 +45,7 @@ func testAdmit(t *testing.T, ns NewStore) {
 			ID: sub.ID, Tenant: acme, Kind: "http", Queue: "mail", Priority: 7, Status: store.StatusQueued,
 			DedupKey: "order-1", ConcurrencyKey: "customer-9", ConcurrencyLimit: 2, RateKey: "partner-api",
 			Payload: sub.Payload, MaxAttempts: 5, TimeoutSeconds: 60, Schedule: "nightly",
-			TraceParent: tp, CreatedAt: now, RunAt: now,
+			TraceParent: tp, CreatedAt: now, RunAt: now, StoredBytes: store.StoredSize(sub.Payload),
 		}
 		sameExecution(t, "Admit answer", x, want)
 		sameExecution(t, "Get after Admit", e.get(sub.ID), want)

@@ -486,8 +486,9 @@ var uuidV7 = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-
 
 // CheckInflight asserts invariant I3 for one tenant: its Inflight counter
 // equals the number of its executions that are scheduled, queued, running or
-// suspended, counted by paging through List. Call it when no other goroutine is
-// changing the tenant's executions.
+// suspended, counted by paging through List, and its storage count
+// (CheckStorage). Call it when no other goroutine is changing the tenant's
+// executions.
 func CheckInflight(t testing.TB, s store.Store, tenant string) {
 	t.Helper()
 	tn, err := s.GetTenant(t.Context(), &store.GetTenantParams{Name: tenant})
@@ -505,6 +506,7 @@ func CheckInflight(t testing.TB, s store.Store, tenant string) {
 	if tn.Inflight < 0 {
 		t.Errorf("I3: tenant %s has a negative Inflight %d", tenant, tn.Inflight)
 	}
+	CheckStorage(t, s, tenant)
 }
 
 // listAll pages through List from p.After on and returns every item,

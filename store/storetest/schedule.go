@@ -512,6 +512,11 @@ func testSchedule(t *testing.T, ns NewStore) {
 			t.Errorf("skipped tick = %s", show(sk))
 		}
 		sameExecution(t, "skipped tick as stored", e.get(sk.ID), sk)
+		// A skipped tick never runs: it keeps no copy of the schedule's
+		// payload (issue 26: 512 KiB copied into every skipped second).
+		if string(sk.Payload) != "null" || string(e.get(sk.ID).Payload) != "null" {
+			t.Errorf("skipped tick's payload = %s, want null (not stored)", sk.Payload)
+		}
 		got := e.getSchedule(acme, "s")
 		if got.LastExecutionID != sk.ID {
 			t.Errorf("LastExecutionID = %q, want the skipped tick's %q", got.LastExecutionID, sk.ID)

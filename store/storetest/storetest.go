@@ -50,6 +50,10 @@
 //	journal bytes  Journal/* (store.MaxJournalBytes in every operation that records a
 //	               step, under concurrent records; pages of Steps; the bounded journal
 //	               a lease carries, store.ClaimJournalBytes)
+//	storage        Storage/* (a tenant's storage budget, store/storage.go: what counts,
+//	               refusals that write nothing, releases, and the count exact under
+//	               32 concurrent writers of each kind at the bound); CheckStorage,
+//	               called by CheckInflight, checks the counter after nearly every test
 //	I12 fairness   Fairness/* (one claim alone; claims of many workers at once
 //	               stay fair only as far as store.Store.Claim promises)
 //
@@ -110,6 +114,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Observe", testObserve},
 		{"TenantList", testTenantList},
 		{"SchedulePause", testSchedulePause},
+		{"Storage", testStorage},
 	}
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {

@@ -30,6 +30,7 @@ from latch_client import Client  # noqa: E402
 
 ADMIN_KEY = "lk_python-sdk-admin-key-for-the-tests-only"
 MAX_SCHEDULES = 3  # small, so schedule_limit is quick to reach
+MIN_SCHEDULE_INTERVAL = "1m"  # so that every "30s" is schedule_too_frequent
 
 
 class Server:
@@ -58,7 +59,8 @@ class Server:
                 [self.bin, "serve", "--addr", f"127.0.0.1:{port}",
                  "--store", "sqlite:" + os.path.join(self.dir, "latch.db"),
                  "--workers", "0", "--rescue-interval", "200ms", "--shutdown-grace", "1s",
-                 "--max-schedules", str(MAX_SCHEDULES), "--console=false"],
+                 "--max-schedules", str(MAX_SCHEDULES), "--min-schedule-interval", MIN_SCHEDULE_INTERVAL,
+                 "--console=false"],
                 env=env, stdout=self.logs, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 preexec_fn=_die_with_parent)
             deadline = time.monotonic() + 30

@@ -14,14 +14,14 @@ import latchserver
 from latch_client import (ERRORS, Client, Conflict, DedupKeyReused, Forbidden, HeadersTooLarge, InternalError,
                           InvalidRequest, InvalidTicket, LatchError, LeaseLost, MethodNotAllowed, NotActive,
                           NotFailed, NotFound, NotTerminal, PayloadTooLarge, QuotaExceeded, RetryPolicy,
-                          ScheduleLimit, SignalBufferFull, TenantDisabled, TenantExists, TooManyRequests,
+                          ScheduleLimit, ScheduleTooFrequent, SignalBufferFull, StorageExceeded, TenantDisabled, TenantExists, TooManyRequests,
                           TooManySteps, TransportError, Unauthorized, Unavailable, UnsupportedMediaType, Worker)
 
 ALL_CODES = {"unauthorized", "invalid_ticket", "forbidden", "tenant_disabled", "not_found", "invalid_request",
              "payload_too_large", "unsupported_media_type", "quota_exceeded", "too_many_requests",
              "schedule_limit", "dedup_key_reused", "tenant_exists", "not_terminal", "lease_lost", "not_active",
-             "not_failed", "too_many_steps", "journal_too_large", "signal_buffer_full", "method_not_allowed", "internal", "unavailable",
-             "headers_too_large"}
+             "not_failed", "too_many_steps", "journal_too_large", "signal_buffer_full", "method_not_allowed", "internal",
+             "unavailable", "headers_too_large", "storage_exceeded", "schedule_too_frequent"}
 
 MAX_BUFFERED_SIGNALS = 1000  # store.MaxBufferedSignals
 
@@ -99,6 +99,17 @@ class ProblemCodesTest(unittest.TestCase):
             self.c.put_schedule(f"s{i}", every="1h", kind="job")
         self.check(ScheduleLimit, 409, lambda: self.c.put_schedule("one-more", every="1h", kind="job"))
         self.c.put_schedule("s0", every="2h", kind="job")  # replacing one always works
+
+    def test_schedule_too_frequent(self) -> None:
+        self.check(ScheduleTooFrequent, 400, lambda: self.c.put_schedule("fast", every="30s", kind="job"))
+        self.c.put_schedule("fast", every="1m", kind="job")
+
+    def test_storage_exceeded(self) -> None:
+        c = self.srv.new_tenant("errors", max_stored_bytes=50)
+        c.retry_policy = RetryPolicy(max_retries=0)
+        e = self.check(StorageExceeded, 409, lambda: c.submit("job", {"pad": "x" * 100}))
+        self.assertIsInstance(e, Conflict)
+        self.assertEqual(self.srv.admin().get_tenant(c.tenant_name)["stored_bytes"], 0)  # type: ignore[attr-defined]
 
     def test_signal_buffer_full(self) -> None:
         e = self.c.submit("job")  # no worker runs it: every signal is kept

@@ -51,6 +51,15 @@ class WorkerTest(unittest.TestCase):
         self.assertEqual((got["status"], got["result"]), ("succeeded", {"n": 42, "attempt": 1}))
         self.assertEqual(w.run_once(wait_seconds=0), 0)  # nothing left
 
+    def test_result_over_the_storage_budget_fails_without_retry(self) -> None:
+        c = self.srv.new_tenant("worker", max_stored_bytes=100)
+        w = Worker(c, {"big": lambda job: "x" * 200}, wait_seconds=2)
+        e = c.submit("big", max_attempts=3)
+        self.assertEqual(w.run_once(), 1)
+        got = c.get(e["execution_id"])
+        self.assertEqual((got["status"], got["attempt"], got["result"]), ("failed", 1, None))
+        self.assertIn("StorageExceeded", got["error"])
+
     def test_fail_is_retried(self) -> None:
         def boom(job: Job) -> None:
             raise ValueError("bad input")

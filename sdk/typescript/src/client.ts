@@ -622,7 +622,10 @@ export class Client {
   // ------------------------------------------------------- tenants (admin)
 
   /** Creates a tenant (admin key); the answer holds its first api_key. */
-  createTenant(name: string, opts: { max_inflight?: number; dedup_ttl_seconds?: number; retention_seconds?: number } = {}): Promise<TenantCreated> {
+  createTenant(
+    name: string,
+    opts: { max_inflight?: number; dedup_ttl_seconds?: number; retention_seconds?: number; max_stored_bytes?: number } = {},
+  ): Promise<TenantCreated> {
     return this.call("POST", "/api/tenants", stripUndefined({ name, ...opts }));
   }
 

@@ -49,6 +49,13 @@ export class TransportError extends LatchError {
 export class InvalidRequest extends LatchError {
   static override readonly codeName = "invalid_request";
 }
+/**
+ * 400: the schedule's timing ticks more often than the server allows
+ * (`latch serve --min-schedule-interval`). Nothing was written.
+ */
+export class ScheduleTooFrequent extends LatchError {
+  static override readonly codeName = "schedule_too_frequent";
+}
 /** 401: no key, or a key that is unknown or revoked. */
 export class Unauthorized extends LatchError {
   static override readonly codeName = "unauthorized";
@@ -118,6 +125,15 @@ export class JournalTooLarge extends Conflict {
 export class SignalBufferFull extends Conflict {
   static override readonly codeName = "signal_buffer_full";
 }
+/**
+ * 409: the tenant's stored bytes would pass its storage budget
+ * (max_stored_bytes). Nothing was written; waiting does not help until
+ * executions are deleted or pruned, or the budget is raised. The Worker fails
+ * an attempt whose result is refused so, without a retry.
+ */
+export class StorageExceeded extends Conflict {
+  static override readonly codeName = "storage_exceeded";
+}
 /** 409: creating a tenant whose name is taken. */
 export class TenantExists extends Conflict {
   static override readonly codeName = "tenant_exists";
@@ -166,8 +182,8 @@ export const ERRORS: Readonly<Record<string, ErrorClass>> = Object.freeze(
   Object.fromEntries(
     [
       InvalidRequest, Unauthorized, InvalidTicket, Forbidden, TenantDisabled, NotFound, MethodNotAllowed,
-      NotTerminal, LeaseLost, NotActive, NotFailed, TooManySteps, JournalTooLarge, SignalBufferFull, TenantExists, ScheduleLimit,
-      PayloadTooLarge,
+      NotTerminal, LeaseLost, NotActive, NotFailed, TooManySteps, JournalTooLarge, SignalBufferFull, StorageExceeded,
+      TenantExists, ScheduleLimit, ScheduleTooFrequent, PayloadTooLarge,
       UnsupportedMediaType, DedupKeyReused, QuotaExceeded, TooManyRequests, HeadersTooLarge, InternalError,
       Unavailable,
     ].map((cls) => [cls.codeName, cls as ErrorClass]),

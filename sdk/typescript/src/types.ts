@@ -16,8 +16,8 @@ export type ProblemCode =
   | "unauthorized" | "invalid_ticket" | "forbidden" | "tenant_disabled" | "not_found" | "invalid_request"
   | "payload_too_large" | "unsupported_media_type" | "quota_exceeded" | "too_many_requests"
   | "dedup_key_reused" | "tenant_exists" | "schedule_limit" | "not_terminal" | "lease_lost" | "not_active"
-  | "not_failed" | "too_many_steps" | "journal_too_large" | "signal_buffer_full" | "method_not_allowed" | "internal" | "unavailable"
-  | "headers_too_large";
+  | "not_failed" | "too_many_steps" | "journal_too_large" | "signal_buffer_full" | "method_not_allowed" | "internal"
+  | "unavailable" | "headers_too_large" | "storage_exceeded" | "schedule_too_frequent";
 
 /** An RFC 9457 problem document: every error answer. */
 export interface Problem {
@@ -108,6 +108,9 @@ export interface Tenant {
   dedup_ttl_seconds: number;
   retention_seconds: number;
   disabled: boolean;
+  /** The storage budget in bytes, and what the tenant's executions hold of it. */
+  max_stored_bytes: number;
+  stored_bytes: number;
 }
 
 export interface TenantCreated {
@@ -117,6 +120,7 @@ export interface TenantCreated {
   max_inflight: number;
   dedup_ttl_seconds: number;
   retention_seconds: number;
+  max_stored_bytes: number;
 }
 
 export interface APIKey {

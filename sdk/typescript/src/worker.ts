@@ -2,7 +2,7 @@
 // and runs flows (steps, sleeps, signal waits) with the journal its lease carries.
 
 import { Client, formatTime, sleep } from "./client.js";
-import { JournalTooLarge, LatchError, LeaseLost, TooManySteps } from "./errors.js";
+import { JournalTooLarge, LatchError, LeaseLost, StorageExceeded, TooManySteps } from "./errors.js";
 import type { Execution, JSONValue, Lease } from "./types.js";
 
 /** A handler: gets the job, answers its result (JSON; undefined stores null). */
@@ -423,7 +423,14 @@ export class Worker {
         await c.fail(id, tok, `the result is not JSON: ${err instanceof Error ? err.message : String(err)}`, { retry: false });
         return "failed";
       }
-      await c.complete(id, tok, json);
+      try {
+        await c.complete(id, tok, json);
+      } catch (err) {
+        if (!(err instanceof StorageExceeded)) throw err;
+        // The work is done; running it again would only redo it.
+        await c.fail(id, tok, `the result was not stored: StorageExceeded: ${err.message}`, { retry: false });
+        return "failed";
+      }
       return "completed";
     } catch (err) {
       if (err instanceof LeaseLost) {

@@ -9,7 +9,7 @@ import { after, before, beforeEach, describe, test } from "node:test";
 import {
   Client, Conflict, DedupKeyReused, ERRORS, Forbidden, HeadersTooLarge, InternalError, InvalidRequest, InvalidTicket,
   LatchError, LeaseLost, MethodNotAllowed, NotActive, NotFailed, NotFound, NotTerminal, PayloadTooLarge, QuotaExceeded,
-  ScheduleLimit, SignalBufferFull, TenantDisabled, TenantExists, TooManyRequests, TooManySteps, TransportError,
+  ScheduleLimit, ScheduleTooFrequent, SignalBufferFull, StorageExceeded, TenantDisabled, TenantExists, TooManyRequests, TooManySteps, TransportError,
   Unauthorized, Unavailable, UnsupportedMediaType, Worker,
 } from "../dist/index.js";
 import { MAX_SCHEDULES, REPO, Server } from "./latchserver.mjs";
@@ -19,6 +19,7 @@ const ALL_CODES = [
   "payload_too_large", "unsupported_media_type", "quota_exceeded", "too_many_requests", "schedule_limit",
   "dedup_key_reused", "tenant_exists", "not_terminal", "lease_lost", "not_active", "not_failed",
   "too_many_steps", "journal_too_large", "signal_buffer_full", "method_not_allowed", "internal", "unavailable", "headers_too_large",
+  "storage_exceeded", "schedule_too_frequent",
 ].sort();
 
 const MAX_BUFFERED_SIGNALS = 1000; // store.MaxBufferedSignals
@@ -110,6 +111,18 @@ describe("problem codes, caused for real", () => {
     for (let i = 0; i < MAX_SCHEDULES; i++) await c.putSchedule(`s${i}`, { every: "1h", kind: "job" });
     await check(ScheduleLimit, 409, () => c.putSchedule("one-more", { every: "1h", kind: "job" }));
     await c.putSchedule("s0", { every: "2h", kind: "job" }); // replacing one always works
+  });
+
+  test("schedule_too_frequent", async () => {
+    await check(ScheduleTooFrequent, 400, () => c.putSchedule("fast", { every: "30s", kind: "job" }));
+    await c.putSchedule("fast", { every: "1m", kind: "job" });
+  });
+
+  test("storage_exceeded", async () => {
+    const small = await srv.newTenant("errors", { max_stored_bytes: 50 }, noRetry);
+    await check(StorageExceeded, 409, () => small.submit("job", { pad: "x".repeat(100) }));
+    assert.ok(new StorageExceeded("storage_exceeded", 409) instanceof Conflict);
+    assert.equal((await srv.admin().getTenant(small.tenantName)).stored_bytes, 0);
   });
 
   test("signal_buffer_full", async () => {

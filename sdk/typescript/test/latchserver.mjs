@@ -22,6 +22,7 @@ export const SDK = path.dirname(HERE);
 export const REPO = path.dirname(path.dirname(SDK));
 export const ADMIN_KEY = "lk_typescript-sdk-admin-key-for-the-tests-only";
 export const MAX_SCHEDULES = 3; // small, so schedule_limit is quick to reach
+export const MIN_SCHEDULE_INTERVAL = "1m"; // so that every "30s" is schedule_too_frequent
 
 let seq = 0;
 
@@ -66,7 +67,8 @@ export class Server {
       this.proc = spawn(this.bin, [
         "serve", "--addr", `127.0.0.1:${port}`, "--store", "sqlite:" + path.join(this.dir, "latch.db"),
         "--workers", String(workers), "--rescue-interval", "200ms", "--shutdown-grace", "1s",
-        "--max-schedules", String(MAX_SCHEDULES), "--console=false",
+        "--max-schedules", String(MAX_SCHEDULES), "--min-schedule-interval", MIN_SCHEDULE_INTERVAL,
+        "--console=false",
       ], { env: { ...process.env, LATCH_ADMIN_KEY: ADMIN_KEY }, stdio: ["ignore", log, log] });
       fs.closeSync(log);
       this.exited = once(this.proc, "exit");

@@ -26,6 +26,16 @@ describe("Worker", () => {
     assert.equal(await w.runOnce({ waitSeconds: 0 }), 0); // nothing left
   });
 
+  test("a result over the storage budget fails the attempt without a retry", async () => {
+    const small = await srv.newTenant("worker", { max_stored_bytes: 100 });
+    const w = new Worker(small, { handlers: { big: () => "x".repeat(200) }, waitSeconds: 2, logger: quiet });
+    const e = await small.submit("big", null, { max_attempts: 3 });
+    assert.equal(await w.runOnce(), 1);
+    const got = await small.get(e.execution_id);
+    assert.deepEqual([got.status, got.attempt, got.result], ["failed", 1, null]);
+    assert.match(got.error, /StorageExceeded/);
+  });
+
   test("a failure is retried", async () => {
     const w = new Worker(c, { handlers: { boom: () => { throw new RangeError("bad input"); } } });
     const e = await c.submit("boom", null, { max_attempts: 3 });

@@ -1,7 +1,7 @@
 -- admit.lua: Store.Admit — one or more Admit calls (a group gathered by the
 -- Store from concurrent callers), each one tenant's submissions, decided
 -- one by one in order and written by this one script. For each item the
--- dedup lookup and compare, the quota check and increment, the execution
+-- dedup lookup and compare, the quota and storage checks and increments, the execution
 -- hash, its list entries, its queue entry (or schedule entry) and its dedup
 -- mapping are written together: there is no moment at which a key maps to
 -- an execution that is not there, or an execution exists without its queue
@@ -31,7 +31,8 @@
 --   answer carries (data = '<dedup hits>:<now_us>:<id>': only its dedup
 --   hits change within one run, and this hit's count and time are these),
 --   'R' key reused with another kind or payload (data = its execution id),
---   'Q' quota exceeded (data = inflight at that point).
+--   'Q' quota exceeded (data = inflight at that point),
+--   'S' storage budget exceeded (data = the bytes stored at that point).
 
 local W = 17 -- ARGV per item
 
@@ -84,6 +85,9 @@ local function admit_call(k, a)
     end
     if not code and q.inflight + 1 > q.max then
       code, data = 'Q', q.inflight
+    end
+    if not code and not q_fits(q, #x.payload) then
+      code, data = 'S', q.stored + q.bytes
     end
     if not code then
       code = 'N'

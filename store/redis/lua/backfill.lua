@@ -2,10 +2,28 @@
 -- per-tenant rate-limit index: each run fixes one record, idempotently, so
 -- servers starting together may all run it.
 --
--- KEYS[1] apikey:<hash> or ratelimit:<c>
--- ARGV[1] NS  ARGV[2] 'key' or 'rate'  ARGV[3] the key hash (for 'key')
--- ARGV[4] a new key id (for 'key')
+-- Layout version 3 counts the storage budget of executions stored before
+-- it ('bytes'): what each holds (payload, result, error, its journal's
+-- entries and buffered signals) in its bytes field, added to its tenant's
+-- stored count; an execution that has the field is counted already.
+--
+-- KEYS[1] apikey:<hash>, ratelimit:<c> or exec:<id>
+-- ARGV[1] NS  ARGV[2] 'key', 'rate' or 'bytes'  ARGV[3] the key hash (for
+-- 'key')  ARGV[4] a new key id (for 'key')
 -- Returns {1} when it changed something, {0} otherwise.
+
+if ARGV[2] == 'bytes' then
+  local v = redis.call('HMGET', KEYS[1], 'id', 'tenant', 'bytes', 'payload', 'result', 'error')
+  if not v[1] or v[3] then return {0} end
+  local n = #(v[4] or '') + #(v[5] or '') + #(v[6] or '')
+  for _, r in ipairs(redis.call('HVALS', k_steps(v[1]))) do n = n + #r end
+  for _, name in ipairs(redis.call('SMEMBERS', k_signames(v[1]))) do
+    for _, d in ipairs(redis.call('LRANGE', k_sigbuf(scoped(v[1], name)), 0, -1)) do n = n + #d end
+  end
+  redis.call('HSET', KEYS[1], 'bytes', n)
+  if redis.call('EXISTS', k_tenant(v[2])) == 1 then redis.call('HINCRBY', k_tenant(v[2]), 'stored', n) end
+  return {1}
+end
 
 if ARGV[2] == 'key' then
   local v = redis.call('HMGET', KEYS[1], 'tenant', 'key_id')

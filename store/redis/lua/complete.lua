@@ -11,8 +11,9 @@
 --   ckpark:<c>, runs:<id>
 -- each call's ARGV: id, tenant ('' = any), token, now_us, has_result (0/1),
 --   result JSON
--- Returns {version, reply_1, ...}; a reply is {'LEASELOST'} (nothing
--- changed) or {'OK', HGETALL of the execution}.
+-- Returns {version, reply_1, ...}; a reply is {'LEASELOST'}, {'STORAGE',
+-- bytes} (the result would pass the tenant's storage budget; nothing
+-- changed, the lease kept) or {'OK', HGETALL of the execution}.
 
 -- The retention entries and freed quota slots of the group are written
 -- once per tenant at the end (lib.lua, finish): nothing in the run reads
@@ -21,6 +22,7 @@ local ended = {}
 local res = each_call(1, function(k, a)
   local e = fence(ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3])
   if not e then return {'LEASELOST'}, false end
+  if ARGV[a + 4] == '1' and not charge(e, #ARGV[a + 5]) then return {'STORAGE', #ARGV[a + 5]}, false end
   local status = 'succeeded'
   if e.cancel == '1' then status = 'cancelled' end
   run_end(e, ARGV[a + 3], status) -- the outcomes are named as the statuses

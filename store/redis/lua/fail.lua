@@ -10,10 +10,12 @@
 -- ARGV[1] NS  ARGV[2] id  ARGV[3] tenant ('' = any)  ARGV[4] token
 -- ARGV[5] now_us  ARGV[6] error  ARGV[7] retry (0/1)  ARGV[8] run_at_us of
 -- the retry  ARGV[9] ra (run_at as a queue member part)
+-- The error counts in the tenant's storage budget, never refused.
 -- Returns {'LEASELOST'} (nothing changed) or {'OK', version, HGETALL}.
 
 local e = fence(ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 if not e then return {'LEASELOST'} end
+charge(e, #ARGV[6], true) -- counted, never refused: an attempt can always end
 if e.cancel == '1' then run_end(e, ARGV[5], 'cancelled') else run_end(e, ARGV[5], 'failed', ARGV[6]) end
 if e.cancel == '1' then
   finish(e, 'cancelled', ARGV[5], nil, ARGV[6])

@@ -14,7 +14,8 @@
 --     execution under its dedup key.
 --  4. Else the tick is admitted as admit.lua admits an item (lib.lua:
 --     quota, dedup_live, admit_new), under the tenant's quota and dedup
---     TTL; over quota nothing at all is written.
+--     TTL; over quota or over the storage budget nothing at all is
+--     written. A skipped tick keeps no payload and counts no bytes.
 --  5. last_run and last_exec become the tick's unless last_run is later;
 --     a regular fire moves next_run_at on.
 --
@@ -34,7 +35,8 @@
 -- ARGV[8] drop (0/1)  ARGV[9] now_us  ARGV[10] ra (now as a queue member
 -- part)  ARGV[11] the new execution's id  ARGV[12] the tick's dedup key
 -- ('' for a trigger without an idempotency key: a tick of its own)
--- Returns {'NOTFOUND'}, {'QUOTA', inflight} (nothing written) or
+-- Returns {'NOTFOUND'}, {'QUOTA', inflight} or {'STORAGE', stored bytes}
+-- (over the storage budget; nothing written either) or
 -- {'OK', version, code, HGETALL, advanced (0/1)} where code is
 --   'N' admitted, 'S' skipped, 'D' deduplicated, '' nothing fired (and the
 --   HGETALL is '').
@@ -75,10 +77,13 @@ else
   -- set as small as the schedule's work in flight.
   local busy = sched_busy(s)
   if f[4] == 'skip' and busy then
+    x.payload = 'null' -- a skipped tick keeps no copy (store.SkippedPayload)
     admit_new(x, 'skipped', now, q)
     code = 'S'
   elseif q.inflight + 1 > q.max then
     return {'QUOTA', q.inflight}
+  elseif not q_fits(q, #x.payload) then
+    return {'STORAGE', q.stored}
   else
     admit_new(x, nil, now, q)
     code = 'N'

@@ -31,7 +31,8 @@
 -- section below): journal ("1" once a step is recorded), resume, nbuf (the
 -- signals buffered, not yet consumed: absent is 0), and while
 -- suspended wake_at, waiting (the awaited signal) and sstep (the step the
--- suspension's outcome is recorded under).
+-- suspension's outcome is recorded under); bytes, what the execution
+-- counts in its tenant's storage budget (see charge; absent is 0).
 
 local NS = ARGV[1]
 
@@ -622,11 +623,38 @@ local function owned(id, tenant)
   return e
 end
 
+-- The storage budget (store/storage.go). An execution's bytes field is
+-- what it counts; its tenant's stored field is their sum, changed in the
+-- same run as the bytes it counts, and max_bytes the budget (absent on a
+-- tenant created before it: DEFAULT_MAX_BYTES, store.DefaultMaxStoredBytes).
+local DEFAULT_MAX_BYTES = 1073741824
+
+-- bytes_fit reports whether tenant hash field values max_bytes and stored
+-- (as HMGET gives them) leave room for n more bytes.
+local function bytes_fit(max_bytes, stored, n)
+  return (tonumber(stored) or 0) + n <= (tonumber(max_bytes) or DEFAULT_MAX_BYTES)
+end
+
+-- charge counts n more bytes for execution e (with its tenant) and its
+-- tenant, and returns true; unless force, it returns false and writes
+-- nothing when that would take the tenant past its budget.
+local function charge(e, n, force)
+  if n == 0 then return true end
+  local kt = k_tenant(e.tenant)
+  if not force then
+    local v = redis.call('HMGET', kt, 'max_bytes', 'stored')
+    if not bytes_fit(v[1], v[2], n) then return false end
+  end
+  redis.call('HINCRBY', kt, 'stored', n)
+  redis.call('HINCRBY', k_exec(e.id), 'bytes', n)
+  return true
+end
+
 -- remove deletes an execution and every trace of it: list entries, the
 -- retention index, its dedup key if the key still names it
 -- (compare-and-delete), its attempt history, and a flow's journal,
--- buffered signals and signal idempotency keys. Its status must have been
--- left (see leave) first.
+-- buffered signals and signal idempotency keys; and gives its bytes back
+-- to its tenant's count. Its status must have been left (see leave) first.
 local function remove(e)
   local names = k_signames(e.id)
   for _, name in ipairs(redis.call('SMEMBERS', names)) do
@@ -643,31 +671,39 @@ local function remove(e)
       redis.call('ZREM', k_dedupexp(), dedup_member(e.tenant, e.dkey))
     end
   end
+  local b = tonumber(redis.call('HGET', k_exec(e.id), 'bytes') or 0)
+  if b ~= 0 then redis.call('HINCRBY', k_tenant(e.tenant), 'stored', -b) end
   redis.call('DEL', k_exec(e.id))
 end
 
 -- Admission, shared by admit.lua (Store.Admit) and fire_schedule.lua (a
 -- schedule's tick, admitted as Admit admits it).
 --
--- quota returns tenant t's quota record {max, inflight, ttl, added}, read
--- once per script run, or nil for an unknown tenant. Admissions count in
--- it; quota_flush writes what they added back once, at the end of the
--- script, so that calls of one run see each other's admissions.
+-- quota returns tenant t's quota record {max, inflight, ttl, added, and of
+-- its storage budget max_bytes, stored, bytes}, read once per script run,
+-- or nil for an unknown tenant. Admissions count in it (admit_new adds the
+-- slot and the payload's bytes); quota_flush writes what they added back
+-- once, at the end of the script, so that calls of one run see each
+-- other's admissions. q_fits tells whether n more bytes fit.
 local quotas = {}
 local function quota(t)
   local q = quotas[t]
   if not q then
-    local v = redis.call('HMGET', k_tenant(t), 'max_inflight', 'inflight', 'dedup_ttl')
+    local v = redis.call('HMGET', k_tenant(t), 'max_inflight', 'inflight', 'dedup_ttl', 'max_bytes', 'stored')
     if not v[1] then return nil end
-    q = {max = tonumber(v[1]), inflight = tonumber(v[2]), ttl = tonumber(v[3]), added = 0}
+    q = {max = tonumber(v[1]), inflight = tonumber(v[2]), ttl = tonumber(v[3]), added = 0,
+      max_bytes = v[4], stored = tonumber(v[5]) or 0, bytes = 0}
     quotas[t] = q
   end
   return q
 end
 
+local function q_fits(q, n) return bytes_fit(q.max_bytes, q.stored + q.bytes, n) end
+
 local function quota_flush()
   for t, q in pairs(quotas) do
     if q.added > 0 then redis.call('HINCRBY', k_tenant(t), 'inflight', q.added) end
+    if q.bytes > 0 then redis.call('HINCRBY', k_tenant(t), 'stored', q.bytes) end
   end
 end
 
@@ -715,6 +751,11 @@ local function admit_new(x, status, now, q)
   local h = {'id', x.id, 'tenant', x.tenant, 'kind', x.kind, 'queue', x.queue,
     'prio', x.prio, 'status', status, 'payload', x.payload, 'attempt', 0, 'maxatt', x.maxatt,
     'timeout', x.timeout, 'created', now, 'run_at', x.run_at, 'qp', x.qp, 'ra', x.ra, 'cancel', 0}
+  -- A skipped tick keeps no payload (store.SkippedPayload), so counts none.
+  local bytes = 0
+  if status ~= 'skipped' then bytes = #x.payload end
+  h[#h + 1] = 'bytes'; h[#h + 1] = bytes
+  q.bytes = q.bytes + bytes
   local e = {id = x.id, tenant = x.tenant, queue = x.queue, kind = x.kind, status = status, qp = x.qp, ra = x.ra}
   if x.dkey ~= '' then h[#h + 1] = 'dkey'; h[#h + 1] = x.dkey end
   if x.ckey ~= '' then

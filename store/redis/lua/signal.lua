@@ -17,8 +17,10 @@
 -- Returns {'NOTFOUND'}, {'NOTACTIVE', status}, {'BUFFERFULL', buffered}
 -- (a signal to keep, and the execution keeps its bound: nothing changed),
 -- {'JOURNALTOOLARGE', bytes} (a signal that would end the wait, whose step
--- would make the journal pass its bound of bytes: nothing changed) or
--- {'OK', version, delivered (0/1)}; version 0 when nothing changed.
+-- would make the journal pass its bound of bytes: nothing changed),
+-- {'STORAGE', bytes} (the data would pass the tenant's storage budget:
+-- nothing changed) or {'OK', version, delivered (0/1)}; version 0 when
+-- nothing changed.
 
 local name, data, idem, now = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local e = load(ARGV[2], SUSPEND_FIELDS)
@@ -29,16 +31,22 @@ if idem ~= '' then
 end
 if not in_flight(e.status) then return {'NOTACTIVE', e.status} end
 local delivered = 0
-if e.status == 'suspended' and e.waiting == name then
+local waited = e.status == 'suspended' and e.waiting == name
+if waited then
   if not journal_fits(e.id, e.sstep, #data, ARGV[10]) then
     return {'JOURNALTOOLARGE', journal_size(e.id)}
   end
+else
+  local n = tonumber(redis.call('HGET', KEYS[1], 'nbuf') or '0')
+  if n >= tonumber(ARGV[9]) then return {'BUFFERFULL', n} end
+end
+-- The data counts in the storage budget, whether it ends a wait or waits.
+if not charge(e, #data) then return {'STORAGE', #data} end
+if waited then
   record(e, e.sstep, data, '', now)
   resume(e, now, ARGV[8])
   delivered = 1
 else
-  local n = tonumber(redis.call('HGET', KEYS[1], 'nbuf') or '0')
-  if n >= tonumber(ARGV[9]) then return {'BUFFERFULL', n} end
   redis.call('RPUSH', k_sigbuf(scoped(e.id, name)), data)
   redis.call('SADD', k_signames(e.id), name)
   redis.call('HINCRBY', KEYS[1], 'nbuf', 1)

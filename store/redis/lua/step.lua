@@ -11,8 +11,10 @@
 -- Returns {'LEASELOST'}, {'TOOMANYSTEPS', steps} (a new name and the
 -- journal holds its bound: nothing changed), {'JOURNALTOOLARGE', bytes} (a
 -- new name whose step would make the journal pass its bound of bytes:
--- nothing changed) or {'OK', version, recorded (0/1), the step's entry
--- (lib.lua, record)}; version 0 when nothing changed.
+-- nothing changed), {'STORAGE', bytes} (the result would pass the
+-- tenant's storage budget: nothing changed) or {'OK', version, recorded
+-- (0/1), the step's entry (lib.lua, record)}; version 0 when nothing
+-- changed.
 
 local e = fence(ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 if not e then return {'LEASELOST'} end
@@ -22,6 +24,7 @@ if redis.call('HEXISTS', KEYS[2], ARGV[6]) == 0 then
   if not journal_fits(e.id, ARGV[6], #ARGV[7], ARGV[10]) then
     return {'JOURNALTOOLARGE', journal_size(e.id)}
   end
+  if not charge(e, #ARGV[7]) then return {'STORAGE', #ARGV[7]} end
 end
 local v, recorded = 0, 0
 if record(e, ARGV[6], ARGV[7], ARGV[8], ARGV[5]) then

@@ -9,7 +9,7 @@ from .client import TERMINAL, BatchItem, Client, Execution, Page, RetryPolicy, f
 from .errors import (ERRORS, Conflict, DedupKeyReused, Forbidden, HeadersTooLarge, InternalError, Invalid,
                      InvalidRequest, InvalidTicket, JournalTooLarge, LatchError, LeaseLost, MethodNotAllowed, NotActive,
                      NotFailed, NotFound, NotTerminal, PayloadTooLarge, QuotaExceeded, ScheduleLimit,
-                     SignalBufferFull, TenantDisabled, TenantExists, TooManyRequests, TooManySteps,
+                     ScheduleTooFrequent, SignalBufferFull, StorageExceeded, TenantDisabled, TenantExists, TooManyRequests, TooManySteps,
                      TransportError, Unauthorized,
                      Unavailable, UnsupportedMediaType, error_for)
 from .worker import TIMED_OUT, Fail, Job, JobCancelled, Suspended, WaitTimedOut, Worker
@@ -20,7 +20,8 @@ __all__ = [
     "TERMINAL", "TIMED_OUT", "BatchItem", "Client", "Execution", "Page", "RetryPolicy", "format_time", "new_key",
     "parse_time", "ERRORS", "Conflict", "DedupKeyReused", "Forbidden", "HeadersTooLarge", "InternalError",
     "Invalid", "InvalidRequest", "InvalidTicket", "JournalTooLarge", "LatchError", "LeaseLost", "MethodNotAllowed", "NotActive",
-    "NotFailed", "NotFound", "NotTerminal", "PayloadTooLarge", "QuotaExceeded", "ScheduleLimit", "SignalBufferFull",
+    "NotFailed", "NotFound", "NotTerminal", "PayloadTooLarge", "QuotaExceeded", "ScheduleLimit", "ScheduleTooFrequent",
+    "SignalBufferFull", "StorageExceeded",
     "TenantDisabled", "TenantExists", "TooManyRequests", "TooManySteps", "TransportError", "Unauthorized", "Unavailable", "UnsupportedMediaType",
     "error_for", "Fail", "Job", "JobCancelled", "Suspended", "WaitTimedOut", "Worker",
 ]

@@ -463,11 +463,12 @@ class Client:
 
     def create_tenant(self, name: str, *, max_inflight: Optional[int] = None,
                       dedup_ttl_seconds: Optional[int] = None,
-                      retention_seconds: Optional[int] = None) -> Dict[str, Any]:
+                      retention_seconds: Optional[int] = None,
+                      max_stored_bytes: Optional[int] = None) -> Dict[str, Any]:
         """Creates a tenant (admin key); the answer holds its first api_key."""
         body: Dict[str, Any] = {"name": name}
         for k, v in (("max_inflight", max_inflight), ("dedup_ttl_seconds", dedup_ttl_seconds),
-                     ("retention_seconds", retention_seconds)):
+                     ("retention_seconds", retention_seconds), ("max_stored_bytes", max_stored_bytes)):
             if v is not None:
                 body[k] = v
         return self._call("POST", "/api/tenants", body)
@@ -476,7 +477,7 @@ class Client:
         return self._call("GET", "/api/tenants/" + _seg(name), retry=True)
 
     def update_tenant(self, name: str, **fields: Any) -> Dict[str, Any]:
-        """PATCH: any of max_inflight, dedup_ttl_seconds, retention_seconds, disabled."""
+        """PATCH: any of max_inflight, dedup_ttl_seconds, retention_seconds, max_stored_bytes, disabled."""
         return self._call("PATCH", "/api/tenants/" + _seg(name), fields, retry=True)
 
     def delete_tenant(self, name: str, *, force: bool = False) -> None:

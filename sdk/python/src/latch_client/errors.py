@@ -45,6 +45,13 @@ class InvalidRequest(LatchError):
 Invalid = InvalidRequest
 
 
+class ScheduleTooFrequent(LatchError):
+    """400: the schedule's timing ticks more often than the server allows
+    (`latch serve --min-schedule-interval`). Nothing was written."""
+
+    code_name = "schedule_too_frequent"
+
+
 class Unauthorized(LatchError):
     """401: no key, or a key that is unknown or revoked."""
 
@@ -136,6 +143,15 @@ class SignalBufferFull(Conflict):
     code_name = "signal_buffer_full"
 
 
+class StorageExceeded(Conflict):
+    """409: the tenant's stored bytes would pass its storage budget
+    (max_stored_bytes). Nothing was written; waiting does not help until
+    executions are deleted or pruned, or the budget is raised. The Worker
+    fails an attempt whose result is refused so, without a retry."""
+
+    code_name = "storage_exceeded"
+
+
 class TenantExists(Conflict):
     """409: creating a tenant whose name is taken."""
 
@@ -200,8 +216,8 @@ ERRORS: Dict[str, Type[LatchError]] = {
     cls.code_name: cls
     for cls in (InvalidRequest, Unauthorized, InvalidTicket, Forbidden, TenantDisabled, NotFound,
                 MethodNotAllowed, NotTerminal, LeaseLost, NotActive, NotFailed, TooManySteps,
-                JournalTooLarge, SignalBufferFull, TenantExists,
-                ScheduleLimit, PayloadTooLarge, UnsupportedMediaType, DedupKeyReused, QuotaExceeded,
+                JournalTooLarge, SignalBufferFull, StorageExceeded, TenantExists,
+                ScheduleLimit, ScheduleTooFrequent, PayloadTooLarge, UnsupportedMediaType, DedupKeyReused, QuotaExceeded,
                 TooManyRequests, HeadersTooLarge, InternalError, Unavailable)
 }
 """The class of each problem code the server defines (api/problem.go)."""

@@ -12,7 +12,7 @@ import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from .client import Client, format_time
-from .errors import JournalTooLarge, LatchError, LeaseLost, TooManySteps
+from .errors import JournalTooLarge, LatchError, LeaseLost, StorageExceeded, TooManySteps
 
 log = logging.getLogger("latch_client")
 
@@ -325,7 +325,11 @@ class Worker:
             except (TypeError, ValueError) as e:
                 c.fail(eid, tok, f"the result is not JSON: {e}", retry=False)
                 return "failed"
-            c.complete(eid, tok, result)
+            try:
+                c.complete(eid, tok, result)
+            except StorageExceeded as e:  # the work is done; running it again would only redo it
+                c.fail(eid, tok, f"the result was not stored: StorageExceeded: {e}", retry=False)
+                return "failed"
             return "completed"
         except LeaseLost:
             log.info("latch worker %s: lease of %s lost; attempt dropped", self.worker_id, eid)

@@ -201,7 +201,7 @@ func (a *attempt) run() (Outcome, time.Duration) {
 }
 
 // call runs the handler, turning a panic into an error and checking the
-// result is JSON.
+// result is JSON that nests at most store.MaxJSONDepth levels.
 func (a *attempt) call(ctx context.Context, h Handler, job *Job) (out outcome) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -217,6 +217,9 @@ func (a *attempt) call(ctx context.Context, h Handler, job *Job) (out outcome) {
 		result = nil
 	} else if !json.Valid(result) {
 		return outcome{err: Permanent(errors.New("handler returned a result that is not valid JSON"))}
+	} else if store.JSONTooDeep(result, store.MaxJSONDepth) {
+		return outcome{err: Permanent(fmt.Errorf("handler returned a result that nests arrays and objects more than %d levels deep",
+			store.MaxJSONDepth))}
 	}
 	return outcome{result: result}
 }

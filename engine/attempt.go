@@ -9,7 +9,6 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -20,7 +19,6 @@ import (
 // Bounds of the writes that settle an attempt.
 const (
 	minWriteTimeout = time.Second     // even when the lease is (nearly) over
-	maxErrorLen     = 4096            // bytes of an error message kept in the store
 	maxWriteBackoff = 2 * time.Second // between retries of a failed write
 )
 
@@ -368,7 +366,7 @@ func (a *attempt) fail(ctx context.Context, msg string, retry bool, delay time.D
 		ExecutionID: a.lease.ExecutionID,
 		Tenant:      a.lease.Tenant,
 		Token:       a.lease.Token,
-		Error:       truncate(msg, maxErrorLen),
+		Error:       msg, // cut by the store (store.MaxErrorBytes)
 		Retry:       retry,
 		RetryDelay:  delay,
 		Now:         a.w.cfg.Now(),
@@ -463,15 +461,4 @@ func isStoreVerdict(err error) bool {
 		}
 	}
 	return false
-}
-
-// truncate cuts s to at most n bytes on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

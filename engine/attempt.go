@@ -69,7 +69,7 @@ func (w *Worker) execute(lease *store.Lease) {
 func (a *attempt) handlerReturned() {
 	a.returned = true
 	a.w.settling.Add(1)
-	a.w.slotFreed()
+	a.w.slotFreed(a.lease.Tenant)
 }
 
 // settled ends the attempt: whatever it still holds, its slot or its
@@ -84,7 +84,7 @@ func (a *attempt) settled() {
 		}
 		return
 	}
-	a.w.slotFreed()
+	a.w.slotFreed(a.lease.Tenant)
 }
 
 // run runs the handler and records its outcome. It returns the outcome and

@@ -512,6 +512,7 @@ func TestWorkerNeverExceedsSlots(t *testing.T) {
 	cfg := e.config()
 	cfg.Store = rec
 	cfg.Slots = 3
+	cfg.TenantSlots = 3 // one tenant may fill every slot: this is about the slots
 	var mu sync.Mutex
 	running, peak := 0, 0
 	started := make(chan struct{}, 10)
@@ -595,6 +596,7 @@ func TestWorkerSlotFreesWhileOutcomeIsWritten(t *testing.T) {
 	cfg := e.config()
 	cfg.Store = slow
 	cfg.Slots = 2
+	cfg.TenantSlots = 2
 	started := make(chan string, 10)
 	w := NewWorker(cfg)
 	w.Handle("work", func(ctx context.Context, job *Job) (json.RawMessage, error) {

@@ -31,6 +31,7 @@ type serveConfig struct {
 	addr          string
 	store         string
 	workers       int
+	tenantSlots   int // 0 = half the workers, at least 1
 	leaseSeconds  int
 	rescueEvery   time.Duration
 	pruneEvery    time.Duration
@@ -82,6 +83,7 @@ func serveFlagsCtx(ctx context.Context, args []string) (*serveConfig, error) {
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "listen address (LATCH_ADDR)")
 	fs.StringVar(&c.store, "store", "sqlite:latch.db", "store URL (LATCH_STORE)")
 	fs.IntVar(&c.workers, "workers", 10, "in-process worker slots; 0 runs no in-process worker (LATCH_WORKERS)")
+	fs.IntVar(&c.tenantSlots, "tenant-slots", 0, "each tenant's share of the in-process worker slots: past it a tenant may borrow free slots but never the last; 0 = half of --workers (at least 1); the --workers value lets one tenant take every slot (LATCH_TENANT_SLOTS)")
 	fs.IntVar(&c.leaseSeconds, "lease-seconds", 30, "lease of in-process workers: a dead worker's executions run again after it (LATCH_LEASE_SECONDS)")
 	fs.DurationVar(&c.rescueEvery, "rescue-interval", engine.DefaultRescueInterval, "how often expired leases are recovered (LATCH_RESCUE_INTERVAL)")
 	fs.DurationVar(&c.pruneEvery, "prune-interval", engine.DefaultPruneInterval, "how often retention is applied (LATCH_PRUNE_INTERVAL)")
@@ -112,6 +114,7 @@ func serveFlagsCtx(ctx context.Context, args []string) (*serveConfig, error) {
 		rule string
 	}{
 		{"workers", c.workers < 0, ">= 0"},
+		{"tenant-slots", c.tenantSlots < 0 || c.workers > 0 && c.tenantSlots > c.workers, "from 0 to --workers"},
 		{"lease-seconds", c.leaseSeconds < 1, ">= 1"},
 		{"rescue-interval", c.rescueEvery <= 0, "> 0"},
 		{"prune-interval", c.pruneEvery <= 0, "> 0"},
@@ -229,7 +232,7 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 	}
 	if cfg.workers > 0 {
 		w := engine.NewWorker(engine.WorkerConfig{
-			Store: st, Slots: cfg.workers, Logger: log, TracerProvider: tracing.Provider,
+			Store: st, Slots: cfg.workers, TenantSlots: cfg.tenantSlots, Logger: log, TracerProvider: tracing.Provider,
 			LeaseDuration: time.Duration(cfg.leaseSeconds) * time.Second,
 			OnClaim:       srv.OnWorkerClaim(), // counted beside the API's claims
 			OnRun:         srv.OnWorkerRun(),   // counted beside the HTTP workers' runs

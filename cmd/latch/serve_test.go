@@ -312,6 +312,7 @@ func TestServeChecksConfigurationBeforeTheStore(t *testing.T) {
 		{"admin key", "", "", "admin-secret", nil, 2, "LATCH_ADMIN_KEY must be at least 32 bytes"},
 		{"negative bound", "", "", "", []string{"--max-streams", "-1"}, 2, "--max-streams"},
 		{"no body budget", "", "", "", []string{"--body-budget-mib", "0"}, 2, "--body-budget-mib"},
+		{"tenant share past the slots", "", "", "", []string{"--workers", "4", "--tenant-slots", "5"}, 2, "--tenant-slots"},
 		{"address in use", "", "", "", []string{"--addr", busy.Addr().String()}, 1, "address already in use"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -35,6 +35,7 @@ var serveSettings = []setting{
 	{key: "addr", env: "LATCH_ADDR"},
 	{key: "store", env: "LATCH_STORE", secret: true}, // its password only
 	{key: "workers", env: "LATCH_WORKERS"},
+	{key: "tenant-slots", env: "LATCH_TENANT_SLOTS"},
 	{key: "lease-seconds", env: "LATCH_LEASE_SECONDS"},
 	{key: "rescue-interval", env: "LATCH_RESCUE_INTERVAL"},
 	{key: "prune-interval", env: "LATCH_PRUNE_INTERVAL"},

@@ -51,6 +51,7 @@ type serveConfig struct {
 	httpAllow     []string // LATCH_HTTP_ALLOW; never nil: empty allows every public host
 	consoleSecret []byte   // LATCH_CONSOLE_SECRET; nil = one per process
 	adminKey      string   // LATCH_ADMIN_KEY; "" = the store's (generated at the first start)
+	metricsToken  string   // LATCH_METRICS_TOKEN; "" = /metrics open to anyone who reaches it
 
 	printConfig bool
 	resolved    *resolved // where each setting came from, for --print-config
@@ -145,6 +146,7 @@ func serveFlagsCtx(ctx context.Context, args []string) (*serveConfig, error) {
 		}
 		c.httpAllow = append(c.httpAllow, allow...)
 	}
+	c.metricsToken = r.envOnly["metrics-token"]
 	if v := r.envOnly["admin-key"]; v != "" {
 		if len(v) < minAdminKey {
 			return nil, fmt.Errorf("%w: %s must be at least %d bytes (say, openssl rand -hex 32), or unset to have "+
@@ -213,7 +215,7 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 		OnScheduleChange: sched.Kick, Collectors: metrics.collectors(),
 		MaxStreamsPerTenant: noBound(cfg.maxStreams), MaxLongPollsPerTenant: noBound(cfg.maxLongPolls),
 		MaxBodyBytesInFlight: int64(cfg.bodyBudgetMiB) << 20, MaxSchedulesPerTenant: noBound(cfg.maxSchedules),
-		TracerProvider: tracing.Provider}
+		TracerProvider: tracing.Provider, MetricsToken: cfg.metricsToken}
 	var cons *console.Console
 	if cfg.console {
 		authn := auth.Authenticator{Store: st, AdminKeyHash: adminHash}

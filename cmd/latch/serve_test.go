@@ -247,7 +247,7 @@ func TestServeSecondSignalStopsAtOnce(t *testing.T) {
 		ID     string `json:"execution_id"`
 		Status string `json:"status"`
 	}
-	call(t, base, "POST", "/api/executions", key, `{"kind":"sleep","payload":{"seconds":3600}}`, http.StatusCreated, &x)
+	call(t, base, "POST", "/api/executions", key, `{"kind":"sleep","payload":{"seconds":900}}`, http.StatusCreated, &x)
 	for deadline := time.Now().Add(20 * time.Second); x.Status != "running"; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the sleep execution is still %s", x.Status)

@@ -48,6 +48,7 @@ var serveSettings = []setting{
 	{key: "body-budget-mib", env: "LATCH_BODY_BUDGET_MIB"},
 	{key: "max-schedules", env: "LATCH_MAX_SCHEDULES"},
 	{key: "admin-key", env: adminKeyEnv, envOnly: true, secret: true},
+	{key: "metrics-token", env: "LATCH_METRICS_TOKEN", envOnly: true, secret: true},
 	{key: "console-secret", env: consoleSecretEnv, envOnly: true, secret: true},
 	{key: "http-allow", env: kinds.AllowEnv, envOnly: true},
 }

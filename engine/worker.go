@@ -129,8 +129,9 @@ type WorkerConfig struct {
 
 	// OnClaim, if set, is called after each claim that leased executions,
 	// with how many it leased (for metrics), those released unstarted
-	// because the worker was stopping included. It runs on the claim loop
-	// and must not block.
+	// because the worker was stopping, or because their tenant was at its
+	// share (TenantSlots), included. It runs on the claim loop and must not
+	// block.
 	OnClaim func(n int)
 
 	// OnRun, if set, is called once for each attempt the worker ran, when

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/latch-run/latch/store"
 )
@@ -163,5 +164,42 @@ func TestShareRule(t *testing.T) {
 	}
 	if !s.take("b") {
 		t.Fatal("b, below its share, did not get the freed slot")
+	}
+}
+
+// A worker whose only ready work is of a tenant at its share starts it as
+// soon as one of that tenant's jobs ends, not at its next poll.
+func TestWorkerTenantAtShareStartsWhenItsSlotFrees(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cfg := e.config()
+	cfg.Slots = 2 // share 1, and no slot to borrow: the last stays free
+	cfg.PollInterval = time.Hour
+	w := NewWorker(cfg)
+	starts, end := make(chan string, 10), make(chan struct{})
+	done := make(chan struct{})
+	w.Handle("long", func(ctx context.Context, job *Job) (json.RawMessage, error) {
+		starts <- job.ID
+		select {
+		case <-end:
+		case <-done:
+		case <-ctx.Done():
+		}
+		return nil, nil
+	})
+	for range 3 {
+		e.submit("long", `{}`)
+	}
+	e.start(w)
+	t.Cleanup(func() { close(done) }) // runs before the worker's Stop
+	first := recv(t, starts, "the first job")
+	select {
+	case id := <-starts:
+		t.Fatalf("a second job (%s) started past acme's share with only the last slot free", id)
+	case <-time.After(50 * time.Millisecond):
+	}
+	end <- struct{}{} // the first ends: the next starts in its slot
+	if next := recv(t, starts, "the next job, as the first one's slot freed"); next == first {
+		t.Fatalf("the same job started twice")
 	}
 }

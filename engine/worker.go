@@ -360,16 +360,18 @@ func (w *Worker) claimLoop(ctx context.Context) {
 		} else {
 			crowded = 0
 		}
-		switch {
-		case crowded == 1:
+		if crowded == 1 {
 			// The claim moved the passed tenants' turns past every other
 			// tenant's (I12): ask once more at once, for another tenant's
 			// work.
 			continue
-		case crowded > 1:
+		}
+		var freed <-chan struct{}
+		if crowded > 1 {
 			// Only tenants at their share have work ready: wait for a slot
-			// or the poll, not for the notices of the releases just made.
-			changed = nil
+			// to free or the poll, not for the notices of the releases just
+			// made.
+			changed, freed = nil, w.freed
 		}
 
 		wait := w.cfg.PollInterval
@@ -401,6 +403,7 @@ func (w *Worker) claimLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-changed: // nil without a notifier: never ready
+		case <-freed: // nil unless crowded
 		case <-poll.C:
 		}
 	}

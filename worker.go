@@ -47,6 +47,11 @@ type WorkerOptions struct {
 	ID string
 	// Slots is how many handlers run at once. Default 10.
 	Slots int
+	// TenantSlots is each tenant's share of the slots: past it a tenant
+	// may borrow free slots but never the last, so that one tenant's long
+	// work leaves a slot for the others. Default half of Slots, at least
+	// 1; Slots lets one tenant use every slot.
+	TenantSlots int
 	// Queues to take executions from. Empty: every queue.
 	Queues []string
 	// LeaseDuration: how long a claimed execution stays leased without a
@@ -87,6 +92,7 @@ func (c *Client) NewWorker(opts WorkerOptions) *Worker {
 		Store:         storewrap.Wrap(c.st, rep.Observe), // its claims and failures counted in the reports
 		WorkerID:      opts.ID,
 		Slots:         opts.Slots,
+		TenantSlots:   opts.TenantSlots,
 		Queues:        opts.Queues,
 		LeaseDuration: opts.LeaseDuration,
 		PollInterval:  opts.PollInterval,

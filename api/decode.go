@@ -11,7 +11,17 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+
+	"github.com/latch-run/latch/store"
 )
+
+// maxBodyDepth bounds the nesting of a request body, checked before the
+// body is decoded so that a body nested thousands deep costs one scan: a
+// stored document (store.MaxJSONDepth) and the few levels a body holds it
+// in (a batch's {"items": [{"payload": ...}]}), with room to spare, so
+// that a document only a little too deep is refused by its own bound,
+// which names its field, where it is made canonical.
+const maxBodyDepth = 2 * store.MaxJSONDepth
 
 // readBody checks the Content-Type of a request that must carry a JSON body
 // and reads the body, at most limit bytes.
@@ -58,10 +68,16 @@ func checkContentType(ct string, patch bool) error {
 // key that is not one of v's JSON field names exactly (case included), a
 // key given twice, a value of the wrong type, malformed JSON or data after
 // the object is a 400 invalid_request whose detail names the field. prefix
-// ("items[3].") is put before field names.
+// ("items[3].") is put before field names. A body nesting deeper than any
+// stored document may (maxBodyDepth) is refused before it is decoded.
 func decodeJSON(data []byte, v any, prefix string) error {
 	if err := checkBodyText(data, prefix); err != nil {
 		return err
+	}
+	if store.JSONTooDeep(data, maxBodyDepth) {
+		return invalid(strings.TrimSuffix(prefix, ".")+"body",
+			"nests arrays and objects more than %d levels deep (a payload, result or data may nest %d)",
+			maxBodyDepth, store.MaxJSONDepth)
 	}
 	if err := scanKeys(data, fieldNames(reflect.TypeOf(v)), prefix); err != nil {
 		return err

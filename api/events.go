@@ -2,9 +2,11 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
+	"github.com/latch-run/latch/auth"
 	"github.com/latch-run/latch/internal/sse"
 	"github.com/latch-run/latch/internal/watch"
 	"github.com/latch-run/latch/store"
@@ -25,7 +27,11 @@ const keepAliveInterval = 15 * time.Second
 // (Config.StreamWriteTimeout); a failed write ends the stream. A tenant has
 // at most Config.MaxStreamsPerTenant streams open on this server; one more
 // is refused with 429 too_many_requests. A browser, which cannot send the
-// key, sends ?ticket= instead (streamCaller).
+// key, sends ?ticket= instead (streamCaller). The key is checked again
+// before every later event and keep-alive, so a stream whose key was
+// deleted (or whose tenant was disabled) sends an "error" event with that
+// problem and ends; and a stream ends after Config.MaxStreamLifetime
+// whatever happens, for the client to open a new one.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	var req idRequest
 	var watcher *watch.Watch
@@ -73,13 +79,25 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return stream.Event(event, data)
 	}
 
-	scope := principalFrom(r.Context()).scope()
+	caller := principalFrom(r.Context())
+	scope := caller.scope()
 	last := first
 	if !send("status", toExecution(last)) {
 		return
 	}
+	// still reports whether the caller's key still holds; when not, the
+	// stream says why and ends.
+	still := func() bool {
+		if p := s.stillAuthorized(r.Context(), caller); p != nil {
+			send("error", p)
+			return false
+		}
+		return true
+	}
 	keepAlive := time.NewTicker(keepAliveInterval)
 	defer keepAlive.Stop()
+	lifetime := time.NewTimer(s.cfg.MaxStreamLifetime)
+	defer lifetime.Stop()
 	for {
 		// The snapshot and the channel of its next change come together:
 		// a change published between two calls would otherwise be lost.
@@ -90,7 +108,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if e.Status != last.Status || e.Attempt != last.Attempt {
-			if !send("status", toExecution(e)) {
+			if !still() || !send("status", toExecution(e)) {
 				return
 			}
 		}
@@ -103,12 +121,31 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-s.done:
 			return // shutting down; the client reconnects elsewhere
+		case <-lifetime.C:
+			return // the client opens a new stream, and is checked again
 		case <-keepAlive.C:
 			// Then look again: the same snapshot sends nothing.
-			if !stream.Comment("keep-alive") {
+			if !still() || !stream.Comment("keep-alive") {
 				return
 			}
 		case <-changed:
 		}
 	}
+}
+
+// stillAuthorized checks again the key an open stream was opened with: nil
+// while it holds, else the problem to end the stream with — unauthorized
+// for a deleted key, tenant_disabled, or the store's failure to answer
+// (the client opens a new stream when it can).
+func (s *Server) stillAuthorized(ctx context.Context, p *principal) *Problem {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	_, err := s.identify(ctx, p.keyHash, false)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, auth.ErrUnknownKey):
+		return unauthorized("the key this stream was opened with was deleted")
+	}
+	return problemFor(err)
 }

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,19 +20,9 @@ import (
 const maxSignalTimeout = 365 * 24 * 60 * 60
 
 // canonicalResult returns raw in canonical form, nil (null) when absent or
-// null, refusing more than max bytes like a payload.
+// null, refusing it like a payload.
 func canonicalResult(field string, raw json.RawMessage, max int) (json.RawMessage, error) {
-	if len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-		return nil, nil
-	}
-	c, err := store.CanonicalJSON(raw)
-	if err != nil {
-		return nil, invalid(field, "must be JSON")
-	}
-	if err := fieldProblem(store.CheckPayloadSize(field, c, max)); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return canonicalOr(nil, field, raw, max)
 }
 
 // parseTime reads an RFC 3339 time of field.

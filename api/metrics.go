@@ -1,6 +1,8 @@
 package api
 
 import (
+	"crypto/sha256"
+	"crypto/subtle"
 	"net/http"
 	"strconv"
 	"time"
@@ -93,6 +95,26 @@ func (m *metrics) submitted(outcome string) { m.submits.WithLabelValues(outcome)
 
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// metricsHandler serves /metrics, to a request bearing Config.MetricsToken
+// only when one is set (401 unauthorized otherwise, compared in constant
+// time).
+func (s *Server) metricsHandler() http.Handler {
+	h := s.metrics.handler()
+	if s.cfg.MetricsToken == "" {
+		return h
+	}
+	want := sha256.Sum256([]byte(s.cfg.MetricsToken))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, _ := bearer(r.Header.Get("Authorization"))
+		got := sha256.Sum256([]byte(token))
+		if token == "" || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+			writeProblem(w, unauthorized("/metrics needs Authorization: Bearer <the metrics token>"))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // OnWorkerClaim returns the function that counts the leases in-process

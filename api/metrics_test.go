@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -86,4 +87,26 @@ func TestRunsCountHTTPWorkers(t *testing.T) {
 				c.runs, c.runs, c.sum)
 		}
 	}
+}
+
+// With a metrics token, /metrics answers only a request bearing it: the
+// series name tenants' queues and kinds.
+func TestMetricsToken(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.MetricsToken = "s3cret-metrics-token" })
+	key := e.tenant("acme")
+	e.do("POST", "/api/executions", key, `{"kind":"echo","queue":"acme-private-q"}`).want(http.StatusCreated)
+	for _, auth := range []string{"", "wrong", key, e.admin} {
+		r := e.do("GET", "/metrics", auth, nil)
+		r.problem(http.StatusUnauthorized, CodeUnauthorized)
+		if strings.Contains(string(r.body), "acme-private-q") || r.header.Get("WWW-Authenticate") == "" {
+			t.Errorf("key %q: %s", auth, r.body)
+		}
+	}
+	r := e.do("GET", "/metrics", "s3cret-metrics-token", nil).want(http.StatusOK)
+	if !strings.Contains(string(r.body), "latch_") {
+		t.Errorf("metrics with the token: %.200s", r.body)
+	}
+	// Without a token, /metrics is open, as before.
+	open := newEnv(t)
+	open.do("GET", "/metrics", "", nil).want(http.StatusOK)
 }

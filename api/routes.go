@@ -25,7 +25,7 @@ func (s *Server) routes() []route {
 	return []route{
 		{"GET /healthz", endpoint(s, spec{public: true}, s.healthz)},
 		{"GET /readyz", endpoint(s, spec{public: true}, s.readyz)},
-		{"GET /metrics", s.metrics.handler()},
+		{"GET /metrics", s.metricsHandler()},
 		{"GET /api/openapi.json", http.HandlerFunc(s.openAPI)},
 
 		{"POST /api/tenants", endpoint(s, body, s.createTenant)},

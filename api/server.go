@@ -106,9 +106,20 @@ type Config struct {
 	// stream. 0 = 30s.
 	StreamWriteTimeout time.Duration
 
+	// MaxStreamLifetime bounds how long one event stream stays open: it
+	// then ends, and the client opens a new one, its key checked again.
+	// (An open stream also checks its key before each event and each
+	// keep-alive.) 0 = 1 hour.
+	MaxStreamLifetime time.Duration
+
 	// Now is the clock passed to the store. nil = time.Now. Waiting is
 	// always measured in real time.
 	Now func() time.Time
+
+	// MetricsToken, when set, is required on GET /metrics as
+	// Authorization: Bearer <token>: the series name tenants' queues and
+	// kinds. "" = /metrics is served to anyone who can reach it.
+	MetricsToken string
 
 	// Collectors are further Prometheus collectors served on /metrics with
 	// the server's own (the scheduler's tick counter, say).
@@ -139,6 +150,7 @@ const (
 	DefaultPollInterval       = 500 * time.Millisecond
 	DefaultMaxListBytes       = 8 << 20
 	DefaultStreamWriteTimeout = 30 * time.Second
+	DefaultMaxStreamLifetime  = time.Hour
 	DefaultMaxStreams         = sse.DefaultMaxStreams
 	DefaultMaxLongPolls       = 100
 	DefaultMaxBodyInFlight    = 64 << 20
@@ -196,6 +208,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.StreamWriteTimeout <= 0 {
 		cfg.StreamWriteTimeout = DefaultStreamWriteTimeout
+	}
+	if cfg.MaxStreamLifetime <= 0 {
+		cfg.MaxStreamLifetime = DefaultMaxStreamLifetime
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -150,11 +150,23 @@ func (r *submitRequest) submission(now time.Time, maxPayload int, prefix string)
 // canonicalPayload returns raw in canonical form, {} when absent or null,
 // refusing more than max bytes.
 func canonicalPayload(field string, raw json.RawMessage, max int) (json.RawMessage, error) {
+	return canonicalOr(json.RawMessage("{}"), field, raw, max)
+}
+
+// canonicalOr returns raw in canonical form (store.CanonicalJSON), dflt
+// when absent or null, refusing a document that nests more than
+// store.MaxJSONDepth levels (400 invalid_request naming the field) or is
+// over max bytes (413 payload_too_large).
+func canonicalOr(dflt json.RawMessage, field string, raw json.RawMessage, max int) (json.RawMessage, error) {
 	if len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-		return json.RawMessage("{}"), nil
+		return dflt, nil
 	}
 	c, err := store.CanonicalJSON(raw)
-	if err != nil {
+	var fe *store.FieldError
+	switch {
+	case errors.As(err, &fe):
+		return nil, fieldProblem(renamed(err, field))
+	case err != nil:
 		return nil, invalid(field, "must be JSON")
 	}
 	if err := fieldProblem(store.CheckPayloadSize(field, c, max)); err != nil {

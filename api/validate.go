@@ -17,7 +17,6 @@ const (
 	maxDelay        = store.MaxDelaySeconds                        // delay_seconds, run_at horizon
 	maxDuration     = int64(store.MaxTenantDuration / time.Second) // tenant TTL and retention
 	maxInflight     = store.MaxInflightLimit
-	maxErrorLen     = 64 << 10 // a failure message is cut to this many bytes
 )
 
 // fieldProblem turns the store's refusal of a field (store.FieldError)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"time"
-	"unicode/utf8"
 
 	"github.com/latch-run/latch/internal/backoff"
 	"github.com/latch-run/latch/internal/fault"
@@ -222,7 +221,7 @@ func (r *failRequest) validate() error {
 // failAttempt ends the attempt as failed. It is retried (unless retry is false or
 // attempts are spent) after retry_after_seconds, or else after the
 // exponential backoff with jitter of the attempt that failed. The error
-// message is cut to 64 KiB.
+// message is cut to store.MaxErrorBytes (4 KiB) by the store.
 func (s *Server) failAttempt(ctx context.Context, req *failRequest) (done *execution, _ error) {
 	defer s.traceSettled(ctx, "fail", time.Now(), &done)
 	scope := principalFrom(ctx).scope()
@@ -248,7 +247,7 @@ func (s *Server) failAttempt(ctx context.Context, req *failRequest) (done *execu
 		ExecutionID: req.id,
 		Tenant:      scope,
 		Token:       *req.LeaseToken,
-		Error:       truncate(*req.Error, maxErrorLen),
+		Error:       *req.Error, // cut by the store (store.MaxErrorBytes)
 		Retry:       req.Retry == nil || *req.Retry,
 		RetryDelay:  delay,
 		Now:         s.cfg.Now(),
@@ -285,15 +284,4 @@ func orDefault(v *int64, def int64) int64 {
 		return def
 	}
 	return *v
-}
-
-// truncate cuts s to at most n bytes on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

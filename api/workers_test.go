@@ -100,7 +100,7 @@ func TestWorkerFailBackoffAndNoRetry(t *testing.T) {
 	l = e.claimOne(key)
 	long := strings.Repeat("e", 100<<10)
 	f = e.do("POST", "/api/executions/"+l.ExecutionID+"/fail", key, `{"lease_token":"`+l.LeaseToken+`","error":"`+long+`","retry":false}`).want(http.StatusOK).exec()
-	if len(*f.Error) != maxErrorLen {
+	if len(*f.Error) != store.MaxErrorBytes {
 		t.Fatalf("error of %d bytes stored as %d", len(long), len(*f.Error))
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -20,7 +19,6 @@ import (
 // Bounds of the writes that settle an attempt.
 const (
 	minWriteTimeout = time.Second     // even when the lease is (nearly) over
-	maxErrorLen     = 4096            // bytes of an error message kept in the store
 	maxWriteBackoff = 2 * time.Second // between retries of a failed write
 )
 
@@ -71,7 +69,7 @@ func (w *Worker) execute(lease *store.Lease) {
 func (a *attempt) handlerReturned() {
 	a.returned = true
 	a.w.settling.Add(1)
-	a.w.slotFreed()
+	a.w.slotFreed(a.lease.Tenant)
 }
 
 // settled ends the attempt: whatever it still holds, its slot or its
@@ -86,7 +84,7 @@ func (a *attempt) settled() {
 		}
 		return
 	}
-	a.w.slotFreed()
+	a.w.slotFreed(a.lease.Tenant)
 }
 
 // run runs the handler and records its outcome. It returns the outcome and
@@ -201,7 +199,7 @@ func (a *attempt) run() (Outcome, time.Duration) {
 }
 
 // call runs the handler, turning a panic into an error and checking the
-// result is JSON.
+// result is JSON that nests at most store.MaxJSONDepth levels.
 func (a *attempt) call(ctx context.Context, h Handler, job *Job) (out outcome) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -217,6 +215,9 @@ func (a *attempt) call(ctx context.Context, h Handler, job *Job) (out outcome) {
 		result = nil
 	} else if !json.Valid(result) {
 		return outcome{err: Permanent(errors.New("handler returned a result that is not valid JSON"))}
+	} else if store.JSONTooDeep(result, store.MaxJSONDepth) {
+		return outcome{err: Permanent(fmt.Errorf("handler returned a result that nests arrays and objects more than %d levels deep",
+			store.MaxJSONDepth))}
 	}
 	return outcome{result: result}
 }
@@ -371,7 +372,7 @@ func (a *attempt) fail(ctx context.Context, msg string, retry bool, delay time.D
 		ExecutionID: a.lease.ExecutionID,
 		Tenant:      a.lease.Tenant,
 		Token:       a.lease.Token,
-		Error:       truncate(msg, maxErrorLen),
+		Error:       msg, // cut by the store (store.MaxErrorBytes)
 		Retry:       retry,
 		RetryDelay:  delay,
 		Now:         a.w.cfg.Now(),
@@ -466,15 +467,4 @@ func isStoreVerdict(err error) bool {
 		}
 	}
 	return false
-}
-
-// truncate cuts s to at most n bytes on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

@@ -24,6 +24,7 @@ func TestWorkerStartsAnotherTenantsJobWhenASlotFrees(t *testing.T) {
 	done := make(chan struct{})
 	cfg := e.config()
 	cfg.Slots = slots
+	cfg.TenantSlots = slots // acme may fill every slot: this is about the order of starts
 	w := NewWorker(cfg)
 	w.Handle("long", func(ctx context.Context, job *Job) (json.RawMessage, error) {
 		starts <- job.Tenant

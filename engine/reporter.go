@@ -160,6 +160,22 @@ func (r *Reporter) Observe(c *storewrap.Call) {
 		if e, _ := c.Result.(*store.Execution); e != nil {
 			r.Failed(e.Tenant)
 		}
+	case "Release":
+		// A lease given back unstarted (a worker stopping, or its tenant
+		// at its share of the slots) was no start.
+		if p, _ := c.Params.(*store.ReleaseParams); p != nil && p.Unstarted {
+			r.unstarted(p.Tenant)
+		}
+	}
+}
+
+// unstarted takes back the start of a lease of tenant released unstarted.
+func (r *Reporter) unstarted(tenant string) {
+	now := r.cfg.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.count(tenant, now); c.Starts > 0 {
+		c.Starts--
 	}
 }
 

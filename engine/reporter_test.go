@@ -211,3 +211,20 @@ func TestReporterCountsWorker(t *testing.T) {
 		t.Errorf("workers %+v, want the in-process worker w1 under tenant \"\"", got.Workers)
 	}
 }
+
+// A lease released unstarted (a worker stopping, a tenant at its share of
+// the slots) takes back the start its claim counted.
+func TestReporterUnstartedReleaseIsNoStart(t *testing.T) {
+	clk := newClock()
+	r := NewReporter(ReporterConfig{Store: newReportStore(nil), Now: clk.Now})
+	leases := []store.Lease{{Tenant: "acme"}, {Tenant: "acme"}}
+	r.Observe(&storewrap.Call{Op: "Claim", Params: &store.ClaimParams{WorkerID: "w1"},
+		Result: &store.ClaimResult{Leases: leases}})
+	r.Observe(&storewrap.Call{Op: "Release", Params: &store.ReleaseParams{Tenant: "acme", Unstarted: true}})
+	r.Observe(&storewrap.Call{Op: "Release", Params: &store.ReleaseParams{Tenant: "acme"}}) // a started run's
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.activity[activityKey{"acme", store.MinuteOf(clk.Now())}]; c == nil || c.Starts != 1 {
+		t.Fatalf("activity %+v, want 1 start", c)
+	}
+}

@@ -163,13 +163,3 @@ func TestPermanentAndRetryAfter(t *testing.T) {
 		t.Error("plain error has a retry delay")
 	}
 }
-
-func TestTruncate(t *testing.T) {
-	t.Parallel()
-	if got := truncate("héllo", 2); got != "h" {
-		t.Errorf("truncate = %q, want h (no split rune)", got)
-	}
-	if got := truncate("abc", 5); got != "abc" {
-		t.Errorf("truncate = %q", got)
-	}
-}

@@ -61,7 +61,7 @@ func (a *attempt) traceReturned(err error) {
 		return
 	}
 	a.span.RecordError(err)
-	a.span.SetStatus(codes.Error, truncate(err.Error(), maxErrorLen))
+	a.span.SetStatus(codes.Error, store.Truncate(err.Error(), store.MaxErrorBytes))
 }
 
 // endRun ends the run span with the attempt's outcome.
@@ -99,7 +99,7 @@ func (a *attempt) startStep(ctx context.Context, name string) (context.Context, 
 func endSpan(span trace.Span, err error) {
 	if err != nil {
 		span.RecordError(err)
-		span.SetStatus(codes.Error, truncate(err.Error(), maxErrorLen))
+		span.SetStatus(codes.Error, store.Truncate(err.Error(), store.MaxErrorBytes))
 	}
 	span.End()
 }

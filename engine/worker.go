@@ -67,6 +67,19 @@ type WorkerConfig struct {
 	// 2*Slots leases.
 	Slots int
 
+	// TenantSlots is each tenant's share of the slots, so that one
+	// tenant's long-running work cannot hold every slot while another
+	// tenant's waits. A tenant below its share starts work in any free
+	// slot; one at its share may borrow free slots but never the last, which
+	// stays for a tenant below its share. So a tenant alone uses Slots-1
+	// slots and drains nearly as fast as with all of them, while another
+	// tenant's work starts in the slot left free however long the first
+	// one's handlers run. Default max(Slots/2, 1); Slots or more lets one
+	// tenant use every slot. A lease of a tenant that may not start now is
+	// released unstarted (its start given back, store.ReleaseParams.Unstarted)
+	// and runs when a slot frees, here or on another worker with room.
+	TenantSlots int
+
 	// Queues limits claims to these queues. Empty: every queue.
 	Queues []string
 
@@ -116,8 +129,9 @@ type WorkerConfig struct {
 
 	// OnClaim, if set, is called after each claim that leased executions,
 	// with how many it leased (for metrics), those released unstarted
-	// because the worker was stopping included. It runs on the claim loop
-	// and must not block.
+	// because the worker was stopping, or because their tenant was at its
+	// share (TenantSlots), included. It runs on the claim loop and must not
+	// block.
 	OnClaim func(n int)
 
 	// OnRun, if set, is called once for each attempt the worker ran, when
@@ -149,6 +163,7 @@ type Worker struct {
 	kinds    []string        // what Claim asks for, fixed at Start
 	jobs     context.Context // parent of every handler's context: the hard stop level
 	running  atomic.Int64    // handlers running: they hold a slot each
+	share    *share          // handlers running per tenant (TenantSlots)
 	settling atomic.Int64    // attempts whose handler returned, their outcome being written
 	wg       sync.WaitGroup  // one per running attempt
 	freed    chan struct{}   // a slot was freed (buffered 1)
@@ -166,6 +181,9 @@ func NewWorker(cfg WorkerConfig) *Worker {
 	}
 	if cfg.Slots <= 0 {
 		cfg.Slots = DefaultSlots
+	}
+	if cfg.TenantSlots <= 0 {
+		cfg.TenantSlots = max(cfg.Slots/2, 1)
 	}
 	if cfg.LeaseDuration <= 0 {
 		cfg.LeaseDuration = DefaultLeaseDuration
@@ -199,6 +217,7 @@ func NewWorker(cfg WorkerConfig) *Worker {
 		life:     lifecycle{name: "worker"},
 		handlers: make(map[string]Handler),
 		freed:    make(chan struct{}, 1),
+		share:    newShare(cfg.TenantSlots, cfg.Slots),
 		abandon:  make(chan struct{}),
 	}
 	w.notifier, _ = cfg.Store.(store.Notifier)
@@ -271,7 +290,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 func (w *Worker) run(soft, hard context.Context, ready func()) error {
 	w.jobs = hard
 	ready()
-	w.log.Info("worker started", "slots", w.cfg.Slots, "kinds", w.kinds, "queues", w.cfg.Queues,
+	w.log.Info("worker started", "slots", w.cfg.Slots, "tenant_slots", w.cfg.TenantSlots, "kinds", w.kinds, "queues", w.cfg.Queues,
 		"wakeups", w.notifier != nil)
 	w.claimLoop(soft)
 
@@ -306,6 +325,7 @@ func (w *Worker) claimLoop(ctx context.Context) {
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	failures := 0
+	crowded := 0 // claims in a row that leased only work of tenants at their share
 	for {
 		// A select below may pick a wake-up over a stop that came at the
 		// same moment; never start a claim once stopping.
@@ -319,10 +339,11 @@ func (w *Worker) claimLoop(ctx context.Context) {
 			changed = w.notifier.Changed()
 		}
 		free := w.free()
-		claimed := 0
+		asked, claimed, passed := 0, 0, 0
 		var retryAt time.Time
 		if free > 0 {
-			n, next, err := w.claim(ctx, free)
+			asked = w.share.batch(free)
+			n, over, next, err := w.claim(ctx, asked)
 			switch {
 			case ctx.Err() != nil:
 				return
@@ -332,7 +353,25 @@ func (w *Worker) claimLoop(ctx context.Context) {
 			default:
 				failures = 0
 			}
-			claimed, retryAt = n, next
+			claimed, passed, retryAt = n, over, next
+		}
+		if claimed == 0 && passed > 0 {
+			crowded++
+		} else {
+			crowded = 0
+		}
+		if crowded == 1 {
+			// The claim moved the passed tenants' turns past every other
+			// tenant's (I12): ask once more at once, for another tenant's
+			// work.
+			continue
+		}
+		var freed <-chan struct{}
+		if crowded > 1 {
+			// Only tenants at their share have work ready: wait for a slot
+			// to free or the poll, not for the notices of the releases just
+			// made.
+			changed, freed = nil, w.freed
 		}
 
 		wait := w.cfg.PollInterval
@@ -345,6 +384,11 @@ func (w *Worker) claimLoop(ctx context.Context) {
 			wait = max(min(wait, retryAt.Sub(w.cfg.Now())), time.Millisecond)
 		}
 		resetTimer(poll, wait)
+		if claimed > 0 && claimed == asked && asked < free {
+			// A full batch smaller than the free slots (share.batch):
+			// more may be ready, and there is room for it.
+			continue
+		}
 		if claimed == free {
 			// Every slot is busy (or the batch filled them): more work
 			// may be waiting, so claim again as soon as a slot frees.
@@ -359,14 +403,17 @@ func (w *Worker) claimLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-changed: // nil without a notifier: never ready
+		case <-freed: // nil unless crowded
 		case <-poll.C:
 		}
 	}
 }
 
-// claim leases up to max executions and starts their handlers. It returns
-// how many it started and the store's ClaimResult.RetryAt.
-func (w *Worker) claim(ctx context.Context, max int) (int, time.Time, error) {
+// claim leases up to max executions and starts their handlers, releasing
+// unstarted those of tenants at their share (TenantSlots). It returns how
+// many it started, how many it released so, and the store's
+// ClaimResult.RetryAt.
+func (w *Worker) claim(ctx context.Context, max int) (started, passed int, retryAt time.Time, err error) {
 	// A claim that commits must reach us even if Stop comes meanwhile, or its
 	// leases would sit until they expire: claim on a context Stop does not
 	// cancel, and release what arrives after Stop.
@@ -382,7 +429,7 @@ func (w *Worker) claim(ctx context.Context, max int) (int, time.Time, error) {
 		Now:           w.cfg.Now(),
 	})
 	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("engine: claim: %w", err)
+		return 0, 0, time.Time{}, fmt.Errorf("engine: claim: %w", err)
 	}
 	if n := len(res.Leases); n > 0 && w.cfg.OnClaim != nil {
 		w.cfg.OnClaim(n)
@@ -392,17 +439,23 @@ func (w *Worker) claim(ctx context.Context, max int) (int, time.Time, error) {
 		for i := range res.Leases {
 			w.releaseUnstarted(cctx, &res.Leases[i])
 		}
-		return 0, time.Time{}, nil
+		return 0, 0, time.Time{}, nil
 	}
 	for i := range res.Leases {
 		lease := res.Leases[i]
+		if !w.share.take(lease.Tenant) {
+			w.releaseUnstarted(cctx, &lease)
+			passed++
+			continue
+		}
 		w.running.Add(1)
+		started++
 		w.wg.Go(func() { w.execute(&lease) })
 	}
 	if n := len(res.Leases); n > 0 {
-		w.log.Debug("claimed", "count", n)
+		w.log.Debug("claimed", "count", n, "passed", passed)
 	}
-	return len(res.Leases), res.RetryAt, nil
+	return started, passed, res.RetryAt, nil
 }
 
 // releaseUnstarted gives back a lease whose handler never started.
@@ -428,8 +481,9 @@ func (w *Worker) free() int {
 	return max(min(w.cfg.Slots-running, 2*w.cfg.Slots-running-settling), 0)
 }
 
-// slotFreed is called when a handler's slot frees.
-func (w *Worker) slotFreed() {
+// slotFreed is called when the slot of a handler of tenant frees.
+func (w *Worker) slotFreed(tenant string) {
+	w.share.give(tenant)
 	w.running.Add(-1)
 	w.signalFreed()
 }

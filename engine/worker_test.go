@@ -273,6 +273,24 @@ func TestWorkerInvalidResultFailsPermanently(t *testing.T) {
 	e.checkInflight(0)
 }
 
+// A handler's result nested deeper than store.MaxJSONDepth is not stored:
+// the attempt fails permanently, as for a result that is not JSON.
+func TestWorkerTooDeepResultFailsPermanently(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := NewWorker(e.config())
+	w.Handle("deep", func(ctx context.Context, job *Job) (json.RawMessage, error) {
+		return json.RawMessage(strings.Repeat("[", 10_000) + strings.Repeat("]", 10_000)), nil
+	})
+	e.start(w)
+	ex := e.submit("deep", `{}`, maxAttempts(3))
+	got := e.waitStatus(ex.ID, store.StatusFailed)
+	if got.Attempt != 1 || !strings.Contains(got.Error, "levels deep") || len(got.Result) != 0 {
+		t.Errorf("attempt %d, error %q, result %s", got.Attempt, got.Error, got.Result)
+	}
+	e.checkInflight(0)
+}
+
 func TestWorkerLeaseLostStopsHandlerAndWritesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -494,6 +512,7 @@ func TestWorkerNeverExceedsSlots(t *testing.T) {
 	cfg := e.config()
 	cfg.Store = rec
 	cfg.Slots = 3
+	cfg.TenantSlots = 3 // one tenant may fill every slot: this is about the slots
 	var mu sync.Mutex
 	running, peak := 0, 0
 	started := make(chan struct{}, 10)
@@ -577,6 +596,7 @@ func TestWorkerSlotFreesWhileOutcomeIsWritten(t *testing.T) {
 	cfg := e.config()
 	cfg.Store = slow
 	cfg.Slots = 2
+	cfg.TenantSlots = 2
 	started := make(chan string, 10)
 	w := NewWorker(cfg)
 	w.Handle("work", func(ctx context.Context, job *Job) (json.RawMessage, error) {

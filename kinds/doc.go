@@ -2,17 +2,24 @@
 // worker:
 //
 //	echo   result = payload.
-//	sleep  payload {"seconds": n}: waits n seconds, or until the execution is
-//	       cancelled or times out. Result {"slept_seconds": n}.
+//	sleep  payload {"seconds": n}, 0 <= n <= MaxRunSeconds (900): waits n
+//	       seconds, or until the execution is cancelled or times out.
+//	       Result {"slept_seconds": n}.
 //	http   payload {"url", "method"?, "headers"?, "body"?, "timeout_seconds"?}:
 //	       one HTTP request; succeeds on a 2xx answer with result
 //	       {"status_code", "body"}, the body cut to 64 KiB. The request
 //	       carries Latch-Execution-Id and Latch-Attempt (HeaderExecutionID,
 //	       HeaderAttempt), so the target can make its effect idempotent.
 //
-// A payload a kind cannot use fails permanently (no retry). The http kind
-// retries connection errors, timeouts, 5xx and 429 answers (honouring a 429's
-// Retry-After) and fails permanently on other answers.
+// A payload a kind cannot use fails permanently (no retry): for the http
+// kind also a header that is not a token or whose value holds a control
+// character, and a redirect to a scheme other than http and https. The http
+// kind retries connection errors, timeouts, names that do not resolve ("could
+// not resolve <host>", without the resolver's address), 5xx and 429 answers
+// (honouring a 429's Retry-After) and fails permanently on other answers.
+// Its timeout_seconds is at most MaxRunSeconds, DefaultHTTPTimeout without
+// it, and an answer's headers must come within HTTPHeaderTimeout: no
+// built-in kind holds a worker's slot for longer than MaxRunSeconds.
 //
 // The hosts the http kind may call are limited by Options.HTTPAllow, or by
 // the LATCH_HTTP_ALLOW environment variable when HTTPAllow is nil: a

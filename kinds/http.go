@@ -21,6 +21,24 @@ import (
 // MaxHTTPBody is how much of an answer's body the http kind keeps.
 const MaxHTTPBody = 64 << 10
 
+// The http kind's time bounds. A call without timeout_seconds ends after
+// DefaultHTTPTimeout; timeout_seconds is at most MaxRunSeconds. Whatever
+// the call's timeout, the answer's headers must come within
+// HTTPHeaderTimeout (the transport's ResponseHeaderTimeout, unless the
+// given client's transport sets one), so that a target that accepts and
+// never answers frees the worker's slot soon. Each ends the attempt with
+// an error that is retried.
+const (
+	DefaultHTTPTimeout = 60 * time.Second
+	HTTPHeaderTimeout  = 60 * time.Second
+)
+
+// httpTimeouts are the http kind's time bounds; zero fields take the
+// defaults above (tests make them short).
+type httpTimeouts struct {
+	call, headers time.Duration
+}
+
 // The headers the http kind adds to every request it makes (replacing any
 // of the same name in the payload's headers), so that the target can make
 // its effect idempotent: the execution's id, and the attempt number (1 for
@@ -33,6 +51,10 @@ const (
 
 // errNotAllowed is the cause of a request to a host the allow list refuses.
 var errNotAllowed = errors.New("host not allowed by " + AllowEnv)
+
+// errBadRedirect is the cause of a redirect no request can follow: to a
+// scheme other than http and https.
+var errBadRedirect = errors.New("only http and https can be followed")
 
 // httpPayload is the http kind's payload.
 type httpPayload struct {
@@ -65,6 +87,25 @@ func NewHTTPHandler(patterns []string, client *http.Client) (engine.Handler, err
 // newHTTPHandler is NewHTTPHandler resolving names with resolver (nil: the
 // default): tests give a name any address with it.
 func newHTTPHandler(patterns []string, client *http.Client, resolver *net.Resolver) (engine.Handler, error) {
+	return newHTTPKind(patterns, client, resolver, httpTimeouts{})
+}
+
+// newHTTPKind is newHTTPHandler with the time bounds tm.
+func newHTTPKind(patterns []string, client *http.Client, resolver *net.Resolver, tm httpTimeouts) (engine.Handler, error) {
+	h, err := buildHTTPKind(patterns, client, resolver, tm)
+	if err != nil {
+		return nil, err
+	}
+	return h.handle, nil
+}
+
+func buildHTTPKind(patterns []string, client *http.Client, resolver *net.Resolver, tm httpTimeouts) (*httpKind, error) {
+	if tm.call <= 0 {
+		tm.call = DefaultHTTPTimeout
+	}
+	if tm.headers <= 0 {
+		tm.headers = HTTPHeaderTimeout
+	}
 	allow, err := newAllowList(patterns)
 	if err != nil {
 		return nil, fmt.Errorf("kinds: http allow list: %w", err)
@@ -77,11 +118,17 @@ func newHTTPHandler(patterns []string, client *http.Client, resolver *net.Resolv
 	if err != nil {
 		return nil, fmt.Errorf("kinds: http client: %w", err)
 	}
+	if t.ResponseHeaderTimeout <= 0 {
+		t.ResponseHeaderTimeout = tm.headers
+	}
 	c.Transport = t
 	next := c.CheckRedirect
 	// The dialer checks the address of every hop; the allow list is
 	// checked here.
 	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+			return fmt.Errorf("redirect to a %s: URL: %w", req.URL.Scheme, errBadRedirect)
+		}
 		if !allow.allows(req.URL) {
 			return fmt.Errorf("redirect to %s: %w", req.URL.Redacted(), errNotAllowed)
 		}
@@ -93,13 +140,13 @@ func newHTTPHandler(patterns []string, client *http.Client, resolver *net.Resolv
 		}
 		return nil
 	}
-	h := &httpKind{allow: allow, client: &c}
-	return h.handle, nil
+	return &httpKind{allow: allow, client: &c, timeout: tm.call}, nil
 }
 
 type httpKind struct {
-	allow  *allowList
-	client *http.Client
+	allow   *allowList
+	client  *http.Client
+	timeout time.Duration // of a call without timeout_seconds
 }
 
 func (h *httpKind) handle(ctx context.Context, job *engine.Job) (json.RawMessage, error) {
@@ -107,13 +154,12 @@ func (h *httpKind) handle(ctx context.Context, job *engine.Job) (json.RawMessage
 	if err != nil {
 		return nil, engine.Permanent(err)
 	}
-	reqCtx := ctx
-	if p.timeout > 0 {
-		var cancel context.CancelFunc
-		reqCtx, cancel = context.WithTimeoutCause(ctx, p.timeout,
-			fmt.Errorf("http: no answer within %v", p.timeout))
-		defer cancel()
+	timeout := p.timeout
+	if timeout == 0 {
+		timeout = h.timeout
 	}
+	reqCtx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("no answer within %v", timeout))
+	defer cancel()
 	req, err := p.request(reqCtx)
 	if err != nil {
 		return nil, engine.Permanent(err)
@@ -127,7 +173,7 @@ func (h *httpKind) handle(ctx context.Context, job *engine.Job) (json.RawMessage
 	resp, err := h.client.Do(req)
 	endRequest(span, resp, err)
 	if err != nil {
-		if errors.Is(err, errNotAllowed) {
+		if errors.Is(err, errNotAllowed) || errors.Is(err, errBadRedirect) {
 			return nil, engine.Permanent(fmt.Errorf("http: %w", err))
 		}
 		if refused, ok := errors.AsType[*refusedError](err); ok {
@@ -137,7 +183,14 @@ func (h *httpKind) handle(ctx context.Context, job *engine.Job) (json.RawMessage
 		if cause := context.Cause(ctx); cause != nil {
 			return nil, fmt.Errorf("http: %s %s: %w", req.Method, req.URL.Redacted(), cause)
 		}
-		return nil, fmt.Errorf("http: %w", err) // network trouble, the request's own timeout: retry
+		if dns, ok := errors.AsType[*net.DNSError](err); ok {
+			// Retried: names come back.
+			return nil, fmt.Errorf("http: %s %s: %w", req.Method, req.URL.Redacted(), &resolveError{dns})
+		}
+		if cause := context.Cause(reqCtx); cause != nil {
+			return nil, fmt.Errorf("http: %s %s: %w", req.Method, req.URL.Redacted(), cause) // retried
+		}
+		return nil, fmt.Errorf("http: %w", err) // network trouble, the header timeout: retry
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxHTTPBody))
@@ -201,10 +254,18 @@ func parseHTTPPayload(raw json.RawMessage, allow *allowList) (*httpCall, error) 
 			c.body, c.jsonBody = p.Body, true
 		}
 	}
+	for k, v := range p.Headers {
+		if !validHeaderName(k) {
+			return nil, fmt.Errorf("http: headers: %q is not a valid header name", k)
+		}
+		if !validHeaderValue(v) {
+			return nil, fmt.Errorf("http: headers: the value of %q holds a control character (CR, LF, ...)", k)
+		}
+	}
 	if p.TimeoutSeconds != nil {
 		t := *p.TimeoutSeconds
-		if !(t > 0 && t <= 86400) {
-			return nil, errors.New("http: timeout_seconds must be in (0, 86400]")
+		if !(t > 0 && t <= MaxRunSeconds) {
+			return nil, fmt.Errorf("http: timeout_seconds must be in (0, %d] (the built-in kinds' longest run)", MaxRunSeconds)
 		}
 		c.timeout = time.Duration(t * float64(time.Second))
 	}
@@ -276,4 +337,48 @@ func retryAfter(v string) (time.Duration, bool) {
 		return max(time.Until(t), 0), true
 	}
 	return 0, false
+}
+
+// resolveError is a name that did not resolve, said without the
+// DNSError's own text, which names the resolver's address: no map of the
+// server's network for the tenant. It unwraps to the DNSError.
+type resolveError struct{ dns *net.DNSError }
+
+func (e *resolveError) Error() string {
+	why := "the lookup failed"
+	switch {
+	case e.dns.IsNotFound:
+		why = "no such host"
+	case e.dns.IsTimeout:
+		why = "the lookup timed out"
+	}
+	return "could not resolve " + e.dns.Name + ": " + why
+}
+
+func (e *resolveError) Unwrap() error { return e.dns }
+
+// validHeaderName: a token (RFC 9110), as net/http requires of a name.
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue: no control characters but tab, as net/http requires
+// of a value (a CR or LF would start another header).
+func validHeaderValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/http"
 	"os"
 	"time"
@@ -19,6 +18,14 @@ const (
 	Sleep = "sleep"
 	HTTP  = "http"
 )
+
+// MaxRunSeconds is the longest a built-in kind runs: a sleep's seconds
+// and an http call's timeout_seconds are at most this; more fails the
+// execution at once, without retries. A slot of a worker is held while a
+// kind runs, so a tenant could otherwise hold one for as long as its
+// execution's timeout_seconds allows (a week). Longer waits belong in
+// run_at, delay_seconds or a flow's sleep, which hold no slot.
+const MaxRunSeconds = 15 * 60
 
 // AllowEnv is the environment variable read when Options.HTTPAllow is nil.
 const AllowEnv = "LATCH_HTTP_ALLOW"
@@ -74,9 +81,9 @@ func SleepHandler(ctx context.Context, job *engine.Job) (json.RawMessage, error)
 	if err := decodePayload(job.Payload, &p); err != nil {
 		return nil, err
 	}
-	if p.Seconds == nil || *p.Seconds < 0 || math.IsInf(*p.Seconds, 0) || *p.Seconds > math.MaxInt64/float64(time.Second) {
-		return nil, engine.Permanent(fmt.Errorf("sleep: payload needs \"seconds\": a number from 0 to %d",
-			math.MaxInt64/int64(time.Second)))
+	if p.Seconds == nil || !(*p.Seconds >= 0 && *p.Seconds <= MaxRunSeconds) {
+		return nil, engine.Permanent(fmt.Errorf("sleep: payload needs \"seconds\": a number from 0 to %d (the built-in kinds' longest run)",
+			MaxRunSeconds))
 	}
 	t := time.NewTimer(time.Duration(*p.Seconds * float64(time.Second)))
 	defer t.Stop()

@@ -46,7 +46,7 @@ func TestSleepHonoursCancellation(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancelCause(t.Context())
 	cancel(engine.ErrCancelled)
-	_, err := SleepHandler(ctx, job(Sleep, `{"seconds":3600}`))
+	_, err := SleepHandler(ctx, job(Sleep, `{"seconds":600}`))
 	if !errors.Is(err, engine.ErrCancelled) || engine.IsPermanent(err) {
 		t.Errorf("sleep = %v, want an error carrying the cause", err)
 	}

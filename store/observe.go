@@ -43,6 +43,15 @@ type ServerReport struct {
 	// Activity holds counts not yet reported, by tenant and minute; the
 	// store adds them to what it has (the report is a delta, so two
 	// servers' counts sum).
+	//
+	// A worker of a tenant is recorded only for a tenant that exists and
+	// was created at or before the worker's LastSeenAt; an activity count
+	// only for a tenant that exists. So a report pending when the tenant
+	// was deleted and written after the delete records nothing of it, and
+	// one written after a new tenant of the same name was created shows
+	// none of the old tenant's workers. (Its counts then do reach the new
+	// tenant: a count is dated by its minute only, and a server counts
+	// runs of tenants created during that minute too.)
 	Activity []ActivityCount
 	Now      time.Time
 }

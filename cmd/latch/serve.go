@@ -33,6 +33,7 @@ type serveConfig struct {
 	addr          string
 	store         string
 	workers       int
+	tenantSlots   int // 0 = half the workers, at least 1
 	leaseSeconds  int64
 	rescueEvery   time.Duration
 	pruneEvery    time.Duration
@@ -53,6 +54,7 @@ type serveConfig struct {
 	httpAllow     []string // LATCH_HTTP_ALLOW; never nil: empty allows every public host
 	consoleSecret []byte   // LATCH_CONSOLE_SECRET; nil = one per process
 	adminKey      string   // LATCH_ADMIN_KEY; "" = the store's (generated at the first start)
+	metricsToken  string   // LATCH_METRICS_TOKEN; "" = /metrics open to anyone who reaches it
 
 	printConfig bool
 	resolved    *resolved // where each setting came from, for --print-config
@@ -85,6 +87,7 @@ func serveFlagsCtx(ctx context.Context, args []string) (*serveConfig, error) {
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "listen address (LATCH_ADDR)")
 	fs.StringVar(&c.store, "store", "sqlite:latch.db", "store URL (LATCH_STORE)")
 	fs.IntVar(&c.workers, "workers", 10, "in-process worker slots; 0 runs no in-process worker (LATCH_WORKERS)")
+	fs.IntVar(&c.tenantSlots, "tenant-slots", 0, "each tenant's share of the in-process worker slots: past it a tenant may borrow free slots but never the last; 0 = half of --workers (at least 1); the --workers value lets one tenant take every slot (LATCH_TENANT_SLOTS)")
 	c.leaseSeconds = 30
 	fs.Var((*secondsValue)(&c.leaseSeconds), "lease-seconds", "lease of in-process workers: a dead worker's executions run again after it; a duration (30s) or seconds (LATCH_LEASE_SECONDS)")
 	c.rescueEvery, c.pruneEvery, c.shutdownGrace = engine.DefaultRescueInterval, engine.DefaultPruneInterval, 30*time.Second
@@ -120,6 +123,7 @@ func serveFlagsCtx(ctx context.Context, args []string) (*serveConfig, error) {
 		rule string
 	}{
 		{"workers", c.workers < 0, ">= 0"},
+		{"tenant-slots", c.tenantSlots < 0 || c.workers > 0 && c.tenantSlots > c.workers, "from 0 to --workers"},
 		{"lease-seconds", c.leaseSeconds < 1, ">= 1"},
 		{"rescue-interval", c.rescueEvery <= 0, "> 0"},
 		{"prune-interval", c.pruneEvery <= 0, "> 0"},
@@ -151,6 +155,7 @@ func serveFlagsCtx(ctx context.Context, args []string) (*serveConfig, error) {
 		}
 		c.httpAllow = append(c.httpAllow, allow...)
 	}
+	c.metricsToken = r.envOnly["metrics-token"]
 	if v := r.envOnly["admin-key"]; v != "" {
 		if len(v) < minAdminKey {
 			return nil, fmt.Errorf("%w: %s must be at least %d bytes (say, openssl rand -hex 32), or unset to have "+
@@ -219,7 +224,7 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 		OnScheduleChange: sched.Kick, Collectors: metrics.collectors(),
 		MaxStreamsPerTenant: noBound(cfg.maxStreams), MaxLongPollsPerTenant: noBound(cfg.maxLongPolls),
 		MaxBodyBytesInFlight: int64(cfg.bodyBudgetMiB) << 20, MaxSchedulesPerTenant: noBound(cfg.maxSchedules),
-		MinScheduleInterval: cfg.minSchedule, TracerProvider: tracing.Provider}
+		MinScheduleInterval: cfg.minSchedule, TracerProvider: tracing.Provider, MetricsToken: cfg.metricsToken}
 	var cons *console.Console
 	if cfg.console {
 		authn := auth.Authenticator{Store: st, AdminKeyHash: adminHash}
@@ -239,7 +244,7 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 	}
 	if cfg.workers > 0 {
 		w := engine.NewWorker(engine.WorkerConfig{
-			Store: st, Slots: cfg.workers, Logger: log, TracerProvider: tracing.Provider,
+			Store: st, Slots: cfg.workers, TenantSlots: cfg.tenantSlots, Logger: log, TracerProvider: tracing.Provider,
 			LeaseDuration: time.Duration(cfg.leaseSeconds) * time.Second,
 			OnClaim:       srv.OnWorkerClaim(), // counted beside the API's claims
 			OnRun:         srv.OnWorkerRun(),   // counted beside the HTTP workers' runs

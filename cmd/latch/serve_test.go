@@ -247,7 +247,7 @@ func TestServeSecondSignalStopsAtOnce(t *testing.T) {
 		ID     string `json:"execution_id"`
 		Status string `json:"status"`
 	}
-	call(t, base, "POST", "/api/executions", key, `{"kind":"sleep","payload":{"seconds":3600}}`, http.StatusCreated, &x)
+	call(t, base, "POST", "/api/executions", key, `{"kind":"sleep","payload":{"seconds":900}}`, http.StatusCreated, &x)
 	for deadline := time.Now().Add(20 * time.Second); x.Status != "running"; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the sleep execution is still %s", x.Status)
@@ -312,6 +312,7 @@ func TestServeChecksConfigurationBeforeTheStore(t *testing.T) {
 		{"admin key", "", "", "admin-secret", nil, 2, "LATCH_ADMIN_KEY must be at least 32 bytes"},
 		{"negative bound", "", "", "", []string{"--max-streams", "-1"}, 2, "--max-streams"},
 		{"no body budget", "", "", "", []string{"--body-budget-mib", "0"}, 2, "--body-budget-mib"},
+		{"tenant share past the slots", "", "", "", []string{"--workers", "4", "--tenant-slots", "5"}, 2, "--tenant-slots"},
 		{"address in use", "", "", "", []string{"--addr", busy.Addr().String()}, 1, "address already in use"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

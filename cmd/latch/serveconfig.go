@@ -35,6 +35,7 @@ var serveSettings = []setting{
 	{key: "addr", env: "LATCH_ADDR"},
 	{key: "store", env: "LATCH_STORE", secret: true}, // its password only
 	{key: "workers", env: "LATCH_WORKERS"},
+	{key: "tenant-slots", env: "LATCH_TENANT_SLOTS"},
 	{key: "lease-seconds", env: "LATCH_LEASE_SECONDS"},
 	{key: "rescue-interval", env: "LATCH_RESCUE_INTERVAL"},
 	{key: "prune-interval", env: "LATCH_PRUNE_INTERVAL"},
@@ -48,6 +49,7 @@ var serveSettings = []setting{
 	{key: "max-schedules", env: "LATCH_MAX_SCHEDULES"},
 	{key: "min-schedule-interval", env: "LATCH_MIN_SCHEDULE_INTERVAL"},
 	{key: "admin-key", env: adminKeyEnv, envOnly: true, secret: true},
+	{key: "metrics-token", env: "LATCH_METRICS_TOKEN", envOnly: true, secret: true},
 	{key: "console-secret", env: consoleSecretEnv, envOnly: true, secret: true},
 	{key: "http-allow", env: kinds.AllowEnv, envOnly: true},
 }

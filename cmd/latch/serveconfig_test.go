@@ -200,3 +200,18 @@ func TestServeStartsFromAConfigFile(t *testing.T) {
 		t.Errorf("GET / with console: false: %d, want 404", res.StatusCode)
 	}
 }
+
+// LATCH_METRICS_TOKEN reaches the API's config and is masked when printed.
+func TestServeMetricsToken(t *testing.T) {
+	t.Setenv("LATCH_METRICS_TOKEN", "scrape-secret")
+	cfg, err := serveFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.metricsToken != "scrape-secret" {
+		t.Fatalf("metrics token %q", cfg.metricsToken)
+	}
+	if err := cfg.flags.Parse([]string{"--metrics-token", "x"}); err == nil {
+		t.Error("--metrics-token is a flag: a secret on the command line")
+	}
+}

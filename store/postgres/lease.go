@@ -66,7 +66,7 @@ func (s *Store) Fail(ctx context.Context, p *store.FailParams) (*store.Execution
 		return nil, err
 	}
 	op := &finishOp{fence: f, op: kindFail, retry: p.Retry, runAt: micro(t.Add(max(p.RetryDelay, 0))),
-		errMsg: strPtr(p.Error)}
+		errMsg: strPtr(p.StoredError())}
 	return s.feed.Execution(s.endAttempt(ctx, "fail", op))
 }
 

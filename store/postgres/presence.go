@@ -35,7 +35,7 @@ WITH s AS (
 ), w AS (
     INSERT INTO latch_workers AS w (server_id, tenant, worker_id, last_seen_at)
     SELECT $1, u.tenant, u.id, u.seen FROM unnest($6::text[], $7::text[], $8::timestamptz[]) AS u(tenant, id, seen)
-    WHERE u.tenant = '' OR EXISTS (SELECT 1 FROM latch_tenants t WHERE t.name = u.tenant)
+    WHERE u.tenant = '' OR EXISTS (SELECT 1 FROM latch_tenants t WHERE t.name = u.tenant AND t.created_at <= u.seen)
     ORDER BY u.tenant, u.id
     ON CONFLICT (server_id, tenant, worker_id) DO UPDATE
         SET last_seen_at = greatest(w.last_seen_at, excluded.last_seen_at)

@@ -44,7 +44,7 @@ func (s *Store) Fail(ctx context.Context, p *store.FailParams) (*store.Execution
 	t := now(p.Now)
 	runAt := us(t.Add(max(p.RetryDelay, 0)))
 	return s.feed.Execution(s.afterLease(ctx, "fail", scriptFail, p.ExecutionID,
-		s.k.ns, p.ExecutionID, p.Tenant, p.Token, itoa(us(t)), p.Error, flag(p.Retry), itoa(runAt), timeLex(runAt)))
+		s.k.ns, p.ExecutionID, p.Tenant, p.Token, itoa(us(t)), p.StoredError(), flag(p.Retry), itoa(runAt), timeLex(runAt)))
 }
 
 // Release implements store.Store (release.lua).

@@ -59,7 +59,7 @@ func (s *Store) ReportServer(ctx context.Context, p *store.ServerReport) error {
 		if !w.LastSeenAt.IsZero() {
 			seen = us(w.LastSeenAt)
 		}
-		args = append(args, workerMember(p.ID, w.Tenant, w.ID), itoa(seen))
+		args = append(args, workerMember(p.ID, w.Tenant, w.ID), itoa(seen), w.Tenant)
 	}
 	args = append(args, len(p.Activity))
 	for _, a := range p.Activity {

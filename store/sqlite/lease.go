@@ -101,18 +101,19 @@ func (s *Store) Complete(ctx context.Context, p *store.CompleteParams) (*store.E
 // Fail implements store.Store.
 func (s *Store) Fail(ctx context.Context, p *store.FailParams) (*store.Execution, error) {
 	t := now(p.Now)
-	ends := runEnd{outcome: store.RunFailed, err: p.Error}
+	msg := p.StoredError()
+	ends := runEnd{outcome: store.RunFailed, err: msg}
 	return s.feed.Execution(s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, ends, func(tx *sql.Tx, l *leased) error {
 		if err := charge(ctx, tx, p.ExecutionID, int64(len(p.Error)), true); err != nil {
 			return err
 		}
 		switch {
 		case l.cancelRequested:
-			return finish(ctx, tx, p.ExecutionID, l.tenant, store.StatusCancelled, sql.NullString{}, p.Error, t)
+			return finish(ctx, tx, p.ExecutionID, l.tenant, store.StatusCancelled, sql.NullString{}, msg, t)
 		case p.Retry && l.attempt < l.maxAttempts:
-			return requeue(ctx, tx, p.ExecutionID, p.Error, t.Add(max(p.RetryDelay, 0)), t)
+			return requeue(ctx, tx, p.ExecutionID, msg, t.Add(max(p.RetryDelay, 0)), t)
 		default:
-			return finish(ctx, tx, p.ExecutionID, l.tenant, store.StatusFailed, sql.NullString{}, p.Error, t)
+			return finish(ctx, tx, p.ExecutionID, l.tenant, store.StatusFailed, sql.NullString{}, msg, t)
 		}
 	}))
 }

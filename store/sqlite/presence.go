@@ -13,7 +13,10 @@ import (
 // ReportServer implements store.Store: the server's row, its workers and
 // the activity deltas in one step. A worker's last_seen_at takes the later
 // of the stored and the reported time; an activity minute adds the deltas
-// to what earlier reports (of any server) left.
+// to what earlier reports (of any server) left. A tenant's worker is
+// recorded only while the tenant exists and if seen since its creation, a
+// tenant's activity only while it exists (store.ServerReport), so a report
+// pending across a delete does not reach the next tenant of the name.
 func (s *Store) ReportServer(ctx context.Context, p *store.ServerReport) error {
 	if err := checkReport(p); err != nil {
 		return err
@@ -32,7 +35,8 @@ func (s *Store) ReportServer(ctx context.Context, p *store.ServerReport) error {
 				seen = w.LastSeenAt
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO workers (server_id, worker_id, tenant, last_seen_at)
-				VALUES (?, ?, ?, ?) ON CONFLICT (server_id, worker_id, tenant)
+				SELECT ?1, ?2, ?3, ?4 WHERE ?3 = '' OR EXISTS (SELECT 1 FROM tenants WHERE name = ?3 AND created_at <= ?4)
+				ON CONFLICT (server_id, worker_id, tenant)
 				DO UPDATE SET last_seen_at = MAX(last_seen_at, excluded.last_seen_at)`,
 				p.ID, w.ID, w.Tenant, ns(seen)); err != nil {
 				return false, fmt.Errorf("sqlite: report server: worker: %w", err)
@@ -42,10 +46,12 @@ func (s *Store) ReportServer(ctx context.Context, p *store.ServerReport) error {
 			if a.Starts == 0 && a.Failures == 0 {
 				continue
 			}
+			minute := store.MinuteOf(a.Minute)
 			if _, err := tx.ExecContext(ctx, `INSERT INTO activity (tenant, minute, starts, failures)
-				VALUES (?, ?, ?, ?) ON CONFLICT (tenant, minute)
+				SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM tenants WHERE name = ?1)
+				ON CONFLICT (tenant, minute)
 				DO UPDATE SET starts = starts + excluded.starts, failures = failures + excluded.failures`,
-				a.Tenant, ns(store.MinuteOf(a.Minute)), a.Starts, a.Failures); err != nil {
+				a.Tenant, ns(minute), a.Starts, a.Failures); err != nil {
 				return false, fmt.Errorf("sqlite: report server: activity: %w", err)
 			}
 		}

@@ -289,6 +289,40 @@ func testObserve(t *testing.T, ns NewStore) {
 		}
 	})
 
+	// A server's report may be written after its tenant was deleted (it
+	// was pending when the delete ran), even after a tenant of the same
+	// name was created: it records nothing for a tenant that does not
+	// exist, and no worker seen before the tenant's creation (its
+	// generation), while the new tenant's own reports count.
+	t.Run("LateReportDoesNotReachTheNextTenantOfTheName", func(t *testing.T) {
+		e := start(t, ns)
+		e.report(store.ServerReport{ID: "s1", Now: at(10 * time.Second),
+			Workers:  []store.WorkerSeen{{ID: "old-worker", Tenant: acme, LastSeenAt: at(10 * time.Second)}},
+			Activity: []store.ActivityCount{{Tenant: acme, Minute: base, Starts: 2}}})
+		e.must(e.s.DeleteTenant(e.ctx, &store.DeleteTenantParams{Name: acme, Force: true, Now: at(30 * time.Second)}), "DeleteTenant")
+		pending := store.ServerReport{ID: "s1", Now: at(40 * time.Second),
+			Workers:  []store.WorkerSeen{{ID: "old-worker", Tenant: acme, LastSeenAt: at(25 * time.Second)}},
+			Activity: []store.ActivityCount{{Tenant: acme, Minute: base, Starts: 1, Failures: 1}}}
+		e.report(pending) // after the delete
+		e.createTenant(store.CreateTenantParams{Name: acme, Now: at(3 * time.Minute)})
+		pending.Now, pending.Activity = at(3*time.Minute+time.Second), nil
+		e.report(pending) // its workers, after the next tenant of the name was created
+		if got := e.presence(acme, at(-time.Hour)).Workers; len(got) != 0 {
+			t.Errorf("the new acme shows the old one's workers: %s", showItems(got))
+		}
+		if got := e.activity(acme, at(-time.Hour)); len(got) != 0 {
+			t.Errorf("the new acme shows the old one's activity: %s", showItems(got))
+		}
+		now := at(4 * time.Minute)
+		e.report(store.ServerReport{ID: "s1", Now: now,
+			Workers:  []store.WorkerSeen{{ID: "new-worker", Tenant: acme, LastSeenAt: now}},
+			Activity: []store.ActivityCount{{Tenant: acme, Minute: at(3 * time.Minute), Starts: 1}}})
+		wantWorkers(t, "the new acme's workers", e.presence(acme, at(-time.Hour)).Workers,
+			[]*store.WorkerSeen{{ID: "new-worker", Tenant: acme, ServerID: "s1", LastSeenAt: now}})
+		wantActivity(t, "the new acme's activity", e.activity(acme, at(-time.Hour)),
+			[]*store.ActivityMinute{{Minute: at(3 * time.Minute), Starts: 1}})
+	})
+
 	t.Run("ListRateLimits", func(t *testing.T) {
 		e := start(t, ns)
 		e.createTenant(store.CreateTenantParams{Name: globex})

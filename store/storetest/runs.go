@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -25,6 +26,29 @@ func testRuns(t *testing.T, ns NewStore) {
 		e.wantRuns(first.ExecutionID,
 			runWant{1, "worker-1", base, ptr(at(time.Second)), store.RunFailed, "boom"},
 			runWant{2, "worker-2", at(2 * time.Second), ptr(at(3 * time.Second)), store.RunSucceeded, ""})
+	})
+
+	// store.MaxErrorBytes is the store's rule: however long the message a
+	// worker reports (in-process or over HTTP), the execution and its run
+	// keep the same cut, on a rune boundary, retried or final.
+	t.Run("AFailuresMessageIsCutByTheStore", func(t *testing.T) {
+		e := start(t, ns)
+		long := "x" + strings.Repeat("é", store.MaxErrorBytes) // a 2-byte rune across the bound
+		want := long[:store.MaxErrorBytes-1]
+		for _, retry := range []bool{true, false} {
+			l := e.run(acme, base, job("echo"))
+			x, err := e.fail(l, at(time.Second), long, retry, 0)
+			e.must(err, "Fail")
+			if x.Error != want {
+				t.Errorf("retry %v: Fail answered an error of %d bytes, want %d", retry, len(x.Error), len(want))
+			}
+			if got := e.get(l.ExecutionID); got.Error != want {
+				t.Errorf("retry %v: stored error of %d bytes, want %d", retry, len(got.Error), len(want))
+			}
+			if runs := e.runs(l.ExecutionID); len(runs) != 1 || runs[0].Error != want {
+				t.Errorf("retry %v: the run's error is not the stored cut", retry)
+			}
+		}
 	})
 
 	t.Run("ReleaseRescueAndCancel", func(t *testing.T) {

@@ -198,6 +198,12 @@ func TestReporterCountsWorker(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
+	// The store shows the failure once its Fail committed, which may be
+	// before the wrapped call returned and was counted: stopping the
+	// worker waits for its runs to settle.
+	if err := w.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := r.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}

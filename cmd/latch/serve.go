@@ -99,11 +99,12 @@ func serveFlagsCtx(ctx context.Context, args []string) (*serveConfig, error) {
 	fs.StringVar(&c.logFormat, "log-format", logAuto, "auto (text on a terminal, else JSON), json or text (LATCH_LOG_FORMAT)")
 	offer(fs, "log-format", logAuto, logJSON, logText)
 	fs.BoolVar(&c.console, "console", true, "serve the web console at /; false leaves only the API (LATCH_CONSOLE)")
-	fs.IntVar(&c.maxStreams, "max-streams", api.DefaultMaxStreams, "event streams one tenant may hold open on this server; 0 = no bound (LATCH_MAX_STREAMS)")
+	fs.IntVar(&c.maxStreams, "max-streams", api.DefaultMaxStreams, "event streams one tenant, and live console views one console session, may hold open on this server; 0 = no bound (LATCH_MAX_STREAMS)")
 	fs.IntVar(&c.maxLongPolls, "max-long-polls", api.DefaultMaxLongPolls, "long polls (wait_seconds) one tenant may hold open on this server; 0 = no bound (LATCH_MAX_LONG_POLLS)")
 	fs.IntVar(&c.bodyBudgetMiB, "body-budget-mib", api.DefaultMaxBodyInFlight>>20, "MiB of large request bodies this server reads at once; beyond, requests are refused with 503 (LATCH_BODY_BUDGET_MIB)")
 	fs.IntVar(&c.maxSchedules, "max-schedules", api.DefaultMaxSchedules, "schedules one tenant may have; 0 = no bound (LATCH_MAX_SCHEDULES)")
-	fs.DurationVar(&c.minSchedule, "min-schedule-interval", schedule.MinEvery, "shortest time between two ticks of a schedule; a put of one that ticks more often is refused (LATCH_MIN_SCHEDULE_INTERVAL)")
+	c.minSchedule = schedule.MinEvery
+	fs.Var((*durationValue)(&c.minSchedule), "min-schedule-interval", "shortest time between two ticks of a schedule; a put of one that ticks more often is refused (LATCH_MIN_SCHEDULE_INTERVAL)")
 	configFile := fs.String("config", "", "config file of settings (YAML, keys named like the flags); flags, then the environment, then the file, then the defaults (LATCH_CONFIG)")
 	fs.BoolVar(&c.printConfig, "print-config", false, "print the effective settings, secrets masked, and where each came from, then exit")
 	if err := parse(ctx, fs, args, 0, 0); err != nil {

@@ -61,8 +61,11 @@ func (c *Console) enableSchedule(w http.ResponseWriter, r *http.Request, enabled
 		return
 	}
 	now := c.cfg.Now()
-	if _, err := c.cfg.Store.SetScheduleEnabled(ctx, &store.SetScheduleEnabledParams{
-		Tenant: s.Tenant, Name: s.Name, Enabled: enabled, NextRunAt: spec.Next(now), Now: now}); err != nil {
+	p := &store.SetScheduleEnabledParams{Tenant: s.Tenant, Name: s.Name, Now: now}
+	if enabled {
+		p = store.ResumeParams(s, spec.Next(now), now)
+	}
+	if _, err := c.cfg.Store.SetScheduleEnabled(ctx, p); err != nil {
 		c.fail(w, r, err)
 		return
 	}

@@ -22,7 +22,7 @@ func (p *putBetween) GetSchedule(ctx context.Context, q *store.GetScheduleParams
 	sc, err := p.Store.GetSchedule(ctx, q)
 	if err == nil && !p.done {
 		p.done = true
-		_, err = p.Store.PutSchedule(ctx, &store.PutScheduleParams{Schedule: *p.put, Now: p.put.UpdatedAt})
+		_, err = p.PutSchedule(ctx, &store.PutScheduleParams{Schedule: *p.put, Now: p.put.UpdatedAt})
 	}
 	return sc, err
 }

@@ -61,6 +61,8 @@ func (s *Server) routes() []route {
 		{"GET /api/schedules", endpoint(s, spec{}, s.listSchedules)},
 		{"GET /api/schedules/{name}", endpoint(s, spec{}, s.getSchedule)},
 		{"POST /api/schedules/{name}/trigger", endpoint(s, spec{}, s.triggerSchedule)},
+		{"POST /api/schedules/{name}/pause", endpoint(s, spec{}, s.pauseSchedule)},
+		{"POST /api/schedules/{name}/resume", endpoint(s, spec{}, s.resumeSchedule)},
 		{"DELETE /api/schedules/{name}", endpoint(s, spec{}, s.deleteSchedule)},
 
 		{"PUT /api/rate-limits/{key}", endpoint(s, body, s.putRateLimit)},

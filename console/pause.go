@@ -3,7 +3,7 @@ package console
 import (
 	"net/http"
 
-	"github.com/latch-run/latch/schedule"
+	"github.com/latch-run/latch/engine"
 	"github.com/latch-run/latch/store"
 )
 
@@ -17,10 +17,10 @@ func (c *Console) resumeSchedule(w http.ResponseWriter, r *http.Request) {
 }
 
 // enableSchedule pauses (enabled false) or resumes a schedule, after
-// confirmation, in one store step that changes nothing else
-// (SetScheduleEnabled). A resumed schedule's next run is its first tick
-// after now (the store keeps a next run only while enabled); the ticks
-// missed while paused are not caught up.
+// confirmation, writing nothing else (SetScheduleEnabled;
+// engine.ResumeSchedule). A resumed schedule's next run is its first tick
+// after now, by the timing it has then; the ticks missed while paused are
+// not caught up.
 func (c *Console) enableSchedule(w http.ResponseWriter, r *http.Request, enabled bool) {
 	if !parseAction(w, r) {
 		return
@@ -55,14 +55,12 @@ func (c *Console) enableSchedule(w http.ResponseWriter, r *http.Request, enabled
 	if !c.confirmed(w, r, page) {
 		return
 	}
-	spec, err := schedule.Parse(s.Cron, s.Every, s.Timezone)
-	if err != nil {
-		c.fail(w, r, err) // stored settings the API accepted: the server's log says why
-		return
+	if enabled {
+		_, err = engine.ResumeSchedule(ctx, c.cfg.Store, s.Tenant, s.Name, c.cfg.Now)
+	} else {
+		_, err = c.cfg.Store.SetScheduleEnabled(ctx, &store.SetScheduleEnabledParams{Tenant: s.Tenant, Name: s.Name, Now: c.cfg.Now()})
 	}
-	now := c.cfg.Now()
-	if _, err := c.cfg.Store.SetScheduleEnabled(ctx, &store.SetScheduleEnabledParams{
-		Tenant: s.Tenant, Name: s.Name, Enabled: enabled, NextRunAt: spec.Next(now), Now: now}); err != nil {
+	if err != nil {
 		c.fail(w, r, err)
 		return
 	}

@@ -9,11 +9,11 @@ import (
 	"log/slog"
 	"maps"
 	"os"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/latch-run/latch/internal/buildinfo"
 	"github.com/latch-run/latch/internal/storewrap"
 	"github.com/latch-run/latch/store"
 )
@@ -42,8 +42,9 @@ type ReporterConfig struct {
 	ServerID string
 	// Host is the machine's name. Default os.Hostname().
 	Host string
-	// Version is this build's. Default the main module's version from the
-	// build info, "devel" when it has none.
+	// Version is this build's. Default the program's module version from
+	// the build info, else its VCS revision (buildinfo.Build.Short): "devel"
+	// only when it has neither.
 	Version string
 	// Interval between reports. Default store.ReportEvery.
 	Interval time.Duration
@@ -94,7 +95,7 @@ func NewReporter(cfg ReporterConfig) *Reporter {
 		cfg.Host = hostname()
 	}
 	if cfg.Version == "" {
-		cfg.Version = buildVersion()
+		cfg.Version = buildinfo.Current().Short()
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = store.ReportEvery
@@ -128,13 +129,6 @@ func hostname() string {
 		return "unknown"
 	}
 	return h
-}
-
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "devel"
 }
 
 // ServerID returns the id this server reports under.

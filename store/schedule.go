@@ -175,7 +175,24 @@ type SetScheduleEnabledParams struct {
 	// NextRunAt is the first tick after Now by the schedule's timing: the
 	// resumed schedule's next tick. Ignored when pausing.
 	NextRunAt time.Time
-	Now       time.Time
+	// Cron, Every and Timezone are the timing NextRunAt was computed from
+	// (the caller read it from the schedule). A resume applies only while
+	// the schedule still has this timing (SameTiming): when a replace
+	// changed it in between, the resume changes nothing and answers the
+	// schedule as it is now, still paused, for the caller to compute its
+	// next tick again. So a resume never stores a next tick of a timing
+	// the schedule no longer has. Ignored when pausing.
+	Cron     string
+	Every    time.Duration
+	Timezone string
+	Now      time.Time
+}
+
+// ResumeParams are the arguments of the resume of s as it was read: its
+// next tick next (by s's timing), at now.
+func ResumeParams(s *Schedule, next, now time.Time) *SetScheduleEnabledParams {
+	return &SetScheduleEnabledParams{Tenant: s.Tenant, Name: s.Name, Enabled: true, NextRunAt: next,
+		Cron: s.Cron, Every: s.Every, Timezone: s.Timezone, Now: now}
 }
 
 // PutScheduleResult is the schedule as stored, and whether Put created it.

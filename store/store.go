@@ -249,8 +249,10 @@ type Store interface {
 	// SetScheduleEnabled pauses (Enabled false) or resumes a schedule in
 	// one step, every other setting left as it is. Resuming a paused
 	// schedule sets its NextRunAt to the one given (its first tick after
-	// Now); pausing a paused one or resuming an enabled one changes
-	// nothing. UpdatedAt becomes Now when it changes. ErrNotFound if the
+	// Now), but only while its timing is still the one NextRunAt was
+	// computed from (SetScheduleEnabledParams.Cron, Every, Timezone; else
+	// it changes nothing and answers it still paused); pausing a paused
+	// one or resuming an enabled one changes nothing. UpdatedAt becomes Now when it changes. ErrNotFound if the
 	// tenant has no schedule of that name.
 	SetScheduleEnabled(ctx context.Context, p *SetScheduleEnabledParams) (*Schedule, error)
 	// DeleteSchedule removes a schedule. Executions it fired stay as they

@@ -190,8 +190,8 @@ func flagCases(t *testing.T) map[string]flagCase {
 		"schedule get":     {args: []string{"s1"}, flags: []string{"-o", "table"}, check: tableOut("NAME")},
 		"schedule trigger": {args: []string{"s1"}, flags: []string{"--idempotency-key", "t1"}, check: headerIs("Idempotency-Key", "t1")},
 		"schedule rm":      {args: []string{"s1"}, check: justSent},
-		"schedule pause":   {args: []string{"s1"}, check: enabledIs(false)},
-		"schedule resume":  {args: []string{"s1"}, check: enabledIs(true)},
+		"schedule pause":   {args: []string{"s1"}, check: onePost("/api/schedules/s1/pause")},
+		"schedule resume":  {args: []string{"s1"}, check: onePost("/api/schedules/s1/resume")},
 		"schedule apply": {flags: []string{"-f", schedFile}, check: func(t *testing.T, reqs []recorded, code int, out, errOut string) {
 			wantCode(t, code, 0, errOut)
 			if r := sent(t, reqs); r.method != "PUT" || r.path != "/api/schedules/from-file" {
@@ -261,11 +261,18 @@ func headerIs(k, v string) func(t *testing.T, reqs []recorded, code int, out, er
 	}
 }
 
-func enabledIs(want bool) func(t *testing.T, reqs []recorded, code int, out, errOut string) {
+// onePost checks that the command sent exactly one request, a POST of no
+// body to path: one atomic call, never a read and a write back.
+func onePost(path string) func(t *testing.T, reqs []recorded, code int, out, errOut string) {
 	return func(t *testing.T, reqs []recorded, code int, out, errOut string) {
 		wantCode(t, code, 0, errOut)
-		if r := sent(t, reqs); r.method != "PUT" || r.path != "/api/schedules/s1" || r.body["enabled"] != want {
-			t.Errorf("%s %s %v, want a PUT of the schedule with enabled %v", r.method, r.path, r.body, want)
+		sent(t, reqs)
+		if len(reqs) != 1 || reqs[0].method != "POST" || reqs[0].path != path || reqs[0].body != nil {
+			var got []string
+			for _, r := range reqs {
+				got = append(got, r.method+" "+r.path)
+			}
+			t.Errorf("sent %q, want exactly one POST %s with no body", got, path)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"runtime/debug"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -69,8 +68,7 @@ func newEngineMetrics() *engineMetrics {
 func (m *engineMetrics) instrument(st store.Store, log *slog.Logger) store.Store {
 	var rep *engine.Reporter
 	wrapped := storewrap.Wrap(st, m.store.Observe, func(c *storewrap.Call) { rep.Observe(c) })
-	bi, _ := debug.ReadBuildInfo()
-	rep = engine.NewReporter(engine.ReporterConfig{Store: wrapped, Logger: log, Version: shortVersion(bi)})
+	rep = engine.NewReporter(engine.ReporterConfig{Store: wrapped, Logger: log})
 	m.reporter = rep
 	m.queues = storemetrics.NewQueues(storemetrics.QueuesConfig{Store: wrapped, Logger: log})
 	return wrapped

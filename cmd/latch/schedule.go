@@ -73,7 +73,9 @@ func runSchedule(ctx context.Context, args []string, out io.Writer) error {
 		}
 		_, err = c.do(ctx, "POST", path+"/trigger", nil, hdr, &res)
 	case "pause", "resume":
-		res, err = setEnabled(ctx, c, path, sub == "resume")
+		// One atomic call: a read and a PUT back could undo a concurrent
+		// apply. A resumed schedule's next tick is the next one from now.
+		_, err = c.do(ctx, "POST", path+"/"+sub, nil, nil, &res)
 	case "rm":
 		if _, err = c.do(ctx, "DELETE", path, nil, nil, nil); err == nil {
 			_, err = fmt.Fprintf(out, "schedule %s deleted\n", fs.Arg(0))
@@ -97,21 +99,6 @@ func runSchedule(ctx context.Context, args []string, out io.Writer) error {
 		return printItems(out, scheduleColumns, res)
 	}
 	return printTable(out, scheduleColumns, []json.RawMessage{res})
-}
-
-// setEnabled pauses or resumes the schedule at path: the API has no call
-// of its own for it, so it reads the schedule and puts it back with
-// enabled changed (a GET answer can be PUT back unchanged, docs/api.md).
-// A resumed schedule's next tick is the next one from now.
-func setEnabled(ctx context.Context, c *apiClient, path string, enabled bool) (json.RawMessage, error) {
-	var sched map[string]any
-	if _, err := c.do(ctx, "GET", path, nil, nil, &sched); err != nil {
-		return nil, err
-	}
-	sched["enabled"] = enabled
-	var res json.RawMessage
-	_, err := c.do(ctx, "PUT", path, sched, nil, &res)
-	return res, err
 }
 
 // applySchedules PUTs every rate limit, then every schedule, of the file.

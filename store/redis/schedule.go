@@ -307,7 +307,8 @@ func (s *Store) SetScheduleEnabled(ctx context.Context, p *store.SetScheduleEnab
 	sc := scoped(p.Tenant, p.Name)
 	arr, err := s.run(ctx, "set schedule enabled", scriptSetSchedule,
 		[]string{s.k.schedule(sc), s.k.nextRun()},
-		s.k.ns, sc, flag(p.Enabled), itoa(us(p.NextRunAt)), itoa(us(now(p.Now))))
+		s.k.ns, sc, flag(p.Enabled), itoa(us(p.NextRunAt)), itoa(us(now(p.Now))),
+		p.Cron, itoa(durUS(p.Every)), p.Timezone)
 	if err != nil {
 		return nil, err
 	}

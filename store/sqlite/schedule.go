@@ -181,8 +181,8 @@ func (s *Store) DeleteSchedule(ctx context.Context, p *store.DeleteScheduleParam
 }
 
 // SetScheduleEnabled implements store.Store: one UPDATE that changes a
-// schedule only when its Enabled flag differs, then the schedule read back,
-// in one transaction.
+// schedule only when its Enabled flag differs (and, to resume, its timing
+// is the one given), then the schedule read back, in one transaction.
 func (s *Store) SetScheduleEnabled(ctx context.Context, p *store.SetScheduleEnabledParams) (*store.Schedule, error) {
 	t := now(p.Now)
 	var sc *store.Schedule
@@ -190,7 +190,8 @@ func (s *Store) SetScheduleEnabled(ctx context.Context, p *store.SetScheduleEnab
 		var err error
 		if p.Enabled {
 			_, err = tx.ExecContext(ctx, `UPDATE schedules SET enabled = 1, next_run_at = ?, updated_at = ?
-				WHERE tenant = ? AND name = ? AND enabled = 0`, ns(p.NextRunAt), ns(t), p.Tenant, p.Name)
+				WHERE tenant = ? AND name = ? AND enabled = 0 AND cron = ? AND every = ? AND timezone = ?`,
+				ns(p.NextRunAt), ns(t), p.Tenant, p.Name, p.Cron, int64(p.Every), p.Timezone)
 		} else {
 			_, err = tx.ExecContext(ctx, `UPDATE schedules SET enabled = 0, updated_at = ?
 				WHERE tenant = ? AND name = ? AND enabled = 1`, ns(t), p.Tenant, p.Name)

@@ -122,6 +122,27 @@ func testSchedulePause(t *testing.T, ns NewStore) {
 		wantTime(t, "NextRunAt after resuming an enabled schedule", same.NextRunAt, at(10*minute))
 	})
 
+	t.Run("ResumeOfAReplacedTimingChangesNothing", func(t *testing.T) {
+		e := start(t, ns)
+		e.putSchedule(sched("s", store.OverlapSkip), base)
+		read := e.setEnabled("s", false, time.Time{}, at(minute)) // paused, every minute
+		// A replace changes the timing (still paused) after the resume read it.
+		s := sched("s", store.OverlapSkip)
+		s.Every, s.Enabled, s.NextRunAt = 7*minute, false, at(7*minute)
+		e.putSchedule(s, at(2*minute))
+		stale, err := e.s.SetScheduleEnabled(e.ctx, store.ResumeParams(read, at(3*minute), at(2*minute)))
+		e.must(err, "SetScheduleEnabled with a stale timing")
+		if stale.Enabled || stale.Every != 7*minute {
+			t.Fatalf("a resume computed for every 1m applied to the schedule now every 7m: %+v", stale)
+		}
+		wantTime(t, "UpdatedAt after a refused resume", stale.UpdatedAt, at(2*minute))
+		got := e.setEnabled("s", true, at(7*minute), at(3*minute))
+		if !got.Enabled || got.Every != 7*minute {
+			t.Fatalf("resume with the schedule's timing: %+v", got)
+		}
+		wantTime(t, "NextRunAt of the resume", got.NextRunAt, at(7*minute))
+	})
+
 	t.Run("ScopedToItsTenant", func(t *testing.T) {
 		e := start(t, ns)
 		e.createTenant(store.CreateTenantParams{Name: globex})
@@ -136,10 +157,15 @@ func testSchedulePause(t *testing.T, ns NewStore) {
 	})
 }
 
+// setEnabled pauses or resumes acme's schedule name; a resume's next tick
+// is next, computed from the schedule's timing as read just before.
 func (e *env) setEnabled(name string, enabled bool, next, now time.Time) *store.Schedule {
 	e.t.Helper()
-	s, err := e.s.SetScheduleEnabled(e.ctx, &store.SetScheduleEnabledParams{
-		Tenant: acme, Name: name, Enabled: enabled, NextRunAt: next, Now: now})
+	p := &store.SetScheduleEnabledParams{Tenant: acme, Name: name, Now: now}
+	if enabled {
+		p = store.ResumeParams(e.getSchedule(acme, name), next, now)
+	}
+	s, err := e.s.SetScheduleEnabled(e.ctx, p)
 	e.must(err, fmt.Sprintf("SetScheduleEnabled %s %v", name, enabled))
 	return s
 }

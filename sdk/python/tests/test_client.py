@@ -210,6 +210,21 @@ class ClientTest(unittest.TestCase):
             self.c.get_schedule("hourly")
         self.assertEqual(self.c.get(x["execution_id"])["schedule"], "nightly")  # its executions stay
 
+    def test_schedule_pause_resume(self) -> None:
+        self.c.put_schedule("pausable", {"every": "1h", "kind": "report"}, payload={"r": 2})
+        p = self.c.pause_schedule("pausable")
+        self.assertEqual((p["name"], p["enabled"], p["next_run_at"], p["payload"]), ("pausable", False, None, {"r": 2}))
+        self.assertEqual(self.c.pause_schedule("pausable"), p)  # a repeat changes nothing
+        self.assertEqual(self.c.get_schedule("pausable"), p)
+        r = self.c.resume_schedule("pausable")
+        self.assertEqual((r["enabled"], r["every"], r["payload"]), (True, "1h", {"r": 2}))
+        self.assertIsNotNone(r["next_run_at"])
+        self.assertEqual(self.c.resume_schedule("pausable"), r)
+        with self.assertRaises(NotFound):
+            self.c.pause_schedule("missing")
+        with self.assertRaises(NotFound):
+            self.c.resume_schedule("missing")
+
     def test_rate_limits(self) -> None:
         r = self.c.put_rate_limit("api", 10, 60, burst=3)
         self.assertEqual((r["key"], r["rate"], r["per_seconds"], r["burst"]), ("api", 10, 60, 3))

@@ -546,6 +546,16 @@ export class Client {
     });
   }
 
+  /** Pauses the schedule: enabled false, nothing else changed, in one request (a PUT at the same time is never undone). Pausing a paused one answers it unchanged. */
+  pauseSchedule(name: string): Promise<Schedule> {
+    return this.call("POST", `/api/schedules/${seg(name)}/pause`, NO_BODY, { retry: true });
+  }
+
+  /** Resumes the schedule from its first tick after now (missed ticks are not run), in one request. Resuming an enabled one answers it unchanged. */
+  resumeSchedule(name: string): Promise<Schedule> {
+    return this.call("POST", `/api/schedules/${seg(name)}/resume`, NO_BODY, { retry: true });
+  }
+
   // ----------------------------------------------------------- rate limits
 
   putRateLimit(key: string, limit: { rate: number; per_seconds: number; burst?: number }): Promise<RateLimit> {

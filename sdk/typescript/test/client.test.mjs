@@ -205,6 +205,20 @@ describe("Client", () => {
     assert.equal((await c.get(x.execution_id)).schedule, "nightly"); // its executions stay
   });
 
+  test("schedule pause and resume", async () => {
+    await c.putSchedule("pausable", { every: "1h", kind: "report", payload: { r: 2 } });
+    const p = await c.pauseSchedule("pausable");
+    assert.deepEqual([p.name, p.enabled, p.next_run_at, p.payload], ["pausable", false, null, { r: 2 }]);
+    assert.deepEqual(await c.pauseSchedule("pausable"), p); // a repeat changes nothing
+    assert.deepEqual(await c.getSchedule("pausable"), p);
+    const r = await c.resumeSchedule("pausable");
+    assert.deepEqual([r.enabled, r.every, r.payload], [true, "1h", { r: 2 }]);
+    assert.ok(r.next_run_at);
+    assert.deepEqual(await c.resumeSchedule("pausable"), r);
+    await assert.rejects(c.pauseSchedule("missing"), NotFound);
+    await assert.rejects(c.resumeSchedule("missing"), NotFound);
+  });
+
   test("rate limits", async () => {
     const r = await c.putRateLimit("api", { rate: 10, per_seconds: 60, burst: 3 });
     assert.deepEqual([r.key, r.rate, r.per_seconds, r.burst], ["api", 10, 60, 3]);

@@ -382,6 +382,18 @@ class Client:
         return self._call("POST", f"/api/schedules/{_seg(name)}/trigger",
                           headers={"Idempotency-Key": key}, retry=True)
 
+    def pause_schedule(self, name: str) -> Dict[str, Any]:
+        """Pauses the schedule: enabled false, nothing else changed, in one
+        request (a PUT running at the same time is never undone). Answers the
+        schedule; pausing a paused one answers it unchanged."""
+        return self._call("POST", f"/api/schedules/{_seg(name)}/pause", retry=True)
+
+    def resume_schedule(self, name: str) -> Dict[str, Any]:
+        """Resumes the schedule from its first tick after now (missed ticks are
+        not run), in one request. Answers the schedule; resuming an enabled one
+        answers it unchanged."""
+        return self._call("POST", f"/api/schedules/{_seg(name)}/resume", retry=True)
+
     # ---------------------------------------------------------- rate limits
 
     def put_rate_limit(self, key: str, rate: int, per_seconds: int, burst: Optional[int] = None) -> Dict[str, Any]:

@@ -57,14 +57,15 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 		return nil, err
 	}
 	s.note.ack(asInt(at(arr, 0)))
-	if len(arr) < 3 {
+	if len(arr) < 4 {
 		return nil, fmt.Errorf("redis: claim: unexpected reply %v", arr)
 	}
-	res := &store.ClaimResult{Leases: make([]store.Lease, 0, len(arr)-3), Deferred: int(asInt(arr[2]))}
+	res := &store.ClaimResult{Leases: make([]store.Lease, 0, len(arr)-4), Deferred: int(asInt(arr[2]))}
 	if retry := asString(arr[1]); retry != "" {
 		res.RetryAt = fromUS(asInt(retry))
 	}
-	for _, v := range arr[3:] {
+	s.claimExamined.Add(asInt(arr[3]))
+	for _, v := range arr[4:] {
 		f, _ := v.([]any)
 		if len(f) != 11 {
 			return nil, fmt.Errorf("redis: claim: unexpected lease %v", v)

@@ -118,7 +118,8 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 			if e["parked"] == "1" {
 				expect(s.k.concPark(scoped(t, e["ckey"])), concGroup(e["kind"], e["queue"], e["climit"], e["rkey"])+member, 0)
 			} else {
-				for _, k := range []string{s.k.readyTenant(t), s.k.readyQueue(e["queue"]), s.k.readyKind(e["kind"])} {
+				for _, k := range []string{s.k.readyTenant(t), s.k.readyQueue(e["queue"]), s.k.readyKind(e["kind"]),
+					s.k.readyTenantKind(t, e["kind"])} {
 					expect(k, member, 0)
 				}
 				readyKinds[e["kind"]] = true
@@ -248,6 +249,7 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 	// Compare every sorted set of the namespace with its expectation.
 	zsetKeys := []string{s.k.list(), s.k.sched(), s.k.due(), s.k.running(), s.k.nextRun(), s.k.wake()}
 	zsetPrefixes := []string{s.k.listTenant(""), s.k.readyTenant(""), s.k.readyQueue(""), s.k.readyKind(""),
+		strings.TrimSuffix(s.k.readyTenantKind("", ""), scoped("", "")),
 		s.k.concPark(""), s.k.concParkOld(""), s.k.done(""), s.k.schedules(""), s.k.qQueued(""), s.k.qSched("")}
 	for key := range all {
 		isZ := slices.Contains(zsetKeys, key)

@@ -28,8 +28,11 @@ import (
 // the key's next settle, and its ready executions, uncounted in their
 // groups, only make a group's count low, which lets more go back than
 // need to, never fewer (counts are dropped at zero, never negative).
+// Version 3 added each tenant's lanes by kind (ready:tk:<c>), which a
+// claim filtered by kind walks instead of the tenant's whole ready index:
+// the upgrade puts every ready execution in its lane (backfillLanes).
 
-const layoutVersion = 2
+const layoutVersion = 3
 
 // upgrade brings records written by an older latch to layoutVersion: the
 // Redis counterpart of the SQL stores' migrations. Each record is fixed by
@@ -55,6 +58,9 @@ func (s *Store) upgrade(ctx context.Context) error {
 		if err := s.backfill(ctx); err != nil {
 			return err
 		}
+		if err := s.backfillLanes(ctx); err != nil {
+			return err
+		}
 	}
 	if err := s.rdb.Set(ctx, s.k.schema(), layoutVersion, 0).Err(); err != nil {
 		return fmt.Errorf("redis: layout version: %w", err)
@@ -78,6 +84,27 @@ func (s *Store) backfill(ctx context.Context) error {
 		return err
 	}); err != nil {
 		return err
+	}
+	return nil
+}
+
+// backfillLanes puts the ready executions of every tenant of the
+// namespace into their lanes by kind, 500 a script run.
+func (s *Store) backfillLanes(ctx context.Context) error {
+	tenants, err := s.rdb.SMembers(ctx, s.k.tenants()).Result()
+	if err != nil {
+		return fmt.Errorf("redis: layout version: %w", err)
+	}
+	for _, t := range tenants {
+		for after := ""; ; {
+			arr, err := s.run(ctx, "backfill", scriptBackfill, []string{s.k.readyTenant(t)}, s.k.ns, "lanes", t, after)
+			if err != nil {
+				return err
+			}
+			if after = asString(at(arr, 0)); after == "" {
+				break
+			}
+		}
 	}
 	return nil
 }

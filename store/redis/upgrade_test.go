@@ -135,3 +135,49 @@ func TestOldParkGoesBack(t *testing.T) {
 		t.Fatalf("after its key's slot freed, claimed %d leases, want only %s", len(ls), held.ID)
 	}
 }
+
+// TestOpenBuildsKindLanes: executions queued by a latch before the lanes
+// by kind (layout version 2: no ready:tk:<c>) are put in their lanes at
+// the next Open, so a claim filtered by their kind finds them.
+func TestOpenBuildsKindLanes(t *testing.T) {
+	url := redisURL(t)
+	prefix := newPrefix(t, url)
+	ctx := context.Background()
+	base := time.Date(2031, time.March, 14, 9, 0, 0, 0, time.UTC)
+	s := open(t, url, prefix)
+	if _, err := s.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme", Now: base}); err != nil {
+		t.Fatal(err)
+	}
+	var subs []store.Submission
+	for i := range 1200 { // more than one backfill run's 500
+		subs = append(subs, store.Submission{Kind: []string{"echo", "sleep", "http"}[i%3], Payload: []byte(`{}`)})
+	}
+	if _, err := s.Admit(ctx, &store.AdmitParams{Tenant: "acme", Items: subs, Now: base}); err != nil {
+		t.Fatal(err)
+	}
+	opt, err := goredis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := goredis.NewClient(opt)
+	defer rdb.Close()
+	ns := "{" + prefix + "}"
+	lanes, err := rdb.Keys(ctx, ns+":ready:tk:*").Result()
+	if err != nil || len(lanes) != 3 {
+		t.Fatalf("lanes: %v, %v; want 3", lanes, err)
+	}
+	// As a latch of layout version 2 left them.
+	if err := rdb.Del(ctx, lanes...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, ns+":schema", 2, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, url, prefix)
+	redis.CheckConsistency(t, s)
+	res, err := s.Claim(ctx, &store.ClaimParams{WorkerID: "w", Kinds: []string{"sleep"}, Max: 500, Now: base})
+	if err != nil || len(res.Leases) != 400 {
+		t.Fatalf("claim of kind sleep after the upgrade: %v leases, %v; want 400", len(res.Leases), err)
+	}
+	redis.CheckConsistency(t, s)
+}

@@ -82,6 +82,7 @@ func testClaimBacklog(t *testing.T, ns NewStore) {
 			// A claim examines what it leases and a few heads; never the
 			// backlog (3,500 entries ahead of every echo).
 			ex := e.s.(ClaimExaminer).ClaimExamined() - before
+			t.Logf("%d claims filtered to echo examined %d ready entries", claims, ex)
 			if limit := int64(8 * claims); ex > limit {
 				t.Errorf("%d claims filtered to echo examined %d ready entries, want at most %d (the backlog of %d of another kind is not theirs to read)",
 					claims, ex, limit, backlogKinds+500)

@@ -1,12 +1,28 @@
 -- backfill.lua: Open's upgrade of records stored before key ids and the
--- per-tenant rate-limit index: each run fixes one record, idempotently, so
--- servers starting together may all run it.
+-- per-tenant rate-limit index, and of ready indexes stored before the
+-- lanes by kind: each run fixes one record (or part of a tenant's ready
+-- index), idempotently, so servers starting together may all run it.
 --
--- KEYS[1] apikey:<hash> or ratelimit:<c>
+-- KEYS[1] apikey:<hash> or ratelimit:<c> (or, for 'lanes', see below)
 -- ARGV[1] NS  ARGV[2] 'key' or 'rate'  ARGV[3] the key hash (for 'key')
 -- ARGV[4] a new key id (for 'key')
 -- Returns {1} when it changed something, {0} otherwise.
 
+if ARGV[2] == 'lanes' then
+  -- KEYS[1] ready:t:<T>; ARGV[3] tenant; ARGV[4] the member to go on
+  -- after ('' for the first). Puts up to 500 members of the tenant's ready
+  -- index into its lanes (ready:tk, by kind) and returns {next}: the last
+  -- member read, '' when the index is done.
+  local lo = '-'
+  if ARGV[4] ~= '' then lo = '(' .. ARGV[4] end
+  local ms = redis.call('ZRANGEBYLEX', KEYS[1], lo, '+', 'LIMIT', 0, 500)
+  for _, m in ipairs(ms) do
+    local kind = redis.call('HGET', k_exec(string.sub(m, MEMBER_ID)), 'kind')
+    if kind then redis.call('ZADD', k_ready_tk(ARGV[3], kind), 0, m) end
+  end
+  if #ms < 500 then return {''} end
+  return {ms[#ms]}
+end
 if ARGV[2] == 'key' then
   local v = redis.call('HMGET', KEYS[1], 'tenant', 'key_id')
   if v[2] or redis.call('EXISTS', KEYS[1]) == 0 then return {0} end

@@ -13,8 +13,10 @@
 -- Turns. A claim for every tenant reads the tenants with ready work from
 -- turns (lib.lua) in turn order, smallest turn first, and deals out starts
 -- in rounds: each round gives every tenant one start, its first candidate
--- in its own claim order that may start, read from its ready:t index with
--- the queue and kind filters checked per execution. At the end each tenant
+-- in its own claim order that may start, read from its ready:t index — or,
+-- for a claim filtered by kind, from its lanes of those kinds (ready:tk,
+-- merged in member order), so that a backlog of other kinds is never read
+-- — with the queue and kind filters checked per execution. At the end each tenant
 -- served gets a turn past every other (turnseq), in the order this claim
 -- last served them, so that the next claim first serves those this one did
 -- not reach. Cost: O(log T) to read the first tenants of T in turns, and
@@ -35,8 +37,8 @@
 -- run to the execution's attempt history (lib.lua, run_start): one RPUSH.
 --
 -- A claim for one tenant is that tenant's turn: it walks the ready indexes
--- its filters allow — the tenant's, the queues' or the kinds', whichever
--- set is smallest by ZCARD — merging them in member order and checking the
+-- its filters allow — with a kind filter the tenant's lanes of those kinds,
+-- else the tenant's or the queues', whichever set is smallest by ZCARD — merging them in member order and checking the
 -- other filters per execution, and then moves the tenant's turn like any
 -- claim that serves it.
 --
@@ -65,7 +67,7 @@
 -- KEYS[8+nq .. 7+nq+nk]    ready:k:<kind> for each kind filter
 --   derived: exec:<id> of each candidate, ck:<c>, ckparkg:<c> and
 --   ckpark:<c> of its tenant's concurrency key, ratelimit:<c> of its
---   tenant's rate key, the ready indexes of the tenants in turns, the other ready indexes of a
+--   tenant's rate key, the ready indexes (or lanes of the kinds) of the tenants in turns, the other ready indexes of a
 --   leased or deferred execution, tenant:<T> of a served tenant, and
 --   ready:k:<kind> of every kind in readykinds for a claim without filters,
 --   runs:<id> of each leased execution, qqueued:<c>, qsched:<c> and
@@ -74,7 +76,8 @@
 -- ARGV[5] worker_id  ARGV[6] tenant ('' = every tenant)  ARGV[7] token base
 -- ARGV[8] due_limit  ARGV[9] nq  ARGV[10] nk  ARGV[11] runs kept
 -- ARGV[12 .. 11+nq] queues   ARGV[12+nq .. 11+nq+nk] kinds
--- Returns {version, retry_at, deferred, lease_1, ..., lease_n}, each lease
+-- Returns {version, retry_at, deferred, examined, lease_1, ..., lease_n}
+-- (examined: the ready-index members the claim read), each lease
 -- {id, tenant, kind, queue, payload, attempt, max_attempts, timeout, token,
 -- journal, trace} (journal: HGETALL of steps:<id>, read only when the
 -- execution's journal flag is set, so a claim of executions without steps
@@ -136,10 +139,13 @@ end
 
 -- examine returns the execution of member m of c's index if this claim
 -- may take it: ready at now and of the claim's tenant, queues and kinds.
+local examined = 0 -- members examined (returned: the claim's work besides its leases)
 local function examine(c, m)
+  examined = examined + 1
   local e = load(string.sub(m, MEMBER_ID), LEASE_FIELDS)
   if not e or not (e.status == 'queued' or (e.status == 'scheduled' and e.due)) or e.parked then
     -- cannot happen; never block on it
+    if c.lane then redis.call('ZREM', c.key, m) end
     if c.tenant then ready_t_rem(c.tenant, m) else redis.call('ZREM', c.key, m) end
   elseif (tenant == '' or e.tenant == tenant) and (nq == 0 or queues[e.queue]) and (nk == 0 or kinds[e.kind])
       and enabled(e.tenant)
@@ -150,7 +156,36 @@ local function examine(c, m)
   return nil
 end
 
--- candidate returns the next member of tenant cursor c that the claim may
+-- A source is the cursors of some ready indexes, walked merged in member
+-- order: next_of returns its next member and the cursor holding it.
+local function next_of(src)
+  local best, bc = nil, nil
+  for _, c in ipairs(src.cs) do
+    local h = head(c)
+    if h and (not best or h < best) then best, bc = h, c end
+  end
+  return best, bc
+end
+
+-- tenant_source is tenant t's ready work for this claim: with a kind
+-- filter, t's lanes of those kinds (ready:tk), so that a backlog of other
+-- kinds is never read; else t's ready index.
+local function tenant_source(t)
+  local cs = {}
+  if nk > 0 then
+    for i = 1, nk do
+      local c = cursor(k_ready_tk(t, ARGV[11 + nq + i]))
+      c.tenant, c.lane = t, true
+      cs[i] = c
+    end
+  else
+    cs[1] = cursor(k_ready_t(t))
+    cs[1].tenant = t
+  end
+  return {cs = cs}
+end
+
+-- candidate returns the next member of tenant source c that the claim may
 -- take, and its execution; nil when c has none left, or (c.capped) after
 -- SKIP_CAP members in a row the claim may not take or once the claim has
 -- passed SKIP_BUDGET of them.
@@ -161,11 +196,11 @@ local function candidate(c)
       c.capped = true
       return nil
     end
-    local m = head(c)
+    local m, cur = next_of(c)
     if not m then return nil end
-    c.last = m
-    c.pos = c.pos + 1
-    local e = examine(c, m)
+    cur.last = m
+    cur.pos = cur.pos + 1
+    local e = examine(cur, m)
     if e then return e, m end
     n = n + 1
     skipped = skipped + 1
@@ -192,7 +227,7 @@ local function bucket(e)
 end
 
 local now_n = tonumber(now)
-local out = {0, '', 0}
+local out = {0, '', 0, 0}
 local LEASED0 = #out -- the elements before the leases
 local retry = nil
 local touched = {}
@@ -275,14 +310,10 @@ end
 -- walk merges the indexes of fam in member order and takes candidates
 -- until the claim is full (the claim for one tenant, and the fallback).
 local function walk(fam)
-  local cursors = {}
-  for _, key in ipairs(fam) do cursors[#cursors + 1] = cursor(key) end
+  local src = {cs = {}}
+  for _, key in ipairs(fam) do src.cs[#src.cs + 1] = cursor(key) end
   while #out - LEASED0 < max do
-    local best, bc = nil, nil
-    for _, c in ipairs(cursors) do
-      local h = head(c)
-      if h and (not best or h < best) then best, bc = h, c end
-    end
+    local best, bc = next_of(src)
     if not best then break end
     bc.last = best
     bc.pos = bc.pos + 1
@@ -294,6 +325,12 @@ end
 -- smallest returns the smallest family of indexes that covers every
 -- candidate of the claim's filters (and of tenant, given one).
 local function smallest(with_tenant)
+  -- The tenant's lanes of the kinds hold exactly the candidates of both.
+  if with_tenant and nk > 0 then
+    local lanes = {}
+    for i = 1, nk do lanes[i] = k_ready_tk(tenant, ARGV[11 + nq + i]) end
+    return lanes
+  end
   local families = {}
   if with_tenant then families[#families + 1] = {KEYS[4]} end
   if nq > 0 then families[#families + 1] = qkeys end
@@ -329,9 +366,7 @@ else
     local ts = redis.call('ZRANGE', TURNS, from, from + (max - (#out - LEASED0)) - 1)
     for _, t in ipairs(ts) do
       read[#read + 1] = t
-      local c = cursor(k_ready_t(t))
-      c.tenant = t
-      order[#order + 1] = c
+      order[#order + 1] = tenant_source(t)
     end
     return #ts > 0
   end
@@ -380,5 +415,6 @@ for _, b in pairs(buckets) do
   if b and b.taken then redis.call('HSET', b.key, 'tat', istr(b.tat)) end
 end
 if retry then out[2] = istr(retry) end
+out[4] = examined
 if #out > LEASED0 or retry then out[1] = changed() end
 return out

@@ -66,6 +66,8 @@ local function tenant_tag(t)
 end
 local function scoped(t, name) return tenant_tag(t) .. name end
 local function k_ck(c) return NS .. ':ck:' .. c end
+-- ready:tk:<c>, c = scoped(tenant, kind): a tenant's lane of one kind.
+local function k_ready_tk(t, kind) return NS .. ':ready:tk:' .. scoped(t, kind) end
 local function k_ckparkg(c) return NS .. ':ckparkg:' .. c end
 -- ckpark:<c> is the park of a latch before parks by group: ck_settle lets
 -- what it still holds go back, and nothing adds to it.
@@ -198,8 +200,10 @@ end
 local function member(e) return e.qp .. e.ra .. e.id end
 
 -- The ready indexes: every claimable execution is in its tenant's, its
--- queue's and its kind's, so a claim can walk the ones its filters make
--- smallest; a claim without filters merges the kinds' indexes, named in the
+-- queue's, its kind's and its tenant's lane of its kind (ready:tk), so a
+-- claim can walk the ones its filters make smallest — a claim filtered by
+-- kind walks, per tenant, the lanes of its kinds only, and never reads a
+-- backlog of other kinds; a claim without filters merges the kinds' indexes, named in the
 -- readykinds set (kinds are few; the set only grows). A run adds each kind
 -- to readykinds once: a group of admissions is mostly of one kind, and
 -- what one SADD of the run put there stays for the rest of it.
@@ -239,6 +243,7 @@ local function idx_add(e, m)
   if redis.call('ZADD', rt, 0, m) == 1 and redis.call('ZCARD', rt) == 1 then turn_enter(e.tenant) end
   redis.call('ZADD', k_ready_q(e.queue), 0, m)
   redis.call('ZADD', k_ready_k(e.kind), 0, m)
+  redis.call('ZADD', k_ready_tk(e.tenant, e.kind), 0, m)
 end
 
 -- ready_t_rem takes m out of tenant t's ready index.
@@ -251,6 +256,7 @@ local function idx_rem(e, m)
   ready_t_rem(e.tenant, m)
   redis.call('ZREM', k_ready_q(e.queue), m)
   redis.call('ZREM', k_ready_k(e.kind), m)
+  redis.call('ZREM', k_ready_tk(e.tenant, e.kind), m)
 end
 
 -- Concurrency keys (I4), scoped per tenant. For key c = ck_of(e) (the

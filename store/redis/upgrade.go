@@ -108,3 +108,30 @@ func (s *Store) backfillLanes(ctx context.Context) error {
 	}
 	return nil
 }
+
+// upgradeLanes is the tenant router's part of layout version 3: Open
+// upgrades the home namespace only, so the router builds the lanes by kind
+// in the namespace of every tenant it knows, once (shardLanes marks it
+// done; tenants created later have them from the start).
+func (r *Router) upgradeLanes(ctx context.Context) error {
+	done, err := r.home.rdb.Exists(ctx, r.home.k.shardLanes()).Result()
+	if err != nil {
+		return fmt.Errorf("redis: layout version: %w", interpretError(err))
+	}
+	if done > 0 {
+		return nil
+	}
+	names, err := r.tenants(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range names {
+		if err := r.view(t).backfillLanes(ctx); err != nil {
+			return err
+		}
+	}
+	if err := r.home.rdb.Set(ctx, r.home.k.shardLanes(), layoutVersion, 0).Err(); err != nil {
+		return fmt.Errorf("redis: layout version: %w", interpretError(err))
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -180,4 +181,45 @@ func TestOpenBuildsKindLanes(t *testing.T) {
 		t.Fatalf("claim of kind sleep after the upgrade: %v leases, %v; want 400", len(res.Leases), err)
 	}
 	redis.CheckConsistency(t, s)
+}
+
+// TestOpenRouterBuildsKindLanes: the tenant router builds the lanes by
+// kind in the namespaces of the tenants it knows that lack them (an older
+// router's), once.
+func TestOpenRouterBuildsKindLanes(t *testing.T) {
+	url := clusterURL(t)
+	prefix := newClusterPrefix(t, url)
+	ctx := context.Background()
+	base := time.Date(2031, time.March, 14, 9, 0, 0, 0, time.UTC)
+	r := openRouter(t, url, prefix)
+	for _, tn := range []string{"acme", "globex"} {
+		if _, err := r.CreateTenant(ctx, &store.CreateTenantParams{Name: tn, Now: base}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Admit(ctx, &store.AdmitParams{Tenant: tn, Items: []store.Submission{
+			{Kind: "echo", Payload: []byte(`{}`)}, {Kind: "sleep", Payload: []byte(`{}`)}}, Now: base}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Close()
+	cc := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: clusterAddrs(t, url)})
+	defer cc.Close()
+	// As an older router left them: no lanes, no mark.
+	for _, tn := range []string{"acme", "globex"} {
+		ns := "{" + prefix + "/" + tn + "}"
+		if n, err := cc.Del(ctx, ns+":ready:tk:4:"+tn+"echo", ns+":ready:tk:"+fmt.Sprint(len(tn))+":"+tn+"sleep").Result(); err != nil || n == 0 {
+			t.Fatalf("delete %s's lanes: %d, %v", tn, n, err)
+		}
+	}
+	if err := cc.Del(ctx, "{"+prefix+"}:shard:lanes").Err(); err != nil {
+		t.Fatal(err)
+	}
+	r = openRouter(t, url, prefix)
+	defer r.Close()
+	redis.CheckRouterConsistency(t, r)
+	res, err := r.Claim(ctx, &store.ClaimParams{WorkerID: "w", Kinds: []string{"sleep"}, Max: 10, Now: base})
+	if err != nil || len(res.Leases) != 2 {
+		t.Fatalf("claim of kind sleep after the upgrade: %d leases, %v; want acme's and globex's", len(res.Leases), err)
+	}
+	redis.CheckRouterConsistency(t, r)
 }

@@ -209,3 +209,6 @@ func (r *Router) ClaimExamined() int64 {
 	}
 	return n
 }
+
+// HintRefreshes counts the router's re-derives of hints (refresh).
+func (r *Router) HintRefreshes() int64 { return r.refreshes.Load() }

@@ -50,6 +50,8 @@ type Router struct {
 	stopRepair context.CancelFunc
 	repairMu   sync.Mutex // held by a repair: one at a time
 
+	refreshes atomic.Int64 // hint re-derives (refresh), for tests
+
 	noteUp     atomic.Pointer[shardNotifier] // note, once started (for unavailable)
 	resetSoon  atomic.Bool                   // a notifier reset is scheduled
 	resetTimer atomic.Pointer[time.Timer]

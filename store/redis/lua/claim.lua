@@ -76,8 +76,9 @@
 -- ARGV[5] worker_id  ARGV[6] tenant ('' = every tenant)  ARGV[7] token base
 -- ARGV[8] due_limit  ARGV[9] nq  ARGV[10] nk  ARGV[11] runs kept
 -- ARGV[12 .. 11+nq] queues   ARGV[12+nq .. 11+nq+nk] kinds
--- Returns {version, retry_at, deferred, examined, lease_1, ..., lease_n}
--- (examined: the ready-index members the claim read), each lease
+-- Returns {version, retry_at, deferred, examined, left, lease_1, ...,
+-- lease_n} (examined: the ready-index members the claim read; left: for a
+-- claim for one tenant, the executions left in its ready index), each lease
 -- {id, tenant, kind, queue, payload, attempt, max_attempts, timeout, token,
 -- journal, trace} (journal: HGETALL of steps:<id>, read only when the
 -- execution's journal flag is set, so a claim of executions without steps
@@ -227,7 +228,7 @@ local function bucket(e)
 end
 
 local now_n = tonumber(now)
-local out = {0, '', 0, 0}
+local out = {0, '', 0, 0, 0}
 local LEASED0 = #out -- the elements before the leases
 local retry = nil
 local touched = {}
@@ -416,5 +417,6 @@ for _, b in pairs(buckets) do
 end
 if retry then out[2] = istr(retry) end
 out[4] = examined
+if tenant ~= '' then out[5] = redis.call('ZCARD', KEYS[4]) end
 if #out > LEASED0 or retry then out[1] = changed() end
 return out

@@ -2,10 +2,13 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/latch-run/latch/store"
 )
@@ -70,6 +73,7 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 		want[key][member] = entry{score}
 	}
 	inflight := map[string]int{}
+	laned := map[string]int{} // tenant -> members of its lanes by kind
 	readyKinds := map[string]bool{}
 	// Per concurrency key (scoped): its running executions, and per group
 	// (concGroup) its ready ones.
@@ -123,6 +127,7 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 					expect(k, member, 0)
 				}
 				readyKinds[e["kind"]] = true
+				laned[t]++
 				if c := scoped(t, e["ckey"]); e["ckey"] != "" {
 					if ckReady[c] == nil {
 						ckReady[c] = map[string]int{}
@@ -329,6 +334,13 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 		}
 		if v != inflight[t] {
 			report("tenant %s: inflight %d, but %d executions in flight", t, v, inflight[t])
+		}
+		l, err := r.HGet(ctx, s.k.tenant(t), "laned").Int()
+		if err != nil && !errors.Is(err, goredis.Nil) {
+			return nil, err
+		}
+		if l != laned[t] {
+			report("tenant %s: laned %d, but %d executions in its lanes", t, l, laned[t])
 		}
 	}
 	ckPrefix := s.k.conc("")

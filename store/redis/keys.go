@@ -64,10 +64,6 @@ func (k keys) tenantNS(t string) string      { return strings.TrimSuffix(k.ns, "
 // ("tenant"; absent: the single-slot layout).
 func (k keys) layout() string { return k.ns + ":layout" }
 
-// shardLanes, in the router's home namespace, records that every tenant
-// namespace has its lanes by kind (layout version 3; upgrade.go).
-func (k keys) shardLanes() string { return k.ns + ":shard:lanes" }
-
 // pattern matches every key of the namespace (for SCAN).
 func (k keys) pattern() string { return k.ns + ":*" }
 

@@ -163,6 +163,10 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		rdb.Close()
 		return nil, err
 	}
+	if err := s.repairLanes(ctx); err != nil {
+		rdb.Close()
+		return nil, err
+	}
 	// Executions queued by a latch from before claims took turns wait in
 	// ready indexes that turns does not name yet.
 	if _, err := s.run(ctx, "seed turns", scriptSeedTurns, []string{k.tenants(), k.turns()}, k.ns); err != nil {

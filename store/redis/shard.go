@@ -123,7 +123,7 @@ func OpenRouter(ctx context.Context, rawURL string, opts ...Option) (*Router, er
 	rctx, stop := context.WithCancel(context.Background())
 	r.stopRepair = stop
 	go r.repairLoop(rctx)
-	if err := r.upgradeLanes(ctx); err != nil {
+	if err := r.repairLanes(ctx); err != nil {
 		r.Close()
 		return nil, err
 	}

@@ -28,9 +28,10 @@ import (
 // the key's next settle, and its ready executions, uncounted in their
 // groups, only make a group's count low, which lets more go back than
 // need to, never fewer (counts are dropped at zero, never negative).
-// Version 3 added each tenant's lanes by kind (ready:tk:<c>), which a
-// claim filtered by kind walks instead of the tenant's whole ready index:
-// the upgrade puts every ready execution in its lane (backfillLanes).
+// Version 3 added each tenant's lanes by kind (ready:tk:<c>, counted in
+// the tenant's field laned), which a claim filtered by kind walks instead
+// of the tenant's whole ready index: repairLanes (lanes.go), run by every
+// Open, puts every ready execution of older data in its lane.
 
 const layoutVersion = 3
 
@@ -58,9 +59,6 @@ func (s *Store) upgrade(ctx context.Context) error {
 		if err := s.backfill(ctx); err != nil {
 			return err
 		}
-		if err := s.backfillLanes(ctx); err != nil {
-			return err
-		}
 	}
 	if err := s.rdb.Set(ctx, s.k.schema(), layoutVersion, 0).Err(); err != nil {
 		return fmt.Errorf("redis: layout version: %w", err)
@@ -84,54 +82,6 @@ func (s *Store) backfill(ctx context.Context) error {
 		return err
 	}); err != nil {
 		return err
-	}
-	return nil
-}
-
-// backfillLanes puts the ready executions of every tenant of the
-// namespace into their lanes by kind, 500 a script run.
-func (s *Store) backfillLanes(ctx context.Context) error {
-	tenants, err := s.rdb.SMembers(ctx, s.k.tenants()).Result()
-	if err != nil {
-		return fmt.Errorf("redis: layout version: %w", err)
-	}
-	for _, t := range tenants {
-		for after := ""; ; {
-			arr, err := s.run(ctx, "backfill", scriptBackfill, []string{s.k.readyTenant(t)}, s.k.ns, "lanes", t, after)
-			if err != nil {
-				return err
-			}
-			if after = asString(at(arr, 0)); after == "" {
-				break
-			}
-		}
-	}
-	return nil
-}
-
-// upgradeLanes is the tenant router's part of layout version 3: Open
-// upgrades the home namespace only, so the router builds the lanes by kind
-// in the namespace of every tenant it knows, once (shardLanes marks it
-// done; tenants created later have them from the start).
-func (r *Router) upgradeLanes(ctx context.Context) error {
-	done, err := r.home.rdb.Exists(ctx, r.home.k.shardLanes()).Result()
-	if err != nil {
-		return fmt.Errorf("redis: layout version: %w", interpretError(err))
-	}
-	if done > 0 {
-		return nil
-	}
-	names, err := r.tenants(ctx)
-	if err != nil {
-		return err
-	}
-	for _, t := range names {
-		if err := r.view(t).backfillLanes(ctx); err != nil {
-			return err
-		}
-	}
-	if err := r.home.rdb.Set(ctx, r.home.k.shardLanes(), layoutVersion, 0).Err(); err != nil {
-		return fmt.Errorf("redis: layout version: %w", interpretError(err))
 	}
 	return nil
 }

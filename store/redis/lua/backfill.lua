@@ -1,9 +1,10 @@
 -- backfill.lua: Open's upgrade of records stored before key ids and the
--- per-tenant rate-limit index, and of ready indexes stored before the
--- lanes by kind: each run fixes one record (or part of a tenant's ready
--- index), idempotently, so servers starting together may all run it.
+-- per-tenant rate-limit index, and its repair of lanes by kind an older
+-- server's writes left short (lanes.go): each run fixes one record (or
+-- part of an index), idempotently, so servers starting together may all
+-- run it.
 --
--- KEYS[1] apikey:<hash> or ratelimit:<c> (or, for 'lanes', see below)
+-- KEYS[1] apikey:<hash> or ratelimit:<c> (for 'lanes' and 'unlane', below)
 -- ARGV[1] NS  ARGV[2] 'key' or 'rate'  ARGV[3] the key hash (for 'key')
 -- ARGV[4] a new key id (for 'key')
 -- Returns {1} when it changed something, {0} otherwise.
@@ -18,7 +19,22 @@ if ARGV[2] == 'lanes' then
   local ms = redis.call('ZRANGEBYLEX', KEYS[1], lo, '+', 'LIMIT', 0, 500)
   for _, m in ipairs(ms) do
     local kind = redis.call('HGET', k_exec(string.sub(m, MEMBER_ID)), 'kind')
-    if kind then redis.call('ZADD', k_ready_tk(ARGV[3], kind), 0, m) end
+    if kind then lane_add(ARGV[3], kind, m) end
+  end
+  if #ms < 500 then return {''} end
+  return {ms[#ms]}
+end
+if ARGV[2] == 'unlane' then
+  -- KEYS[1] ready:tk:<c> of tenant ARGV[3] and kind ARGV[5]; ARGV[4] as
+  -- for 'lanes'. Takes out of the lane up to 500 members its tenant's
+  -- ready index does not hold (an older server took them) and returns
+  -- {next} as 'lanes' does.
+  local lo = '-'
+  if ARGV[4] ~= '' then lo = '(' .. ARGV[4] end
+  local ms = redis.call('ZRANGEBYLEX', KEYS[1], lo, '+', 'LIMIT', 0, 500)
+  local rt = k_ready_t(ARGV[3])
+  for _, m in ipairs(ms) do
+    if not redis.call('ZSCORE', rt, m) then lane_rem(ARGV[3], ARGV[5], m) end
   end
   if #ms < 500 then return {''} end
   return {ms[#ms]}

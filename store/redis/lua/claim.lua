@@ -140,15 +140,20 @@ end
 
 -- examine returns the execution of member m of c's index if this claim
 -- may take it: ready at now and of the claim's tenant, queues and kinds.
+-- A member of a tenant's ready:t read while its lanes are not whole
+-- (c.heal) is put in its lane on the way.
 local examined = 0 -- members examined (returned: the claim's work besides its leases)
 local function examine(c, m)
   examined = examined + 1
   local e = load(string.sub(m, MEMBER_ID), LEASE_FIELDS)
   if not e or not (e.status == 'queued' or (e.status == 'scheduled' and e.due)) or e.parked then
-    -- cannot happen; never block on it
-    if c.lane then redis.call('ZREM', c.key, m) end
+    -- cannot happen (but in a lane, after an older server took it); never block on it
+    if c.kind then lane_rem(c.tenant, c.kind, m) end
     if c.tenant then ready_t_rem(c.tenant, m) else redis.call('ZREM', c.key, m) end
-  elseif (tenant == '' or e.tenant == tenant) and (nq == 0 or queues[e.queue]) and (nk == 0 or kinds[e.kind])
+    return nil
+  end
+  if c.heal then lane_add(e.tenant, e.kind, m) end
+  if (tenant == '' or e.tenant == tenant) and (nq == 0 or queues[e.queue]) and (nk == 0 or kinds[e.kind])
       and enabled(e.tenant)
       -- made due by a claim whose clock was ahead of this one's
       and (e.status == 'queued' or tonumber(e.run_at) <= tonumber(now)) then
@@ -158,30 +163,55 @@ local function examine(c, m)
 end
 
 -- A source is the cursors of some ready indexes, walked merged in member
--- order: next_of returns its next member and the cursor holding it.
+-- order: next_of returns its next member and the cursor holding it, once
+-- (a member two of the indexes hold is passed in the other).
 local function next_of(src)
-  local best, bc = nil, nil
-  for _, c in ipairs(src.cs) do
-    local h = head(c)
-    if h and (not best or h < best) then best, bc = h, c end
+  while true do
+    local best, bc = nil, nil
+    for _, c in ipairs(src.cs) do
+      local h = head(c)
+      if h and (not best or h < best) then best, bc = h, c end
+    end
+    if not best or best ~= src.prev then
+      src.prev = best
+      return best, bc
+    end
+    bc.last = best
+    bc.pos = bc.pos + 1
   end
-  return best, bc
+end
+
+-- lane_cursors are tenant t's lanes of the claim's kinds.
+local function lane_cursors(t)
+  local cs = {}
+  for i = 1, nk do
+    local kind = ARGV[11 + nq + i]
+    local c = cursor(k_ready_tk(t, kind))
+    c.tenant, c.kind = t, kind
+    cs[i] = c
+  end
+  return cs
 end
 
 -- tenant_source is tenant t's ready work for this claim: with a kind
 -- filter, t's lanes of those kinds (ready:tk), so that a backlog of other
--- kinds is never read; else t's ready index.
+-- kinds is never read; else t's ready index. While t's lanes are not
+-- whole (lib.lua, lanes_whole: an older server's writes), its ready index
+-- and those lanes, merged (a member in both is read once): what the index
+-- holds goes into the lanes (heal), and what the lanes hold that is no
+-- longer ready leaves them.
 local function tenant_source(t)
-  local cs = {}
-  if nk > 0 then
-    for i = 1, nk do
-      local c = cursor(k_ready_tk(t, ARGV[11 + nq + i]))
-      c.tenant, c.lane = t, true
-      cs[i] = c
-    end
-  else
-    cs[1] = cursor(k_ready_t(t))
-    cs[1].tenant = t
+  if nk == 0 then
+    local c = cursor(k_ready_t(t))
+    c.tenant = t
+    return {cs = {c}}
+  end
+  local whole = lanes_whole(t)
+  local cs = lane_cursors(t)
+  if not whole then
+    local c = cursor(k_ready_t(t))
+    c.tenant, c.heal = t, true
+    cs[#cs + 1] = c
   end
   return {cs = cs}
 end
@@ -312,7 +342,9 @@ end
 -- until the claim is full (the claim for one tenant, and the fallback).
 local function walk(fam)
   local src = {cs = {}}
-  for _, key in ipairs(fam) do src.cs[#src.cs + 1] = cursor(key) end
+  for _, key in ipairs(fam) do
+    if type(key) == 'table' then src.cs[#src.cs + 1] = key else src.cs[#src.cs + 1] = cursor(key) end
+  end
   while #out - LEASED0 < max do
     local best, bc = next_of(src)
     if not best then break end
@@ -326,16 +358,14 @@ end
 -- smallest returns the smallest family of indexes that covers every
 -- candidate of the claim's filters (and of tenant, given one).
 local function smallest(with_tenant)
-  -- The tenant's lanes of the kinds hold exactly the candidates of both.
-  if with_tenant and nk > 0 then
-    local lanes = {}
-    for i = 1, nk do lanes[i] = k_ready_tk(tenant, ARGV[11 + nq + i]) end
-    return lanes
-  end
   local families = {}
   if with_tenant then families[#families + 1] = {KEYS[4]} end
   if nq > 0 then families[#families + 1] = qkeys end
   if nk > 0 then families[#families + 1] = kkeys end
+  -- The tenant's lanes of the kinds, when whole, hold exactly the
+  -- candidates of both (after the kinds' indexes, which win a tie: in a
+  -- tenant router's namespace they are the same executions).
+  if with_tenant and nk > 0 and lanes_whole(tenant) then families[#families + 1] = lane_cursors(tenant) end
   if #families == 0 then
     local all = {}
     for _, kind in ipairs(redis.call('SMEMBERS', KEYS[3])) do all[#all + 1] = k_ready_k(kind) end
@@ -344,7 +374,10 @@ local function smallest(with_tenant)
   local pick, size = nil, nil
   for _, fam in ipairs(families) do
     local n = 0
-    for _, key in ipairs(fam) do n = n + redis.call('ZCARD', key) end
+    for _, key in ipairs(fam) do
+      if type(key) == 'table' then key = key.key end
+      n = n + redis.call('ZCARD', key)
+    end
     if not size or n < size then pick, size = fam, n end
   end
   return pick

@@ -234,6 +234,26 @@ local function turn_leave(t)
   end
 end
 
+-- The lanes by kind (ready:tk) are written by this layout (3) only; a
+-- server of an older release, running beside this one during a deploy,
+-- queues and takes executions in the other indexes alone. So the tenant's
+-- hash counts its lanes' members (field laned, kept by lane_add and
+-- lane_rem, the only writers of lanes): while it equals ZCARD of the
+-- tenant's ready:t, the lanes hold exactly its ready executions
+-- (lanes_whole); otherwise a claim reads the tenant's ready:t as before
+-- the lanes, and puts each ready execution it reads into its lane.
+local function lane_add(t, kind, m)
+  if redis.call('ZADD', k_ready_tk(t, kind), 0, m) == 1 then redis.call('HINCRBY', k_tenant(t), 'laned', 1) end
+end
+
+local function lane_rem(t, kind, m)
+  if redis.call('ZREM', k_ready_tk(t, kind), m) == 1 then redis.call('HINCRBY', k_tenant(t), 'laned', -1) end
+end
+
+local function lanes_whole(t)
+  return tonumber(redis.call('HGET', k_tenant(t), 'laned') or 0) == redis.call('ZCARD', k_ready_t(t))
+end
+
 local function idx_add(e, m)
   if not kinds_added[e.kind] then
     redis.call('SADD', k_readykinds(), e.kind)
@@ -243,7 +263,7 @@ local function idx_add(e, m)
   if redis.call('ZADD', rt, 0, m) == 1 and redis.call('ZCARD', rt) == 1 then turn_enter(e.tenant) end
   redis.call('ZADD', k_ready_q(e.queue), 0, m)
   redis.call('ZADD', k_ready_k(e.kind), 0, m)
-  redis.call('ZADD', k_ready_tk(e.tenant, e.kind), 0, m)
+  lane_add(e.tenant, e.kind, m)
 end
 
 -- ready_t_rem takes m out of tenant t's ready index.
@@ -256,7 +276,7 @@ local function idx_rem(e, m)
   ready_t_rem(e.tenant, m)
   redis.call('ZREM', k_ready_q(e.queue), m)
   redis.call('ZREM', k_ready_k(e.kind), m)
-  redis.call('ZREM', k_ready_tk(e.tenant, e.kind), m)
+  lane_rem(e.tenant, e.kind, m)
 end
 
 -- Concurrency keys (I4), scoped per tenant. For key c = ck_of(e) (the

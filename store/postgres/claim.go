@@ -15,8 +15,9 @@ import (
 )
 
 // Claim statements. $1 is now; {filters} is replaced by claimFilters.
-// sqlReady and sqlRoom have a copy in latch_claim_candidates (migrations 5, 11),
-// which sqlClaimMany and claimTx's first round take their candidates from:
+// sqlReady and sqlRoom have a copy in latch_claim_candidates and
+// latch_tenant_candidates (migrations 5, 11), which sqlClaimMany and
+// claimTx's first round take their candidates from:
 // a change to either is a change to both, the function's by a new
 // migration.
 const (

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -56,12 +57,12 @@ func repairLanes(ctx context.Context, rdb goredis.UniversalClient, ts []laneTena
 			ready[i] = p.ZCard(ctx, x.s.k.readyTenant(x.t))
 		}
 		return nil
-	}); err != nil && err != goredis.Nil {
+	}); err != nil && !errors.Is(err, goredis.Nil) {
 		return fmt.Errorf("redis: lanes: %w", interpretError(err))
 	}
 	for i, x := range ts {
 		n, err := laned[i].Int64()
-		if err != nil && err != goredis.Nil {
+		if err != nil && !errors.Is(err, goredis.Nil) {
 			return fmt.Errorf("redis: lanes: %w", interpretError(err))
 		}
 		if n == ready[i].Val() {

@@ -311,7 +311,7 @@ func TestOlderServerWritesStillClaimed(t *testing.T) {
 	if err := rdb.ZRem(ctx, ns+":ready:t:acme", ms[0]).Err(); err != nil {
 		t.Fatal(err)
 	}
-	s = open(t, url, prefix)
+	open(t, url, prefix)
 	got, err := rdb.ZRange(ctx, nobody, 0, -1).Result()
 	if err != nil || len(got) != 1 || got[0] != ms[1] {
 		t.Errorf("acme's nobody lane after Open: %v, %v; want only %s", got, err, ms[1][32:])

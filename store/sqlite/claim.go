@@ -26,8 +26,11 @@ import (
 // Fairness (I12): tenants take turns (see run). The transaction walks the
 // tenants with work in flight in turn order (tenants_ready: least recently
 // served first, ties by name), keeping those with a ready candidate for
-// this claim (one index probe each), reads each one's candidates in its own
-// claim order (executions_ready_tenant), and deals out one start per tenant
+// this claim (one index probe each; for a claim filtered by kind, one per
+// kind, in the tenant's lanes), reads each one's candidates in its own
+// claim order (executions_ready_tenant; for a claim filtered by kind, each
+// of its kinds' lanes, executions_ready_kind, merged: a backlog of other
+// kinds is never read), and deals out one start per tenant
 // per round; at the end each tenant it served gets a turn past every other,
 // in the order it was last served (saveTurns). A claim's cost is one probe
 // per tenant it passes that has work in flight but nothing ready for it,

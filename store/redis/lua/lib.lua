@@ -241,17 +241,31 @@ end
 -- lane_rem, the only writers of lanes): while it equals ZCARD of the
 -- tenant's ready:t, the lanes hold exactly its ready executions
 -- (lanes_whole); otherwise a claim reads the tenant's ready:t as before
--- the lanes, and puts each ready execution it reads into its lane.
+-- the lanes, and puts each ready execution it reads into its lane. A run
+-- counts its changes per tenant (laned_delta) and writes them once, at its
+-- end (lanes_flush, which scripts.go calls after every script's body): a
+-- group of admissions costs one HINCRBY a tenant, not one an execution.
+local laned_delta = {}
 local function lane_add(t, kind, m)
-  if redis.call('ZADD', k_ready_tk(t, kind), 0, m) == 1 then redis.call('HINCRBY', k_tenant(t), 'laned', 1) end
+  if redis.call('ZADD', k_ready_tk(t, kind), 0, m) == 1 then laned_delta[t] = (laned_delta[t] or 0) + 1 end
 end
 
 local function lane_rem(t, kind, m)
-  if redis.call('ZREM', k_ready_tk(t, kind), m) == 1 then redis.call('HINCRBY', k_tenant(t), 'laned', -1) end
+  if redis.call('ZREM', k_ready_tk(t, kind), m) == 1 then laned_delta[t] = (laned_delta[t] or 0) - 1 end
 end
 
 local function lanes_whole(t)
-  return tonumber(redis.call('HGET', k_tenant(t), 'laned') or 0) == redis.call('ZCARD', k_ready_t(t))
+  local n = tonumber(redis.call('HGET', k_tenant(t), 'laned') or 0) + (laned_delta[t] or 0)
+  return n == redis.call('ZCARD', k_ready_t(t))
+end
+
+-- lanes_flush writes the run's counts; a tenant the run deleted
+-- (delete_tenant.lua) gets no hash back.
+local function lanes_flush()
+  for t, d in pairs(laned_delta) do
+    if d ~= 0 and redis.call('EXISTS', k_tenant(t)) == 1 then redis.call('HINCRBY', k_tenant(t), 'laned', d) end
+  end
+  laned_delta = {}
 end
 
 local function idx_add(e, m)
@@ -699,7 +713,7 @@ end
 -- run_reset forgets what the previous run kept: in the function library
 -- this file's locals outlive a call.
 local function run_reset()
-  quotas, kinds_added, queues_added, tenant_tags = {}, {}, {}, {}
+  quotas, kinds_added, queues_added, tenant_tags, laned_delta = {}, {}, {}, {}, {}
   now_s, now_n = nil, nil
 end
 

@@ -46,17 +46,19 @@ func testClaimBacklog(t *testing.T, ns NewStore) {
 			later = append(later, s)
 		}
 		e.admit(acme, base, later...)
-		for i, prio := range []int{0, 5, 1} {
+		prio := map[string]int{} // execution id -> priority
+		for i, p := range []int{0, 5, 1} {
 			s := job("echo")
-			s.Priority = prio
-			e.submit(acme, at(time.Duration(i)*time.Millisecond), s)
-			e.submit(globex, at(time.Duration(i)*time.Millisecond), s)
+			s.Priority = p
+			prio[e.submit(acme, at(time.Duration(i)*time.Millisecond), s).ID] = p
+			prio[e.submit(globex, at(time.Duration(i)*time.Millisecond), s).ID] = p
 		}
 		before, counts := int64(0), false
 		if ex, ok := e.s.(ClaimExaminer); ok {
 			before, counts = ex.ClaimExamined(), true
 		}
 		var got []string
+		order := map[string][]int{} // per tenant, the priorities claimed, in order
 		claims := 0
 		for range 10 {
 			ls := e.claim(store.ClaimParams{Kinds: []string{"echo", "sleep"}, Now: at(time.Minute)})
@@ -65,6 +67,7 @@ func testClaimBacklog(t *testing.T, ns NewStore) {
 				break
 			}
 			got = append(got, fmt.Sprintf("%s:%s", ls[0].Tenant, ls[0].Kind))
+			order[ls[0].Tenant] = append(order[ls[0].Tenant], prio[ls[0].ExecutionID])
 		}
 		// Each tenant's echo in priority order, the tenants taking turns.
 		if len(got) != 6 {
@@ -76,6 +79,11 @@ func testClaimBacklog(t *testing.T, ns NewStore) {
 			}
 			if i > 0 && g == got[i-1] {
 				t.Errorf("claims got %v: a tenant served twice in a row while the other waited", got)
+			}
+		}
+		for _, tn := range []string{acme, globex} {
+			if fmt.Sprint(order[tn]) != "[5 1 0]" {
+				t.Errorf("%s's echo executions came by priority %v, want [5 1 0]", tn, order[tn])
 			}
 		}
 		if counts {

@@ -16,13 +16,16 @@
 -- in its own claim order that may start, read from its ready:t index — or,
 -- for a claim filtered by kind, from its lanes of those kinds (ready:tk,
 -- merged in member order), so that a backlog of other kinds is never read
--- — with the queue and kind filters checked per execution. At the end each tenant
--- served gets a turn past every other (turnseq), in the order this claim
--- last served them, so that the next claim first serves those this one did
--- not reach. Cost: O(log T) to read the first tenants of T in turns, and
--- per tenant served the walk of its own index up to its first candidate.
--- A tenant whose index holds more than SKIP_CAP executions in a row that
--- the filters refuse is passed for the rest of the claim, and the rounds
+-- — with the queue and kind filters checked per execution. At the end
+-- each tenant served gets a turn past every other (turnseq), in the order
+-- this claim last served them, so that the next claim first serves those
+-- this one did not reach. Cost: O(log T) to read the first tenants of T in
+-- turns, and per tenant served the walk of its own index (or lanes) up to
+-- its first candidate; with a kind filter, a tenant with nothing of those
+-- kinds costs an HGET and a ZCARD (lanes_whole) and a read of each empty
+-- lane. A tenant whose index holds more than SKIP_CAP executions in a row
+-- that the filters refuse (with a kind filter: of other queues) is passed
+-- for the rest of the claim, and the rounds
 -- end once SKIP_BUDGET such executions were passed in all (no claim walks
 -- the tenants' whole backlogs of other kinds or queues); if that left the
 -- claim short, it then walks the filters' own indexes as a claim for one
@@ -37,10 +40,11 @@
 -- run to the execution's attempt history (lib.lua, run_start): one RPUSH.
 --
 -- A claim for one tenant is that tenant's turn: it walks the ready indexes
--- its filters allow — with a kind filter the tenant's lanes of those kinds,
--- else the tenant's or the queues', whichever set is smallest by ZCARD — merging them in member order and checking the
--- other filters per execution, and then moves the tenant's turn like any
--- claim that serves it.
+-- its filters allow — the tenant's, the queues', the kinds' or the
+-- tenant's lanes of those kinds, whichever set is smallest by ZCARD —
+-- merging them in member order and checking the other filters per
+-- execution, and then moves the tenant's turn like any claim that serves
+-- it.
 --
 -- An execution whose concurrency key is at its limit is parked (see
 -- lib.lua) instead of being passed over on every later claim: in its
@@ -67,7 +71,8 @@
 -- KEYS[8+nq .. 7+nq+nk]    ready:k:<kind> for each kind filter
 --   derived: exec:<id> of each candidate, ck:<c>, ckparkg:<c> and
 --   ckpark:<c> of its tenant's concurrency key, ratelimit:<c> of its
---   tenant's rate key, the ready indexes (or lanes of the kinds) of the tenants in turns, the other ready indexes of a
+--   tenant's rate key, the ready indexes (or lanes of the kinds, and the
+--   tenant's hash) of the tenants in turns, the other ready indexes of a
 --   leased or deferred execution, tenant:<T> of a served tenant, and
 --   ready:k:<kind> of every kind in readykinds for a claim without filters,
 --   runs:<id> of each leased execution, qqueued:<c>, qsched:<c> and

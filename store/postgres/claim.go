@@ -15,8 +15,9 @@ import (
 )
 
 // Claim statements. $1 is now; {filters} is replaced by claimFilters.
-// sqlReady and sqlRoom have a copy in latch_claim_candidates (migration 5),
-// which sqlClaimMany and claimTx's first round take their candidates from:
+// sqlReady and sqlRoom have a copy in latch_claim_candidates and
+// latch_tenant_candidates (migrations 5, 11), which sqlClaimMany and
+// claimTx's first round take their candidates from:
 // a change to either is a change to both, the function's by a new
 // migration.
 const (
@@ -125,7 +126,7 @@ GROUP BY tenant, concurrency_key`
 // candidate's tenant under the (tenant, key) advisory lock (I4) and takes
 // the bucket's tokens with its row locked (I7). Either way tenants take
 // turns (I12): the candidates come in fair claim order from
-// latch_claim_candidates (migration 5), and the tenants served get new
+// latch_claim_candidates (migrations 5, 11), and the tenants served get new
 // turns (latch_tenants.turn) in the same transaction.
 func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
 	t := now(p.Now)

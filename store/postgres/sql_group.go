@@ -524,7 +524,7 @@ func strPtr(s string) *string {
 // function moves them (its move argument), knowing what this statement
 // leases: its first sum(max) candidates by ord, or none if one is limited.
 //
-// The candidates come from latch_claim_candidates (migration 5), whose
+// The candidates come from latch_claim_candidates (migrations 5, 11), whose
 // plan walks each tenant's queue index in claim order whatever the table's
 // statistics say. Its queries take their own snapshots, later than this
 // statement's: a candidate this statement's snapshot does not show yet

@@ -30,6 +30,14 @@ const claimDueLimit = 1000
 // 128-bit value per call, suffixed per lease. Each lease carries the
 // execution's traceparent; Deferred counts the candidates deferred.
 func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
+	res, _, err := s.claim(ctx, p)
+	return res, err
+}
+
+// claim is Claim; for a claim for one tenant, readyLeft also says whether
+// the tenant still has ready executions after it (of any kind or queue):
+// the tenant router then keeps the tenant's claim hint as it is.
+func (s *Store) claim(ctx context.Context, p *store.ClaimParams) (res *store.ClaimResult, readyLeft bool, err error) {
 	t := now(p.Now)
 	maxN, lease := p.Bounds()
 	nowUS := us(t)
@@ -54,24 +62,26 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 	}
 	arr, err := s.run(ctx, "claim", scriptClaim, keys, args...)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	s.note.ack(asInt(at(arr, 0)))
-	if len(arr) < 3 {
-		return nil, fmt.Errorf("redis: claim: unexpected reply %v", arr)
+	if len(arr) < 5 {
+		return nil, false, fmt.Errorf("redis: claim: unexpected reply %v", arr)
 	}
-	res := &store.ClaimResult{Leases: make([]store.Lease, 0, len(arr)-3), Deferred: int(asInt(arr[2]))}
+	res = &store.ClaimResult{Leases: make([]store.Lease, 0, len(arr)-5), Deferred: int(asInt(arr[2]))}
 	if retry := asString(arr[1]); retry != "" {
 		res.RetryAt = fromUS(asInt(retry))
 	}
-	for _, v := range arr[3:] {
+	s.claimExamined.Add(asInt(arr[3]))
+	readyLeft = asInt(arr[4]) > 0
+	for _, v := range arr[5:] {
 		f, _ := v.([]any)
 		if len(f) != 12 {
-			return nil, fmt.Errorf("redis: claim: unexpected lease %v", v)
+			return nil, false, fmt.Errorf("redis: claim: unexpected lease %v", v)
 		}
 		steps, err := journal(f[9])
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		res.Leases = append(res.Leases, store.Lease{
 			ExecutionID:    asString(f[0]),
@@ -89,7 +99,8 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 			StepsPartial:   asInt(f[11]) == 1,
 		})
 	}
-	return s.feed.Claimed(res, nil)
+	res, err = s.feed.Claimed(res, nil)
+	return res, readyLeft, err
 }
 
 // newToken returns 128 random bits in hex: the base of one claim's lease

@@ -74,6 +74,7 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 	}
 	inflight := map[string]int{}
 	stored := map[string]int64{} // tenant -> the bytes its executions count
+	laned := map[string]int{}    // tenant -> members of its lanes by kind
 	readyKinds := map[string]bool{}
 	// Per concurrency key (scoped): its running executions, and per group
 	// (concGroup) its ready ones.
@@ -124,10 +125,12 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 			if e["parked"] == "1" {
 				expect(s.k.concPark(scoped(t, e["ckey"])), concGroup(e["kind"], e["queue"], e["climit"], e["rkey"])+member, 0)
 			} else {
-				for _, k := range []string{s.k.readyTenant(t), s.k.readyQueue(e["queue"]), s.k.readyKind(e["kind"])} {
+				for _, k := range []string{s.k.readyTenant(t), s.k.readyQueue(e["queue"]), s.k.readyKind(e["kind"]),
+					s.k.readyTenantKind(t, e["kind"])} {
 					expect(k, member, 0)
 				}
 				readyKinds[e["kind"]] = true
+				laned[t]++
 				if c := scoped(t, e["ckey"]); e["ckey"] != "" {
 					if ckReady[c] == nil {
 						ckReady[c] = map[string]int{}
@@ -254,6 +257,7 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 	// Compare every sorted set of the namespace with its expectation.
 	zsetKeys := []string{s.k.list(), s.k.sched(), s.k.due(), s.k.running(), s.k.nextRun(), s.k.wake()}
 	zsetPrefixes := []string{s.k.listTenant(""), s.k.readyTenant(""), s.k.readyQueue(""), s.k.readyKind(""),
+		strings.TrimSuffix(s.k.readyTenantKind("", ""), scoped("", "")),
 		s.k.concPark(""), s.k.concParkOld(""), s.k.done(""), s.k.schedules(""), s.k.qQueued(""), s.k.qSched("")}
 	for key := range all {
 		isZ := slices.Contains(zsetKeys, key)
@@ -341,6 +345,13 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 		}
 		if b != stored[t] {
 			report("tenant %s: stored %d bytes, but its executions count %d", t, b, stored[t])
+		}
+		l, err := r.HGet(ctx, s.k.tenant(t), "laned").Int()
+		if err != nil && !errors.Is(err, goredis.Nil) {
+			return nil, err
+		}
+		if l != laned[t] {
+			report("tenant %s: laned %d, but %d executions in its lanes", t, l, laned[t])
 		}
 	}
 	ckPrefix := s.k.conc("")

@@ -64,7 +64,8 @@
 //	{p}:tenant:<T>            hash   name max_inflight inflight dedup_ttl retention created turn,
 //	                                 disabled ("1", only while disabled), max_bytes stored
 //	                                 (the storage budget and the sum of the executions'
-//	                                 bytes fields; lib.lua, charge)
+//	                                 bytes fields; lib.lua, charge), laned (the members
+//	                                 of its lanes, ready:tk)
 //	{p}:apikey:<hash>         hash   tenant key_id created used | admin key_id created
 //	{p}:keyids:<T>            hash   a tenant's keys: key id -> key hash
 //	{p}:session:<id hash>     hash   a console session: key (hash), exp; expires
@@ -75,7 +76,9 @@
 //	{p}:dedupexp              zset   <len(T)>:<T><key> scored by expiry (Prune)
 //	{p}:ready:t:<T>           zset   queued executions of a tenant  ┐ members
 //	{p}:ready:q:<queue>       zset   queued executions of a queue   │ prio|run_at|id,
-//	{p}:ready:k:<kind>        zset   queued executions of a kind    ┘ all scores 0
+//	{p}:ready:k:<kind>        zset   queued executions of a kind    │ all scores 0
+//	{p}:ready:tk:<len(T)>:<T><kind>
+//	                          zset   a tenant's lane of one kind    ┘
 //	{p}:readykinds            set    kinds that have had ready work
 //	{p}:turns                 zset   tenants whose ready:t is not empty,
 //	                                 scored by turn (I12); a tenant out of
@@ -146,11 +149,17 @@
 // turns across tenants (I12): the turns sorted set holds the tenants whose
 // ready:t index is not empty, scored by turn, and a claim for every tenant
 // serves them smallest turn first, one execution each a round, walking
-// each tenant's own index and checking the queue and kind filters per
-// execution (lua/claim.lua says how far, and what happens beyond). A claim
-// for one tenant walks the indexes its filters allow — the tenant's, its
-// queues' or its kinds', whichever is smallest — merging them in order and
-// checking the remaining filters per execution. A claim first
+// each tenant's own index — or, for a claim filtered by kind (every
+// in-process worker's), the tenant's lanes of those kinds, so that a
+// backlog of other kinds is never read — and checking the queue and kind
+// filters per execution (lua/claim.lua says how far, and what happens
+// beyond). A claim for one tenant walks the indexes its filters allow —
+// the tenant's, its queues', its kinds' or its lanes of its kinds,
+// whichever is smallest — merging them in order and checking the
+// remaining filters per execution. The lanes are layout version 3: every
+// Open puts older data in them, and a tenant's count of lane members
+// (laned) tells a claim whether a server of an older release, running
+// beside this one, left them short (lanes.go). A claim first
 // makes up to 1000 scheduled executions whose run_at has come due: they
 // move from sched to due and join the ready indexes with their status
 // unchanged, since a claim changes nothing it does not lease (Promote alone

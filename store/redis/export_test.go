@@ -193,3 +193,22 @@ func (r *Router) ClientOptions() *goredis.ClusterOptions { return r.home.cluster
 
 // HomeCluster is the router's cluster client (its hooks see every call).
 func (r *Router) HomeCluster() *goredis.ClusterClient { return r.home.cluster }
+
+// ClaimExamined is the ready-index members the Store's claims have read
+// (storetest.ClaimExaminer).
+func (s *Store) ClaimExamined() int64 { return s.claimExamined.Load() }
+
+// ClaimExamined is the ready-index members the tenant namespaces' claims
+// have read (storetest.ClaimExaminer).
+func (r *Router) ClaimExamined() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var n int64
+	for _, v := range r.views {
+		n += v.claimExamined.Load()
+	}
+	return n
+}
+
+// HintRefreshes counts the router's re-derives of hints (refresh).
+func (r *Router) HintRefreshes() int64 { return r.refreshes.Load() }

@@ -92,6 +92,12 @@ func (k keys) readyQueue(q string) string { return k.ns + ":ready:q:" + q }
 func (k keys) readyKind(kind string) string {
 	return k.ns + ":ready:k:" + kind
 }
+
+// readyTenantKind is tenant t's lane of one kind: its ready executions of
+// that kind (a claim filtered by kind walks these).
+func (k keys) readyTenantKind(t, kind string) string {
+	return k.ns + ":ready:tk:" + scoped(t, kind)
+}
 func (k keys) sched() string                { return k.ns + ":sched" }
 func (k keys) due() string                  { return k.ns + ":due" }
 func (k keys) running() string              { return k.ns + ":running" }

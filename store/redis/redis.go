@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -31,6 +32,10 @@ type Store struct {
 
 	note *notifier
 	feed store.Feed // store.ChangeFeed: which executions changed
+
+	// claimExamined counts the ready-index members this Store's claims
+	// have read (claim.lua's count): their work besides what they lease.
+	claimExamined atomic.Int64
 
 	// Group commit (group.go) for the hot operations.
 	admitG, completeG *grouper
@@ -155,6 +160,10 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		}
 	}
 	if err := s.upgrade(ctx); err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	if err := s.repairLanes(ctx); err != nil {
 		rdb.Close()
 		return nil, err
 	}

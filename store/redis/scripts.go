@@ -107,7 +107,10 @@ func luaFile(name string) string {
 }
 
 func mustScript(op string) *luaScript {
-	return &luaScript{op: op, eval: goredis.NewScript(luaFile("lib") + "\n" + luaFile(op))}
+	// The body runs as a function, as in the library, so that the run's
+	// end (lanes_flush) follows every return.
+	return &luaScript{op: op, eval: goredis.NewScript(luaFile("lib") + "\nlocal function body()\n" + luaFile(op) +
+		"\nend\nlocal out = body()\nlanes_flush()\nreturn out\n")}
 }
 
 // mustReadScript is mustScript for a read: its function is registered
@@ -146,7 +149,9 @@ local function entry(body)
   return function(keys, args)
     KEYS, ARGV, NS = keys, args, args[1]
     run_reset()
-    return body()
+    local out = body()
+    lanes_flush()
+    return out
   end
 end
 `)

@@ -50,6 +50,8 @@ type Router struct {
 	stopRepair context.CancelFunc
 	repairMu   sync.Mutex // held by a repair: one at a time
 
+	refreshes atomic.Int64 // hint re-derives (refresh), for tests
+
 	noteUp     atomic.Pointer[shardNotifier] // note, once started (for unavailable)
 	resetSoon  atomic.Bool                   // a notifier reset is scheduled
 	resetTimer atomic.Pointer[time.Timer]
@@ -121,6 +123,10 @@ func OpenRouter(ctx context.Context, rawURL string, opts ...Option) (*Router, er
 	rctx, stop := context.WithCancel(context.Background())
 	r.stopRepair = stop
 	go r.repairLoop(rctx)
+	if err := r.repairLanes(ctx); err != nil {
+		r.Close()
+		return nil, err
+	}
 	return r, nil
 }
 

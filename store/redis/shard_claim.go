@@ -30,16 +30,20 @@ import (
 // when n < k, the first n tenants are asked for one each. The leases so
 // come out exactly in the order of rounds of one execution each. Then
 // every tenant leased to gets a turn after every other's, in the order
-// the claim last served them.
+// the claim last served them. A tenant that answered short has its claim
+// hint re-derived only when its script found its ready index empty: one
+// whose ready work is all of kinds or queues the claim's filters leave
+// (a backlog no worker runs) costs the claim its one script call, a walk
+// of empty lanes, and nothing more.
 func (r *Router) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
 	if p.Tenant != "" {
-		res, err := r.view(p.Tenant).Claim(ctx, p)
+		res, left, err := r.view(p.Tenant).claim(ctx, p)
 		if err != nil {
 			r.unsure(err)
 			return nil, err
 		}
 		maxN, _ := p.Bounds()
-		r.claimed(ctx, []string{p.Tenant}, [][]store.Lease{res.Leases}, []bool{len(res.Leases) < maxN}, res)
+		r.claimed(ctx, []string{p.Tenant}, [][]store.Lease{res.Leases}, []bool{len(res.Leases) < maxN && !left}, res)
 		wrapLeases(res.Leases)
 		return res, nil
 	}
@@ -71,6 +75,7 @@ func (r *Router) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimR
 
 	got := make([][]store.Lease, len(names)) // per tenant, in its order
 	short := make([]bool, len(names))        // answered fewer than asked: out of the claim
+	stale := make([]bool, len(names))        // short, and no ready work left: its hint is re-derived
 	res := &store.ClaimResult{}
 	var out []store.Lease
 	var errFirst error
@@ -84,6 +89,7 @@ func (r *Router) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimR
 			ask, q = active[:n], 1
 		}
 		answers := make([]*store.ClaimResult, len(ask))
+		left := make([]bool, len(ask))
 		errs := make([]error, len(ask))
 		var g errgroup.Group
 		g.SetLimit(16) // within the client's pool
@@ -91,7 +97,7 @@ func (r *Router) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimR
 			g.Go(func() error {
 				tp := *p
 				tp.Tenant, tp.Max = names[i], q
-				answers[j], errs[j] = r.view(names[i]).Claim(ctx, &tp)
+				answers[j], left[j], errs[j] = r.view(names[i]).claim(ctx, &tp)
 				return nil
 			})
 		}
@@ -107,7 +113,7 @@ func (r *Router) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimR
 			if errs[j] != nil {
 				r.unsure(errs[j])
 				errFirst = cmp.Or(errFirst, errs[j])
-				short[i] = true
+				short[i], stale[i] = true, true
 				continue
 			}
 			a := answers[j]
@@ -118,7 +124,7 @@ func (r *Router) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimR
 				res.RetryAt = a.RetryAt
 			}
 			if len(a.Leases) < q {
-				short[i] = true
+				short[i], stale[i] = true, !left[j]
 			}
 		}
 		// The round goes on with the tenants not asked yet, then the
@@ -135,7 +141,7 @@ func (r *Router) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimR
 	if len(out) == 0 && errFirst != nil {
 		return nil, errFirst
 	}
-	r.claimed(ctx, names, got, short, res)
+	r.claimed(ctx, names, got, stale, res)
 	wrapLeases(res.Leases)
 	return res, nil
 }
@@ -143,8 +149,9 @@ func (r *Router) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimR
 // claimed does what follows a claim: new turns for the tenants leased to
 // (in the order the leases, out, last served them), their rescue hints at
 // the leases' expiry, the deferred work's promote hint, and a refresh of
-// the claim hint of each tenant that ran short.
-func (r *Router) claimed(ctx context.Context, names []string, got [][]store.Lease, short []bool, res *store.ClaimResult) {
+// the claim hint of each tenant that ran short with no ready work left
+// (stale): one whose ready work the claim's filters left keeps its hint.
+func (r *Router) claimed(ctx context.Context, names []string, got [][]store.Lease, stale []bool, res *store.ClaimResult) {
 	ctx = context.WithoutCancel(ctx)
 	last := map[string]int{}
 	for i, l := range res.Leases {
@@ -194,7 +201,7 @@ func (r *Router) claimed(ctx context.Context, names []string, got [][]store.Leas
 		}
 	}
 	for i, t := range names {
-		if short[i] {
+		if stale[i] {
 			_ = r.refresh(ctx, t, hintClaim)
 		}
 	}

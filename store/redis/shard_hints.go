@@ -139,6 +139,7 @@ func (r *Router) next(ctx context.Context, t, what string) (at int64, ok bool, e
 // connection is held across the reads: on one node, a WATCH held while
 // reading could exhaust the pool.)
 func (r *Router) refresh(ctx context.Context, t, what string) error {
+	r.refreshes.Add(1)
 	ctx = context.WithoutCancel(ctx)
 	gen := r.home.k.hintGen(what, t)
 	g0, err := r.home.rdb.Get(ctx, gen).Result()

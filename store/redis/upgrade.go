@@ -30,7 +30,11 @@ import (
 // need to, never fewer (counts are dropped at zero, never negative).
 // Version 3 added the storage budget: each execution's bytes field and its
 // tenant's stored count (lib.lua, charge), which the upgrade computes for
-// the executions stored before it (backfill.lua, 'bytes').
+// the executions stored before it (backfill.lua, 'bytes'); and each
+// tenant's lanes by kind (ready:tk:<c>, counted in the tenant's field
+// laned), which a claim filtered by kind walks instead of the tenant's
+// whole ready index: repairLanes (lanes.go), run by every Open, puts
+// every ready execution of older data in its lane.
 
 const layoutVersion = 3
 

@@ -26,8 +26,11 @@ import (
 // Fairness (I12): tenants take turns (see run). The transaction walks the
 // tenants with work in flight in turn order (tenants_ready: least recently
 // served first, ties by name), keeping those with a ready candidate for
-// this claim (one index probe each), reads each one's candidates in its own
-// claim order (executions_ready_tenant), and deals out one start per tenant
+// this claim (one index probe each; for a claim filtered by kind, one per
+// kind, in the tenant's lanes), reads each one's candidates in its own
+// claim order (executions_ready_tenant; for a claim filtered by kind, each
+// of its kinds' lanes, executions_ready_kind, merged: a backlog of other
+// kinds is never read), and deals out one start per tenant
 // per round; at the end each tenant it served gets a turn past every other,
 // in the order it was last served (saveTurns). A claim's cost is one probe
 // per tenant it passes that has work in flight but nothing ready for it,
@@ -448,12 +451,18 @@ func readyWhere(p *store.ClaimParams, t time.Time, room bool) (string, []any) {
 
 // turnQuery selects, in turn order after from, up to n tenants with a
 // ready execution of the claim's queues and kinds (one probe of
-// executions_ready_tenant each; whether its concurrency key lets it start
-// is left to claimQuery, which is cheaper than asking it of every probe),
-// with their turns and the largest turn of all. The claim's tenant filter,
-// and any other rule on which tenants may be served at all, belongs here.
+// executions_ready_tenant each, or with a kind filter of each of the
+// tenant's lanes of those kinds, executions_ready_kind; whether its
+// concurrency key lets it start is left to claimQuery, which is cheaper
+// than asking it of every probe), with their turns and the largest turn of
+// all. The claim's tenant filter, and any other rule on which tenants may
+// be served at all, belongs here.
 func turnQuery(p *store.ClaimParams, t time.Time, from turnMark, n int) (query string, args []any) {
 	ready, rargs := readyWhere(p, t, false)
+	index := "executions_ready_tenant"
+	if len(p.Kinds) > 0 {
+		index = "executions_ready_kind"
+	}
 	var b strings.Builder
 	b.WriteString(`SELECT t.name, t.turn, (SELECT MAX(turn) FROM tenants)
 		FROM tenants t INDEXED BY tenants_ready
@@ -463,22 +472,43 @@ func turnQuery(p *store.ClaimParams, t time.Time, from turnMark, n int) (query s
 		b.WriteString(` AND t.name = ?`)
 		args = append(args, p.Tenant)
 	}
-	b.WriteString(` AND EXISTS (SELECT 1 FROM executions e INDEXED BY executions_ready_tenant
+	b.WriteString(` AND EXISTS (SELECT 1 FROM executions e INDEXED BY ` + index + `
 		WHERE e.tenant = t.name AND ` + ready + `)
 		ORDER BY t.turn, t.name LIMIT ?`)
 	args = append(append(args, rargs...), n)
 	return b.String(), args
 }
 
+// claimCols are the columns of a candidate (candidates scans them).
+const claimCols = `id, tenant, kind, queue, payload, attempt, max_attempts, timeout_seconds,
+		concurrency_key, concurrency_limit, rate_key, resume, steps, runs, trace_parent`
+
 // claimQuery selects tenant's ready candidates in its claim order (highest
-// priority first, then oldest run_at, then id), enough for share starts.
+// priority first, then oldest run_at, then id), enough for share starts:
+// from its queue (executions_ready_tenant), or with a kind filter from its
+// lane of each kind (executions_ready_kind), each walked in claim order up
+// to the limit and merged, so that a backlog of other kinds is never read.
 func claimQuery(p *store.ClaimParams, t time.Time, tenant string, share int) (query string, args []any, limit int) {
-	ready, rargs := readyWhere(p, t, true)
 	// A few spare candidates let the in-batch concurrency count skip some.
 	limit = share*2 + 8
-	query = `SELECT id, tenant, kind, queue, payload, attempt, max_attempts, timeout_seconds,
-		concurrency_key, concurrency_limit, rate_key, resume, steps, runs, trace_parent FROM executions e INDEXED BY executions_ready_tenant
+	kinds := slices.Compact(slices.Sorted(slices.Values(p.Kinds)))
+	if len(kinds) == 0 {
+		ready, rargs := readyWhere(p, t, true)
+		query = `SELECT ` + claimCols + ` FROM executions e INDEXED BY executions_ready_tenant
 		WHERE e.tenant = ? AND ` + ready + ` ORDER BY e.priority DESC, e.run_at, e.id LIMIT ?`
-	args = append(append([]any{tenant}, rargs...), limit)
-	return query, args, limit
+		return query, append(append([]any{tenant}, rargs...), limit), limit
+	}
+	other := *p
+	other.Kinds = nil // each lane is of one kind
+	ready, rargs := readyWhere(&other, t, true)
+	lanes := make([]string, len(kinds))
+	for i, k := range kinds {
+		lanes[i] = `SELECT * FROM (SELECT ` + claimCols + `, priority AS lane_priority, run_at AS lane_run_at
+		FROM executions e INDEXED BY executions_ready_kind
+		WHERE e.tenant = ? AND e.kind = ? AND ` + ready + ` ORDER BY e.priority DESC, e.run_at, e.id LIMIT ?)`
+		args = append(append(append(args, tenant, k), rargs...), limit)
+	}
+	query = `SELECT ` + claimCols + ` FROM (` + strings.Join(lanes, `
+		UNION ALL `) + `) ORDER BY lane_priority DESC, lane_run_at, id LIMIT ?`
+	return query, append(args, limit), limit
 }

@@ -78,11 +78,12 @@ func TestMigrateRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The seven newest: 9 (storage budget), 8 (schedule ticks), 7
+	// The eight newest: 10 (lanes by kind), 9 (storage budget), 8
+	// (schedule ticks), 7
 	// (observation), 6 (attempt history), 5 (flows), 4 (fair claims) and 3
 	// (keys and sessions), newest first.
 	downs := []migration.Migration{ms[len(ms)-1], ms[len(ms)-2], ms[len(ms)-3], ms[len(ms)-4], ms[len(ms)-5], ms[len(ms)-6],
-		ms[len(ms)-7]}
+		ms[len(ms)-7], ms[len(ms)-8]}
 	db, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {
 		t.Fatal(err)
@@ -105,13 +106,13 @@ func TestMigrateRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := schemaObjects(t, db)
-	// Version 7 adds the servers, workers and activity minutes and the
+	// Version 10 adds the lanes by kind; version 7 adds the servers, workers and activity minutes and the
 	// index of live executions; version 6 adds the attempt history;
 	// version 5 adds the journal, the
 	// signals and the wake index; version 4 (fair claims) replaces the
 	// queue index across tenants by one per tenant and adds the tenants'
 	// turns; version 3 adds key ids and console sessions.
-	for _, gone := range []string{"table servers", "index servers_seen", "table workers", "index workers_seen",
+	for _, gone := range []string{"index executions_ready_kind", "table servers", "index servers_seen", "table workers", "index workers_seen",
 		"index workers_tenant", "table activity", "index activity_minute", "index executions_suspended",
 		"table execution_runs", "table flow_steps", "index flow_steps_name", "table flow_signals",
 		"index flow_signals_pending", "index flow_signals_key", "index executions_wake",
@@ -216,7 +217,8 @@ func TestQueryPlans(t *testing.T) {
 		return query{q, args}
 	}
 	due := time.Unix(1, 0)
-	claimSQL, claimArgs, _ := claimQuery(&store.ClaimParams{Kinds: []string{"x"}}, due, "acme", 1)
+	claimSQL, claimArgs, _ := claimQuery(&store.ClaimParams{Queues: []string{"q"}}, due, "acme", 1)
+	kindSQL, kindArgs, _ := claimQuery(&store.ClaimParams{Kinds: []string{"x", "y"}}, due, "acme", 1)
 	turnSQL, turnArgs := turnQuery(&store.ClaimParams{Queues: []string{"q"}}, due, turnMark{turn: -1}, 1)
 	stepsSQL, stepsArgs := stepsQuery(&store.StepsParams{Tenant: "acme", ID: "x"})
 	runsSQL, runsArgs := runsQuery(&store.RunsParams{Tenant: "acme", ID: "x"})
@@ -251,6 +253,7 @@ func TestQueryPlans(t *testing.T) {
 		// claim read the tenant's whole history (found by the soak).
 		"claim's running count per concurrency key": {query{claimSQL, claimArgs}, "executions_concurrency"},
 		"claim's candidates of a tenant":            {query{claimSQL, claimArgs}, "executions_ready_tenant (tenant=?)"},
+		"claim's candidates of a tenant's kinds":    {query{kindSQL, kindArgs}, "executions_ready_kind (tenant=? AND kind=?)"},
 		"claim's tenants in turn order":             {query{turnSQL, turnArgs}, "tenants_ready ((turn,name)>(?,?))"},
 		"claim's probe of a tenant's queue":         {query{turnSQL, turnArgs}, "executions_ready_tenant (tenant=?)"},
 		"due":                                       {list(store.ListSchedulesParams{DueBy: due}), "schedules_due"},
@@ -318,11 +321,12 @@ func TestQueryPlans(t *testing.T) {
 		// partial indexes that hold them (a scan of an index, never of the
 		// table); they, the running keys, and the ids of a tenant's
 		// executions of a status in flight, are sorted in a temporary
-		// tree: they are few.
+		// tree: they are few; so are the candidates of a claim's lanes by
+		// kind, merged from at most its limit per kind.
 		scan := strings.Contains(strings.ReplaceAll(text, "SCAN executions USING COVERING INDEX", ""), "SCAN executions")
 		temp := strings.Contains(text, "USE TEMP B-TREE") && what != "running concurrency keys" &&
 			what != "list of a tenant's queued" && !strings.HasPrefix(what, "queue stats") &&
-			!strings.HasPrefix(what, "list of a tenant's schedule")
+			!strings.HasPrefix(what, "list of a tenant's schedule") && what != "claim's candidates of a tenant's kinds"
 		if !strings.Contains(text, c.want) || scan || temp {
 			t.Errorf("%s: plan %q, want a search using %s", what, text, c.want)
 		}

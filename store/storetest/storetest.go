@@ -29,7 +29,7 @@
 //
 //	I1 dedup       Dedup/*, Admit/Batch*, AdmitRoutes/*, Concurrency/AdmitSameKey*,
 //	               Concurrency/AdmitOverlappingBatches, Concurrency/ForceDeleteVsResubmit
-//	I2 queue       Claim/*, ClaimFilters/*, Concurrency/ClaimRaceHandsOutEachAttemptOnce,
+//	I2 queue       Claim/*, ClaimFilters/*, ClaimBacklog/*, Concurrency/ClaimRaceHandsOutEachAttemptOnce,
 //	               Concurrency/CancelVsClaim, Concurrency/MixedWorkload
 //	I3 quota       CheckInflight at the end of nearly every test, Admit/Quota*, AdmitRoutes/Quota/*,
 //	               Concurrency/QuotaRaceAtLimit, Concurrency/MixedWorkload
@@ -88,6 +88,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Dedup", testDedup},
 		{"Claim", testClaim},
 		{"ClaimFilters", testClaimFilters},
+		{"ClaimBacklog", testClaimBacklog},
 		{"Fairness", testFairness},
 		{"ConcurrencyKey", testConcurrencyKey},
 		{"Schedule", testSchedule},

@@ -13,14 +13,19 @@
 -- Turns. A claim for every tenant reads the tenants with ready work from
 -- turns (lib.lua) in turn order, smallest turn first, and deals out starts
 -- in rounds: each round gives every tenant one start, its first candidate
--- in its own claim order that may start, read from its ready:t index with
--- the queue and kind filters checked per execution. At the end each tenant
--- served gets a turn past every other (turnseq), in the order this claim
--- last served them, so that the next claim first serves those this one did
--- not reach. Cost: O(log T) to read the first tenants of T in turns, and
--- per tenant served the walk of its own index up to its first candidate.
--- A tenant whose index holds more than SKIP_CAP executions in a row that
--- the filters refuse is passed for the rest of the claim, and the rounds
+-- in its own claim order that may start, read from its ready:t index — or,
+-- for a claim filtered by kind, from its lanes of those kinds (ready:tk,
+-- merged in member order), so that a backlog of other kinds is never read
+-- — with the queue and kind filters checked per execution. At the end
+-- each tenant served gets a turn past every other (turnseq), in the order
+-- this claim last served them, so that the next claim first serves those
+-- this one did not reach. Cost: O(log T) to read the first tenants of T in
+-- turns, and per tenant served the walk of its own index (or lanes) up to
+-- its first candidate; with a kind filter, a tenant with nothing of those
+-- kinds costs an HGET and a ZCARD (lanes_whole) and a read of each empty
+-- lane. A tenant whose index holds more than SKIP_CAP executions in a row
+-- that the filters refuse (with a kind filter: of other queues) is passed
+-- for the rest of the claim, and the rounds
 -- end once SKIP_BUDGET such executions were passed in all (no claim walks
 -- the tenants' whole backlogs of other kinds or queues); if that left the
 -- claim short, it then walks the filters' own indexes as a claim for one
@@ -35,10 +40,11 @@
 -- run to the execution's attempt history (lib.lua, run_start): one RPUSH.
 --
 -- A claim for one tenant is that tenant's turn: it walks the ready indexes
--- its filters allow — the tenant's, the queues' or the kinds', whichever
--- set is smallest by ZCARD — merging them in member order and checking the
--- other filters per execution, and then moves the tenant's turn like any
--- claim that serves it.
+-- its filters allow — the tenant's, the queues', the kinds' or the
+-- tenant's lanes of those kinds, whichever set is smallest by ZCARD —
+-- merging them in member order and checking the other filters per
+-- execution, and then moves the tenant's turn like any claim that serves
+-- it.
 --
 -- An execution whose concurrency key is at its limit is parked (see
 -- lib.lua) instead of being passed over on every later claim: in its
@@ -65,7 +71,8 @@
 -- KEYS[8+nq .. 7+nq+nk]    ready:k:<kind> for each kind filter
 --   derived: exec:<id> of each candidate, ck:<c>, ckparkg:<c> and
 --   ckpark:<c> of its tenant's concurrency key, ratelimit:<c> of its
---   tenant's rate key, the ready indexes of the tenants in turns, the other ready indexes of a
+--   tenant's rate key, the ready indexes (or lanes of the kinds, and the
+--   tenant's hash) of the tenants in turns, the other ready indexes of a
 --   leased or deferred execution, tenant:<T> of a served tenant, and
 --   ready:k:<kind> of every kind in readykinds for a claim without filters,
 --   runs:<id> of each leased execution, qqueued:<c>, qsched:<c> and
@@ -76,7 +83,9 @@
 -- ARGV[12] the bytes of journal the claim's leases carry together
 -- (store.ClaimJournalBytes)
 -- ARGV[13 .. 12+nq] queues   ARGV[13+nq .. 12+nq+nk] kinds
--- Returns {version, retry_at, deferred, lease_1, ..., lease_n}, each lease
+-- Returns {version, retry_at, deferred, examined, left, lease_1, ...,
+-- lease_n} (examined: the ready-index members the claim read; left: for a
+-- claim for one tenant, the executions left in its ready index), each lease
 -- {id, tenant, kind, queue, payload, attempt, max_attempts, timeout, token,
 -- journal, trace, partial} (journal: {name, entry, ...}, the first steps
 -- of steps:<id> up to what is left of ARGV[12] bytes after the leases
@@ -142,12 +151,20 @@ end
 
 -- examine returns the execution of member m of c's index if this claim
 -- may take it: ready at now and of the claim's tenant, queues and kinds.
+-- A member of a tenant's ready:t read while its lanes are not whole
+-- (c.heal) is put in its lane on the way.
+local examined = 0 -- members examined (returned: the claim's work besides its leases)
 local function examine(c, m)
+  examined = examined + 1
   local e = load(string.sub(m, MEMBER_ID), LEASE_FIELDS)
   if not e or not (e.status == 'queued' or (e.status == 'scheduled' and e.due)) or e.parked then
-    -- cannot happen; never block on it
+    -- cannot happen (but in a lane, after an older server took it); never block on it
+    if c.kind then lane_rem(c.tenant, c.kind, m) end
     if c.tenant then ready_t_rem(c.tenant, m) else redis.call('ZREM', c.key, m) end
-  elseif (tenant == '' or e.tenant == tenant) and (nq == 0 or queues[e.queue]) and (nk == 0 or kinds[e.kind])
+    return nil
+  end
+  if c.heal then lane_add(e.tenant, e.kind, m) end
+  if (tenant == '' or e.tenant == tenant) and (nq == 0 or queues[e.queue]) and (nk == 0 or kinds[e.kind])
       and enabled(e.tenant)
       -- made due by a claim whose clock was ahead of this one's
       and (e.status == 'queued' or tonumber(e.run_at) <= tonumber(now)) then
@@ -156,7 +173,61 @@ local function examine(c, m)
   return nil
 end
 
--- candidate returns the next member of tenant cursor c that the claim may
+-- A source is the cursors of some ready indexes, walked merged in member
+-- order: next_of returns its next member and the cursor holding it, once
+-- (a member two of the indexes hold is passed in the other).
+local function next_of(src)
+  while true do
+    local best, bc = nil, nil
+    for _, c in ipairs(src.cs) do
+      local h = head(c)
+      if h and (not best or h < best) then best, bc = h, c end
+    end
+    if not best or best ~= src.prev then
+      src.prev = best
+      return best, bc
+    end
+    bc.last = best
+    bc.pos = bc.pos + 1
+  end
+end
+
+-- lane_cursors are tenant t's lanes of the claim's kinds.
+local function lane_cursors(t)
+  local cs = {}
+  for i = 1, nk do
+    local kind = ARGV[12 + nq + i]
+    local c = cursor(k_ready_tk(t, kind))
+    c.tenant, c.kind = t, kind
+    cs[i] = c
+  end
+  return cs
+end
+
+-- tenant_source is tenant t's ready work for this claim: with a kind
+-- filter, t's lanes of those kinds (ready:tk), so that a backlog of other
+-- kinds is never read; else t's ready index. While t's lanes are not
+-- whole (lib.lua, lanes_whole: an older server's writes), its ready index
+-- and those lanes, merged (a member in both is read once): what the index
+-- holds goes into the lanes (heal), and what the lanes hold that is no
+-- longer ready leaves them.
+local function tenant_source(t)
+  if nk == 0 then
+    local c = cursor(k_ready_t(t))
+    c.tenant = t
+    return {cs = {c}}
+  end
+  local whole = lanes_whole(t)
+  local cs = lane_cursors(t)
+  if not whole then
+    local c = cursor(k_ready_t(t))
+    c.tenant, c.heal = t, true
+    cs[#cs + 1] = c
+  end
+  return {cs = cs}
+end
+
+-- candidate returns the next member of tenant source c that the claim may
 -- take, and its execution; nil when c has none left, or (c.capped) after
 -- SKIP_CAP members in a row the claim may not take or once the claim has
 -- passed SKIP_BUDGET of them.
@@ -167,11 +238,11 @@ local function candidate(c)
       c.capped = true
       return nil
     end
-    local m = head(c)
+    local m, cur = next_of(c)
     if not m then return nil end
-    c.last = m
-    c.pos = c.pos + 1
-    local e = examine(c, m)
+    cur.last = m
+    cur.pos = cur.pos + 1
+    local e = examine(cur, m)
     if e then return e, m end
     n = n + 1
     skipped = skipped + 1
@@ -198,7 +269,7 @@ local function bucket(e)
 end
 
 local now_n = tonumber(now)
-local out = {0, '', 0}
+local out = {0, '', 0, 0, 0}
 local LEASED0 = #out -- the elements before the leases
 local retry = nil
 local touched = {}
@@ -288,14 +359,12 @@ end
 -- walk merges the indexes of fam in member order and takes candidates
 -- until the claim is full (the claim for one tenant, and the fallback).
 local function walk(fam)
-  local cursors = {}
-  for _, key in ipairs(fam) do cursors[#cursors + 1] = cursor(key) end
+  local src = {cs = {}}
+  for _, key in ipairs(fam) do
+    if type(key) == 'table' then src.cs[#src.cs + 1] = key else src.cs[#src.cs + 1] = cursor(key) end
+  end
   while #out - LEASED0 < max do
-    local best, bc = nil, nil
-    for _, c in ipairs(cursors) do
-      local h = head(c)
-      if h and (not best or h < best) then best, bc = h, c end
-    end
+    local best, bc = next_of(src)
     if not best then break end
     bc.last = best
     bc.pos = bc.pos + 1
@@ -311,6 +380,10 @@ local function smallest(with_tenant)
   if with_tenant then families[#families + 1] = {KEYS[4]} end
   if nq > 0 then families[#families + 1] = qkeys end
   if nk > 0 then families[#families + 1] = kkeys end
+  -- The tenant's lanes of the kinds, when whole, hold exactly the
+  -- candidates of both (after the kinds' indexes, which win a tie: in a
+  -- tenant router's namespace they are the same executions).
+  if with_tenant and nk > 0 and lanes_whole(tenant) then families[#families + 1] = lane_cursors(tenant) end
   if #families == 0 then
     local all = {}
     for _, kind in ipairs(redis.call('SMEMBERS', KEYS[3])) do all[#all + 1] = k_ready_k(kind) end
@@ -319,7 +392,10 @@ local function smallest(with_tenant)
   local pick, size = nil, nil
   for _, fam in ipairs(families) do
     local n = 0
-    for _, key in ipairs(fam) do n = n + redis.call('ZCARD', key) end
+    for _, key in ipairs(fam) do
+      if type(key) == 'table' then key = key.key end
+      n = n + redis.call('ZCARD', key)
+    end
     if not size or n < size then pick, size = fam, n end
   end
   return pick
@@ -342,9 +418,7 @@ else
     local ts = redis.call('ZRANGE', TURNS, from, from + (max - (#out - LEASED0)) - 1)
     for _, t in ipairs(ts) do
       read[#read + 1] = t
-      local c = cursor(k_ready_t(t))
-      c.tenant = t
-      order[#order + 1] = c
+      order[#order + 1] = tenant_source(t)
     end
     return #ts > 0
   end
@@ -393,5 +467,7 @@ for _, b in pairs(buckets) do
   if b and b.taken then redis.call('HSET', b.key, 'tat', istr(b.tat)) end
 end
 if retry then out[2] = istr(retry) end
+out[4] = examined
+if tenant ~= '' then out[5] = redis.call('ZCARD', KEYS[4]) end
 if #out > LEASED0 or retry then out[1] = changed() end
 return out

@@ -67,6 +67,8 @@ local function tenant_tag(t)
 end
 local function scoped(t, name) return tenant_tag(t) .. name end
 local function k_ck(c) return NS .. ':ck:' .. c end
+-- ready:tk:<c>, c = scoped(tenant, kind): a tenant's lane of one kind.
+local function k_ready_tk(t, kind) return NS .. ':ready:tk:' .. scoped(t, kind) end
 local function k_ckparkg(c) return NS .. ':ckparkg:' .. c end
 -- ckpark:<c> is the park of a latch before parks by group: ck_settle lets
 -- what it still holds go back, and nothing adds to it.
@@ -200,8 +202,10 @@ end
 local function member(e) return e.qp .. e.ra .. e.id end
 
 -- The ready indexes: every claimable execution is in its tenant's, its
--- queue's and its kind's, so a claim can walk the ones its filters make
--- smallest; a claim without filters merges the kinds' indexes, named in the
+-- queue's, its kind's and its tenant's lane of its kind (ready:tk), so a
+-- claim can walk the ones its filters make smallest — a claim filtered by
+-- kind walks, per tenant, the lanes of its kinds only, and never reads a
+-- backlog of other kinds; a claim without filters merges the kinds' indexes, named in the
 -- readykinds set (kinds are few; the set only grows). A run adds each kind
 -- to readykinds once: a group of admissions is mostly of one kind, and
 -- what one SADD of the run put there stays for the rest of it.
@@ -232,6 +236,40 @@ local function turn_leave(t)
   end
 end
 
+-- The lanes by kind (ready:tk) are written by this layout (3) only; a
+-- server of an older release, running beside this one during a deploy,
+-- queues and takes executions in the other indexes alone. So the tenant's
+-- hash counts its lanes' members (field laned, kept by lane_add and
+-- lane_rem, the only writers of lanes): while it equals ZCARD of the
+-- tenant's ready:t, the lanes hold exactly its ready executions
+-- (lanes_whole); otherwise a claim reads the tenant's ready:t as before
+-- the lanes, and puts each ready execution it reads into its lane. A run
+-- counts its changes per tenant (laned_delta) and writes them once, at its
+-- end (lanes_flush, which scripts.go calls after every script's body): a
+-- group of admissions costs one HINCRBY a tenant, not one an execution.
+local laned_delta = {}
+local function lane_add(t, kind, m)
+  if redis.call('ZADD', k_ready_tk(t, kind), 0, m) == 1 then laned_delta[t] = (laned_delta[t] or 0) + 1 end
+end
+
+local function lane_rem(t, kind, m)
+  if redis.call('ZREM', k_ready_tk(t, kind), m) == 1 then laned_delta[t] = (laned_delta[t] or 0) - 1 end
+end
+
+local function lanes_whole(t)
+  local n = tonumber(redis.call('HGET', k_tenant(t), 'laned') or 0) + (laned_delta[t] or 0)
+  return n == redis.call('ZCARD', k_ready_t(t))
+end
+
+-- lanes_flush writes the run's counts; a tenant the run deleted
+-- (delete_tenant.lua) gets no hash back.
+local function lanes_flush()
+  for t, d in pairs(laned_delta) do
+    if d ~= 0 and redis.call('EXISTS', k_tenant(t)) == 1 then redis.call('HINCRBY', k_tenant(t), 'laned', d) end
+  end
+  laned_delta = {}
+end
+
 local function idx_add(e, m)
   if not kinds_added[e.kind] then
     redis.call('SADD', k_readykinds(), e.kind)
@@ -241,6 +279,7 @@ local function idx_add(e, m)
   if redis.call('ZADD', rt, 0, m) == 1 and redis.call('ZCARD', rt) == 1 then turn_enter(e.tenant) end
   redis.call('ZADD', k_ready_q(e.queue), 0, m)
   redis.call('ZADD', k_ready_k(e.kind), 0, m)
+  lane_add(e.tenant, e.kind, m)
 end
 
 -- ready_t_rem takes m out of tenant t's ready index.
@@ -253,6 +292,7 @@ local function idx_rem(e, m)
   ready_t_rem(e.tenant, m)
   redis.call('ZREM', k_ready_q(e.queue), m)
   redis.call('ZREM', k_ready_k(e.kind), m)
+  lane_rem(e.tenant, e.kind, m)
 end
 
 -- Concurrency keys (I4), scoped per tenant. For key c = ck_of(e) (the
@@ -710,7 +750,7 @@ end
 -- run_reset forgets what the previous run kept: in the function library
 -- this file's locals outlive a call.
 local function run_reset()
-  quotas, kinds_added, queues_added, tenant_tags = {}, {}, {}, {}
+  quotas, kinds_added, queues_added, tenant_tags, laned_delta = {}, {}, {}, {}, {}
   now_s, now_n = nil, nil
 end
 

@@ -1,0 +1,1 @@
+DROP INDEX executions_ready_kind;

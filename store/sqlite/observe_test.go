@@ -293,6 +293,10 @@ func TestReportServerRefusesBadInput(t *testing.T) {
 	}
 	defer s.Close()
 	base := time.Date(2031, time.March, 14, 9, 0, 0, 0, time.UTC)
+	// Counts are kept only for a tenant that exists.
+	if _, err := s.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme", Now: base}); err != nil {
+		t.Fatal(err)
+	}
 	for what, r := range map[string]store.ServerReport{
 		"no server id": {Workers: []store.WorkerSeen{{ID: "w"}}, Now: base},
 		"a worker without an id": {ID: "s1", Workers: []store.WorkerSeen{{ID: "w"}, {}},

@@ -12,8 +12,6 @@ import (
 
 	"github.com/latch-run/latch/internal/batch"
 	"github.com/latch-run/latch/store"
-
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
 // Store is the SQLite implementation of store.Store.
@@ -51,7 +49,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		// each see their own empty in-memory database.
 		return nil, errors.New("sqlite: in-memory databases are not supported; use a file (in a temporary directory for tests)")
 	}
-	write, err := sql.Open("sqlite", dsn(path, false))
+	write, err := sql.Open(driverName, dsn(path, false))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -64,7 +62,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		write.Close()
 		return nil, err
 	}
-	read, err := sql.Open("sqlite", dsn(path, true))
+	read, err := sql.Open(driverName, dsn(path, true))
 	if err != nil {
 		write.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)

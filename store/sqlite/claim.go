@@ -46,14 +46,9 @@ import (
 func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
 	t := now(p.Now)
 	maxN, lease := p.Bounds()
-	// The statements' texts depend on the filters only.
-	turnSQL, _ := turnQuery(p, t, turnMark{}, 0)
-	candSQL, _, _ := claimQuery(p, t, "", 0)
-	stmts := claimStmts{turn: s.prepared(ctx, turnSQL), cands: s.prepared(ctx, candSQL),
-		start: s.prepared(ctx, sqlStart)}
 	var res *store.ClaimResult
 	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
-		c := &claim{tx: tx, p: p, t: t, expires: t.Add(lease), maxN: maxN, stmts: stmts, journalLeft: store.ClaimJournalBytes,
+		c := &claim{tx: tx, p: p, t: t, expires: t.Add(lease), maxN: maxN, journalLeft: store.ClaimJournalBytes,
 			running: map[[2]string]int{}, buckets: newBuckets(tx), res: &store.ClaimResult{}}
 		if err := c.run(ctx); err != nil {
 			return false, err
@@ -68,21 +63,9 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 	return s.feed.Claimed(res, nil)
 }
 
-// claimStmts are a claim's prepared statements (nil: run the text).
-type claimStmts struct{ turn, cands, start *sql.Stmt }
-
-// query runs query in the claim's transaction, prepared if st is.
-func (c *claim) query(ctx context.Context, st *sql.Stmt, query string, args ...any) (*sql.Rows, error) {
-	if st != nil {
-		return c.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
-	}
-	return c.tx.QueryContext(ctx, query, args...)
-}
-
 // claim is one Claim's state inside its transaction.
 type claim struct {
 	tx      *sql.Tx
-	stmts   claimStmts
 	p       *store.ClaimParams
 	t       time.Time
 	expires time.Time
@@ -248,7 +231,7 @@ func (c *claim) nextTenants(ctx context.Context) ([]string, error) {
 	}
 	want := c.maxN - len(c.res.Leases)
 	query, args := turnQuery(c.p, c.t, from, want)
-	rows, err := c.query(ctx, c.stmts.turn, query, args...)
+	rows, err := c.tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: claim: %w", err)
 	}
@@ -297,7 +280,7 @@ func (c *claim) saveTurns(ctx context.Context) error {
 // its limit (more may follow).
 func (c *claim) candidates(ctx context.Context, tenant string, share int) (cands []candidate, full bool, err error) {
 	query, args, limit := claimQuery(c.p, c.t, tenant, share)
-	rows, err := c.query(ctx, c.stmts.cands, query, args...)
+	rows, err := c.tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("sqlite: claim: %w", err)
 	}
@@ -383,13 +366,7 @@ func (c *claim) start(ctx context.Context, cand *candidate) error {
 		c.journalLeft -= size
 	}
 	args := []any{l.Token, nullString(c.p.WorkerID), ns(c.expires), ns(c.t), l.ExecutionID}
-	var err error
-	if c.stmts.start != nil {
-		_, err = c.tx.StmtContext(ctx, c.stmts.start).ExecContext(ctx, args...)
-	} else {
-		_, err = c.tx.ExecContext(ctx, sqlStart, args...)
-	}
-	if err != nil {
+	if _, err := c.tx.ExecContext(ctx, sqlStart, args...); err != nil {
 		return fmt.Errorf("sqlite: claim: %w", err)
 	}
 	if err := dropOldRuns(ctx, c.tx, l.ExecutionID, cand.runs+1); err != nil {

@@ -151,13 +151,12 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Exe
 func (s *Store) afterLease(ctx context.Context, id, tenant, token string, now time.Time, ends runEnd,
 	change func(tx *sql.Tx, l *leased) error) (*store.Execution, error) {
 	var e *store.Execution
-	end := s.prepared(ctx, sqlEndRun)
 	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		l, err := fence(ctx, tx, id, tenant, token, now)
 		if err != nil {
 			return false, err
 		}
-		if err := endRun(ctx, tx, end, id, now, l.outcome(ends.outcome), ends.err); err != nil {
+		if err := endRun(ctx, tx, id, now, l.outcome(ends.outcome), ends.err); err != nil {
 			return false, err
 		}
 		if err := change(tx, l); err != nil {

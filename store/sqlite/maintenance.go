@@ -16,7 +16,6 @@ func (s *Store) Rescue(ctx context.Context, p *store.RescueParams) (*store.Rescu
 	t := now(p.Now)
 	limit := store.BatchLimit(p.Limit)
 	res := &store.RescueResult{}
-	end := s.prepared(ctx, sqlEndRun)
 	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		rows, err := tx.QueryContext(ctx, `SELECT id, lease_token FROM executions
 			WHERE status = 'running' AND lease_expires_at < ? ORDER BY lease_expires_at LIMIT ?`, ns(t), limit)
@@ -43,7 +42,7 @@ func (s *Store) Rescue(ctx context.Context, p *store.RescueParams) (*store.Rescu
 				continue // changed hands since it was read
 			}
 			// The run expired, whatever becomes of the execution.
-			if err := endRun(ctx, tx, end, x.id, t, store.RunExpired, ""); err != nil {
+			if err := endRun(ctx, tx, x.id, t, store.RunExpired, ""); err != nil {
 				return false, err
 			}
 			const lost = "lease expired: the worker stopped heartbeating"

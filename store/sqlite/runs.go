@@ -93,22 +93,15 @@ const sqlEndRun = `INSERT INTO execution_runs (execution_id, seq, attempt, worke
 	SELECT id, runs, attempt, COALESCE(worker_id, ''), started_at, ?, ?, ? FROM executions WHERE id = ?`
 
 // endRun records the run of execution id, whose lease is ending, as ended
-// at t with outcome, through st (the prepared sqlEndRun; nil: run the
-// text). It must come before the change that clears the lease. errMsg is
-// kept for a failure only.
-func endRun(ctx context.Context, tx *sql.Tx, st *sql.Stmt, id string, t time.Time,
+// at t with outcome. It must come before the change that clears the
+// lease. errMsg is kept for a failure only.
+func endRun(ctx context.Context, tx *sql.Tx, id string, t time.Time,
 	outcome store.RunOutcome, errMsg string) error {
 	if outcome != store.RunFailed {
 		errMsg = ""
 	}
 	args := []any{ns(t), string(outcome), nullString(errMsg), id}
-	var err error
-	if st != nil {
-		_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
-	} else {
-		_, err = tx.ExecContext(ctx, sqlEndRun, args...)
-	}
-	if err != nil {
+	if _, err := tx.ExecContext(ctx, sqlEndRun, args...); err != nil {
 		return fmt.Errorf("sqlite: end run: %w", err)
 	}
 	return nil

@@ -27,9 +27,6 @@ type Store struct {
 	feed    store.Feed // store.ChangeFeed: which executions changed
 	w       watch      // another connection's commits (watch.go)
 	wal     string     // the write-ahead log's file, which every commit writes (watch.go)
-
-	stmtMu sync.Mutex
-	stmts  map[string]*sql.Stmt // prepared on write, by SQL text (prepared)
 }
 
 var (
@@ -118,51 +115,9 @@ func (s *Store) Close() error {
 			s.steps.Close()
 			err = s.read.Close()
 		}
-		s.stmtMu.Lock()
-		for _, st := range s.stmts {
-			err = errors.Join(err, st.Close())
-		}
-		s.stmts = nil
-		s.stmtMu.Unlock()
 		err = errors.Join(err, s.write.Close())
 	})
 	return err
-}
-
-// maxStmts bounds the statements prepared keeps (claims' statements differ
-// only by the number of queue and kind filters).
-const maxStmts = 64
-
-// prepared returns query prepared on the write connection, preparing it
-// the first time: a claim runs a few statements per tenant it serves, and
-// preparing them again in every claim was a good part of its cost. It must
-// be called outside any step: the prepare takes the one write connection
-// between two transactions. nil (run the text) when the cache is full or
-// the prepare failed. A step uses the statement through tx.StmtContext,
-// which finds it prepared on the transaction's connection.
-func (s *Store) prepared(ctx context.Context, query string) *sql.Stmt {
-	s.stmtMu.Lock()
-	st, ok := s.stmts[query]
-	full := len(s.stmts) >= maxStmts
-	s.stmtMu.Unlock()
-	if ok || full {
-		return st
-	}
-	st, err := s.write.PrepareContext(ctx, query)
-	if err != nil {
-		return nil
-	}
-	s.stmtMu.Lock()
-	defer s.stmtMu.Unlock()
-	if old, ok := s.stmts[query]; ok || len(s.stmts) >= maxStmts {
-		st.Close()
-		return old
-	}
-	if s.stmts == nil {
-		s.stmts = map[string]*sql.Stmt{}
-	}
-	s.stmts[query] = st
-	return st
 }
 
 // errClosed is returned by operations on a closed Store.

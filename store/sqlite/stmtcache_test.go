@@ -51,7 +51,7 @@ type connector struct {
 }
 
 func (c connector) Connect(context.Context) (driver.Conn, error) { return c.d.Open(c.name) }
-func (c connector) Driver() driver.Driver                      { return c.d }
+func (c connector) Driver() driver.Driver                        { return c.d }
 
 // openCounting opens a one-connection database through the caching driver
 // and returns it with the count of statements its connection prepared.

@@ -104,7 +104,7 @@ func (s *Store) Fail(ctx context.Context, p *store.FailParams) (*store.Execution
 	msg := p.StoredError()
 	ends := runEnd{outcome: store.RunFailed, err: msg}
 	return s.feed.Execution(s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, ends, func(tx *sql.Tx, l *leased) error {
-		if err := charge(ctx, tx, p.ExecutionID, int64(len(p.Error)), true); err != nil {
+		if err := charge(ctx, tx, p.ExecutionID, int64(len(msg)), true); err != nil {
 			return err
 		}
 		switch {

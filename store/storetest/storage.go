@@ -193,6 +193,19 @@ func testStorage(t *testing.T, ns NewStore) {
 		wantErr(t, "admit over the budget after a fail", e.admitOne(acme, at(5*time.Second), job("k")).Err, store.ErrStorageExceeded)
 	})
 
+	t.Run("AFailureCountsTheTextKept", func(t *testing.T) {
+		e := startEmpty(t, ns)
+		e.budget(1 << 20)
+		l := e.run(acme, at(0), store.Submission{Kind: "k", Payload: sized(10)})
+		x, err := e.fail(l, at(time.Second), strings.Repeat("e", 1<<20), false, 0)
+		e.must(err, "fail with a 1 MiB message")
+		if want := int64(10 + store.MaxErrorBytes); x.StoredBytes != want || len(x.Error) != store.MaxErrorBytes {
+			t.Errorf("failed with a 1 MiB message: counts %d with %d bytes of error kept, want %d and %d",
+				x.StoredBytes, len(x.Error), want, store.MaxErrorBytes)
+		}
+		e.wantStored(int64(10 + store.MaxErrorBytes))
+	})
+
 	t.Run("SignalDeliveredToAWaitCounts", func(t *testing.T) {
 		e := startEmpty(t, ns)
 		e.budget(200)

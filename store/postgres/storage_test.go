@@ -72,4 +72,26 @@ VALUES ('01890a5d-ac96-774b-bcce-b302099a8057', 'one', '[1,2,3]', now(), 1);`
 		t.Errorf("after an admit: %d bytes stored, want %d", ten.StoredBytes, want+7)
 	}
 	storetest.CheckStorage(t, s, "acme")
+
+	// A tenant that a server of the previous release creates during a
+	// deploy (no storage row written by it) has the default budget, and
+	// the reads of tenants still answer.
+	old := `INSERT INTO ` + tbl("latch_tenants") + ` (name, max_inflight, dedup_ttl, retention, created_at)
+    VALUES ('globex', 10, 1, 1, now());
+INSERT INTO ` + tbl("latch_quota_shards") + ` (tenant, shard, free) VALUES ('globex', 0, 10);`
+	if _, err := admin.pool.Exec(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := s.GetTenant(ctx, &store.GetTenantParams{Name: "globex"}); err != nil || g.MaxStoredBytes != store.DefaultMaxStoredBytes || g.StoredBytes != 0 {
+		t.Errorf("a tenant an older server created: %+v, %v; want the default budget, 0 stored", g, err)
+	}
+	if ts, err := s.ListTenants(ctx, &store.ListTenantsParams{}); err != nil || len(ts) != 2 {
+		t.Errorf("ListTenants with a tenant an older server created: %d tenants, %v; want 2", len(ts), err)
+	}
+	res, err = s.Admit(ctx, &store.AdmitParams{Tenant: "globex", Now: time.Now(),
+		Items: []store.Submission{{Kind: "k", Payload: json.RawMessage(`{"b":1}`)}}})
+	if err != nil || res.Items[0].Err != nil {
+		t.Fatalf("admit for a tenant an older server created: %+v, %v", res, err)
+	}
+	storetest.CheckStorage(t, s, "globex")
 }

@@ -1,3 +1,5 @@
+DROP TRIGGER latch_storage_tenant ON latch_tenants;
+DROP FUNCTION latch_storage_tenant_added();
 DROP TRIGGER latch_storage_delete ON latch_executions;
 DROP TRIGGER latch_storage_update ON latch_executions;
 DROP TRIGGER latch_storage_insert ON latch_executions;

@@ -58,23 +58,32 @@ $$;
 -- connection whose search_path does not hold it, still finds the sums.
 --
 -- An insert or a delete moves each tenant's sum once per statement (a
--- batch of 100, a prune of 1,000: one update of the tenant's row), an
+-- batch of 100, a prune of 1,000: one update of the tenant's row, the
+-- tenants' rows locked in name order, as every statement locks them), an
 -- update once per row whose count it changes (a complete, a fail, a step,
 -- a signal: one row).
 CREATE FUNCTION latch_storage_inserted() RETURNS trigger
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    r record;
 BEGIN
-    PERFORM latch_storage_count(n.tenant, sum(n.stored_bytes)::bigint, true)
-    FROM new_rows n GROUP BY n.tenant HAVING sum(n.stored_bytes) <> 0;
+    FOR r IN SELECT n.tenant, sum(n.stored_bytes)::bigint AS delta FROM new_rows n
+             GROUP BY n.tenant HAVING sum(n.stored_bytes) <> 0 ORDER BY n.tenant LOOP
+        PERFORM latch_storage_count(r.tenant, r.delta, true);
+    END LOOP;
     RETURN NULL;
 END
 $$;
 
 CREATE FUNCTION latch_storage_deleted() RETURNS trigger
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    r record;
 BEGIN
-    PERFORM latch_storage_count(o.tenant, -sum(o.stored_bytes)::bigint, false)
-    FROM old_rows o GROUP BY o.tenant HAVING sum(o.stored_bytes) <> 0;
+    FOR r IN SELECT o.tenant, -sum(o.stored_bytes)::bigint AS delta FROM old_rows o
+             GROUP BY o.tenant HAVING sum(o.stored_bytes) <> 0 ORDER BY o.tenant LOOP
+        PERFORM latch_storage_count(r.tenant, r.delta, false);
+    END LOOP;
     RETURN NULL;
 END
 $$;
@@ -95,3 +104,17 @@ CREATE TRIGGER latch_storage_delete AFTER DELETE ON latch_executions
     REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION latch_storage_deleted();
 CREATE TRIGGER latch_storage_update AFTER UPDATE OF stored_bytes ON latch_executions
     FOR EACH ROW WHEN (NEW.stored_bytes <> OLD.stored_bytes) EXECUTE FUNCTION latch_storage_updated();
+
+-- Every tenant has its row, whoever creates the tenant: CreateTenant
+-- writes it with the tenant's budget in the same statement (this insert
+-- then finds it), and a server of the previous release, which knows
+-- nothing of the budget, gets the default.
+CREATE FUNCTION latch_storage_tenant_added() RETURNS trigger
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    INSERT INTO latch_storage (tenant) VALUES (NEW.name) ON CONFLICT DO NOTHING;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER latch_storage_tenant AFTER INSERT ON latch_tenants
+    FOR EACH ROW EXECUTE FUNCTION latch_storage_tenant_added();

@@ -104,12 +104,17 @@ func (s *Server) submitBatch(ctx context.Context, req *batchRequest) (*batchResp
 // refusedItem is the slot of a refused item. A slot's status is one of
 // those docs/api.md lists for batch items, so an over-large payload, 413 when
 // submitted alone, is a 400 here (code payload_too_large, the detail naming
-// the limit). A 429 carries retry_after_seconds in its problem, since a
-// slot has no Retry-After header. p is copied, never changed.
+// the limit), and the storage budget, 409 alone, is a 429 beside the quota
+// (code storage_exceeded). A 429 carries retry_after_seconds in its
+// problem, since a slot has no Retry-After header. p is copied, never
+// changed.
 func refusedItem(p *Problem) batchItem {
 	q := *p
-	if q.Code == CodePayloadTooLarge {
+	switch q.Code {
+	case CodePayloadTooLarge:
 		q.Status = http.StatusBadRequest
+	case CodeStorageExceeded:
+		q.Status = http.StatusTooManyRequests
 	}
 	if q.Status == http.StatusTooManyRequests && q.retryAfter > 0 {
 		q.RetryAfterSeconds = q.retryAfter

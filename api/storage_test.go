@@ -47,9 +47,9 @@ func TestStorageBudget(t *testing.T) {
 		} `json:"items"`
 	}
 	e.do("POST", "/api/executions/batch", key, `{"items":[{"kind":"k"},`+payload+`]}`).decode(&batch)
-	if len(batch.Items) != 2 || batch.Items[0].Status != http.StatusCreated || batch.Items[1].Status != http.StatusConflict ||
+	if len(batch.Items) != 2 || batch.Items[0].Status != http.StatusCreated || batch.Items[1].Status != http.StatusTooManyRequests ||
 		batch.Items[1].Error == nil || batch.Items[1].Error.Code != CodeStorageExceeded {
-		t.Errorf("batch over the budget: %+v, want 201 then 409 storage_exceeded", batch)
+		t.Errorf("batch over the budget: %+v, want 201 then 429 storage_exceeded (a slot's statuses are those of the contract)", batch)
 	}
 	e.do("GET", "/api/tenants/acme", key, nil).decode(&ten)
 	if ten["stored_bytes"] != float64(252) {

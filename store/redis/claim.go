@@ -30,14 +30,15 @@ const claimDueLimit = 1000
 // 128-bit value per call, suffixed per lease. Each lease carries the
 // execution's traceparent; Deferred counts the candidates deferred.
 func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
-	res, _, err := s.claim(ctx, p)
+	res, _, err := s.claim(ctx, p, store.ClaimJournalBytes)
 	return res, err
 }
 
-// claim is Claim; for a claim for one tenant, readyLeft also says whether
-// the tenant still has ready executions after it (of any kind or queue):
-// the tenant router then keeps the tenant's claim hint as it is.
-func (s *Store) claim(ctx context.Context, p *store.ClaimParams) (res *store.ClaimResult, readyLeft bool, err error) {
+// claim is Claim, its leases carrying journalBytes of journal together;
+// for a claim for one tenant, readyLeft also says whether the tenant
+// still has ready executions after it (of any kind or queue): the tenant
+// router then keeps the tenant's claim hint as it is.
+func (s *Store) claim(ctx context.Context, p *store.ClaimParams, journalBytes int) (res *store.ClaimResult, readyLeft bool, err error) {
 	t := now(p.Now)
 	maxN, lease := p.Bounds()
 	nowUS := us(t)
@@ -53,7 +54,7 @@ func (s *Store) claim(ctx context.Context, p *store.ClaimParams) (res *store.Cla
 		keys = append(keys, s.k.readyKind(k))
 	}
 	args := []any{s.k.ns, itoa(nowUS), maxN, itoa(expires), p.WorkerID, p.Tenant, newToken(),
-		claimDueLimit, len(queues), len(kinds), store.MaxRunsKept, store.ClaimJournalBytes}
+		claimDueLimit, len(queues), len(kinds), store.MaxRunsKept, journalBytes}
 	for _, q := range queues {
 		args = append(args, q)
 	}

@@ -37,7 +37,7 @@ import (
 // of empty lanes, and nothing more.
 func (r *Router) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
 	if p.Tenant != "" {
-		res, left, err := r.view(p.Tenant).claim(ctx, p)
+		res, left, err := r.view(p.Tenant).claim(ctx, p, store.ClaimJournalBytes)
 		if err != nil {
 			r.unsure(err)
 			return nil, err
@@ -83,11 +83,16 @@ func (r *Router) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimR
 	for i := range active {
 		active[i] = i
 	}
+	// The leases of the claim carry store.ClaimJournalBytes of journal
+	// together, as on one node: each round shares what is left among the
+	// tenants it asks.
+	journalLeft := store.ClaimJournalBytes
 	for n := maxN; n > 0 && len(active) > 0; {
 		ask, q := active, n/len(active)
 		if q == 0 {
 			ask, q = active[:n], 1
 		}
+		share := max(journalLeft, 0) / len(ask)
 		answers := make([]*store.ClaimResult, len(ask))
 		left := make([]bool, len(ask))
 		errs := make([]error, len(ask))
@@ -97,7 +102,7 @@ func (r *Router) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimR
 			g.Go(func() error {
 				tp := *p
 				tp.Tenant, tp.Max = names[i], q
-				answers[j], left[j], errs[j] = r.view(names[i]).claim(ctx, &tp)
+				answers[j], left[j], errs[j] = r.view(names[i]).claim(ctx, &tp, share)
 				return nil
 			})
 		}
@@ -117,6 +122,11 @@ func (r *Router) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimR
 				continue
 			}
 			a := answers[j]
+			for _, l := range a.Leases {
+				for name, result := range l.Steps {
+					journalLeft -= store.StepSize(name, result)
+				}
+			}
 			got[i] = append(got[i], a.Leases...)
 			n -= len(a.Leases)
 			res.Deferred += a.Deferred

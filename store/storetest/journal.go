@@ -258,4 +258,33 @@ func testJournal(t *testing.T, ns NewStore) {
 				"want 3, 2, 1", len(ls), carried, partial)
 		}
 	})
+
+	t.Run("ClaimAcrossTenantsSharesTheBound", func(t *testing.T) {
+		e := start(t, ns)
+		// As above, the three flows of two tenants and the claim for every
+		// tenant: the bound is the claim's, not each tenant's.
+		e.createTenant(store.CreateTenantParams{Name: globex})
+		half := big(store.ClaimJournalBytes/2 + 1)
+		for i, tenant := range []string{acme, globex, acme} {
+			e.submit(tenant, at(time.Duration(i)*time.Second), job("flow"))
+		}
+		for _, l := range e.claim(store.ClaimParams{Max: 3, Now: at(5 * time.Second)}) {
+			_, err := e.recordStep(l, at(5*time.Second), "s", half)
+			e.must(err, "RecordStep")
+			_, err = e.s.Release(e.ctx, &store.ReleaseParams{ExecutionID: l.ExecutionID, Token: l.Token, Now: at(5 * time.Second)})
+			e.must(err, "Release")
+		}
+		ls := e.claim(store.ClaimParams{Max: 3, Now: at(time.Minute)})
+		carried, partial := 0, 0
+		for _, l := range ls {
+			carried += len(l.Steps)
+			if l.StepsPartial {
+				partial++
+			}
+		}
+		if len(ls) != 3 || carried != 2 || partial != 1 {
+			t.Errorf("a claim of 3 leases of 2 tenants with a step of half the bound each: %d leases, %d steps carried, "+
+				"%d partial; want 3, 2, 1", len(ls), carried, partial)
+		}
+	})
 }

@@ -204,14 +204,26 @@ func repoRoot() (string, error) {
 }
 
 // docEnv is the environment the document runs in: the caller's, without
-// its LATCH_* settings, GOBIN, PATH and TMPDIR, and with extra.
+// its LATCH_* settings, GOBIN, PATH and TMPDIR, and with extra. When the
+// tests run with the race detector, GOFLAGS adds -race: the document's
+// build then compiles nothing the suite's own test binaries compiled
+// already (with empty caches, a build without it compiles every package
+// of latch a second time, minutes on a busy machine).
 func docEnv(extra ...string) []string {
 	var env []string
+	goflags := os.Getenv("GOFLAGS")
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "LATCH_") && !strings.HasPrefix(kv, "GOBIN=") &&
-			!strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "TMPDIR=") {
+			!strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "TMPDIR=") &&
+			!strings.HasPrefix(kv, "GOFLAGS=") {
 			env = append(env, kv)
 		}
+	}
+	if raceEnabled {
+		goflags = strings.TrimSpace(goflags + " -race")
+	}
+	if goflags != "" {
+		env = append(env, "GOFLAGS="+goflags)
 	}
 	return append(env, extra...)
 }

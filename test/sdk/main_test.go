@@ -9,7 +9,7 @@ import (
 )
 
 // latchBin is the latch binary the SDKs' suites run against, built by
-// TestMain.
+// TestMain, with the race detector when the tests run with it.
 var latchBin string
 
 // TestMain builds latch once, before any test runs: its build (minutes
@@ -26,7 +26,13 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	latchBin = filepath.Join(dir, "latch")
-	cmd := exec.Command("go", "build", "-o", latchBin, "github.com/latch-run/latch/cmd/latch")
+	args := []string{"build", "-o", latchBin}
+	if raceEnabled {
+		// Like the test binaries: with empty caches, a build without -race
+		// would compile every package of latch a second time.
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, "github.com/latch-run/latch/cmd/latch")...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "go build ./cmd/latch: %v\n%s", err, out)
 		os.RemoveAll(dir)

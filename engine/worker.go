@@ -288,7 +288,12 @@ func (w *Worker) Stop(ctx context.Context) error {
 
 // run is the worker's body: claim until soft stop, then drain.
 func (w *Worker) run(soft, hard context.Context, ready func()) error {
-	w.jobs = hard
+	// The handlers' contexts are cancelled by run itself once a hard stop
+	// is logged, so the log counts the handlers it cancels: cancelled by
+	// the stop directly, they would begin returning before the count.
+	jobs, cancelJobs := context.WithCancelCause(context.WithoutCancel(hard))
+	defer cancelJobs(ErrShutdown)
+	w.jobs = jobs
 	ready()
 	w.log.Info("worker started", "slots", w.cfg.Slots, "tenant_slots", w.cfg.TenantSlots, "kinds", w.kinds, "queues", w.cfg.Queues,
 		"wakeups", w.notifier != nil)
@@ -302,8 +307,9 @@ func (w *Worker) run(soft, hard context.Context, ready func()) error {
 		return nil
 	case <-hard.Done():
 	}
-	// Hard stop: every handler's context is now cancelled with ErrShutdown.
+	// Hard stop: every handler's context is cancelled with ErrShutdown.
 	w.log.Warn("worker stopping hard: cancelling running handlers", "running", w.running.Load())
+	cancelJobs(ErrShutdown)
 	grace := time.NewTimer(w.cfg.CancelGrace)
 	defer grace.Stop()
 	select {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -781,5 +783,96 @@ func TestWorkerStopTurnsHardWhenContextEnds(t *testing.T) {
 	}
 	if got := e.get(ex.ID); got.Status != store.StatusQueued || got.Attempt != 1 {
 		t.Errorf("%s attempt %d, want queued 1", got.Status, got.Attempt)
+	}
+}
+
+// logRecords is a slog.Handler keeping every record's message and
+// attributes, for tests that check what a worker logs.
+type logRecords struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (h *logRecords) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *logRecords) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.records = append(h.records, r.Clone())
+	return nil
+}
+
+func (h *logRecords) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *logRecords) WithGroup(string) slog.Handler      { return h }
+
+// find answers the attributes of the records whose message is msg.
+func (h *logRecords) find(msg string) []map[string]slog.Value {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var found []map[string]slog.Value
+	for _, r := range h.records {
+		if r.Message != msg {
+			continue
+		}
+		attrs := map[string]slog.Value{}
+		r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value; return true })
+		found = append(found, attrs)
+	}
+	return found
+}
+
+// A hard stop logs how many handlers it cancels, before it cancels them:
+// those running when it came, even if they return as soon as they are
+// cancelled.
+func TestWorkerHardStopLogsTheHandlersItCancels(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, 4} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			logs := &logRecords{}
+			cfg := e.config()
+			cfg.Logger = slog.New(logs)
+			cfg.Slots = n
+			const hardMsg = "worker stopping hard: cancelling running handlers"
+			started := make(chan struct{}, n)
+			var early atomic.Int32 // handlers cancelled before the hard stop was logged
+			w := NewWorker(cfg)
+			w.Handle("sleep", func(ctx context.Context, job *Job) (json.RawMessage, error) {
+				started <- struct{}{}
+				<-ctx.Done() // returns as soon as it is cancelled
+				if len(logs.find(hardMsg)) == 0 {
+					early.Add(1)
+				}
+				return nil, ctx.Err()
+			})
+			if err := w.Start(e.ctx); err != nil { // stopped below: no cleanup Stop
+				t.Fatal(err)
+			}
+			for range n {
+				e.submit("sleep", `{}`)
+			}
+			for range n {
+				recv(t, started, "the handlers to start")
+			}
+			expired, cancel := context.WithCancel(context.Background())
+			cancel() // no time for a soft stop
+			if err := w.Stop(expired); err != nil {
+				t.Fatalf("stop: %v", err)
+			}
+			if k := early.Load(); k > 0 {
+				t.Errorf("%d of %d handlers were cancelled before the hard stop was logged", k, n)
+			}
+			hard := logs.find(hardMsg)
+			if len(hard) != 1 {
+				t.Fatalf("%d records of the hard stop, want 1", len(hard))
+			}
+			if got := hard[0]["running"]; got.Kind() != slog.KindInt64 || got.Int64() != int64(n) {
+				t.Errorf("the hard stop logged running=%v, want %d", got, n)
+			}
+			if released := logs.find("lease released"); len(released) != n {
+				t.Errorf("%d leases released, want %d", len(released), n)
+			}
+		})
 	}
 }

@@ -3,6 +3,8 @@ package fault
 import (
 	"bytes"
 	"errors"
+	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,21 +13,58 @@ import (
 	"testing"
 )
 
-// buildCrasher builds testdata/crasher with the go command, with the given
-// extra build flags, and returns the binary and the build's output.
-func buildCrasher(t *testing.T, flags ...string) (string, string) {
-	t.Helper()
-	goCmd, err := exec.LookPath("go")
+// crasher is testdata/crasher built once by TestMain, with the given extra
+// build flags: bin is the binary, diag the build's output, err its failure.
+type crasher struct {
+	flags     []string
+	bin, diag string
+	err       error
+}
+
+// The two builds TestBuilds runs: with the tag faults, and without it but
+// with the compiler's inlining decisions printed.
+var (
+	faultsCrasher = &crasher{flags: []string{"-tags", "faults"}}
+	plainCrasher  = &crasher{flags: []string{"-gcflags=-m"}}
+)
+
+// TestMain builds the crashers before any test runs: their build (a
+// minute or more with empty Go caches on a busy machine) is not counted in
+// a test's time. Nothing is built with -short, or without a go command.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "latch-fault-")
 	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if goCmd, err := exec.LookPath("go"); err == nil && !testing.Short() {
+		for i, c := range []*crasher{faultsCrasher, plainCrasher} {
+			c.bin = filepath.Join(dir, fmt.Sprintf("crasher%d", i))
+			args := append([]string{"build", "-o", c.bin}, c.flags...)
+			out, err := exec.Command(goCmd, append(args, "./testdata/crasher")...).CombinedOutput()
+			c.diag = string(out)
+			if err != nil {
+				c.err = fmt.Errorf("go build %v ./testdata/crasher: %w\n%s", c.flags, err, out)
+			}
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// get answers the crasher's binary and build output, failing t when it
+// was not built.
+func (c *crasher) get(t *testing.T) (string, string) {
+	t.Helper()
+	switch {
+	case c.err != nil:
+		t.Fatal(c.err)
+	case c.bin == "":
 		t.Skip("SKIP: no go command to build testdata/crasher with")
 	}
-	bin := filepath.Join(t.TempDir(), "crasher")
-	args := append([]string{"build", "-o", bin}, flags...)
-	out, err := exec.Command(goCmd, append(args, "./testdata/crasher")...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build %v ./testdata/crasher: %v\n%s", flags, err, out)
-	}
-	return bin, string(out)
+	return c.bin, c.diag
 }
 
 // runCrasher runs bin hitting point n times with LATCH_FAULTS=faults.
@@ -58,7 +97,7 @@ func TestBuilds(t *testing.T) {
 	t.Parallel()
 	t.Run("faults", func(t *testing.T) {
 		t.Parallel()
-		bin, _ := buildCrasher(t, "-tags", "faults")
+		bin, _ := faultsCrasher.get(t)
 
 		out, errOut, err := runCrasher(t, bin, " worker.handler.started = @3 ,api.submit.committed=0", WorkerHandlerStarted, "5")
 		if !killedBySIGKILL(err) {
@@ -93,7 +132,7 @@ func TestBuilds(t *testing.T) {
 	})
 	t.Run("normal", func(t *testing.T) {
 		t.Parallel()
-		bin, diag := buildCrasher(t, "-gcflags=-m")
+		bin, diag := plainCrasher.get(t)
 		if !strings.Contains(diag, "inlining call to fault.Point") {
 			t.Errorf("the call of Point is not inlined:\n%s", diag)
 		}

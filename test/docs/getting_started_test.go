@@ -7,6 +7,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
@@ -149,18 +151,106 @@ const marker = "@@doctest block"
 
 var markerLine = regexp.MustCompile(`(?m)^` + marker + ` (\d+)@@$`)
 
+// walkthroughLimit bounds the walkthrough's run: its server steps, and a
+// build step with nothing left to build (TestMain built latch first).
+const walkthroughLimit = 3 * time.Minute
+
+// installArgs is the document's build command (its first block). TestMain
+// runs it before any test, into gobin, with no deadline of its own: with
+// empty Go caches on a busy machine it takes minutes. The walkthrough then
+// runs the same command with the same GOBIN and finds latch up to date.
+var installArgs = []string{"install", "./cmd/latch"}
+
+// gobin is where TestMain installed latch (the walkthrough's GOBIN), and
+// built the latch binary's SHA-256.
+var gobin, built string
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "latch-docs-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	gobin = filepath.Join(dir, "bin")
+	root, err := repoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	start := time.Now()
+	cmd := exec.Command("go", installArgs...)
+	cmd.Dir = root
+	cmd.Env = docEnv("GOBIN="+gobin, "PATH="+os.Getenv("PATH"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go %s: %v\n%s", strings.Join(installArgs, " "), err, out)
+		return 1
+	}
+	if built, err = fileSum(filepath.Join(gobin, "latch")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "test/docs: go %s took %v\n", strings.Join(installArgs, " "), time.Since(start).Round(time.Second))
+	return m.Run()
+}
+
+// repoRoot is the repository's root, the directory the document starts in.
+func repoRoot() (string, error) {
+	return filepath.Abs(filepath.Join("..", ".."))
+}
+
+// docEnv is the environment the document runs in: the caller's, without
+// its LATCH_* settings, GOBIN, PATH and TMPDIR, and with extra. When the
+// tests run with the race detector, GOFLAGS adds -race: the document's
+// build then compiles nothing the suite's own test binaries compiled
+// already (with empty caches, a build without it compiles every package
+// of latch a second time, minutes on a busy machine).
+func docEnv(extra ...string) []string {
+	var env []string
+	goflags := os.Getenv("GOFLAGS")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "LATCH_") && !strings.HasPrefix(kv, "GOBIN=") &&
+			!strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "TMPDIR=") &&
+			!strings.HasPrefix(kv, "GOFLAGS=") {
+			env = append(env, kv)
+		}
+	}
+	if raceEnabled {
+		goflags = strings.TrimSpace(goflags + " -race")
+	}
+	if goflags != "" {
+		env = append(env, "GOFLAGS="+goflags)
+	}
+	return append(env, extra...)
+}
+
+// fileSum is the SHA-256 of a file's content, in hex.
+func fileSum(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
 // TestGettingStarted runs docs/getting-started.md: it installs latch from
-// this checkout (into a temporary GOBIN, first on the PATH), starts the
-// server in a temporary directory on a free port (LATCH_ADDR, which the
-// document keeps), submits and waits, logs in to the console, reads
-// /metrics and stops the server, checking every output the document shows.
+// this checkout (into a temporary GOBIN, first on the PATH, where TestMain
+// installed it already), starts the server in a temporary directory on a
+// free port (LATCH_ADDR, which the document keeps), submits and waits, logs
+// in to the console, reads /metrics and stops the server, checking every
+// output the document shows.
 func TestGettingStarted(t *testing.T) {
 	for _, tool := range []string{"bash", "curl", "openssl", "go"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("docs/getting-started.md needs %s on the PATH: %v", tool, err)
 		}
 	}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := repoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,6 +265,10 @@ func TestGettingStarted(t *testing.T) {
 	if len(blocks) < 10 {
 		t.Fatalf("docs/getting-started.md: %d sh blocks; the walkthrough has more", len(blocks))
 	}
+	if !strings.Contains(blocks[0].script, "go "+strings.Join(installArgs, " ")) {
+		t.Fatalf("docs/getting-started.md's first block does not run `go %s`, the build TestMain runs first:\n%s",
+			strings.Join(installArgs, " "), blocks[0].script)
+	}
 
 	// The port is free when chosen; if another process takes it before the
 	// server listens, the run is repeated on another.
@@ -185,7 +279,13 @@ func TestGettingStarted(t *testing.T) {
 			continue
 		}
 		checkWalkthrough(t, blocks, out, err, logs)
-		return
+		break
+	}
+	// The document's build found nothing to do: nothing was built under
+	// the walkthrough's deadline.
+	if sum, err := fileSum(filepath.Join(gobin, "latch")); err != nil || sum != built {
+		t.Errorf("the document's `go %s` rebuilt latch (%v): TestMain's build no longer matches it, "+
+			"so the walkthrough's deadline would include a build", strings.Join(installArgs, " "), err)
 	}
 }
 
@@ -194,7 +294,6 @@ func TestGettingStarted(t *testing.T) {
 // server's log (latch.log, in the directory the document makes).
 func runWalkthrough(t *testing.T, root string, blocks []block) (out, logs string, err error) {
 	tmp := t.TempDir()
-	gobin := filepath.Join(tmp, "bin")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -212,18 +311,10 @@ func runWalkthrough(t *testing.T, root string, blocks []block) (out, logs string
 		t.Fatal(err)
 	}
 
-	var env []string
-	for _, kv := range os.Environ() {
-		// The document's own settings only: none of the caller's LATCH_*.
-		if !strings.HasPrefix(kv, "LATCH_") && !strings.HasPrefix(kv, "GOBIN=") &&
-			!strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "TMPDIR=") {
-			env = append(env, kv)
-		}
-	}
-	env = append(env, "GOBIN="+gobin, "PATH="+gobin+string(os.PathListSeparator)+os.Getenv("PATH"),
+	env := docEnv("GOBIN="+gobin, "PATH="+gobin+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"TMPDIR="+tmp, "LATCH_ADDR="+addr)
 
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), walkthroughLimit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", scriptFile)
 	cmd.Dir = root
@@ -239,7 +330,7 @@ func runWalkthrough(t *testing.T, root string, blocks []block) (out, logs string
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 	if err != nil && ctx.Err() != nil {
-		err = fmt.Errorf("%w (after %v)", err, 3*time.Minute)
+		err = fmt.Errorf("%w (after %v)", err, walkthroughLimit)
 	}
 	logFiles, _ := filepath.Glob(filepath.Join(tmp, "*", "latch.log"))
 	for _, f := range logFiles {

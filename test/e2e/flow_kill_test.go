@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -40,28 +39,8 @@ func TestFlowSurvivesKillsRedis(t *testing.T) {
 	testFlowSurvivesKills(t, redisStore(t))
 }
 
-var orderflowBin = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "latch-e2e-orderflow-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "orderflow")
-	args := []string{"build", "-o", bin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	cmd := exec.Command("go", append(args, "github.com/latch-run/latch/examples/orderflow")...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build examples/orderflow: %w\n%s", err, out)
-	}
-	return bin, nil
-})
-
 func testFlowSurvivesKills(t *testing.T, storeURL string) {
-	bin, err := orderflowBin()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := orderflowBin
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	shop := newShopWitness(t)

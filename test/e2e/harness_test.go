@@ -24,46 +24,53 @@ import (
 const adminKey = "lk_e2e-admin-key-for-the-tests-only"
 
 // binary is the latch binary the tests run; faultsBinary is the same built
-// with -tags faults, whose crash points (internal/fault) LATCH_FAULTS arms.
-var binary, faultsBinary string
+// with -tags faults, whose crash points (internal/fault) LATCH_FAULTS arms;
+// orderflowBin is examples/orderflow, the flow worker of flow_kill_test.go.
+var binary, faultsBinary, orderflowBin string
 
+// TestMain builds the binaries before any test runs: their build (minutes
+// with empty Go caches on a busy machine) is not counted in a test's time.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "latch-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary, err = buildLatch(dir, "latch")
+	err = build(filepath.Join(dir, "plain"), nil,
+		"github.com/latch-run/latch/cmd/latch", "github.com/latch-run/latch/examples/orderflow")
 	if err == nil {
-		faultsBinary, err = buildLatch(dir, "latch-faults", "faults")
+		err = build(filepath.Join(dir, "faults"), []string{"faults"}, "github.com/latch-run/latch/cmd/latch")
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
+	binary = filepath.Join(dir, "plain", "latch")
+	orderflowBin = filepath.Join(dir, "plain", "orderflow")
+	faultsBinary = filepath.Join(dir, "faults", "latch")
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-// buildLatch builds cmd/latch as dir/name, with the race detector when the
-// tests run with it, and with the given build tags.
-func buildLatch(dir, name string, tags ...string) (string, error) {
-	bin := filepath.Join(dir, name)
-	args := []string{"build", "-o", bin}
+// build builds the packages into dir (each binary named after its
+// package's directory), with the race detector when the tests run with
+// it, and with the given build tags.
+func build(dir string, tags []string, pkgs ...string) error {
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
 	if raceEnabled {
 		args = append(args, "-race")
 	}
 	if len(tags) > 0 {
 		args = append(args, "-tags", strings.Join(tags, ","))
 	}
-	cmd := exec.Command("go", append(args, "github.com/latch-run/latch/cmd/latch")...)
+	cmd := exec.Command("go", append(args, pkgs...)...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build %s (tags %q): %w", name, tags, err)
+		return fmt.Errorf("go build %v (tags %q): %w", pkgs, tags, err)
 	}
-	return bin, nil
+	return nil
 }
 
 // server is one `latch serve` process.

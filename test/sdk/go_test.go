@@ -37,13 +37,6 @@ import (
 // (see TestMain and scenarioWorkerMain): its value is the store URL.
 const scenarioWorkerEnv = "LATCH_SCENARIO_WORKER"
 
-func TestMain(m *testing.M) {
-	if storeURL := os.Getenv(scenarioWorkerEnv); storeURL != "" {
-		os.Exit(scenarioWorkerMain(storeURL))
-	}
-	os.Exit(m.Run())
-}
-
 const goAdminKey = "lk_go-sdk-scenario-admin-key-for-the-tests"
 
 // scenarioServer is the scenario's `latch serve`: a fresh SQLite file,
@@ -58,7 +51,7 @@ func startScenarioServer(t *testing.T) *scenarioServer {
 	t.Helper()
 	bin := os.Getenv("LATCH_BIN")
 	if bin == "" {
-		bin = buildLatch(t)
+		bin = latchBin
 	}
 	dir := t.TempDir()
 	store := "sqlite:" + filepath.Join(dir, "latch.db")

@@ -25,22 +25,11 @@ func tool(t *testing.T, name string) string {
 	return ""
 }
 
-// buildLatch builds cmd/latch into a temporary directory.
-func buildLatch(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "latch")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/latch-run/latch/cmd/latch")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // TestPython runs sdk/python's unittest suite (client, worker, flows and
 // the shared scenario of sdk/SCENARIO.md) against the built server.
 func TestPython(t *testing.T) {
 	py := tool(t, "python3")
-	bin := buildLatch(t)
+	bin := latchBin
 	cmd := exec.Command(py, "-m", "unittest", "discover", "-s", "tests")
 	cmd.Dir = filepath.Join("..", "..", "sdk", "python")
 	cmd.Env = append(os.Environ(), "LATCH_BIN="+bin, "PYTHONDONTWRITEBYTECODE=1")

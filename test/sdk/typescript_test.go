@@ -42,7 +42,7 @@ func TestTypeScript(t *testing.T) {
 			t.Fatalf("npm %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	bin := buildLatch(t)
+	bin := latchBin
 	t.Run("node", func(t *testing.T) {
 		t.Parallel()
 		nodeSuite(t, node, bin)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package sdk
+
+const raceEnabled = false

@@ -28,7 +28,7 @@ func TestDriverErrors(t *testing.T) {
 	}
 	wrappedUnavailable := fmt.Errorf("x: %w: %w", ErrUnavailable, io.EOF)
 	for _, err := range []error{nil, context.Canceled, fmt.Errorf("q: %w", context.DeadlineExceeded), wrappedUnavailable, errKnown} {
-		if got := d.Interpret(err); got != err {
+		if got := d.Interpret(err); got != err { //nolint:errorlint // the very error, unchanged
 			t.Errorf("Interpret(%v) = %v, want it unchanged", err, got)
 		}
 	}
@@ -44,7 +44,7 @@ func TestDriverErrors(t *testing.T) {
 		t.Errorf("Interpret(other) = %v, want Codes's answer", got)
 	}
 	bare := &DriverErrors{Unavailable: d.Unavailable}
-	if got := bare.Interpret(other); got != other {
+	if got := bare.Interpret(other); got != other { //nolint:errorlint // the very error, unchanged
 		t.Errorf("without Codes, Interpret(other) = %v, want it unchanged", got)
 	}
 	if got := bare.Interpret(io.EOF); got.Error() != "store unavailable: EOF" {

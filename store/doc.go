@@ -36,6 +36,9 @@
 //	              name; a wait ends exactly once (signal or timeout); a signal sent to
 //	              a non-terminal execution is never lost; a suspended execution holds
 //	              quota but no lease and no concurrency slot.
+//	I12 fairness  across tenants with ready work, claims take turns: one tenant's
+//	              backlog holds back another tenant's next start by one round of
+//	              claims at most.
 //
 // The package imports only the standard library so that backends, the engine
 // and the API can all depend on it without cycles.

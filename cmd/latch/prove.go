@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/latch-run/latch"
-	"github.com/latch-run/latch/internal/soak"
+	"github.com/latch-run/latch/cmd/latch/internal/soak"
 )
 
 // errBreach: the soak found breaches; the verdict line says which.
 var errBreach = errors.New("breaches found")
 
-// runProve runs the soak (internal/soak) against a store: steady mixed
+// runProve runs the soak (cmd/latch/internal/soak) against a store: steady mixed
 // load for --duration, a progress line every --report-every, then the
 // invariant, leak and growth checks and a verdict. Exit 1 on any breach.
 //

@@ -10,17 +10,22 @@ import (
 )
 
 // graph builds a Graph of module "example.com/latch" from "path: imports"
-// lines; a path without a dot before its first slash is the standard
-// library's, as in go list.
+// lines: a path is the module's, relative to it ("latch" is its root),
+// "std:" and a path of the standard library, or "ext:" and a path of
+// another module.
 func graph(lines ...string) *arch.Graph {
 	const module = "example.com/latch"
 	g := &arch.Graph{Module: module, Packages: map[string]*arch.Package{}}
+	external := map[string]bool{}
 	abs := func(p string) string {
 		switch {
 		case p == "latch":
 			return module
 		case strings.HasPrefix(p, "std:"):
 			return strings.TrimPrefix(p, "std:")
+		case strings.HasPrefix(p, "ext:"):
+			external[strings.TrimPrefix(p, "ext:")] = true
+			return strings.TrimPrefix(p, "ext:")
 		}
 		return module + "/" + p
 	}
@@ -35,7 +40,7 @@ func graph(lines ...string) *arch.Graph {
 	for _, p := range g.Packages {
 		for _, imp := range p.Imports {
 			if g.Packages[imp] == nil {
-				g.Packages[imp] = &arch.Package{Path: imp, Standard: !strings.HasPrefix(imp, module)}
+				g.Packages[imp] = &arch.Package{Path: imp, Standard: !strings.HasPrefix(imp, module) && !external[imp]}
 			}
 		}
 	}
@@ -85,15 +90,17 @@ func TestRulesCatchEachBreach(t *testing.T) {
 		"store/storetest: store std:testing",
 		"auth: store",
 		"engine: store",
-		"api: auth store",
+		"api: auth store engine",
 		"console: auth store",
+		"schedule: std:time ext:github.com/robfig/cron/v3",
+		"internal/batch: std:sync",
 		"kinds: engine",
 		"latch: store/sqlite store/postgres engine kinds",
 		"cmd/latch: latch api console",
 	}
 	for _, c := range []struct{ add, want string }{
-		{"store: engine", "package store imports only the standard library and its own helpers: store -> engine"},
-		{"store: example.com/dep", "package store imports only the standard library and its own helpers: store -> example.com/dep"},
+		{"store: engine", "package store imports only the standard library: store -> engine"},
+		{"store: example.com/dep", "package store imports only the standard library: store -> example.com/dep"},
 		{"store/sqlite: store api", "a store package depends on no layer above the store (engine, api, auth, console, kinds, the facade, cmd): store/sqlite -> api"},
 		{"store/sqlite: store store/postgres", "a backend depends on no other backend and no store test or benchmark package: store/sqlite -> store/postgres"},
 		{"api: auth store store/sqlite", "only the facade (package latch) and the binaries choose a backend: api -> store/sqlite"},
@@ -102,6 +109,14 @@ func TestRulesCatchEachBreach(t *testing.T) {
 		{"api: auth store console", "the API does not depend on the console: api -> console"},
 		{"kinds: engine store/storetest", "a package that imports testing is imported by tests and other test helpers only: kinds -> store/storetest"},
 		{"store/storebench: store", ""},
+		{"schedule: std:time store", "package schedule imports only the standard library and its cron parser: schedule -> store"},
+		{"schedule: std:time ext:github.com/other/dep", "package schedule imports only the standard library and its cron parser: schedule -> github.com/other/dep"},
+		{"internal/batch: std:sync store", "a leaf internal package (backoff, batch, buildinfo, fault, labels, migration, sse) imports only the standard library: internal/batch -> store"},
+		{"internal/sse: std:net/http ext:github.com/other/dep", "a leaf internal package (backoff, batch, buildinfo, fault, labels, migration, sse) imports only the standard library: internal/sse -> github.com/other/dep"},
+		{"api: auth store", ""},
+		{"api: auth store kinds", "the API does not depend on the engine, but for its own import of package engine (metrics hooks, schedule resume): api -> kinds -> engine"},
+		{"api/sub: engine", "the API does not depend on the engine, but for its own import of package engine (metrics hooks, schedule resume): api/sub -> engine"},
+		{"api: auth store engine/enginebench", "the API does not depend on the engine, but for its own import of package engine (metrics hooks, schedule resume): api -> engine/enginebench"},
 		{"cmd/latch: latch api console store/postgres", "the latch binary and the examples reach a backend through the facade (latch.Open, latch.Migrate), never by import: cmd/latch -> store/postgres"},
 		{"examples/orderflow: latch store/sqlite", "the latch binary and the examples reach a backend through the facade (latch.Open, latch.Migrate), never by import: examples/orderflow -> store/sqlite"},
 		{"internal/storewrap: store engine", "the store wrapper (internal/storewrap) depends on the store contract only, so any layer may wrap a store: internal/storewrap -> engine"},
@@ -133,7 +148,8 @@ func TestRulesCatchEachBreach(t *testing.T) {
 }
 
 // Check follows chains of imports (a shortest one), or only direct imports
-// for a Direct rule, and does not search past a forbidden package.
+// for a Direct rule, and does not search past a forbidden package; an
+// excepted import is neither a violation nor a way on.
 func TestCheck(t *testing.T) {
 	g := graph(
 		"a: b c",
@@ -163,6 +179,8 @@ func TestCheck(t *testing.T) {
 		{arch.Rule{Name: "r", From: is("a", "d"), Deny: is("x", "y")}, []string{"r: a -> c -> x", "r: d -> x"}},
 		{arch.Rule{Name: "r", From: is("a"), Deny: is("y")}, []string{"r: a -> c -> x -> y"}},
 		{arch.Rule{Name: "r", From: is("y"), Deny: is("a")}, nil},
+		{arch.Rule{Name: "r", From: is("a"), Deny: is("x"), Except: []arch.Import{{From: g.Module + "/c", To: g.Module + "/x"}}}, []string{"r: a -> b -> d -> x"}},
+		{arch.Rule{Name: "r", From: is("a"), Deny: is("y"), Except: []arch.Import{{From: g.Module + "/c", To: g.Module + "/x"}}}, []string{"r: a -> b -> d -> x -> y"}},
 	} {
 		if got := check(g, []arch.Rule{c.rule}); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%q, want %q", got, c.want)

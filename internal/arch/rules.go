@@ -8,6 +8,19 @@ import (
 // backends are the store implementations, by path in the module.
 var backends = []string{"store/sqlite", "store/postgres", "store/redis"}
 
+// leaves are the internal packages that are helpers of the standard
+// library's kind: they import nothing else, so any layer may use them.
+// The other internal packages speak the store contract (storewrap,
+// storemetrics, tracing, watch), or are harnesses: arch (this test),
+// benchcmp (the peer benchmarks' reports, used by bench/asynq and
+// bench/river, two modules of their own) and testdb (every backend's and
+// front end's tests).
+var leaves = []string{"backoff", "batch", "buildinfo", "fault", "labels", "migration", "sse"}
+
+// cronParser is the one module package schedule builds on: it parses cron
+// expressions (schedule checks their fields first, cronfields.go).
+const cronParser = "github.com/robfig/cron/v3"
+
 // Rules are latch's layering, for the module whose path is module:
 //
 //	cmd/latch, bench/...        the binaries
@@ -18,17 +31,45 @@ var backends = []string{"store/sqlite", "store/postgres", "store/redis"}
 //	auth                        API keys
 //	store/sqlite|postgres|redis the backends
 //	store                       the contract every layer speaks
+//	schedule, internal/<leaves> the standard library's kind of helpers
 //
 // Each layer depends on the ones below it only, and only the facade and
 // the binaries choose a backend.
+//
+// One exception is listed: the API imports package engine for its
+// in-process workers' metrics hook (Server.OnWorkerRun takes an
+// *engine.Run, and runs of HTTP workers are counted under engine's
+// Outcome names) and for a schedule's resume (engine.ResumeSchedule,
+// shared with the console). Moving them to the binary's wiring is a
+// change of its own; until then the rule holds for every other path from
+// the API to the engine.
 func Rules(module string) []Rule {
 	m := matchers{module}
 	above := []string{"engine", "api", "auth", "console", "kinds", "cmd"}
+	leafPaths := make([]string, len(leaves))
+	for i, l := range leaves {
+		leafPaths[i] = "internal/" + l
+	}
 	rules := []Rule{{
-		Name:   "package store imports only the standard library and its own helpers",
+		Name:   "package store imports only the standard library",
 		From:   m.is("store"),
-		Deny:   not(anyOf(standard, m.under("store/internal"))),
+		Deny:   not(standard),
 		Direct: true,
+	}, {
+		Name:   "package schedule imports only the standard library and its cron parser",
+		From:   m.is("schedule"),
+		Deny:   not(anyOf(standard, func(p *Package) bool { return p.Path == cronParser })),
+		Direct: true,
+	}, {
+		Name:   "a leaf internal package (" + strings.Join(leaves, ", ") + ") imports only the standard library",
+		From:   m.is(leafPaths...),
+		Deny:   not(standard),
+		Direct: true,
+	}, {
+		Name:   "the API does not depend on the engine, but for its own import of package engine (metrics hooks, schedule resume)",
+		From:   m.under("api"),
+		Deny:   m.under("engine"),
+		Except: []Import{{m.abs("api"), m.abs("engine")}},
 	}, {
 		Name: "a store package depends on no layer above the store (engine, api, auth, console, kinds, the facade, cmd)",
 		From: m.under("store"),
@@ -70,7 +111,7 @@ func Rules(module string) []Rule {
 	}, {
 		Name:   "the store wrapper (internal/storewrap) depends on the store contract only, so any layer may wrap a store",
 		From:   m.is("internal/storewrap"),
-		Deny:   m.in(not(anyOf(m.is("store"), m.under("store/internal")))),
+		Deny:   m.in(not(m.is("store"))),
 		Direct: true,
 	}, {
 		Name:   "the store's Prometheus collectors (internal/storemetrics) are the binaries': the engine and the facade link no metrics of their own",

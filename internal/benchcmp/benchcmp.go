@@ -9,6 +9,9 @@
 // machines of one kind. A ratio is stated as the median of the runs'
 // ratios with their range, and a target counts as met only when every run
 // meets it (Verdict).
+//
+// It is a harness that stays in internal/: it has two users, bench/river
+// and bench/asynq (modules of their own), not one to stand beside.
 package benchcmp
 
 import (

@@ -6,6 +6,11 @@
 // LATCH_TEST_REDIS_CLUSTER_URL, each removed when the test ends. Without the variable a test is skipped,
 // saying which variable to set; with LATCH_REQUIRE_BACKENDS set (CI) it
 // fails instead, so a backend suite can never pass by not running.
+//
+// It is a test harness that stays in internal/ rather than beside a user:
+// the tests of every backend, of the engine, the API, the console, the
+// facade, the binary and the end-to-end suites use it, so that all name
+// and clean their databases one way.
 package testdb
 
 import (

@@ -341,8 +341,8 @@
 // more than running them. JIT is off for the same reason: every statement
 // touches a handful of rows by index, but statistics that promise many rows
 // (a long queue, many dead tuples) push estimates past jit_above_cost, and
-// compiling a claim's expressions was measured at ~22 ms against ~0.3 ms
-// to run it.
+// compiling a claim's expressions takes some 22 ms against 0.3 ms to run
+// it.
 //
 // The one plan that statistics could turn against the queue is the claim's
 // choice of candidates: walking a tenant's latch_executions_queued in claim
@@ -380,9 +380,9 @@
 // latch_delete_history (Delete, Prune, DeleteTenant). A generic plan is
 // kept until an ANALYZE of its tables, and one made while statistics say a
 // table is small (a new deployment, a quiet table, autovacuum off) reads it
-// whole, the cheapest plan for a page or two: as the table grew, each
-// group of ends read all of latch_runs (a 50,000-job drain ran at ~200
-// jobs/s). The functions' plans find the rows by the primary key (an
+// whole, the cheapest plan for a page or two: as the table grows, each
+// group of ends would read all of latch_runs (a 50,000-job drain slows to
+// some 200 jobs/s). The functions' plans find the rows by the primary key (an
 // = ANY on execution_id bounds every index path to the ids given) when they
 // are made and whenever they are made again. Each function runs as a
 // command of the calling statement, in its transaction, so the history

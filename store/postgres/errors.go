@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -82,16 +81,12 @@ func aborted(err error) bool { return pgCode(err) == codeAbort || pgCode(err) ==
 // Callers that know better map first: a unique violation on latch_tenants is
 // store.ErrTenantExists, a foreign-key violation on latch_api_keys is
 // store.ErrNotFound.
-func interpretError(err error) error {
-	if err == nil || isSentinel(err) {
-		return err
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	if unavailable(err) {
-		return fmt.Errorf("postgres: %w: %w", store.ErrUnavailable, err)
-	}
+func interpretError(err error) error { return driverErrors.Interpret(err) }
+
+var driverErrors = store.DriverErrors{Prefix: "postgres: ", Known: isSentinel, Unavailable: unavailable, Codes: interpretCode}
+
+// interpretCode maps an error of a server that answered, by its SQLSTATE.
+func interpretCode(err error) error {
 	switch pgCode(err) {
 	case codeUniqueViolation:
 		return fmt.Errorf("postgres: %w: %w", store.ErrExists, err)

@@ -35,8 +35,7 @@ import (
 // a claim's statement costs more than its flush (it walks the queue), and
 // workers claim for the slots their last handlers freed while the writes
 // recording those handlers' outcomes are on their way; in one lane each
-// waited for the other (drain with 100 slots: ~14k/s in one lane, ~20k/s
-// in two). A group never waits to fill up: an operation that finds no
+// would wait for the other. A group never waits to fill up: an operation that finds no
 // group at the server goes at once, alone, so grouping adds no latency when
 // the store is quiet.
 //

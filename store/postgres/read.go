@@ -194,31 +194,20 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 		return nil, fmt.Errorf("postgres: list: %w", interpretError(err))
 	}
 	defer rows.Close()
-	res := &store.ListResult{}
-	size := 0
+	page := p.Page(limit)
 	for rows.Next() {
 		e, err := scanExecution(rows)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: list: %w", interpretError(err))
 		}
-		res.Items = append(res.Items, e)
-		// MaxBytes: the page ends after the item that reaches the budget.
-		size += len(e.Payload) + len(e.Result)
-		if p.MaxBytes > 0 && size >= p.MaxBytes && len(res.Items) <= limit {
-			res.Next = e.ID
-			return res, nil
+		if page.Add(e) {
+			break
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("postgres: list: %w", interpretError(err))
 	}
-	if len(res.Items) > limit {
-		res.Items = res.Items[:limit]
-		res.Next = res.Items[limit-1].ID
-	} else {
-		res.Next = windowEnd
-	}
-	return res, nil
+	return page.Result(windowEnd), nil
 }
 
 // ListIndexed implements store.ListIndexer.
@@ -242,8 +231,8 @@ func listIndexed(p *store.ListParams) bool {
 // its argument $limit the page's size plus one.
 //
 // ORDER BY names the table's id: a bare id is the output column id::text,
-// whose order no index has, so every page sorted every row the filters
-// let through (2 s for an unfiltered page of a million executions,
+// whose order no index has, so every page would sort every row the filters
+// let through (seconds for an unfiltered page of a million executions,
 // TestObserveScale1M) instead of walking the primary key (or
 // latch_executions_tenant) from the newest id and stopping after the page.
 func listQuery(where []string, limit int) string {
@@ -260,7 +249,7 @@ func listQuery(where []string, limit int) string {
 // window is bounded on (tenant, id) row values, not with tenant = $1 and
 // ranges of id: the statements are planned once for every tenant (generic
 // plans, postgres.go), and with tenant = $1 the plan for "the newest ids of
-// a tenant below After" walked the primary key backwards filtering on the
+// a tenant below After" walks the primary key backwards filtering on the
 // tenant, which reads the rows of every tenant in between: half a million
 // rows for a tenant of 20,000 among 1,000,000 (TestObserveScale1M). Row
 // bounds and ORDER BY tenant, id leave latch_executions_tenant the only

@@ -27,17 +27,18 @@
 // lookup and compare, the quota check and increment, the execution hash,
 // its list entries, its queue entry and the dedup mapping — is admit.lua:
 // no reader and no crash can ever see a key that maps to nothing, or a
-// claim without its row (the incident latch was built for, where SET NX, the placeholder
-// row and the enqueue were three commands and a second request deleted a
-// live claim as an "orphan"). A client that dies mid-call leaves all of its
+// claim without its row (were SET NX, a placeholder row and the enqueue
+// three commands, a second request could take a live claim for an
+// "orphan" and delete it). A client that dies mid-call leaves all of its
 // call or none of it.
 //
 // The scripts validate before they write and never fail midway on valid
 // data, because Redis does not roll a script back. lua/lib.lua holds the
 // helpers they share. In the library it runs once, when the library is
 // loaded, rather than on every call as when it is prepended to each
-// script's file for EVALSHA (defining its sixty-odd helpers cost every call
-// about 10 µs of server time). The library's name changes with any change
+// script's file for EVALSHA, where defining its sixty-odd helpers costs
+// every call server time (docs/benchmarks.md has the measure). The
+// library's name changes with any change
 // to the sources, so Stores of different versions sharing a server each
 // call their own functions; a replaced version's library stays loaded (some
 // 100 KB) until FUNCTION DELETE. On a Redis Cluster every primary gets

@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -19,17 +18,9 @@ import (
 // ready (see unavailable) is store.ErrUnavailable; the context's own
 // errors and errors that already wrap a sentinel pass through; anything
 // else is returned as it is.
-func interpretError(err error) error {
-	switch {
-	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return err
-	case errors.Is(err, store.ErrUnavailable):
-		return err
-	case unavailable(err):
-		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
-	}
-	return err
-}
+func interpretError(err error) error { return driverErrors.Interpret(err) }
+
+var driverErrors = store.DriverErrors{Unavailable: unavailable}
 
 // unavailableReplies are the prefixes of the error replies of a server that
 // is there but cannot serve yet: loading its data set after a restart

@@ -55,18 +55,16 @@ type groupDone struct {
 // free, up to these limits (a single larger call still goes alone), so
 // that one script never holds Redis for long. 32 calls rather than 128:
 // when many callers arrive at once (64 submits of one key), the first
-// answers come back while the rest are still at Redis. In an interleaved
-// A/B (bench/asynq: four pairs of submit and contended runs, three of
-// drains) that took the contended p50 from 795 to 713 µs and draining
-// from 26,100 to 27,200/s, with submits level.
+// answers come back while the rest are still at Redis, which lowers the
+// contended latency and raises the drain without costing submits (the
+// A/B is in docs/benchmarks.md, latch vs Asynq).
 //
 // When no other call is waiting, a dispatcher yields once before sending
 // (batch.Config.Yield): the callers that the previous group's answer has
 // just woken are often runnable but not yet run, and a moment lets them
 // join this group. Each script run costs Redis far more than an item in it
 // (a one-item Admit about four times an item's share of one of 16,
-// measured), and this alone took the runs of 16 concurrent submitters from
-// about 5 calls each to 7.
+// measured), so the larger groups it makes take less of Redis.
 const (
 	groupDispatchers = 2
 	maxGroupCalls    = 32

@@ -102,14 +102,12 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 	if p.Filtered() {
 		chunk = max(chunk, 200)
 	}
-	res := &store.ListResult{}
+	page := p.Page(limit)
 	cursor := p.After
-	size := 0
 	left := p.ScanSize() // ids the call may still examine
-	for len(res.Items) <= limit {
+	for {
 		if left == 0 {
-			res.Next = cursor // the last id examined
-			return res, nil
+			return page.Result(cursor), nil // the last id examined
 		}
 		n := min(chunk, left)
 		hi := "+"
@@ -123,7 +121,7 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 			return nil, fmt.Errorf("redis: list: %w", interpretError(err))
 		}
 		if len(ids) == 0 {
-			break
+			return page.Result(""), nil
 		}
 		cmds := make([]*goredis.MapStringStringCmd, len(ids))
 		_, err = s.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
@@ -144,27 +142,16 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 			if !matches(e, p) {
 				continue
 			}
-			res.Items = append(res.Items, e)
-			if len(res.Items) > limit {
-				break
-			}
-			size += len(e.Payload) + len(e.Result)
-			if p.MaxBytes > 0 && size >= p.MaxBytes {
-				res.Next = e.ID
-				return res, nil
+			if page.Add(e) {
+				return page.Result(""), nil
 			}
 		}
 		if len(ids) < n {
-			break
+			return page.Result(""), nil
 		}
 		left -= len(ids)
 		cursor = ids[len(ids)-1]
 	}
-	if len(res.Items) > limit {
-		res.Items = res.Items[:limit]
-		res.Next = res.Items[limit-1].ID
-	}
-	return res, nil
 }
 
 func matches(e *store.Execution, p *store.ListParams) bool {

@@ -23,9 +23,8 @@ var luaFS embed.FS
 // Functions are the fast path: a library's top-level code (lib.lua's
 // helpers, some sixty closures and tables) runs once, when it is loaded,
 // whereas a script that carries lib.lua builds all of it again on every
-// call and leaves it to Lua's garbage collector: EVALSHA of lib.lua and
-// "return 1" measured 9 µs of server time a call against 2 µs for
-// "return 1" alone (Redis 7.0, INFO commandstats).
+// call and leaves it to Lua's garbage collector, several times the server
+// time of a small script's own work (docs/benchmarks.md has the measure).
 type luaScript struct {
 	op   string          // its file under lua/, without .lua
 	fn   string          // its function's name in the library

@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -18,15 +17,13 @@ import (
 // failure (a key hash or an id stored already) is store.ErrExists; the
 // context's own errors and errors that already wrap a sentinel pass
 // through; anything else is returned as it is.
-func interpretError(err error) error {
-	switch {
-	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return err
-	case errors.Is(err, store.ErrUnavailable):
-		return err
-	case unavailable(err):
-		return fmt.Errorf("sqlite: %w: %w", store.ErrUnavailable, err)
-	case isUniqueViolation(err) && !errors.Is(err, store.ErrExists):
+func interpretError(err error) error { return driverErrors.Interpret(err) }
+
+var driverErrors = store.DriverErrors{Prefix: "sqlite: ", Unavailable: unavailable, Codes: interpretCode}
+
+// interpretCode maps a constraint failure: a unique one is store.ErrExists.
+func interpretCode(err error) error {
+	if isUniqueViolation(err) && !errors.Is(err, store.ErrExists) {
 		return fmt.Errorf("sqlite: %w: %w", store.ErrExists, err)
 	}
 	return err

@@ -151,30 +151,20 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 		return nil, fmt.Errorf("sqlite: list: %w", interpretError(err))
 	}
 	defer rows.Close()
-	res := &store.ListResult{}
-	size := 0
+	page := p.Page(limit)
 	for rows.Next() {
 		e, err := scanExecution(rows)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: list: %w", interpretError(err))
 		}
-		res.Items = append(res.Items, e)
-		size += len(e.Payload) + len(e.Result)
-		if p.MaxBytes > 0 && size >= p.MaxBytes && len(res.Items) <= limit {
-			res.Next = e.ID
-			return res, rows.Err()
+		if page.Add(e) {
+			break
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: list: %w", interpretError(err))
 	}
-	if len(res.Items) > limit {
-		res.Items = res.Items[:limit]
-		res.Next = res.Items[limit-1].ID
-	} else {
-		res.Next = windowEnd
-	}
-	return res, nil
+	return page.Result(windowEnd), nil
 }
 
 // ListIndexed implements store.ListIndexer.

@@ -19,7 +19,7 @@ import (
 // goroutines), with no breach allowed. LATCH_SOAK_DURATION and
 // LATCH_SOAK_RATE make it longer or heavier:
 //
-//	LATCH_SOAK_DURATION=2m LATCH_SOAK_RATE=300 go test -run TestSoak/sqlite -v ./internal/soak
+//	LATCH_SOAK_DURATION=2m LATCH_SOAK_RATE=300 go test -run TestSoak/sqlite -v ./cmd/latch/internal/soak
 func TestSoak(t *testing.T) {
 	// Under the race detector the SQLite driver (pure Go) is many times
 	// slower: a rate it keeps up with there.

@@ -330,7 +330,7 @@ func TestWorkerCancelReachesHandler(t *testing.T) {
 	started := make(chan struct{}, 1)
 	causes := make(chan error, 1)
 	w := c.NewWorker(latch.WorkerOptions{Logger: slog.New(slog.DiscardHandler),
-		LeaseDuration: 300 * time.Millisecond}) // heartbeats every 100ms
+		LeaseDuration: 3 * time.Second}) // heartbeats every second: the cancel reaches the handler by one
 	w.Handle("long", func(ctx context.Context, job *latch.Job) (any, error) {
 		started <- struct{}{}
 		<-ctx.Done()

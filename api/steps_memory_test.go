@@ -58,7 +58,7 @@ func TestStepsReadMemoryIsBounded(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.MaxListBytes = pageBytes })
 	key := e.tenant("acme")
 	e.submit(key, `{"kind":"flow"}`, http.StatusCreated)
-	l := e.claimOne(key)
+	l := e.claimOne(key, `,"lease_seconds":600`) // recording 40 MiB outlasts the default lease on a loaded machine
 	const steps = 40
 	bigJournal(t, e, l, steps)
 
@@ -110,7 +110,7 @@ func TestLeaseCarriesABoundedJournal(t *testing.T) {
 	e := newEnv(t)
 	key := e.tenant("acme")
 	e.submit(key, `{"kind":"flow"}`, http.StatusCreated)
-	l := e.claimOne(key)
+	l := e.claimOne(key, `,"lease_seconds":600`) // recording 40 MiB outlasts the default lease on a loaded machine
 	const steps = 40
 	bigJournal(t, e, l, steps)
 	e.suspendOn(key, l, `"step":"nap","until":"2000-01-01T00:00:00Z"`).want(http.StatusOK)

@@ -833,7 +833,7 @@ func TestWorkerHardStopLogsTheHandlersItCancels(t *testing.T) {
 			logs := &logRecords{}
 			cfg := e.config()
 			cfg.Logger = slog.New(logs)
-			cfg.Slots = n
+			cfg.Slots, cfg.TenantSlots = n, n // one tenant fills every slot
 			const hardMsg = "worker stopping hard: cancelling running handlers"
 			started := make(chan struct{}, n)
 			var early atomic.Int32 // handlers cancelled before the hard stop was logged

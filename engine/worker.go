@@ -133,8 +133,8 @@ type WorkerConfig struct {
 
 	// OnClaim, if set, is called after each claim that leased executions,
 	// with how many it leased (for metrics), those released unstarted
-	// because the worker was stopping, or because their tenant was at its
-	// share (TenantSlots), included. It runs on the claim loop and must not
+	// because the worker was stopping, or because one claim brought more
+	// of a tenant than its share (TenantSlots) let start, included. It runs on the claim loop and must not
 	// block.
 	OnClaim func(n int)
 

@@ -99,6 +99,42 @@ func testClaimExclude(t *testing.T, ns NewStore) {
 		}
 	})
 
+	t.Run("ExcludedBacklogCostsNothing", func(t *testing.T) {
+		e := start(t, ns)
+		e.createTenant(store.CreateTenantParams{Name: globex})
+		backlog := make([]store.Submission, 500)
+		for i := range backlog {
+			backlog[i] = job("echo")
+			backlog[i].Priority = 9
+		}
+		for range 2 {
+			e.admit(acme, base, backlog...)
+		}
+		for i := range 3 {
+			e.submit(globex, at(time.Duration(i)*time.Millisecond), job("echo"))
+		}
+		before, counts := int64(0), false
+		if ex, ok := e.s.(ClaimExaminer); ok {
+			before, counts = ex.ClaimExamined(), true
+		}
+		claims := 0
+		for _, kinds := range [][]string{nil, {"echo"}, nil, {"echo"}} {
+			ls := e.claim(store.ClaimParams{Kinds: kinds, Now: at(time.Minute), ExcludeTenants: []string{acme}})
+			claims++
+			if len(ls) > 0 && ls[0].Tenant != globex {
+				t.Fatalf("claim excluding acme leased %s's %s", ls[0].Tenant, ls[0].ExecutionID)
+			}
+		}
+		if counts {
+			ex := e.s.(ClaimExaminer).ClaimExamined() - before
+			if limit := int64(8 * claims); ex > limit {
+				t.Errorf("%d claims excluding acme examined %d ready entries, want at most %d (acme's backlog of %d is not theirs to read)",
+					claims, ex, limit, 2*len(backlog))
+			}
+		}
+		e.wantInflight(acme, 2*len(backlog))
+	})
+
 	t.Run("OnlyExcludedWork", func(t *testing.T) {
 		e := startEmpty(t, ns)
 		e.createTenant(store.CreateTenantParams{Name: acme})

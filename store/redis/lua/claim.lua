@@ -119,8 +119,8 @@ for i = 1, nk do
   kinds[ARGV[12 + nq + i]] = true
   kkeys[#kkeys + 1] = KEYS[7 + nq + i]
 end
-local excluded = {}
-for i = 1, tonumber(ARGV[13 + nq + nk] or 0) do
+local excluded, nx = {}, tonumber(ARGV[13 + nq + nk] or 0)
+for i = 1, nx do
   excluded[ARGV[13 + nq + nk + i]] = true
 end
 
@@ -423,7 +423,8 @@ else
     for _, t in ipairs(read) do
       if redis.call('ZSCORE', TURNS, t) then from = from + 1 end
     end
-    local ts = redis.call('ZRANGE', TURNS, from, from + (max - (#out - LEASED0)) - 1)
+    -- nx more than wanted: the excluded tenants among them cost one read.
+    local ts = redis.call('ZRANGE', TURNS, from, from + (max - (#out - LEASED0)) + nx - 1)
     for _, t in ipairs(ts) do
       read[#read + 1] = t
       if not excluded[t] then order[#order + 1] = tenant_source(t) end

@@ -12,7 +12,8 @@ import (
 
 // A worker's tenant share holds on every backend: with 4 slots, four
 // endless jobs of one tenant hold 3 and another tenant's job starts and
-// ends in the fourth while they run.
+// ends in the fourth while they run; the tenant's fourth job waits in the
+// store, never leased and released, and runs once.
 func TestWorkerTenantShareOnEveryBackend(t *testing.T) {
 	t.Parallel()
 	backends := map[string]func(t *testing.T) string{
@@ -102,10 +103,24 @@ func TestWorkerTenantShareOnEveryBackend(t *testing.T) {
 				t.Fatalf("a fourth long job (of %s) started with acme at its share and one slot borrowed", tn)
 			default:
 			}
+			// Some polls more while acme's fourth job waits: a claim passes
+			// acme (at its share) rather than leasing and releasing it.
+			time.Sleep(4 * 50 * time.Millisecond)
 			close(release)
 			for _, id := range long {
 				if got, err := c.Wait(ctx, "acme", id); err != nil || got.Status != latch.StatusSucceeded {
 					t.Fatalf("acme's job: %v %v", got, err)
+				}
+				runs, err := c.Attempts(ctx, "acme", id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(runs) != 1 || runs[0].Outcome != "succeeded" {
+					var outcomes []string
+					for _, r := range runs {
+						outcomes = append(outcomes, r.Outcome)
+					}
+					t.Errorf("acme's job %s ran %v, want one run, succeeded (never leased and released while waiting)", id, outcomes)
 				}
 			}
 		})

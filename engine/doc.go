@@ -49,6 +49,18 @@
 // handler with cause ErrLeaseLost and writes nothing more for that attempt:
 // someone else now owns the execution.
 //
+// # A tenant's share of the slots
+//
+// A worker holds each tenant to its share of its slots
+// (WorkerConfig.TenantSlots): below it a tenant takes any free slot; at it
+// the tenant may borrow free slots but never the last. The rule is applied
+// before the claim, not after: while only the last slot is free, the
+// tenants at their share are named in the claim's
+// store.ClaimParams.ExcludeTenants, and the store passes them in its turn
+// walk, so their waiting work is not leased, its order, runs, run_at and
+// rate tokens untouched. A lease the share refuses after all (one claim
+// brought more of a tenant than it may start) is released unstarted.
+//
 // # What the worker writes after a handler returns
 //
 // The first row that applies decides:

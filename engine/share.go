@@ -1,6 +1,12 @@
 package engine
 
-import "sync"
+import (
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/latch-run/latch/store"
+)
 
 // share holds each tenant to its share of a worker's slots
 // (WorkerConfig.TenantSlots). A tenant below its share starts work in any
@@ -48,7 +54,8 @@ func (s *share) give(tenant string) {
 // free slot but the last — but at least 1, so that another tenant's work
 // is still found while the tenants here are at their share. Leases past
 // a tenant's room are given back unstarted, so a claim sized to it
-// releases little.
+// releases little; a tenant with no room at all is not claimed for
+// (excluded).
 func (s *share) batch(free int) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -60,4 +67,25 @@ func (s *share) batch(free int) int {
 		}
 	}
 	return max(min(free, max(room, free-1)), 1)
+}
+
+// excluded lists the tenants that may not start work now, sorted: when
+// only the last slot is free, those at their share. A claim passes them
+// (store.ClaimParams.ExcludeTenants), so their waiting work stays in the
+// store as it is rather than being leased and given back. At most
+// store.MaxExcludeTenants (a worker runs that many tenants at once only
+// with more slots): a lease of a tenant past them is still given back.
+func (s *share) excluded() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.total+1 < s.slots {
+		return nil
+	}
+	var out []string
+	for _, t := range slices.Sorted(maps.Keys(s.running)) {
+		if s.running[t] >= s.limit && len(out) < store.MaxExcludeTenants {
+			out = append(out, t)
+		}
+	}
+	return out
 }

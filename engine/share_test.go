@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -144,6 +145,9 @@ func TestWorkerTenantShareOfEverySlot(t *testing.T) {
 func TestShareRule(t *testing.T) {
 	t.Parallel()
 	s := newShare(2, 4)
+	if got := s.excluded(); got != nil {
+		t.Errorf("excluded with nothing running: %v, want none", got)
+	}
 	if got := s.batch(4); got != 3 {
 		t.Errorf("batch with nothing running: %d, want 3 (every slot but the last)", got)
 	}
@@ -154,6 +158,9 @@ func TestShareRule(t *testing.T) {
 	}
 	if got := s.batch(1); got != 1 {
 		t.Errorf("batch at the last slot: %d, want 1", got)
+	}
+	if got := s.excluded(); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("excluded at the last slot: %v, want [a] (at its share)", got)
 	}
 	if !s.take("b") {
 		t.Fatal("b, below its share, did not get the last slot")
@@ -201,5 +208,60 @@ func TestWorkerTenantAtShareStartsWhenItsSlotFrees(t *testing.T) {
 	end <- struct{}{} // the first ends: the next starts in its slot
 	if next := recv(t, starts, "the next job, as the first one's slot freed"); next == first {
 		t.Fatalf("the same job started twice")
+	}
+}
+
+// A tenant at its share with work waiting is passed by the claim itself
+// (store.ClaimParams.ExcludeTenants), not leased and released again: its
+// jobs start in their order, each in one run, however many polls and
+// freed slots come while they wait. (Leasing and releasing reordered
+// them, recorded a "released" run per poll, which pushed real runs out of
+// the bounded history, and took rate-limit tokens for nothing.)
+func TestWorkerTenantShareNeverReleasesWaitingWork(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cfg := e.config()
+	cfg.Slots, cfg.TenantSlots = 2, 1 // one slot for acme, the last kept free
+	cfg.PollInterval = 20 * time.Millisecond
+	w := NewWorker(cfg)
+	var mu sync.Mutex
+	var order []string
+	w.Handle("job", func(ctx context.Context, job *Job) (json.RawMessage, error) {
+		mu.Lock()
+		order = append(order, job.ID)
+		mu.Unlock()
+		e.clock.Advance(time.Millisecond) // a release now would queue it behind the others
+		select {
+		case <-time.After(150 * time.Millisecond): // several polls while the others wait
+		case <-ctx.Done():
+		}
+		return nil, nil
+	})
+	var ids []string
+	for range 4 {
+		ids = append(ids, e.submit("job", `{}`).ID)
+	}
+	e.start(w)
+	for _, id := range ids {
+		e.waitStatus(id, store.StatusSucceeded)
+	}
+	mu.Lock()
+	got := slices.Clone(order)
+	mu.Unlock()
+	if !slices.Equal(got, ids) {
+		t.Errorf("start order %v, want the submit order %v", got, ids)
+	}
+	for i, id := range ids {
+		runs, err := e.st.Runs(e.ctx, &store.RunsParams{Tenant: e.tenant, ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var outcomes []store.RunOutcome
+		for _, r := range runs {
+			outcomes = append(outcomes, r.Outcome)
+		}
+		if len(runs) != 1 || runs[0].Outcome != store.RunSucceeded {
+			t.Errorf("job %d's runs: %v, want one, succeeded (no lease released unstarted)", i, outcomes)
+		}
 	}
 }

@@ -75,9 +75,13 @@ type WorkerConfig struct {
 	// slots and drains nearly as fast as with all of them, while another
 	// tenant's work starts in the slot left free however long the first
 	// one's handlers run. Default max(Slots/2, 1); Slots or more lets one
-	// tenant use every slot. A lease of a tenant that may not start now is
-	// released unstarted (its start given back, store.ReleaseParams.Unstarted)
-	// and runs when a slot frees, here or on another worker with room.
+	// tenant use every slot. A tenant that may not start now is left out
+	// of the worker's claims (store.ClaimParams.ExcludeTenants): its work
+	// stays queued as it is — its order, runs, attempts and rate tokens
+	// untouched — and starts when a slot frees, here or on another worker
+	// with room. Only when one claim brings more of a tenant than it may
+	// start are the extra leases released unstarted (their starts given
+	// back, store.ReleaseParams.Unstarted).
 	TenantSlots int
 
 	// Queues limits claims to these queues. Empty: every queue.
@@ -129,8 +133,8 @@ type WorkerConfig struct {
 
 	// OnClaim, if set, is called after each claim that leased executions,
 	// with how many it leased (for metrics), those released unstarted
-	// because the worker was stopping, or because their tenant was at its
-	// share (TenantSlots), included. It runs on the claim loop and must not
+	// because the worker was stopping, or because one claim brought more
+	// of a tenant than its share (TenantSlots) let start, included. It runs on the claim loop and must not
 	// block.
 	OnClaim func(n int)
 
@@ -347,9 +351,10 @@ func (w *Worker) claimLoop(ctx context.Context) {
 		free := w.free()
 		asked, claimed, passed := 0, 0, 0
 		var retryAt time.Time
+		var excluded []string
 		if free > 0 {
-			asked = w.share.batch(free)
-			n, over, next, err := w.claim(ctx, asked)
+			asked, excluded = w.share.batch(free), w.share.excluded()
+			n, over, next, err := w.claim(ctx, asked, excluded)
 			switch {
 			case ctx.Err() != nil:
 				return
@@ -373,6 +378,11 @@ func (w *Worker) claimLoop(ctx context.Context) {
 			continue
 		}
 		var freed <-chan struct{}
+		if len(excluded) > 0 {
+			// The claim passed tenants at their share: a freed slot may
+			// let one of them start.
+			freed = w.freed
+		}
 		if crowded > 1 {
 			// Only tenants at their share have work ready: wait for a slot
 			// to free or the poll, not for the notices of the releases just
@@ -409,17 +419,19 @@ func (w *Worker) claimLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-changed: // nil without a notifier: never ready
-		case <-freed: // nil unless crowded
+		case <-freed: // nil unless tenants were passed or crowded
 		case <-poll.C:
 		}
 	}
 }
 
-// claim leases up to max executions and starts their handlers, releasing
-// unstarted those of tenants at their share (TenantSlots). It returns how
-// many it started, how many it released so, and the store's
-// ClaimResult.RetryAt.
-func (w *Worker) claim(ctx context.Context, max int) (started, passed int, retryAt time.Time, err error) {
+// claim leases up to max executions, none of the excluded tenants (at
+// their share with only the last slot free: share.excluded), and starts
+// their handlers, releasing unstarted those of tenants the share refuses
+// (TenantSlots) — only when one claim brings more of a tenant than it may
+// start. It returns how many it started, how many it released so, and the
+// store's ClaimResult.RetryAt.
+func (w *Worker) claim(ctx context.Context, max int, excluded []string) (started, passed int, retryAt time.Time, err error) {
 	// A claim that commits must reach us even if Stop comes meanwhile, or its
 	// leases would sit until they expire: claim on a context Stop does not
 	// cancel, and release what arrives after Stop.
@@ -427,12 +439,13 @@ func (w *Worker) claim(ctx context.Context, max int) (started, passed int, retry
 	defer cancel()
 	start := time.Now()
 	res, err := w.cfg.Store.Claim(cctx, &store.ClaimParams{
-		WorkerID:      w.cfg.WorkerID,
-		Queues:        w.cfg.Queues,
-		Kinds:         w.kinds,
-		Max:           max,
-		LeaseDuration: w.cfg.LeaseDuration,
-		Now:           w.cfg.Now(),
+		WorkerID:       w.cfg.WorkerID,
+		Queues:         w.cfg.Queues,
+		Kinds:          w.kinds,
+		Max:            max,
+		LeaseDuration:  w.cfg.LeaseDuration,
+		Now:            w.cfg.Now(),
+		ExcludeTenants: excluded,
 	})
 	if err != nil {
 		return 0, 0, time.Time{}, fmt.Errorf("engine: claim: %w", err)

@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // DefaultLease is the lease length of a Claim or Heartbeat whose
 // LeaseDuration is 0 (or negative).
@@ -19,4 +22,22 @@ func LeaseOrDefault(d time.Duration) time.Duration {
 // (LeaseOrDefault of LeaseDuration).
 func (p *ClaimParams) Bounds() (maxN int, lease time.Duration) {
 	return max(p.Max, 1), LeaseOrDefault(p.LeaseDuration)
+}
+
+// MaxExcludeTenants bounds ClaimParams.ExcludeTenants.
+const MaxExcludeTenants = 1000
+
+// ValidateExclude checks ClaimParams.ExcludeTenants, the same in every
+// backend: at most MaxExcludeTenants names, each not empty; ErrInvalid
+// otherwise, before the claim reads or changes anything.
+func (p *ClaimParams) ValidateExclude() error {
+	if n := len(p.ExcludeTenants); n > MaxExcludeTenants {
+		return fmt.Errorf("%w: %d tenants excluded from a claim, at most %d", ErrInvalid, n, MaxExcludeTenants)
+	}
+	for _, t := range p.ExcludeTenants {
+		if t == "" {
+			return fmt.Errorf("%w: an empty tenant name excluded from a claim", ErrInvalid)
+		}
+	}
+	return nil
 }

@@ -438,6 +438,14 @@ type ClaimParams struct {
 	Max           int      // at least 1
 	LeaseDuration time.Duration
 	Now           time.Time
+
+	// ExcludeTenants are tenants the claim must not lease to (a worker
+	// whose share of slots they have used up: engine.WorkerConfig.
+	// TenantSlots). An excluded tenant is passed in the turn walk as if it
+	// had no work: none of its executions is read, leased or changed, and
+	// its turn stays where it is. At most MaxExcludeTenants, else
+	// ErrInvalid (ValidateExclude).
+	ExcludeTenants []string
 }
 
 // ClaimResult lists the leases handed out, possibly none. RetryAt, when

@@ -34,10 +34,10 @@ const (
 
 	// claimTx's first round: up to about $2 candidates in fair claim order
 	// (latch_claim_candidates, which locks them), $3 tenant, $4 queues, $5
-	// kinds as sqlClaimMany takes them.
+	// kinds, $6 excluded tenants as sqlClaimMany takes them.
 	sqlClaimTxFirst = `
 WITH c AS MATERIALIZED (
-    SELECT * FROM latch_claim_candidates($1, $2, $3::text, $4::text[], $5::text[])
+    SELECT * FROM latch_claim_candidates($1, $2, $3::text, $4::text[], $5::text[], false, $6::text[])
 )
 SELECT e.id::text, e.tenant, e.concurrency_key, e.concurrency_limit, e.rate_key, c.ord
 FROM c JOIN latch_executions e ON e.id = c.id
@@ -126,9 +126,14 @@ GROUP BY tenant, concurrency_key`
 // candidate's tenant under the (tenant, key) advisory lock (I4) and takes
 // the bucket's tokens with its row locked (I7). Either way tenants take
 // turns (I12): the candidates come in fair claim order from
-// latch_claim_candidates (migrations 5, 11), and the tenants served get new
-// turns (latch_tenants.turn) in the same transaction.
+// latch_claim_candidates (migrations 5, 12, 13), and the tenants served get new
+// turns (latch_tenants.turn) in the same transaction. The excluded tenants
+// (ExcludeTenants) are left out there, before any of their executions is
+// read; claimTx's later rounds read only the first round's tenants.
 func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
+	if err := p.ValidateExclude(); err != nil {
+		return nil, err
+	}
 	t := now(p.Now)
 	maxN, lease := p.Bounds()
 	expires := micro(t.Add(lease))
@@ -157,6 +162,15 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 	}
 	res := &store.ClaimResult{Leases: leasesInOrder(got, expires), RetryAt: retryAt, Deferred: deferred}
 	return s.feed.Claimed(res, nil)
+}
+
+// excluded is the claim's excluded tenants as latch_claim_candidates
+// takes them (migration 13): nil, SQL NULL, when there are none.
+func excluded(p *store.ClaimParams) []string {
+	if len(p.ExcludeTenants) == 0 {
+		return nil
+	}
+	return p.ExcludeTenants
 }
 
 // claimFilters renders the tenant, queue and kind filters with parameters
@@ -341,7 +355,7 @@ func (c *claimRun) candidates(ctx context.Context, tx pgx.Tx, round, n int) ([]c
 	var rows pgx.Rows
 	var err error
 	if round == 0 {
-		rows, err = tx.Query(ctx, sqlClaimTxFirst, c.t, n, c.p.Tenant, c.p.Queues, c.p.Kinds)
+		rows, err = tx.Query(ctx, sqlClaimTxFirst, c.t, n, c.p.Tenant, c.p.Queues, c.p.Kinds, excluded(c.p))
 	} else {
 		if len(c.tenants) == 0 {
 			return nil, nil

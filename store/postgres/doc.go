@@ -370,6 +370,9 @@
 // before, 6 after: TestClaimKindPlans). Both functions also turn
 // sequential scans off: a plan made while the table was small read it
 // whole at each step of the skip through the tenants, and for each lane.
+// A claim's excluded tenants (ClaimParams.ExcludeTenants) are left out of
+// the function's tenants in turn order (migration 13, its exclude
+// argument): none of their executions is read, and their turns stay.
 //
 // The attempt history and the journal are found the same way, whatever
 // the statistics: every write of latch_runs by execution, and the deletes

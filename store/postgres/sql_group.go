@@ -535,7 +535,8 @@ func strPtr(s string) *string {
 // by a join the planner could turn into a scan of the whole table.
 //
 //	$1 max, $2 worker, $3 now, $4 lease expiry, one element per claim;
-//	$5 tenant ('' = any), $6 queues, $7 kinds (NULL or empty = any)
+//	$5 tenant ('' = any), $6 queues, $7 kinds (NULL or empty = any),
+//	$8 the excluded tenants (NULL = none: ClaimParams.ExcludeTenants)
 const sqlClaimMany = `
 WITH r AS (
     SELECT r.*, sum(r.max) OVER (ORDER BY r.n) - r.max AS after, sum(r.max) OVER (ORDER BY r.n) AS upto
@@ -543,7 +544,7 @@ WITH r AS (
     WITH ORDINALITY AS r(max, worker, now, expires, n)
 ), c AS MATERIALIZED (
     SELECT * FROM latch_claim_candidates((SELECT min(now) FROM r), (SELECT sum(max) FROM r)::bigint,
-        $5::text, $6::text[], $7::text[], true)
+        $5::text, $6::text[], $7::text[], true, $8::text[])
 ), a AS MATERIALIZED (
     SELECT o.id, o.k, r.n, r.worker, r.now, r.expires
     FROM (SELECT c.id, row_number() OVER (ORDER BY c.ord) AS k FROM c
@@ -594,7 +595,7 @@ func (*claimOp) kind() opKind { return kindClaim }
 // signature names the filters: claims share a statement only with the
 // same filters.
 func (o *claimOp) signature() string {
-	return fmt.Sprintf("%q|%q|%q", o.p.Tenant, o.p.Queues, o.p.Kinds)
+	return fmt.Sprintf("%q|%q|%q|%q", o.p.Tenant, o.p.Queues, o.p.Kinds, o.p.ExcludeTenants)
 }
 
 func buildClaim(ops []groupOp) statement {
@@ -608,7 +609,7 @@ func buildClaim(ops []groupOp) statement {
 	p := ops[0].(*claimOp).p
 	return statement{
 		sql:  sqlClaimMany,
-		args: []any{maxes, workers, nows, expires, p.Tenant, p.Queues, p.Kinds},
+		args: []any{maxes, workers, nows, expires, p.Tenant, p.Queues, p.Kinds, excluded(p)},
 		read: func(rows pgx.Rows) error {
 			defer rows.Close()
 			for rows.Next() {

@@ -28,7 +28,9 @@ const claimDueLimit = 1000
 // script; a resume's claim keeps the attempt. Each lease is recorded as a
 // run of its execution's attempt history in the same script. Lease tokens are a random
 // 128-bit value per call, suffixed per lease. Each lease carries the
-// execution's traceparent; Deferred counts the candidates deferred.
+// execution's traceparent; Deferred counts the candidates deferred. The
+// excluded tenants (ExcludeTenants) follow the kinds, after their count,
+// only when there are any: a claim without them sends what it always did.
 func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
 	res, _, err := s.claim(ctx, p, store.ClaimJournalBytes)
 	return res, err
@@ -39,6 +41,9 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 // still has ready executions after it (of any kind or queue): the tenant
 // router then keeps the tenant's claim hint as it is.
 func (s *Store) claim(ctx context.Context, p *store.ClaimParams, journalBytes int) (res *store.ClaimResult, readyLeft bool, err error) {
+	if err := p.ValidateExclude(); err != nil {
+		return nil, false, err
+	}
 	t := now(p.Now)
 	maxN, lease := p.Bounds()
 	nowUS := us(t)
@@ -60,6 +65,12 @@ func (s *Store) claim(ctx context.Context, p *store.ClaimParams, journalBytes in
 	}
 	for _, k := range kinds {
 		args = append(args, k)
+	}
+	if len(p.ExcludeTenants) > 0 {
+		args = append(args, len(p.ExcludeTenants))
+		for _, t := range p.ExcludeTenants {
+			args = append(args, t)
+		}
 	}
 	arr, err := s.run(ctx, "claim", scriptClaim, keys, args...)
 	if err != nil {

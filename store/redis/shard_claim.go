@@ -18,7 +18,9 @@ import (
 // never served has turn 0) instead of in one namespace's turns set.
 //
 // A claim for one tenant is that tenant namespace's claim, which also
-// moves the tenant's turn here when it leased. A claim for every tenant
+// moves the tenant's turn here when it leased. An excluded tenant
+// (ExcludeTenants) is dropped from the hinted names before anything else:
+// its namespace is never asked, its turn never moved. A claim for every tenant
 // takes the tenants the claim hint names as possibly having work by Now,
 // orders them by turn (equal turns in name order) and serves them in
 // rounds, each tenant's own claim (its filters, limits and order are its
@@ -36,6 +38,12 @@ import (
 // (a backlog no worker runs) costs the claim its one script call, a walk
 // of empty lanes, and nothing more.
 func (r *Router) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
+	if err := p.ValidateExclude(); err != nil {
+		return nil, err
+	}
+	if p.Tenant != "" && slices.Contains(p.ExcludeTenants, p.Tenant) {
+		return &store.ClaimResult{}, nil
+	}
 	if p.Tenant != "" {
 		res, left, err := r.view(p.Tenant).claim(ctx, p, store.ClaimJournalBytes)
 		if err != nil {
@@ -50,6 +58,10 @@ func (r *Router) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimR
 	t := now(p.Now)
 	maxN, _ := p.Bounds()
 	names, err := r.hinted(ctx, hintClaim, us(t), 0)
+	if len(p.ExcludeTenants) > 0 {
+		// An excluded tenant's namespace is never asked.
+		names = slices.DeleteFunc(names, func(n string) bool { return slices.Contains(p.ExcludeTenants, n) })
+	}
 	if err != nil || len(names) == 0 {
 		return &store.ClaimResult{}, err
 	}
@@ -101,7 +113,7 @@ func (r *Router) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimR
 		for j, i := range ask {
 			g.Go(func() error {
 				tp := *p
-				tp.Tenant, tp.Max = names[i], q
+				tp.Tenant, tp.Max, tp.ExcludeTenants = names[i], q, nil
 				answers[j], left[j], errs[j] = r.view(names[i]).claim(ctx, &tp, share)
 				return nil
 			})

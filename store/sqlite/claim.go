@@ -44,6 +44,9 @@ import (
 // (executions.resume, set by Suspend, Signal and Wake) starts without
 // counting an attempt.
 func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
+	if err := p.ValidateExclude(); err != nil {
+		return nil, err
+	}
 	t := now(p.Now)
 	maxN, lease := p.Bounds()
 	var res *store.ClaimResult
@@ -433,7 +436,8 @@ func readyWhere(p *store.ClaimParams, t time.Time, room bool) (string, []any) {
 // concurrency key lets it start is left to claimQuery, which is cheaper
 // than asking it of every probe), with their turns and the largest turn of
 // all. The claim's tenant filter, and any other rule on which tenants may
-// be served at all, belongs here.
+// be served at all, belongs here: an excluded tenant (ExcludeTenants) is
+// passed on its tenants row, before any probe of its executions.
 func turnQuery(p *store.ClaimParams, t time.Time, from turnMark, n int) (query string, args []any) {
 	ready, rargs := readyWhere(p, t, false)
 	index := "executions_ready_tenant"
@@ -448,6 +452,12 @@ func turnQuery(p *store.ClaimParams, t time.Time, from turnMark, n int) (query s
 	if p.Tenant != "" {
 		b.WriteString(` AND t.name = ?`)
 		args = append(args, p.Tenant)
+	}
+	if len(p.ExcludeTenants) > 0 {
+		b.WriteString(` AND t.name NOT IN (?` + strings.Repeat(`, ?`, len(p.ExcludeTenants)-1) + `)`)
+		for _, name := range p.ExcludeTenants {
+			args = append(args, name)
+		}
 	}
 	b.WriteString(` AND EXISTS (SELECT 1 FROM executions e INDEXED BY ` + index + `
 		WHERE e.tenant = t.name AND ` + ready + `)

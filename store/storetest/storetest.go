@@ -89,6 +89,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Claim", testClaim},
 		{"ClaimFilters", testClaimFilters},
 		{"ClaimBacklog", testClaimBacklog},
+		{"ClaimExclude", testClaimExclude},
 		{"Fairness", testFairness},
 		{"ConcurrencyKey", testConcurrencyKey},
 		{"Schedule", testSchedule},

@@ -83,6 +83,10 @@
 -- ARGV[12] the bytes of journal the claim's leases carry together
 -- (store.ClaimJournalBytes)
 -- ARGV[13 .. 12+nq] queues   ARGV[13+nq .. 12+nq+nk] kinds
+-- ARGV[13+nq+nk] nx (absent = 0)   ARGV[14+nq+nk .. 13+nq+nk+nx] the
+-- excluded tenants (store.ClaimParams.ExcludeTenants): passed in turns
+-- before their source is made (nothing of theirs read, their turns left
+-- as they are), and refused by examine in the walks over other indexes.
 -- Returns {version, retry_at, deferred, examined, left, lease_1, ...,
 -- lease_n} (examined: the ready-index members the claim read; left: for a
 -- claim for one tenant, the executions left in its ready index), each lease
@@ -114,6 +118,10 @@ end
 for i = 1, nk do
   kinds[ARGV[12 + nq + i]] = true
   kkeys[#kkeys + 1] = KEYS[7 + nq + i]
+end
+local excluded, nx = {}, tonumber(ARGV[13 + nq + nk] or 0)
+for i = 1, nx do
+  excluded[ARGV[13 + nq + nk + i]] = true
 end
 
 local CHUNK = math.max(2 * max, 16)
@@ -165,7 +173,7 @@ local function examine(c, m)
   end
   if c.heal then lane_add(e.tenant, e.kind, m) end
   if (tenant == '' or e.tenant == tenant) and (nq == 0 or queues[e.queue]) and (nk == 0 or kinds[e.kind])
-      and enabled(e.tenant)
+      and not excluded[e.tenant] and enabled(e.tenant)
       -- made due by a claim whose clock was ahead of this one's
       and (e.status == 'queued' or tonumber(e.run_at) <= tonumber(now)) then
     return e
@@ -402,7 +410,7 @@ local function smallest(with_tenant)
 end
 
 if tenant ~= '' then
-  walk(smallest(true))
+  if not excluded[tenant] then walk(smallest(true)) end
 else
   -- Rounds over the tenants in turn order. The first tenants read are as
   -- many as the claim may lease; more are read only when every tenant read
@@ -415,10 +423,11 @@ else
     for _, t in ipairs(read) do
       if redis.call('ZSCORE', TURNS, t) then from = from + 1 end
     end
-    local ts = redis.call('ZRANGE', TURNS, from, from + (max - (#out - LEASED0)) - 1)
+    -- nx more than wanted: the excluded tenants among them cost one read.
+    local ts = redis.call('ZRANGE', TURNS, from, from + (max - (#out - LEASED0)) + nx - 1)
     for _, t in ipairs(ts) do
       read[#read + 1] = t
-      order[#order + 1] = tenant_source(t)
+      if not excluded[t] then order[#order + 1] = tenant_source(t) end
     end
     return #ts > 0
   end

@@ -126,7 +126,9 @@ type Lease struct {
 	Steps Journal
 	// StepsPartial: Steps holds the journal's first steps only (maybe
 	// none), cut at ClaimJournalBytes; the others are read with
-	// Store.Steps.
+	// Store.Steps. Also set on a lease whose execution was force deleted
+	// before the claim read its journal (a store that reads journals after
+	// its claim commits): Store.Steps then answers ErrNotFound.
 	StepsPartial bool
 }
 

@@ -153,6 +153,13 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 	if len(got) > 0 {
 		s.changes.announce()
 	}
+	if s.afterClaim != nil {
+		ids := make([]string, len(got))
+		for i, c := range got {
+			ids[i] = c.lease.ExecutionID
+		}
+		s.afterClaim(ids)
+	}
 	got, err := s.readJournals(ctx, got)
 	if err != nil {
 		// The claim committed: its leases, which no worker gets, are

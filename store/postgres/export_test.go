@@ -93,3 +93,8 @@ func RunsPlanQueries(id, token string, now time.Time) map[string]PlanQuery {
 		"delete execution": {sqlDeleteExecution, []any{id, "acme", "k"}},
 	}
 }
+
+// SetAfterClaim makes s call f with the executions each Claim leased, right
+// after the claim commits and before it reads their journals, for tests
+// that change them in between (a force delete).
+func SetAfterClaim(s *Store, f func(ids []string)) { s.afterClaim = f }

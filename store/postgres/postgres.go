@@ -25,6 +25,10 @@ type Store struct {
 	group   *grouper   // group commit of the hot single statements
 	claims  *grouper   // the same for claims, beside group (group.go)
 
+	// afterClaim, for tests only (nil otherwise): called with what a Claim
+	// leased once it committed, before its journals are read.
+	afterClaim func(ids []string)
+
 	closeOnce sync.Once
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -259,10 +258,13 @@ func (s *Store) Steps(ctx context.Context, p *store.StepsParams) (*store.StepsPa
 // claim's own snapshot may predate a record that committed just before).
 //
 // An execution force deleted between the claim and this read has lost its
-// journal with it: its lease is dropped from the answer (it is void: every
-// call under it is lease_lost), rather than handed out with an empty
-// journal, which would let a worker run recorded steps again. The claim
-// then linearizes after the delete. It returns the leases kept.
+// journal with it: its lease is void (every call under it is lease_lost)
+// and is answered marked StepsPartial with no steps, so that its worker
+// reads the journal before it runs a step, finds the execution gone and
+// runs none again. It is not dropped: the claim committed, and others may
+// have seen the execution running under it (a Get, a dedup answer) before
+// the delete, so an answer without it has no linearization (Contention in
+// test/lincheck caught that).
 func (s *Store) readJournals(ctx context.Context, cs []claimed) ([]claimed, error) {
 	var ids, tokens []string
 	at := map[string]int{}
@@ -303,7 +305,12 @@ func (s *Store) readJournals(ctx context.Context, cs []claimed) ([]claimed, erro
 	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(cs, func(c claimed) bool { return c.hasSteps && !alive[c.lease.ExecutionID] }), nil
+	for i := range cs {
+		if c := &cs[i]; c.hasSteps && !alive[c.lease.ExecutionID] {
+			c.lease.Steps, c.lease.StepsPartial = nil, true
+		}
+	}
+	return cs, nil
 }
 
 // stepRow is one latch_steps row as scanned.

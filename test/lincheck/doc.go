@@ -44,8 +44,11 @@
 //     execution unless forced, and takes the journal and signals with it;
 //   - the journal (I10): RecordStep is fenced like Complete and the first
 //     record of a name wins (a later one answers it, Recorded false); every
-//     lease carries every step recorded before its claim; Steps reads them
-//     all in record order, with their attempt and times;
+//     lease carries every step recorded before its claim, or, marked
+//     partial, the first of them (maybe none: a lease whose execution was
+//     force deleted before its claim read the journal; the claim is still
+//     answered with it, as others may have seen it running); Steps reads
+//     them all in record order, with their attempt and times;
 //   - suspensions and signals (I11): Suspend is fenced, ends the lease and
 //     keeps the quota slot; after a cancel request it cancels, on a recorded
 //     step it queues again, a sleep not in the future or a wait whose

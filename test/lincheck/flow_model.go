@@ -53,6 +53,19 @@ func (f Flow) journal() string {
 	return b.String()
 }
 
+// carriesFirst reports whether a lease's steps (journalString) are this
+// journal's first steps in record order (maybe none): what a lease marked
+// partial (store.Lease.StepsPartial) may carry, as one does whose
+// execution was force deleted before its claim read the journal.
+func (f Flow) carriesFirst(steps string) bool {
+	for n := range len(f.Steps) + 1 {
+		if steps == (Flow{Steps: f.Steps[:n]}).journal() {
+			return true
+		}
+	}
+	return false
+}
+
 func (f Flow) String() string {
 	var parts []string
 	for _, st := range f.Steps {

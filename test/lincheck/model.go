@@ -658,6 +658,9 @@ func (s *State) claim(in Input, out Output) error {
 		wantL := LeaseOut{ID: x.ID, Tenant: x.Tenant, Token: l.Token, Kind: x.Kind, Payload: x.Payload,
 			Attempt: x.Attempt, MaxAttempts: x.MaxAttempts, Expires: x.LeaseExpires,
 			Steps: s.Flows[x.ID].journal()}
+		if l.Partial && s.Flows[x.ID].carriesFirst(l.Steps) {
+			wantL.Steps, wantL.Partial = l.Steps, true
+		}
 		if l != wantL {
 			return fmt.Errorf("lease %+v, want %+v", l, wantL)
 		}

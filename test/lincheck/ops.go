@@ -214,6 +214,7 @@ type LeaseOut struct {
 	MaxAttempts int
 	Expires     int64
 	Steps       string // the journal it carries (journalString)
+	Partial     bool   // it carries the journal's first steps only (store.Lease.StepsPartial)
 }
 
 // Output is what the store answered.
@@ -282,7 +283,7 @@ func Do(ctx context.Context, s store.Store, in Input) Output {
 			for _, l := range res.Leases {
 				out.Leases = append(out.Leases, LeaseOut{ID: l.ExecutionID, Tenant: l.Tenant, Token: l.Token,
 					Kind: l.Kind, Payload: string(l.Payload), Attempt: l.Attempt, MaxAttempts: l.MaxAttempts,
-					Expires: l.ExpiresAt.UnixNano(), Steps: journalString(l.Steps)})
+					Expires: l.ExpiresAt.UnixNano(), Steps: journalString(l.Steps), Partial: l.StepsPartial})
 			}
 		}
 	case OpHeartbeat:

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"strings"
 
 	"github.com/latch-run/latch/store"
 )
@@ -73,8 +74,16 @@ func (r *Router) Admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitR
 	return res, nil
 }
 
+// Heartbeat extends the lease; a lease made shorter than the one claimed
+// (a heartbeat's LeaseDuration is its own) lowers the tenant's rescue hint
+// to the new expiry, so that Rescue still finds it once it expires.
 func (r *Router) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
-	return onLease(ctx, r, p, p.Tenant, p.Token, func(q *store.HeartbeatParams, t string) { q.Token = t }, (*Store).Heartbeat)
+	res, err := onLease(ctx, r, p, p.Tenant, p.Token, func(q *store.HeartbeatParams, t string) { q.Token = t }, (*Store).Heartbeat)
+	if err == nil {
+		t, _, _ := strings.Cut(p.Token, ".")
+		r.lower(ctx, t, us(res.ExpiresAt), hintRescue)
+	}
+	return res, err
 }
 
 func (r *Router) Complete(ctx context.Context, p *store.CompleteParams) (*store.Execution, error) {

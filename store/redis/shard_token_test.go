@@ -114,3 +114,25 @@ func TestRouterTokenNamesTenant(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRouterShortenedLeaseIsRescued: a heartbeat may give a lease a
+// shorter duration than its claim did; the tenant's rescue hint follows
+// it down, so Rescue finds the lease once it expires (the hint of the
+// claim's longer lease hid it: found by TestProperty).
+func TestRouterShortenedLeaseIsRescued(t *testing.T) {
+	r, t0 := routerWithWork(t, "acme")
+	ctx := t.Context()
+	c, err := r.Claim(ctx, &store.ClaimParams{Tenant: "acme", WorkerID: "w", Max: 1, LeaseDuration: 45 * time.Second, Now: t0})
+	if err != nil || len(c.Leases) != 1 {
+		t.Fatalf("claim: %v %v", c, err)
+	}
+	l := c.Leases[0]
+	if _, err := r.Heartbeat(ctx, &store.HeartbeatParams{ExecutionID: l.ExecutionID, Token: l.Token,
+		LeaseDuration: 10 * time.Second, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Rescue(ctx, &store.RescueParams{Now: t0.Add(30 * time.Second)})
+	if err != nil || res.Requeued != 1 {
+		t.Fatalf("rescue after the shortened lease expired: %+v, %v; want 1 requeued", res, err)
+	}
+}

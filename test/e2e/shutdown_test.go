@@ -14,7 +14,8 @@ import (
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
 	db := "sqlite:" + testdb.SQLite(t)
-	srv := startServer(t, serverOpts{store: db, workers: 2})
+	// One tenant's two jobs: its share is every slot, so both start.
+	srv := startServer(t, serverOpts{store: db, workers: 2, env: []string{"LATCH_TENANT_SLOTS=2"}})
 	key := createTenant(t, srv.url, "calm")
 	c := newClient(srv.url, key)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

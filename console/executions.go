@@ -122,7 +122,7 @@ func (c *Console) showExecution(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page := executionPage{Now: c.cfg.Now(), E: e, Payload: viewJSON(e.Payload), Result: viewJSON(e.Result),
-		Runs: runs, Timeline: timeline, StepsCut: cut, StepsShown: stepsShown, Signal: signalFormOf(e, "")}
+		Runs: runs, Timeline: timeline, StepsCut: cut, StepsShown: stepsIn(timeline), Signal: signalFormOf(e, "")}
 	page.Payload.Raw = executionJSONURL(e.ID, "payload")
 	page.Result.Raw = executionJSONURL(e.ID, "result")
 	c.render(w, r, http.StatusOK, "execution", page)

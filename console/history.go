@@ -168,6 +168,18 @@ func timeline(x *store.Execution, runs []*store.Run, steps []*store.Step) []time
 	return out
 }
 
+// stepsIn counts the steps of a timeline: those the page read, at most
+// stepsShown, fewer when their bytes reached stepsShownBytes first.
+func stepsIn(tl []timelineRow) int {
+	n := 0
+	for _, row := range tl {
+		if row.Step != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // waitingFor is what a suspended execution waits for, as a timeline says
 // it.
 func waitingFor(x *store.Execution) string {

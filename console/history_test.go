@@ -137,3 +137,27 @@ func TestExecutionPageShowsTheFirstStepsOfALargeJournal(t *testing.T) {
 		t.Errorf("the page does not say the journal holds more steps")
 	}
 }
+
+// TestExecutionPageCountsTheStepsItShows: when the steps' bytes end the
+// page before its count does, the page says how many it shows.
+func TestExecutionPageCountsTheStepsItShows(t *testing.T) {
+	e := newEnv(t)
+	key := e.tenant("a")
+	x := e.submit("a", store.Submission{Kind: "flow"})
+	l := e.claim("a", "worker-a")
+	big := `"` + strings.Repeat("x", 1<<20) + `"` // 9 of them pass the page's 8 MiB
+	for i := range 12 {
+		e.step(l, fmt.Sprintf("step-%02d", i), big)
+	}
+	b := e.browser()
+	b.login(key)
+	p := b.do("GET", "/executions/"+x.ID, nil)
+	steps := section(p.body, `<table class="steps">`)
+	shown := strings.Count(steps, "step-")
+	if shown == 0 || shown >= 12 {
+		t.Fatalf("the steps table shows %d of 12 steps of 1 MiB, want the first ones within 8 MiB", shown)
+	}
+	if !strings.Contains(p.body, fmt.Sprintf("The timeline shows the first %d steps", shown)) {
+		t.Errorf("the page does not say it shows the first %d steps", shown)
+	}
+}

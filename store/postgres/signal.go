@@ -90,17 +90,18 @@ func (s *Store) Signal(ctx context.Context, p *store.SignalParams) (*store.Signa
 			return false, fmt.Errorf("execution %s is %s: %w", p.ExecutionID, status, store.ErrNotActive)
 		}
 		// The data counts in the storage budget, whether it ends a wait or
-		// waits (a refusal rolls the transaction back).
-		if err := charge(ctx, tx, id, int64(len(data))); err != nil {
-			return false, err
-		}
+		// waits, checked after the flow's own bounds as on every backend (a
+		// refusal rolls the transaction back).
 		if store.Status(status) != store.StatusSuspended || waiting != p.Name {
 			tag, err := tx.Exec(ctx, sqlSignalBuffer, id, t, p.Name, data, key, p.BufferBound())
 			if err == nil && tag.RowsAffected() == 0 {
 				err = fmt.Errorf("execution %s keeps %d signals, its bound: %w", p.ExecutionID, p.BufferBound(),
 					store.ErrSignalBufferFull)
 			}
-			return false, err
+			if err != nil {
+				return false, err
+			}
+			return false, charge(ctx, tx, id, int64(len(data)))
 		}
 		var step string
 		var size int
@@ -110,6 +111,9 @@ func (s *Store) Signal(ctx context.Context, p *store.SignalParams) (*store.Signa
 		if n := store.StepSize(step, []byte(data)); size+n > p.ByteBound() {
 			return false, fmt.Errorf("execution %s holds %d bytes of steps, the wait's step of %d passes its bound %d: %w",
 				p.ExecutionID, size, n, p.ByteBound(), store.ErrJournalTooLarge)
+		}
+		if err := charge(ctx, tx, id, int64(len(data))); err != nil {
+			return false, err
 		}
 		res.Delivered = true
 		_, err = tx.Exec(ctx, sqlSignalDeliver, id, t, p.Name, data, key)

@@ -54,13 +54,16 @@ func (s *Store) Signal(ctx context.Context, p *store.SignalParams) (*store.Signa
 		if store.Status(status).Terminal() {
 			return false, fmt.Errorf("execution %s is %s: %w", p.ExecutionID, status, store.ErrNotActive)
 		}
+		// The data counts in the storage budget, whether it ends a wait or
+		// waits, checked after the flow's own bounds as on every backend (a
+		// refusal rolls the transaction back).
 		data := jsonOrNull(p.Data)
-		if err := charge(ctx, tx, p.ExecutionID, store.StoredSize(data), false); err != nil {
-			return false, err
-		}
 		if status == string(store.StatusSuspended) && waiting.Valid && waiting.String == p.Name {
 			st := store.Step{Name: step.String, Result: data, RecordedAt: t, Attempt: attempt}
 			if _, _, err := recordStep(ctx, tx, p.ExecutionID, &st, journalBounds{bytes: p.ByteBound()}); err != nil {
+				return false, err
+			}
+			if err := charge(ctx, tx, p.ExecutionID, store.StoredSize(data), false); err != nil {
 				return false, err
 			}
 			if err := resumeAt(ctx, tx, p.ExecutionID, t); err != nil {
@@ -70,8 +73,13 @@ func (s *Store) Signal(ctx context.Context, p *store.SignalParams) (*store.Signa
 			if p.IdempotencyKey == "" {
 				return true, nil // consumed at once: nothing to keep
 			}
-		} else if err := bufferRoom(ctx, tx, p.ExecutionID, p.BufferBound()); err != nil {
-			return false, err
+		} else {
+			if err := bufferRoom(ctx, tx, p.ExecutionID, p.BufferBound()); err != nil {
+				return false, err
+			}
+			if err := charge(ctx, tx, p.ExecutionID, store.StoredSize(data), false); err != nil {
+				return false, err
+			}
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO flow_signals (execution_id, seq, name, data, consumed,
 			idempotency_key, delivered, created_at)

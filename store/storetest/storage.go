@@ -193,6 +193,22 @@ func testStorage(t *testing.T, ns NewStore) {
 		wantErr(t, "admit over the budget after a fail", e.admitOne(acme, at(5*time.Second), job("k")).Err, store.ErrStorageExceeded)
 	})
 
+	t.Run("FlowBoundsComeBeforeTheBudget", func(t *testing.T) {
+		// A signal refused both by its execution's bound of kept signals
+		// and by the tenant's budget is refused for the bound, the same
+		// on every backend.
+		e := startEmpty(t, ns)
+		e.budget(1000)
+		l := e.run(acme, at(0), store.Submission{Kind: "flow", Payload: sized(100)})
+		_, err := e.s.Signal(e.ctx, &store.SignalParams{Tenant: acme, ExecutionID: l.ExecutionID, Name: "go",
+			Data: sized(100), MaxBuffered: 1, Now: at(time.Second)})
+		e.must(err, "the first kept signal")
+		_, err = e.s.Signal(e.ctx, &store.SignalParams{Tenant: acme, ExecutionID: l.ExecutionID, Name: "go",
+			Data: sized(900), MaxBuffered: 1, Now: at(time.Second)})
+		wantErr(t, "a signal past both the buffer's bound and the budget", err, store.ErrSignalBufferFull)
+		e.wantStored(200)
+	})
+
 	t.Run("AFailureCountsTheTextKept", func(t *testing.T) {
 		e := startEmpty(t, ns)
 		e.budget(1 << 20)

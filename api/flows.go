@@ -239,9 +239,10 @@ func (r *stepsRequest) bind(hr *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// A page holds every step up to the largest limit by default: most
-	// journals come whole in one, as before there were pages.
-	if r.limit, err = queryLimit(q, store.MaxListLimit, store.MaxListLimit); err != nil {
+	// A page holds every step by default (a journal holds at most
+	// store.MaxSteps), cut only by its bytes: a journal within them comes
+	// whole in one answer, as the contract has it.
+	if r.limit, err = queryLimit(q, store.MaxSteps, store.MaxSteps); err != nil {
 		return err
 	}
 	if v := q.Get("cursor"); v != "" {

@@ -145,7 +145,7 @@ type StepsParams struct {
 	// After is a previous page's Next: the page starts after that step. 0
 	// = the first page.
 	After int64
-	// Limit bounds the page's steps: 1..MaxListLimit; 0 = every step.
+	// Limit bounds the page's steps: 1..MaxSteps; 0 = every step.
 	Limit int
 	// MaxBytes bounds the page by its steps' sizes (StepSize): the page
 	// ends after the step that reaches it (so a page it cuts holds at

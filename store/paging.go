@@ -64,12 +64,12 @@ func IsExecutionID(id string) bool {
 	return true
 }
 
-// Paging checks p's page: a Limit outside 0..MaxListLimit or a negative
+// Paging checks p's page: a Limit outside 0..MaxSteps or a negative
 // After is ErrInvalid. Every backend's Steps starts with it.
 func (p *StepsParams) Paging() error {
 	switch {
-	case p.Limit < 0 || p.Limit > MaxListLimit:
-		return fmt.Errorf("%w: limit %d not in 1..%d", ErrInvalid, p.Limit, MaxListLimit)
+	case p.Limit < 0 || p.Limit > MaxSteps:
+		return fmt.Errorf("%w: limit %d not in 1..%d", ErrInvalid, p.Limit, MaxSteps)
 	case p.After < 0:
 		return fmt.Errorf("%w: cursor %d is negative", ErrInvalid, p.After)
 	case p.MaxBytes < 0:

@@ -190,7 +190,7 @@ func testJournal(t *testing.T, ns NewStore) {
 		if p := page(last.Next, 0, 0); len(p.Items) != 1 || p.Next != 0 {
 			t.Errorf("the page after 6 steps: %d steps, next %d; want 1, none", len(p.Items), p.Next)
 		}
-		_, err := e.s.Steps(e.ctx, &store.StepsParams{Tenant: acme, ID: l.ExecutionID, Limit: store.MaxListLimit + 1})
+		_, err := e.s.Steps(e.ctx, &store.StepsParams{Tenant: acme, ID: l.ExecutionID, Limit: store.MaxSteps + 1})
 		wantErr(t, "Steps with a limit over the maximum", err, store.ErrInvalid)
 		_, err = e.s.Steps(e.ctx, &store.StepsParams{Tenant: globex, ID: l.ExecutionID, Limit: 1})
 		wantErr(t, "a page as another tenant", err, store.ErrNotFound)

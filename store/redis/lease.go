@@ -9,6 +9,13 @@ import (
 
 // Heartbeat implements store.Store (heartbeat.lua).
 func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
+	res, _, err := s.heartbeat(ctx, p)
+	return res, err
+}
+
+// heartbeat is Heartbeat; shortened says the lease now expires before it
+// did (a heartbeat's duration shorter than the one it replaces).
+func (s *Store) heartbeat(ctx context.Context, p *store.HeartbeatParams) (res *store.HeartbeatResult, shortened bool, err error) {
 	lease := store.LeaseOrDefault(p.LeaseDuration)
 	t := now(p.Now)
 	expires := us(t.Add(lease))
@@ -16,12 +23,13 @@ func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store
 		[]string{s.k.exec(p.ExecutionID), s.k.running()},
 		s.k.ns, p.ExecutionID, p.Tenant, p.Token, itoa(expires), itoa(us(t)))
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := status(arr, "execution "+p.ExecutionID); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return &store.HeartbeatResult{ExpiresAt: fromUS(expires), CancelRequested: asInt(at(arr, 1)) == 1}, nil
+	return &store.HeartbeatResult{ExpiresAt: fromUS(expires), CancelRequested: asInt(at(arr, 1)) == 1},
+		expires < asInt(at(arr, 2)), nil
 }
 
 // Complete implements store.Store (complete.lua). Concurrent calls share

@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"strings"
 
 	"github.com/latch-run/latch/store"
 )
@@ -78,12 +77,14 @@ func (r *Router) Admit(ctx context.Context, p *store.AdmitParams) (*store.AdmitR
 // (a heartbeat's LeaseDuration is its own) lowers the tenant's rescue hint
 // to the new expiry, so that Rescue still finds it once it expires.
 func (r *Router) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
-	res, err := onLease(ctx, r, p, p.Tenant, p.Token, func(q *store.HeartbeatParams, t string) { q.Token = t }, (*Store).Heartbeat)
-	if err == nil {
-		t, _, _ := strings.Cut(p.Token, ".")
-		r.lower(ctx, t, us(res.ExpiresAt), hintRescue)
-	}
-	return res, err
+	return onLease(ctx, r, p, p.Tenant, p.Token, func(q *store.HeartbeatParams, t string) { q.Token = t },
+		func(v *Store, ctx context.Context, q *store.HeartbeatParams) (*store.HeartbeatResult, error) {
+			res, shortened, err := v.heartbeat(ctx, q)
+			if err == nil && shortened {
+				r.lower(ctx, v.shardTenant, us(res.ExpiresAt), hintRescue)
+			}
+			return res, err
+		})
 }
 
 func (r *Router) Complete(ctx context.Context, p *store.CompleteParams) (*store.Execution, error) {

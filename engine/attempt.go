@@ -458,13 +458,4 @@ func (a *attempt) storeCtx(ctx context.Context) (context.Context, context.Cancel
 
 // isStoreVerdict reports whether err is a business answer of the store,
 // which repeating the call cannot change.
-func isStoreVerdict(err error) bool {
-	for _, s := range []error{store.ErrNotFound, store.ErrLeaseLost, store.ErrInvalid,
-		store.ErrNotTerminal, store.ErrQuotaExceeded, store.ErrDedupKeyReused, store.ErrExists,
-		store.ErrTooManySteps, store.ErrJournalTooLarge, store.ErrSignalBufferFull, store.ErrStorageExceeded} {
-		if errors.Is(err, s) {
-			return true
-		}
-	}
-	return false
-}
+func isStoreVerdict(err error) bool { return store.IsRefusal(err) }

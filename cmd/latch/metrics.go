@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/latch-run/latch/engine"
+	"github.com/latch-run/latch/internal/buildinfo"
 	"github.com/latch-run/latch/internal/storemetrics"
 	"github.com/latch-run/latch/internal/storewrap"
 	"github.com/latch-run/latch/store"
@@ -21,6 +22,7 @@ import (
 // runs (api.Server.OnWorkerRun) of the in-process workers are counted
 // there, beside the HTTP workers'. docs/observability.md lists them all.
 type engineMetrics struct {
+	build    prometheus.Gauge
 	ticks    *prometheus.CounterVec
 	rescues  *prometheus.CounterVec
 	store    *storemetrics.Metrics
@@ -39,7 +41,14 @@ const (
 const reporterStopGrace = 5 * time.Second
 
 func newEngineMetrics() *engineMetrics {
+	b := buildinfo.Current()
 	m := &engineMetrics{
+		build: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "latch_build_info",
+			Help: "1, labelled with the build of this server: version (latch version's word), revision (the VCS commit, " +
+				"empty when unknown) and goversion.",
+			ConstLabels: prometheus.Labels{"version": b.Short(), "revision": b.Revision, "goversion": b.GoVersion},
+		}),
 		ticks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "latch_schedule_ticks_total",
 			Help: "Schedule ticks this server fired or dropped, by outcome: admitted, skipped, deduplicated, dropped, quota_exceeded, storage_exceeded.",
@@ -51,6 +60,7 @@ func newEngineMetrics() *engineMetrics {
 		}, []string{"outcome"}),
 		store: storemetrics.New(),
 	}
+	m.build.Set(1)
 	for _, o := range []string{rescueRequeued, rescueFailed, rescueCancelled} {
 		m.rescues.WithLabelValues(o) // 0 until the first rescue, not absent
 	}
@@ -90,7 +100,7 @@ func (m *engineMetrics) startReporter(ctx context.Context) (stop func(), err err
 
 // collectors are what api.Config.Collectors serves.
 func (m *engineMetrics) collectors() []prometheus.Collector {
-	return append([]prometheus.Collector{m.ticks, m.rescues, m.queues}, m.store.Collectors()...)
+	return append([]prometheus.Collector{m.build, m.ticks, m.rescues, m.queues}, m.store.Collectors()...)
 }
 
 // fired counts a schedule tick (engine.SchedulerConfig.OnFire).

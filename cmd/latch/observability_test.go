@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -114,7 +115,7 @@ func documentedSeries(t *testing.T) []string {
 func seriesName(sample string) string {
 	name, _, _ := strings.Cut(sample, "{")
 	for _, suffix := range []string{"_bucket", "_count", "_sum"} {
-		if base, ok := strings.CutSuffix(name, suffix); ok && strings.HasSuffix(base, "_seconds") {
+		if base, ok := strings.CutSuffix(name, suffix); ok && (strings.HasSuffix(base, "_seconds") || base == "latch_execution_attempts") {
 			return base
 		}
 	}
@@ -242,6 +243,15 @@ func TestServeObservability(t *testing.T) {
 		`latch_store_operation_duration_seconds_count{operation="Fail",result="ok"}`:     2,
 		`latch_store_operation_duration_seconds_count{operation="Suspend",result="ok"}`:  2,
 		`latch_store_operation_duration_seconds_count{operation="Signal",result="ok"}`:   2,
+		// Executions a worker ended: attempts and submit to finish (the
+		// rescued one is not a worker's end).
+		`latch_execution_attempts_count{kind="echo",status="succeeded"}`:             3,
+		`latch_execution_attempts_sum{kind="echo",status="succeeded"}`:               3,
+		`latch_execution_attempts_count{kind="external",status="succeeded"}`:         1,
+		`latch_execution_attempts_count{kind="external",status="failed"}`:            1,
+		`latch_execution_duration_seconds_count{kind="echo",status="succeeded"}`:     3,
+		`latch_execution_duration_seconds_count{kind="external",status="succeeded"}`: 1,
+		`latch_execution_duration_seconds_count{kind="external",status="failed"}`:    1,
 	}
 	// Series whose value the work bounds but does not fix.
 	atLeast := map[string]float64{
@@ -253,6 +263,19 @@ func TestServeObservability(t *testing.T) {
 	}
 	got := scrape(t, base)
 	var wrong []string
+	// The build, whatever its version: one series at 1, built by this Go.
+	builds := 0
+	for sample, v := range got {
+		if seriesName(sample) == "latch_build_info" {
+			builds++
+			if v != 1 || !strings.Contains(sample, `goversion="`+runtime.Version()+`"`) {
+				wrong = append(wrong, fmt.Sprintf("%s = %g, want 1 with goversion %s", sample, v, runtime.Version()))
+			}
+		}
+	}
+	if builds != 1 {
+		wrong = append(wrong, fmt.Sprintf("latch_build_info: %d series, want 1", builds))
+	}
 	for series, v := range want {
 		if g, ok := got[series]; !ok || g != v {
 			wrong = append(wrong, fmt.Sprintf("%s = %g (present %v), want %g", series, g, ok, v))
@@ -288,7 +311,7 @@ func TestServeObservability(t *testing.T) {
 			served[seriesName(sample)] = true
 		}
 	}
-	checked := map[string]bool{}
+	checked := map[string]bool{"latch_build_info": true}
 	for series := range want {
 		checked[seriesName(series)] = true
 	}

@@ -7,8 +7,6 @@
 package storemetrics
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/latch-run/latch/internal/labels"
@@ -36,6 +34,8 @@ type Metrics struct {
 	deferrals prometheus.Counter
 	suspends  *prometheus.CounterVec
 	signals   *prometheus.CounterVec
+	attempts  *prometheus.HistogramVec
+	lifetime  *prometheus.HistogramVec
 	kinds     *labels.Bounded // the kind label: kinds are tenants' names
 }
 
@@ -69,6 +69,18 @@ func New() *Metrics {
 			Help: "Signals sent through this server that the store took, by outcome: delivered (ended a wait) or " +
 				"buffered (kept for a later wait); a repeat of an idempotency key counts again, with the first answer.",
 		}, []string{"outcome"}),
+		attempts: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "latch_execution_attempts",
+			Help: "Starts an execution took, observed when a worker through this server ended it (complete or " +
+				"fail to a terminal status), by kind and status: succeeded, failed or cancelled.",
+			Buckets: []float64{1, 2, 3, 5, 10, 25, 100},
+		}, []string{"kind", "status"}),
+		lifetime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "latch_execution_duration_seconds",
+			Help: "Time from submit to finish of the executions a worker through this server ended (complete or " +
+				"fail to a terminal status), by kind and status: queueing, retries and flows' waits included.",
+			Buckets: []float64{.01, .05, .1, .5, 1, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 24 * 3600},
+		}, []string{"kind", "status"}),
 	}
 	m.signals.WithLabelValues(SignalDelivered)
 	m.signals.WithLabelValues(SignalBuffered)
@@ -78,7 +90,7 @@ func New() *Metrics {
 
 // Collectors are what the server serves on /metrics.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.ops, m.retries, m.deferrals, m.suspends, m.signals}
+	return []prometheus.Collector{m.ops, m.retries, m.deferrals, m.suspends, m.signals, m.attempts, m.lifetime}
 }
 
 // Observe counts one store call: give it to storewrap.Wrap.
@@ -99,6 +111,9 @@ func (m *Metrics) Observe(c *storewrap.Call) {
 			m.signals.WithLabelValues(SignalBuffered).Inc()
 		}
 	case *store.Execution:
+		if (c.Op == "Complete" || c.Op == "Fail") && r.Status.Terminal() {
+			m.ended(r)
+		}
 		switch c.Op {
 		case "Fail":
 			if r.Status == store.StatusQueued || r.Status == store.StatusScheduled {
@@ -112,18 +127,19 @@ func (m *Metrics) Observe(c *storewrap.Call) {
 	}
 }
 
+// ended observes an execution a worker just ended.
+func (m *Metrics) ended(e *store.Execution) {
+	kind, status := m.kinds.Value(e.Kind), string(e.Status)
+	m.attempts.WithLabelValues(kind, status).Observe(float64(e.Attempt))
+	if e.FinishedAt != nil && !e.CreatedAt.IsZero() {
+		m.lifetime.WithLabelValues(kind, status).Observe(max(e.FinishedAt.Sub(e.CreatedAt), 0).Seconds())
+	}
+}
+
 // result is the result label of an error.
 func result(err error) string {
-	if err == nil {
+	if err == nil || store.IsRefusal(err) {
 		return ResultOK
-	}
-	for _, refusal := range []error{store.ErrNotFound, store.ErrExists, store.ErrQuotaExceeded,
-		store.ErrDedupKeyReused, store.ErrLeaseLost, store.ErrNotTerminal, store.ErrNotActive,
-		store.ErrNotFailed, store.ErrScheduleLimit, store.ErrInvalid, store.ErrTooManySteps,
-		store.ErrSignalBufferFull} {
-		if errors.Is(err, refusal) {
-			return ResultOK
-		}
 	}
 	return ResultError // unavailable, a context's end, anything else
 }

@@ -71,6 +71,20 @@ func (f *fakeStore) Signal(_ context.Context, p *store.SignalParams) (*store.Sig
 	return &store.SignalResult{Delivered: p.Name == "go"}, nil
 }
 
+func (f *fakeStore) Complete(_ context.Context, p *store.CompleteParams) (*store.Execution, error) {
+	created := time.Date(2030, 1, 2, 3, 4, 0, 0, time.UTC)
+	finished := created.Add(90 * time.Second)
+	switch p.ExecutionID {
+	case "big":
+		return nil, fmt.Errorf("complete: %w", store.ErrStorageExceeded)
+	case "cancelled":
+		return &store.Execution{Kind: "mail", Status: store.StatusCancelled, Attempt: 1,
+			CreatedAt: created, FinishedAt: &finished}, nil
+	}
+	return &store.Execution{Kind: "mail", Status: store.StatusSucceeded, Attempt: 3,
+		CreatedAt: created, FinishedAt: &finished}, nil
+}
+
 func (f *fakeStore) Claim(context.Context, *store.ClaimParams) (*store.ClaimResult, error) {
 	return &store.ClaimResult{Deferred: 3}, nil
 }
@@ -119,6 +133,69 @@ func TestMetricsCountCalls(t *testing.T) {
 			t.Errorf("%s%v = %g, want %g (-1: absent)", c.name, c.labels, got, c.want)
 		}
 	}
+}
+
+// Executions a worker ends are observed once each, by kind and status:
+// their attempts and their time from submit to finish; a refusal (the
+// storage budget) is an answer, and observes nothing.
+func TestMetricsObserveEnds(t *testing.T) {
+	m := storemetrics.New()
+	st := storewrap.Wrap(&fakeStore{}, m.Observe)
+	ctx := t.Context()
+	for _, id := range []string{"a", "b", "cancelled", "big"} {
+		_, _ = st.Complete(ctx, &store.CompleteParams{ExecutionID: id})
+	}
+	_, _ = st.Fail(ctx, &store.FailParams{Retry: false})
+	_, _ = st.Fail(ctx, &store.FailParams{Retry: true}) // queued again: not an end
+
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m.Collectors()...)
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"latch_execution_attempts", map[string]string{"kind": "mail", "status": "succeeded"}, 2},
+		{"latch_execution_attempts", map[string]string{"kind": "mail", "status": "cancelled"}, 1},
+		{"latch_execution_attempts", map[string]string{"kind": "mail", "status": "failed"}, 1},
+		{"latch_execution_duration_seconds", map[string]string{"kind": "mail", "status": "succeeded"}, 2},
+		{"latch_execution_duration_seconds", map[string]string{"kind": "mail", "status": "failed"}, -1}, // no FinishedAt
+		{"latch_store_operation_duration_seconds", map[string]string{"operation": "Complete", "result": "ok"}, 4},
+	} {
+		if got := value(t, reg, c.name, c.labels); got != c.want {
+			t.Errorf("%s%v = %g, want %g (-1: absent)", c.name, c.labels, got, c.want)
+		}
+	}
+	if got := sum(t, reg, "latch_execution_attempts", map[string]string{"kind": "mail", "status": "succeeded"}); got != 6 {
+		t.Errorf("attempts of the two succeeded executions sum to %g, want 6", got)
+	}
+	if got := sum(t, reg, "latch_execution_duration_seconds", map[string]string{"kind": "mail", "status": "succeeded"}); got != 180 {
+		t.Errorf("submit to finish of the two succeeded executions sums to %g s, want 180", got)
+	}
+}
+
+// sum reads a histogram's sample sum; -1 when absent.
+func sum(t *testing.T, g prometheus.Gatherer, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if labels[l.GetName()] != l.GetValue() {
+					continue metrics
+				}
+			}
+			return m.GetHistogram().GetSampleSum()
+		}
+	}
+	return -1
 }
 
 // value reads a series from g: a counter's or gauge's value, a

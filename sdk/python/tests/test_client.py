@@ -7,8 +7,8 @@ import unittest
 import uuid
 
 import latchserver
-from latch_client import (BatchItem, Client, DedupKeyReused, InvalidRequest, NotFound, Page,
-                          PayloadTooLarge, TERMINAL)
+from latch_client import (BatchItem, Client, DedupKeyReused, InvalidRequest, LatchError, NotFound, Page,
+                          PayloadTooLarge, TERMINAL, Unfinished)
 
 
 class ClientTest(unittest.TestCase):
@@ -99,6 +99,17 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(got["e"]["result"], {"ok": True})
         self.assertLess(got["t"] - done, 10, "the long poll did not end at the completion")
         self.assertEqual(self.c.wait(e["execution_id"], timeout=5)["status"], "succeeded")
+
+    def test_wait_raises_unfinished(self) -> None:
+        e = self.c.submit("nobody-claims-this")
+        t0 = time.monotonic()
+        with self.assertRaises(Unfinished) as cm:
+            self.c.wait(e["execution_id"], timeout=1)
+        self.assertGreaterEqual(time.monotonic() - t0, 0.9)
+        self.assertEqual(cm.exception.execution["execution_id"], e["execution_id"])
+        self.assertEqual(cm.exception.execution["status"], "queued")
+        self.assertEqual(cm.exception.code, "unfinished")
+        self.assertIsInstance(cm.exception, LatchError)
 
     def test_list_pages(self) -> None:
         ids = [self.c.submit("listed", {"i": i})["execution_id"] for i in range(5)]

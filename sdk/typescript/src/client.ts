@@ -1,7 +1,7 @@
 // The client of latch's HTTP API (docs/api.md), on the platform's fetch: no
 // runtime dependencies, for Node >= 20 and browsers.
 
-import { errorFor, LatchError, TransportError } from "./errors.js";
+import { errorFor, LatchError, TransportError, Unfinished } from "./errors.js";
 import type {
   APIKey, APIKeyInfo, Attempt, BatchSubmitItem, Execution, ExecutionList, ExecutionStatus, HeartbeatResponse,
   JSONValue, Lease, RateLimit, Schedule, ScheduleRequest, SignalResponse, Step, StepRecorded, StreamTicket,
@@ -325,13 +325,19 @@ export class Client {
     });
   }
 
-  /** Long-polls until the execution is terminal or `timeout` seconds (default 60) pass; answers it as last read. */
+  /**
+   * Long-polls until the execution is terminal and answers it; rejects with
+   * Unfinished (carrying the execution as last read) when `timeout` seconds
+   * (default 60) pass first.
+   */
   async wait(id: string, opts: { timeout?: number; signal?: AbortSignal } = {}): Promise<Execution> {
-    const deadline = Date.now() + (opts.timeout ?? 60) * 1000;
+    const timeout = opts.timeout ?? 60;
+    const deadline = Date.now() + timeout * 1000;
     for (;;) {
       const left = Math.max(0, Math.min(60, Math.floor((deadline - Date.now()) / 1000)));
       const e = await this.get(id, { waitSeconds: left, signal: opts.signal });
-      if (TERMINAL.has(e.status) || Date.now() >= deadline) return e;
+      if (TERMINAL.has(e.status)) return e;
+      if (Date.now() >= deadline) throw new Unfinished(e, timeout);
     }
   }
 

@@ -4,7 +4,7 @@
 // is stable; errorFor maps it onto the classes below, so callers branch with
 // `err instanceof DedupKeyReused` (or on `err.code`) instead of comparing strings.
 
-import type { Problem } from "./types.js";
+import type { Execution, Problem } from "./types.js";
 
 /**
  * An error answer of the API (or, as TransportError, no answer at all).
@@ -43,6 +43,21 @@ export class LatchError extends Error {
 /** No answer: the connection failed or timed out (after the retries). */
 export class TransportError extends LatchError {
   static override readonly codeName = "transport_error";
+}
+
+/**
+ * Client.wait ran out of time before the execution ended (no error of the
+ * server: status 0). `execution` is the execution as last read, still not
+ * terminal.
+ */
+export class Unfinished extends LatchError {
+  static override readonly codeName = "unfinished";
+  readonly execution: Execution;
+
+  constructor(execution: Execution, timeout: number) {
+    super(Unfinished.codeName, 0, `execution ${execution.execution_id} is still ${execution.status} after ${timeout}s`);
+    this.execution = execution;
+  }
 }
 
 /** 400: a field, header or query parameter breaks its rule; the detail names it. */

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before, beforeEach, describe, test } from "node:test";
 
-import { Client, DedupKeyReused, InvalidRequest, NotFound, PayloadTooLarge, TERMINAL } from "../dist/index.js";
+import { Client, DedupKeyReused, InvalidRequest, LatchError, NotFound, PayloadTooLarge, TERMINAL, Unfinished } from "../dist/index.js";
 import { ADMIN_KEY, Server } from "./latchserver.mjs";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -89,6 +89,20 @@ describe("Client", () => {
     assert.deepEqual(got.result, { ok: true });
     assert.ok(at - done < 10_000, "the long poll did not end at the completion");
     assert.equal((await c.wait(e.execution_id, { timeout: 5 })).status, "succeeded");
+  });
+
+  test("wait rejects with Unfinished when the execution outlives the timeout", async () => {
+    const e = await c.submit("nobody-claims-this");
+    const t0 = Date.now();
+    const err = await c.wait(e.execution_id, { timeout: 1 }).then(
+      () => assert.fail("wait answered a queued execution"),
+      (x) => x,
+    );
+    assert.ok(err instanceof Unfinished && err instanceof LatchError, String(err));
+    assert.ok(Date.now() - t0 >= 900);
+    assert.equal(err.code, "unfinished");
+    assert.equal(err.execution.execution_id, e.execution_id);
+    assert.equal(err.execution.status, "queued");
   });
 
   test("list follows the cursor pages", async () => {

@@ -10,7 +10,7 @@ from .errors import (ERRORS, Conflict, DedupKeyReused, Forbidden, HeadersTooLarg
                      InvalidRequest, InvalidTicket, JournalTooLarge, LatchError, LeaseLost, MethodNotAllowed, NotActive,
                      NotFailed, NotFound, NotTerminal, PayloadTooLarge, QuotaExceeded, ScheduleLimit,
                      ScheduleTooFrequent, SignalBufferFull, StorageExceeded, TenantDisabled, TenantExists, TooManyRequests, TooManySteps,
-                     TransportError, Unauthorized,
+                     TransportError, Unauthorized, Unfinished,
                      Unavailable, UnsupportedMediaType, error_for)
 from .worker import TIMED_OUT, Fail, Job, JobCancelled, Suspended, WaitTimedOut, Worker
 
@@ -22,6 +22,6 @@ __all__ = [
     "Invalid", "InvalidRequest", "InvalidTicket", "JournalTooLarge", "LatchError", "LeaseLost", "MethodNotAllowed", "NotActive",
     "NotFailed", "NotFound", "NotTerminal", "PayloadTooLarge", "QuotaExceeded", "ScheduleLimit", "ScheduleTooFrequent",
     "SignalBufferFull", "StorageExceeded",
-    "TenantDisabled", "TenantExists", "TooManyRequests", "TooManySteps", "TransportError", "Unauthorized", "Unavailable", "UnsupportedMediaType",
+    "TenantDisabled", "TenantExists", "TooManyRequests", "TooManySteps", "TransportError", "Unauthorized", "Unfinished", "Unavailable", "UnsupportedMediaType",
     "error_for", "Fail", "Job", "JobCancelled", "Suspended", "WaitTimedOut", "Worker",
 ]

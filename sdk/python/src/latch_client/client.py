@@ -13,7 +13,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .errors import LatchError, TransportError, error_for
+from .errors import LatchError, TransportError, Unfinished, error_for
 
 JSON = Any
 Execution = Dict[str, Any]
@@ -239,13 +239,17 @@ class Client:
                           query={"wait_seconds": wait_seconds}, retry=True, hold=float(wait_seconds or 0))
 
     def wait(self, execution_id: str, timeout: float = 60.0) -> Execution:
-        """Long-polls until the execution is terminal or timeout seconds pass; answers it as last read."""
+        """Long-polls until the execution is terminal and answers it; raises
+        Unfinished (with the execution as last read) when timeout seconds
+        pass first."""
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
             e = self.get(execution_id, wait_seconds=max(0, min(60, int(left))))
-            if e["status"] in TERMINAL or time.monotonic() >= deadline:
+            if e["status"] in TERMINAL:
                 return e
+            if time.monotonic() >= deadline:
+                raise Unfinished(e, timeout)
 
     def list_executions(self, *, status: Optional[str] = None, kind: Optional[str] = None,
                         queue: Optional[str] = None, dedup_key: Optional[str] = None,

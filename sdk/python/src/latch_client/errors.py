@@ -36,6 +36,20 @@ class TransportError(LatchError):
     code_name = "transport_error"
 
 
+class Unfinished(LatchError):
+    """Client.wait ran out of time before the execution ended (no error of
+    the server: status 0). execution is the execution as last read, still
+    not terminal."""
+
+    code_name = "unfinished"
+
+    def __init__(self, execution: Dict[str, Any], timeout: float) -> None:
+        super().__init__(self.code_name, 0,
+                         f"execution {execution.get('execution_id')} is still {execution.get('status')} "
+                         f"after {timeout:g}s")
+        self.execution = execution
+
+
 class InvalidRequest(LatchError):
     """400: a field, header or query parameter breaks its rule; the detail names it."""
 

@@ -5,8 +5,14 @@ import { Client, formatTime, sleep } from "./client.js";
 import { JournalTooLarge, LatchError, LeaseLost, StorageExceeded, TooManySteps } from "./errors.js";
 import type { Execution, JSONValue, Lease } from "./types.js";
 
-/** A handler: gets the job, answers its result (JSON; undefined stores null). */
-export type Handler = (job: Job) => unknown | Promise<unknown>;
+/**
+ * A handler: gets the job, answers its result (JSON; undefined stores null).
+ * P is the payload's type and R the result's, as the handler declares them
+ * (`worker.handle<{ n: number }, number>("double", (job) => job.payload.n * 2)`):
+ * the worker does not check the payload against P — it is what the
+ * submitter sent, so declare what your submitters send.
+ */
+export type Handler<P = JSONValue, R = unknown> = (job: Job<P>) => R | Promise<R>;
 
 /**
  * Thrown by Job.sleep and Job.waitSignal when the flow suspends: the attempt
@@ -72,13 +78,13 @@ function isTimedOut(v: unknown): boolean {
  * to fetch and timers, or check it, and stop. `steps` is the flow's journal:
  * the lease's, plus what this run records.
  */
-export class Job {
+export class Job<P = JSONValue> {
   readonly client: Client;
   readonly lease: Lease;
   readonly executionId: string;
   readonly leaseToken: string;
   readonly kind: string;
-  readonly payload: JSONValue;
+  readonly payload: P;
   readonly attempt: number;
   readonly maxAttempts: number;
   readonly tenant: string;
@@ -99,7 +105,7 @@ export class Job {
     this.executionId = lease.execution_id;
     this.leaseToken = lease.lease_token;
     this.kind = lease.kind;
-    this.payload = lease.payload ?? null;
+    this.payload = (lease.payload ?? null) as P;
     this.attempt = lease.attempt ?? 0;
     this.maxAttempts = lease.max_attempts ?? 0;
     this.tenant = lease.tenant;
@@ -207,7 +213,8 @@ const consoleLogger: Logger = {
 
 export interface WorkerOptions {
   /** kind → handler. More with worker.handle(kind, fn). */
-  handlers?: Record<string, Handler>;
+  // any: each kind's handler declares its own payload type (Handler)
+  handlers?: Record<string, Handler<any>>;
   workerId?: string;
   queues?: string[];
   /** Jobs run at once, each slot claiming one execution at a time. Default 1. */
@@ -235,7 +242,8 @@ export type RunResult = "completed" | "failed" | "suspended" | "lease_lost" | "u
  */
 export class Worker {
   readonly client: Client;
-  readonly handlers: Record<string, Handler>;
+  // any: each kind's handler declares its own payload type (Handler)
+  readonly handlers: Record<string, Handler<any>>;
   readonly workerId: string;
   readonly queues: string[] | undefined;
   readonly concurrency: number;
@@ -261,8 +269,8 @@ export class Worker {
     this.logger = opts.logger ?? consoleLogger;
   }
 
-  /** Registers fn as the handler of kind. */
-  handle(kind: string, fn: Handler): this {
+  /** Registers fn as the handler of kind; P and R type its payload and result (see Handler). */
+  handle<P = JSONValue, R = unknown>(kind: string, fn: Handler<P, R>): this {
     this.handlers[kind] = fn;
     return this;
   }

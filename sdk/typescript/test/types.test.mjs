@@ -78,3 +78,41 @@ test("the interfaces of src/types.ts match the schemas of api/openapi.json", () 
   }
   assert.ok(checked.length >= 15, checked.join(", "));
 });
+
+/** The diagnostics of compiling `code` (a module beside src/) strictly. */
+function diagnose(code) {
+  const file = path.join(SDK, "src", "__typed_handler_check.ts");
+  const host = ts.createCompilerHost({});
+  const read = host.readFile;
+  host.readFile = (f) => (path.resolve(f) === file ? code : read(f));
+  const exists = host.fileExists;
+  host.fileExists = (f) => path.resolve(f) === file || exists(f);
+  const program = ts.createProgram([file], {
+    strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext, types: [], skipLibCheck: true, lib: ["lib.es2022.d.ts", "lib.dom.d.ts"],
+  }, host);
+  return ts.getPreEmitDiagnostics(program).filter((d) => d.file && path.resolve(d.file.fileName) === file)
+    .map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
+}
+
+test("a handler declares its payload's and result's types, and the compiler holds it to them", () => {
+  const typed = `
+import { Client, Worker } from "./index.js";
+const w = new Worker(new Client({ baseUrl: "http://x", key: "k" }));
+w.handle<{ n: number }, number>("double", (job) => job.payload.n * 2);
+w.handle<{ url: string }>("fetch", async (job) => job.payload.url.length);
+w.handle("untyped", (job) => job.payload);
+`;
+  assert.deepEqual(diagnose(typed), []);
+  const wrong = `
+import { Client, Worker } from "./index.js";
+const w = new Worker(new Client({ baseUrl: "http://x", key: "k" }));
+w.handle<{ n: number }, number>("double", (job) => job.payload.m);
+w.handle<{ n: number }, string>("double", (job) => job.payload.n * 2);
+w.handle("untyped", (job) => job.payload.n);
+`;
+  const errs = diagnose(wrong).join("\n");
+  assert.match(errs, /Property 'm' does not exist on type '\{ n: number; \}'/);
+  assert.match(errs, /Type 'number' is not assignable to type 'string \| Promise<string>'/);
+  assert.match(errs, /'job\.payload' is possibly 'null'/, "an untyped payload stays JSONValue");
+});

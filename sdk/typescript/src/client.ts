@@ -375,7 +375,7 @@ export class Client {
 
   /**
    * One page of the execution's journal, in record order: at most `limit`
-   * steps (1-500, the server's default 500), cut by the server's bound of
+   * steps (1-10000, the server's default 10000: every step), cut by the server's bound of
    * bytes; page on with next_cursor until it is null.
    */
   stepsPage(id: string, opts: { limit?: number; cursor?: string } = {}): Promise<Page<Step>> {

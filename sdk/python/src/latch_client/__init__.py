@@ -3,8 +3,11 @@
     from latch_client import Client, Worker
     c = Client("http://127.0.0.1:8080", key)
     e = c.submit("email", {"to": "ann"}, dedup_key="welcome-ann")
+
+AsyncClient has the same calls as coroutines, for asyncio code.
 """
 
+from .aio import AsyncClient
 from .client import TERMINAL, BatchItem, Client, Execution, Page, RetryPolicy, format_time, new_key, parse_time
 from .errors import (ERRORS, Conflict, DedupKeyReused, Forbidden, HeadersTooLarge, InternalError, Invalid,
                      InvalidRequest, InvalidTicket, JournalTooLarge, LatchError, LeaseLost, MethodNotAllowed, NotActive,
@@ -12,16 +15,19 @@ from .errors import (ERRORS, Conflict, DedupKeyReused, Forbidden, HeadersTooLarg
                      ScheduleTooFrequent, SignalBufferFull, StorageExceeded, TenantDisabled, TenantExists, TooManyRequests, TooManySteps,
                      TransportError, Unauthorized, Unfinished,
                      Unavailable, UnsupportedMediaType, error_for)
+from .types import (APIKey, APIKeyInfo, Attempt, HeartbeatResponse, Lease, RateLimit, Schedule, SignalResponse, Step,
+                    StepRecorded, StreamTicket, SubmitResponse, Tenant, TenantCreated)
 from .worker import TIMED_OUT, Fail, Job, JobCancelled, Suspended, WaitTimedOut, Worker
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "TERMINAL", "TIMED_OUT", "BatchItem", "Client", "Execution", "Page", "RetryPolicy", "format_time", "new_key",
+    "TERMINAL", "TIMED_OUT", "AsyncClient", "BatchItem", "Client", "Execution", "Page", "RetryPolicy", "format_time", "new_key",
     "parse_time", "ERRORS", "Conflict", "DedupKeyReused", "Forbidden", "HeadersTooLarge", "InternalError",
     "Invalid", "InvalidRequest", "InvalidTicket", "JournalTooLarge", "LatchError", "LeaseLost", "MethodNotAllowed", "NotActive",
     "NotFailed", "NotFound", "NotTerminal", "PayloadTooLarge", "QuotaExceeded", "ScheduleLimit", "ScheduleTooFrequent",
     "SignalBufferFull", "StorageExceeded",
     "TenantDisabled", "TenantExists", "TooManyRequests", "TooManySteps", "TransportError", "Unauthorized", "Unfinished", "Unavailable", "UnsupportedMediaType",
-    "error_for", "Fail", "Job", "JobCancelled", "Suspended", "WaitTimedOut", "Worker",
+    "error_for", "APIKey", "APIKeyInfo", "Attempt", "HeartbeatResponse", "Lease", "RateLimit", "Schedule",
+    "SignalResponse", "Step", "StepRecorded", "StreamTicket", "SubmitResponse", "Tenant", "TenantCreated", "Fail", "Job", "JobCancelled", "Suspended", "WaitTimedOut", "Worker",
 ]

@@ -15,9 +15,10 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 from .errors import LatchError, TransportError, Unfinished, error_for
 
+from .types import (APIKey, APIKeyInfo, Attempt, Execution, HeartbeatResponse, Lease, RateLimit, Schedule,
+                    SignalResponse, Step, StepRecorded, StreamTicket, SubmitResponse, Tenant, TenantCreated)
+
 JSON = Any
-Execution = Dict[str, Any]
-"""An execution as the API answers it (docs/api.md, "Executions")."""
 
 _NO_BODY = object()
 
@@ -192,7 +193,7 @@ class Client:
                delay_seconds: Optional[int] = None, max_attempts: Optional[int] = None,
                timeout_seconds: Optional[int] = None, concurrency_key: Optional[str] = None,
                concurrency_limit: Optional[int] = None, rate_key: Optional[str] = None,
-               tenant: Optional[str] = None) -> Execution:
+               tenant: Optional[str] = None) -> SubmitResponse:
         """Submits an execution of kind; answers it with "deduplicated" (True
         when the dedup key already mapped to it).
 
@@ -280,20 +281,20 @@ class Client:
         self._call("DELETE", "/api/executions/" + _seg(execution_id),
                    query={"force": "true" if force else None})
 
-    def attempts(self, execution_id: str) -> List[Dict[str, Any]]:
+    def attempts(self, execution_id: str) -> List[Attempt]:
         """Every run of the execution, oldest first."""
         return self._call("GET", f"/api/executions/{_seg(execution_id)}/attempts", retry=True)["items"]
 
     def steps_page(self, execution_id: str, *, limit: Optional[int] = None,
                    cursor: Optional[str] = None) -> Page:
         """One page of the execution's journal, in record order: at most limit
-        steps (1-500, the server's default 500), cut by the server's bound of
+        steps (1-10000, the server's default 10000: every step), cut by the server's bound of
         bytes; page on with next_cursor until it is None."""
         ans = self._call("GET", f"/api/executions/{_seg(execution_id)}/steps", retry=True,
                          query={"limit": limit, "cursor": cursor})
         return Page(items=ans["items"], next_cursor=ans.get("next_cursor"))
 
-    def steps(self, execution_id: str) -> List[Dict[str, Any]]:
+    def steps(self, execution_id: str) -> List[Step]:
         """The execution's whole journal, in record order, page after page."""
         out: List[Dict[str, Any]] = []
         for page in _pages(lambda **kw: self.steps_page(execution_id, **kw), {}):
@@ -301,7 +302,7 @@ class Client:
         return out
 
     def signal(self, execution_id: str, name: str, data: JSON = None, *,
-               idempotency_key: Optional[str] = None) -> bool:
+               idempotency_key: Optional[str] = None) -> SignalResponse:
         """Sends the signal name with data; True when it resumed a waiting
         execution, False when kept for a later wait. With idempotency_key a
         repeat changes nothing (and is retried safely)."""
@@ -314,7 +315,7 @@ class Client:
         """Queues a failed execution again, with its journal (NotFailed otherwise)."""
         return self._call("POST", f"/api/executions/{_seg(execution_id)}/retry")
 
-    def stream_ticket(self, execution_id: str) -> Dict[str, Any]:
+    def stream_ticket(self, execution_id: str) -> StreamTicket:
         """A one-use ticket ({"ticket", "expires_in"}) for the execution's event stream."""
         return self._call("POST", f"/api/executions/{_seg(execution_id)}/stream-ticket")
 
@@ -359,14 +360,14 @@ class Client:
 
     # ---------------------------------------------------------- schedules
 
-    def put_schedule(self, name: str, schedule: Optional[Mapping[str, Any]] = None, **fields: Any) -> Dict[str, Any]:
+    def put_schedule(self, name: str, schedule: Optional[Mapping[str, Any]] = None, **fields: Any) -> Schedule:
         """Creates or replaces the schedule name: {"cron" or "every", "kind", ...}
         as a mapping, keywords, or both."""
         body = dict(schedule or {})
         body.update(fields)
         return self._call("PUT", "/api/schedules/" + _seg(name), body, retry=True)
 
-    def get_schedule(self, name: str) -> Dict[str, Any]:
+    def get_schedule(self, name: str) -> Schedule:
         return self._call("GET", "/api/schedules/" + _seg(name), retry=True)
 
     def list_schedules(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> Page:
@@ -386,13 +387,13 @@ class Client:
         return self._call("POST", f"/api/schedules/{_seg(name)}/trigger",
                           headers={"Idempotency-Key": key}, retry=True)
 
-    def pause_schedule(self, name: str) -> Dict[str, Any]:
+    def pause_schedule(self, name: str) -> Schedule:
         """Pauses the schedule: enabled false, nothing else changed, in one
         request (a PUT running at the same time is never undone). Answers the
         schedule; pausing a paused one answers it unchanged."""
         return self._call("POST", f"/api/schedules/{_seg(name)}/pause", retry=True)
 
-    def resume_schedule(self, name: str) -> Dict[str, Any]:
+    def resume_schedule(self, name: str) -> Schedule:
         """Resumes the schedule from its first tick after now (missed ticks are
         not run), in one request. Answers the schedule; resuming an enabled one
         answers it unchanged."""
@@ -400,16 +401,16 @@ class Client:
 
     # ---------------------------------------------------------- rate limits
 
-    def put_rate_limit(self, key: str, rate: int, per_seconds: int, burst: Optional[int] = None) -> Dict[str, Any]:
+    def put_rate_limit(self, key: str, rate: int, per_seconds: int, burst: Optional[int] = None) -> RateLimit:
         body: Dict[str, Any] = {"rate": rate, "per_seconds": per_seconds}
         if burst is not None:
             body["burst"] = burst
         return self._call("PUT", "/api/rate-limits/" + _seg(key), body, retry=True)
 
-    def get_rate_limit(self, key: str) -> Dict[str, Any]:
+    def get_rate_limit(self, key: str) -> RateLimit:
         return self._call("GET", "/api/rate-limits/" + _seg(key), retry=True)
 
-    def delete_rate_limit(self, key: str) -> Dict[str, Any]:
+    def delete_rate_limit(self, key: str) -> RateLimit:
         """Deletes the limit; answers it as it was just before."""
         return self._call("DELETE", "/api/rate-limits/" + _seg(key))
 
@@ -417,7 +418,7 @@ class Client:
 
     def claim(self, worker_id: str, *, kinds: Optional[Sequence[str]] = None,
               queues: Optional[Sequence[str]] = None, max: Optional[int] = None,
-              lease_seconds: Optional[int] = None, wait_seconds: Optional[int] = None) -> List[Dict[str, Any]]:
+              lease_seconds: Optional[int] = None, wait_seconds: Optional[int] = None) -> List[Lease]:
         """Claims up to max executions; with wait_seconds (0–30) the server
         holds the request until one is claimed or the wait ends. Not retried:
         a lost answer's leases would only expire."""
@@ -428,7 +429,7 @@ class Client:
                 body[k] = list(v) if k in ("kinds", "queues") else v
         return self._call("POST", "/api/workers/claim", body, hold=float(wait_seconds or 0))["leases"]
 
-    def heartbeat(self, execution_id: str, lease_token: str, *, lease_seconds: Optional[int] = None) -> Dict[str, Any]:
+    def heartbeat(self, execution_id: str, lease_token: str, *, lease_seconds: Optional[int] = None) -> HeartbeatResponse:
         """Extends the lease; answers {"lease_expires_at", "cancel_requested"}. LeaseLost: drop the attempt."""
         body: Dict[str, Any] = {"lease_token": lease_token}
         if lease_seconds is not None:
@@ -454,7 +455,7 @@ class Client:
         return self._call("POST", f"/api/executions/{_seg(execution_id)}/fail", body, retry=True)
 
     def record_step(self, execution_id: str, lease_token: str, name: str, result: JSON = None, *,
-                    started_at: Optional[TimeLike] = None) -> Dict[str, Any]:
+                    started_at: Optional[TimeLike] = None) -> StepRecorded:
         """Records a flow step (the first record of a name wins); answers
         {"name", "result", "recorded"}, the result being the first record's."""
         body: Dict[str, Any] = {"lease_token": lease_token, "name": name, "result": result}
@@ -480,7 +481,7 @@ class Client:
     def create_tenant(self, name: str, *, max_inflight: Optional[int] = None,
                       dedup_ttl_seconds: Optional[int] = None,
                       retention_seconds: Optional[int] = None,
-                      max_stored_bytes: Optional[int] = None) -> Dict[str, Any]:
+                      max_stored_bytes: Optional[int] = None) -> TenantCreated:
         """Creates a tenant (admin key); the answer holds its first api_key."""
         body: Dict[str, Any] = {"name": name}
         for k, v in (("max_inflight", max_inflight), ("dedup_ttl_seconds", dedup_ttl_seconds),
@@ -489,20 +490,20 @@ class Client:
                 body[k] = v
         return self._call("POST", "/api/tenants", body)
 
-    def get_tenant(self, name: str) -> Dict[str, Any]:
+    def get_tenant(self, name: str) -> Tenant:
         return self._call("GET", "/api/tenants/" + _seg(name), retry=True)
 
-    def update_tenant(self, name: str, **fields: Any) -> Dict[str, Any]:
+    def update_tenant(self, name: str, **fields: Any) -> Tenant:
         """PATCH: any of max_inflight, dedup_ttl_seconds, retention_seconds, max_stored_bytes, disabled."""
         return self._call("PATCH", "/api/tenants/" + _seg(name), fields, retry=True)
 
     def delete_tenant(self, name: str, *, force: bool = False) -> None:
         self._call("DELETE", "/api/tenants/" + _seg(name), query={"force": "true" if force else None})
 
-    def create_key(self, tenant: str) -> Dict[str, Any]:
+    def create_key(self, tenant: str) -> APIKey:
         return self._call("POST", f"/api/tenants/{_seg(tenant)}/keys")
 
-    def list_keys(self, tenant: str) -> List[Dict[str, Any]]:
+    def list_keys(self, tenant: str) -> List[APIKeyInfo]:
         return self._call("GET", f"/api/tenants/{_seg(tenant)}/keys", retry=True)["items"]
 
     def delete_key(self, tenant: str, key_id: str) -> None:

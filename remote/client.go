@@ -149,7 +149,7 @@ func (c *Client) send(ctx context.Context, req Request, target string, body []by
 	for k, v := range req.Header {
 		hr.Header[k] = v
 	}
-	if body != nil {
+	if body != nil && hr.Header.Get("Content-Type") == "" {
 		hr.Header.Set("Content-Type", "application/json")
 	}
 	hr.Header.Set("Accept", "application/json")
@@ -188,9 +188,9 @@ func answerError(status int, data []byte, header http.Header) *Error {
 	}
 	if ra := strings.TrimSpace(header.Get("Retry-After")); ra != "" {
 		if secs, err := strconv.Atoi(ra); err == nil && secs >= 0 {
-			e.RetryAfter = time.Duration(secs) * time.Second
-		} else if at, err := http.ParseTime(ra); err == nil && time.Until(at) > 0 {
-			e.RetryAfter = time.Until(at)
+			e.RetryAfter, e.retryAfterSet = time.Duration(secs)*time.Second, true
+		} else if at, err := http.ParseTime(ra); err == nil {
+			e.RetryAfter, e.retryAfterSet = max(time.Until(at), 0), true
 		}
 	}
 	return e

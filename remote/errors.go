@@ -18,6 +18,8 @@ type Error struct {
 	// RetryAfter is the answer's Retry-After, or a batch slot's
 	// retry_after_seconds; 0 when it has none.
 	RetryAfter time.Duration
+
+	retryAfterSet bool // the answer had a Retry-After, maybe of 0
 }
 
 func (e *Error) Error() string {

@@ -96,5 +96,5 @@ func (p *Problem) Err() *Error {
 		return nil
 	}
 	return &Error{Status: p.Status, Code: p.Code, Type: p.Type, Title: p.Title, Detail: p.Detail,
-		RetryAfter: time.Duration(p.RetryAfterSeconds) * time.Second}
+		RetryAfter: time.Duration(p.RetryAfterSeconds) * time.Second, retryAfterSet: p.RetryAfterSeconds > 0}
 }

@@ -57,10 +57,10 @@ func (p RetryPolicy) next(attempt int, err error, idempotent bool) (time.Duratio
 	}
 	if e, ok := asError(err); ok {
 		switch {
-		case e.Status == http.StatusTooManyRequests && e.RetryAfter > 0:
+		case e.Status == http.StatusTooManyRequests && e.retryAfterSet:
 			return e.RetryAfter, e.RetryAfter <= p.MaxRetryAfter
 		case e.Status == http.StatusServiceUnavailable && idempotent:
-			if e.RetryAfter > 0 {
+			if e.retryAfterSet {
 				return e.RetryAfter, e.RetryAfter <= p.MaxRetryAfter
 			}
 			return p.backoff(attempt), true

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 	"time"
 )
@@ -21,36 +19,23 @@ func runAttempts(ctx context.Context, args []string, out io.Writer) error {
 	if err := parse(ctx, fs, args, 1, 1); err != nil {
 		return err
 	}
-	var raw json.RawMessage
-	if _, err := c.do(ctx, "GET", "/api/executions/"+url.PathEscape(fs.Arg(0))+"/attempts", nil, nil, &raw); err != nil {
+	runs, err := c.client().Attempts(ctx, fs.Arg(0))
+	if err != nil {
 		return err
 	}
 	if format.choose(out) == "json" { // the raw history
-		return printJSON(out, raw)
-	}
-	var page struct {
-		Items []struct {
-			Attempt   int        `json:"attempt"`
-			WorkerID  string     `json:"worker_id"`
-			ClaimedAt time.Time  `json:"claimed_at"`
-			EndedAt   *time.Time `json:"ended_at"`
-			Outcome   *string    `json:"outcome"`
-			Error     *string    `json:"error"`
-		} `json:"items"`
-	}
-	if err := json.Unmarshal(raw, &page); err != nil {
-		return err
+		return printJSON(out, runs.JSON())
 	}
 	tw := newTable(out)
 	fmt.Fprintln(tw, "ATTEMPT\tWORKER\tCLAIMED\tENDED\tOUTCOME\tERROR")
-	for _, r := range page.Items {
+	for _, r := range runs.Items {
 		// A run still going has no end and no outcome yet.
 		ended, outcome, msg := "-", "running", ""
 		if r.EndedAt != nil {
 			ended = r.EndedAt.Format(time.RFC3339)
 		}
 		if r.Outcome != nil {
-			outcome = *r.Outcome
+			outcome = string(*r.Outcome)
 		}
 		if r.Error != nil {
 			// One line per run: the table's columns would break on a newline.

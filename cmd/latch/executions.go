@@ -5,36 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/latch-run/latch/remote"
 	"github.com/latch-run/latch/store"
 )
-
-// execution is the part of the API's execution object the CLI shows.
-type execution struct {
-	ID           string          `json:"execution_id"`
-	Tenant       string          `json:"tenant"`
-	Kind         string          `json:"kind"`
-	Queue        string          `json:"queue"`
-	Status       string          `json:"status"`
-	Attempt      int             `json:"attempt"`
-	DedupKey     *string         `json:"dedup_key"`
-	Error        *string         `json:"error"`
-	Result       json.RawMessage `json:"result"`
-	CreatedAt    time.Time       `json:"created_at"`
-	Deduplicated *bool           `json:"deduplicated,omitempty"`
-}
-
-func (e *execution) terminal() bool {
-	switch e.Status {
-	case "succeeded", "failed", "cancelled", "skipped":
-		return true
-	}
-	return false
-}
 
 // executionStatuses are the statuses an execution can have: the values of
 // ls --status.
@@ -56,31 +32,26 @@ func runSubmit(ctx context.Context, args []string, out io.Writer) error {
 	if err := parse(ctx, fs, args, 1, 2); err != nil {
 		return err
 	}
-	body := map[string]any{"kind": fs.Arg(0)}
+	req := remote.SubmitRequest{Kind: fs.Arg(0), DedupKey: *dedup, Queue: *queue, Priority: *priority,
+		MaxAttempts: *maxAttempts, TimeoutSeconds: int(*timeout), ConcurrencyKey: *ckey, ConcurrencyLimit: *climit}
 	if fs.NArg() > 1 {
 		if !json.Valid([]byte(fs.Arg(1))) {
 			return fmt.Errorf("%w: payload is not valid JSON", errUsage)
 		}
-		body["payload"] = json.RawMessage(fs.Arg(1))
+		req.Payload = json.RawMessage(fs.Arg(1))
 	}
-	setIf := func(k string, v any, ok bool) {
-		if ok {
-			body[k] = v
+	if *delay > 0 {
+		if *delay%time.Second != 0 {
+			// delay_seconds is whole seconds: the server refuses a fraction.
+			return fmt.Errorf("%w: --delay: want whole seconds, not %s", errUsage, *delay)
 		}
+		req.DelaySeconds = int64(*delay / time.Second)
 	}
-	setIf("dedup_key", *dedup, *dedup != "")
-	setIf("queue", *queue, *queue != "")
-	setIf("priority", *priority, *priority != 0)
-	setIf("delay_seconds", delay.Seconds(), *delay > 0)
-	setIf("max_attempts", *maxAttempts, *maxAttempts != 0)
-	setIf("timeout_seconds", *timeout, *timeout != 0)
-	setIf("concurrency_key", *ckey, *ckey != "")
-	setIf("concurrency_limit", *climit, *climit != 0)
-	var e json.RawMessage
-	if _, err := c.do(ctx, "POST", "/api/executions", body, nil, &e); err != nil {
+	e, err := c.client().Submit(ctx, req)
+	if err != nil {
 		return err
 	}
-	return printJSON(out, e)
+	return printJSON(out, e.JSON())
 }
 
 func runGet(ctx context.Context, args []string, out io.Writer) error {
@@ -90,50 +61,45 @@ func runGet(ctx context.Context, args []string, out io.Writer) error {
 	if err := parse(ctx, fs, args, 1, 1); err != nil {
 		return err
 	}
-	var e json.RawMessage
-	if _, err := c.do(ctx, "GET", "/api/executions/"+url.PathEscape(fs.Arg(0)), nil, nil, &e); err != nil {
+	e, err := c.client().Get(ctx, fs.Arg(0))
+	if err != nil {
 		return err
 	}
 	if format.choose(out) == "table" {
-		return printTable(out, executionColumns, []json.RawMessage{e})
+		return printTable(out, executionColumns, []json.RawMessage{e.JSON()})
 	}
-	return printJSON(out, e)
+	return printJSON(out, e.JSON())
 }
 
 func runList(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("ls")
 	c := clientFlags(fs)
-	q := url.Values{}
+	var opts remote.ListOptions
+	filters := map[string]*string{"status": (*string)(&opts.Status), "kind": &opts.Kind, "queue": &opts.Queue,
+		"dedup_key": &opts.DedupKey, "schedule": &opts.Schedule}
 	for _, param := range []string{"status", "kind", "queue", "dedup_key", "schedule"} {
 		name := strings.ReplaceAll(param, "_", "-")
-		fs.Func(name, "filter by "+name, func(v string) error { q.Set(param, v); return nil })
+		fs.Func(name, "filter by "+name, func(v string) error { *filters[param] = v; return nil })
 	}
 	offer(fs, "status", executionStatuses...)
-	fs.Func("cursor", "the page after this one: the cursor a previous page printed", func(v string) error { q.Set("cursor", v); return nil })
+	fs.Func("cursor", "the page after this one: the cursor a previous page printed", func(v string) error { opts.Cursor = v; return nil })
 	limit := fs.Int("limit", 50, "page size, 1-500")
 	format := outputFlag(fs, true)
 	if err := parse(ctx, fs, args, 0, 0); err != nil {
 		return err
 	}
-	q.Set("limit", strconv.Itoa(*limit))
-	var page struct {
-		Items      []json.RawMessage `json:"items"`
-		NextCursor *string           `json:"next_cursor"`
-	}
-	if _, err := c.do(ctx, "GET", "/api/executions?"+q.Encode(), nil, nil, &page); err != nil {
+	opts.Limit = *limit
+	page, err := c.client().ListPage(ctx, opts)
+	if err != nil {
 		return err
 	}
 	if format.choose(out) == "json" { // the raw page
-		return printJSON(out, page)
+		return printJSON(out, page.JSON())
 	}
 	tw := newTable(out)
 	fmt.Fprintln(tw, "EXECUTION_ID\tTENANT\tKIND\tQUEUE\tSTATUS\tATTEMPT\tCREATED")
-	for _, raw := range page.Items {
-		var e execution
-		if err := json.Unmarshal(raw, &e); err != nil {
-			return err
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", e.ID, e.Tenant, e.Kind, e.Queue, e.Status,
+	for _, e := range page.Items {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", e.ExecutionID, e.Tenant, e.Kind, e.Queue, e.Status,
 			e.Attempt, e.CreatedAt.Format(time.RFC3339))
 	}
 	switch {
@@ -154,11 +120,11 @@ func runCancel(ctx context.Context, args []string, out io.Writer) error {
 	if err := parse(ctx, fs, args, 1, 1); err != nil {
 		return err
 	}
-	var e json.RawMessage
-	if _, err := c.do(ctx, "POST", "/api/executions/"+url.PathEscape(fs.Arg(0))+"/cancel", nil, nil, &e); err != nil {
+	e, err := c.client().Cancel(ctx, fs.Arg(0))
+	if err != nil {
 		return err
 	}
-	return printJSON(out, e)
+	return printJSON(out, e.JSON())
 }
 
 func runDelete(ctx context.Context, args []string, out io.Writer) error {
@@ -168,11 +134,7 @@ func runDelete(ctx context.Context, args []string, out io.Writer) error {
 	if err := parse(ctx, fs, args, 1, 1); err != nil {
 		return err
 	}
-	path := "/api/executions/" + url.PathEscape(fs.Arg(0))
-	if *force {
-		path += "?force=true"
-	}
-	if _, err := c.do(ctx, "DELETE", path, nil, nil, nil); err != nil {
+	if err := c.client().Delete(ctx, fs.Arg(0), remote.DeleteOptions{Force: *force}); err != nil {
 		return err
 	}
 	fmt.Fprintln(out, "deleted", fs.Arg(0))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+
+	"github.com/latch-run/latch/remote"
 )
 
 // Exit codes a script can rely on: the same failure exits the same way
@@ -21,7 +23,7 @@ const (
 
 // exitCode is the exit code of a command that returned err.
 func exitCode(err error) int {
-	var p *problemError
+	var p *remote.Error
 	var ns errNotSucceeded
 	var nf notFoundError
 	var wt errWaitTimeout

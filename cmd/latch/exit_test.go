@@ -5,13 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/latch-run/latch/remote"
 )
 
 // TestExitCodes pins the exit code of each kind of failure: scripts branch
 // on them (README, "Exit codes").
 func TestExitCodes(t *testing.T) {
 	problem := func(status int, code string) error {
-		return fmt.Errorf("tenant acme: %w", &problemError{Status: status, Code: code})
+		return fmt.Errorf("tenant acme: %w", &remote.Error{Status: status, Code: code})
 	}
 	for _, c := range []struct {
 		name string

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"time"
+
+	"github.com/latch-run/latch/remote"
 )
 
 // The flow commands: a signal to a waiting flow, a retry of a failed one
@@ -21,23 +21,18 @@ func runSignal(ctx context.Context, args []string, out io.Writer) error {
 	if err := parse(ctx, fs, args, 2, 3); err != nil {
 		return err
 	}
-	body := map[string]any{}
+	var data any // none: the body is {}
 	if fs.NArg() == 3 {
 		if !json.Valid([]byte(fs.Arg(2))) {
 			return fmt.Errorf("%w: data is not valid JSON", errUsage)
 		}
-		body["data"] = json.RawMessage(fs.Arg(2))
+		data = json.RawMessage(fs.Arg(2))
 	}
-	var hdr http.Header
-	if *idemKey != "" {
-		hdr = http.Header{"Idempotency-Key": {*idemKey}}
-	}
-	path := "/api/executions/" + url.PathEscape(fs.Arg(0)) + "/signals/" + url.PathEscape(fs.Arg(1))
-	var res json.RawMessage
-	if _, err := c.do(ctx, "POST", path, body, hdr, &res); err != nil {
+	res, err := c.client().Signal(ctx, fs.Arg(0), fs.Arg(1), data, remote.SignalOptions{IdempotencyKey: *idemKey})
+	if err != nil {
 		return err
 	}
-	return printJSON(out, res)
+	return printJSON(out, res.JSON())
 }
 
 func runRetry(ctx context.Context, args []string, out io.Writer) error {
@@ -46,11 +41,11 @@ func runRetry(ctx context.Context, args []string, out io.Writer) error {
 	if err := parse(ctx, fs, args, 1, 1); err != nil {
 		return err
 	}
-	var e json.RawMessage
-	if _, err := c.do(ctx, "POST", "/api/executions/"+url.PathEscape(fs.Arg(0))+"/retry", nil, nil, &e); err != nil {
+	e, err := c.client().Retry(ctx, fs.Arg(0))
+	if err != nil {
 		return err
 	}
-	return printJSON(out, e)
+	return printJSON(out, e.JSON())
 }
 
 // maxResultShown cuts a step's result in the table; --json shows it whole.
@@ -59,34 +54,18 @@ const maxResultShown = 60
 func runSteps(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("steps")
 	c := clientFlags(fs)
-	q := url.Values{}
-	fs.Func("cursor", "the page after this one: the cursor a previous page printed", func(v string) error { q.Set("cursor", v); return nil })
+	var opts remote.PageOptions
+	fs.Func("cursor", "the page after this one: the cursor a previous page printed", func(v string) error { opts.Cursor = v; return nil })
 	format := outputFlag(fs, true)
 	if err := parse(ctx, fs, args, 1, 1); err != nil {
 		return err
 	}
-	var page struct {
-		Items []struct {
-			Name       string          `json:"name"`
-			Result     json.RawMessage `json:"result"`
-			RecordedAt time.Time       `json:"recorded_at"`
-			Attempt    int             `json:"attempt"`
-		} `json:"items"`
-		NextCursor *string `json:"next_cursor"`
-	}
-	var raw json.RawMessage
-	path := "/api/executions/" + url.PathEscape(fs.Arg(0)) + "/steps"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
-	if _, err := c.do(ctx, "GET", path, nil, nil, &raw); err != nil {
+	page, err := c.client().StepsPage(ctx, fs.Arg(0), opts)
+	if err != nil {
 		return err
 	}
 	if format.choose(out) == "json" { // the raw page of the journal
-		return printJSON(out, raw)
-	}
-	if err := json.Unmarshal(raw, &page); err != nil {
-		return err
+		return printJSON(out, page.JSON())
 	}
 	tw := newTable(out)
 	fmt.Fprintln(tw, "STEP\tATTEMPT\tRECORDED\tRESULT")

@@ -169,3 +169,10 @@ var (
 	scheduleColumns = []column{{"NAME", "name"}, {"CRON", "cron"}, {"EVERY", "every"}, {"KIND", "kind"},
 		{"QUEUE", "queue"}, {"ENABLED", "enabled"}, {"NEXT_RUN", "next_run_at"}, {"LAST_RUN", "last_run_at"}}
 )
+
+// printJSON writes v indented.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 
+	"github.com/latch-run/latch/remote"
 	"sigs.k8s.io/yaml"
 )
 
@@ -46,46 +48,62 @@ func runSchedule(ctx context.Context, args []string, out io.Writer) error {
 	if sub == "ls" || sub == "get" {
 		format = outputFlag(fs, false)
 	}
-	page := url.Values{}
+	var page remote.PageOptions
 	if sub == "ls" {
-		fs.Func("limit", "page size, 1-1000 (default 1000)", func(v string) error { page.Set("limit", v); return nil })
-		fs.Func("cursor", "next_cursor of the previous page", func(v string) error { page.Set("cursor", v); return nil })
+		fs.Func("limit", "page size, 1-1000 (default 1000)", func(v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return fmt.Errorf("want a whole number from 1")
+			}
+			page.Limit = n
+			return nil
+		})
+		fs.Func("cursor", "next_cursor of the previous page", func(v string) error { page.Cursor = v; return nil })
 	}
 	if err := parse(ctx, fs, rest, nargs, nargs); err != nil {
 		return err
 	}
-	path := "/api/schedules/" + url.PathEscape(fs.Arg(0))
+	api := c.client()
+	name := fs.Arg(0)
 	var res json.RawMessage
 	var err error
 	switch sub {
 	case "ls":
-		ls := "/api/schedules"
-		if len(page) > 0 {
-			ls += "?" + page.Encode()
+		var p *remote.SchedulePage
+		if p, err = api.SchedulesPage(ctx, page); err == nil {
+			res = p.JSON()
 		}
-		_, err = c.do(ctx, "GET", ls, nil, nil, &res)
 	case "get":
-		_, err = c.do(ctx, "GET", path, nil, nil, &res)
-	case "trigger":
-		var hdr http.Header
-		if idemKey != "" {
-			hdr = http.Header{"Idempotency-Key": {idemKey}}
+		var sc *remote.Schedule
+		if sc, err = api.GetSchedule(ctx, name); err == nil {
+			res = sc.JSON()
 		}
-		_, err = c.do(ctx, "POST", path+"/trigger", nil, hdr, &res)
+	case "trigger":
+		var e *remote.Execution
+		if e, err = api.TriggerSchedule(ctx, name, remote.TriggerOptions{IdempotencyKey: idemKey}); err == nil {
+			res = e.JSON()
+		}
 	case "pause", "resume":
 		// One atomic call: a read and a PUT back could undo a concurrent
 		// apply. A resumed schedule's next tick is the next one from now.
-		_, err = c.do(ctx, "POST", path+"/"+sub, nil, nil, &res)
+		change := api.PauseSchedule
+		if sub == "resume" {
+			change = api.ResumeSchedule
+		}
+		var sc *remote.Schedule
+		if sc, err = change(ctx, name); err == nil {
+			res = sc.JSON()
+		}
 	case "rm":
-		if _, err = c.do(ctx, "DELETE", path, nil, nil, nil); err == nil {
-			_, err = fmt.Fprintf(out, "schedule %s deleted\n", fs.Arg(0))
+		if err = api.DeleteSchedule(ctx, name); err == nil {
+			_, err = fmt.Fprintf(out, "schedule %s deleted\n", name)
 		}
 		return err
 	case "apply":
 		if file == "" {
 			return fmt.Errorf("%w: apply needs -f FILE", errUsage)
 		}
-		return applySchedules(ctx, c, file, out)
+		return applySchedules(ctx, api, file, out)
 	default:
 		return fmt.Errorf("%w: unknown schedule command %q (%s)", errUsage, sub, scheduleUsage)
 	}
@@ -105,7 +123,7 @@ func runSchedule(ctx context.Context, args []string, out io.Writer) error {
 // PUT is create-or-replace and keeps an unchanged schedule's next tick, so
 // applying the same file again (every deploy) changes nothing. It stops at
 // the first refusal, naming the entry.
-func applySchedules(ctx context.Context, c *apiClient, file string, out io.Writer) error {
+func applySchedules(ctx context.Context, c *remote.Client, file string, out io.Writer) error {
 	var data []byte
 	var err error
 	if file == "-" {
@@ -128,8 +146,11 @@ func applySchedules(ctx context.Context, c *apiClient, file string, out io.Write
 		if name == "" {
 			return fmt.Errorf("%s: a %s without a %q", file, what, field)
 		}
+		// The entry goes as the file has it, through Call rather than
+		// PutSchedule's typed spec: the server's validation names a
+		// misspelt or misplaced field of the file.
 		var res map[string]any
-		code, err := c.do(ctx, "PUT", base+url.PathEscape(name), body, nil, &res)
+		code, err := c.Call(ctx, remote.Request{Method: http.MethodPut, Path: base + url.PathEscape(name), Body: body, Idempotent: true}, &res)
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", what, name, err)
 		}

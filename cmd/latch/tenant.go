@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
+
+	"github.com/latch-run/latch/remote"
 )
 
 const tenantUsage = "latch tenant create|get|update|keys|key|disable|enable|rm NAME [flags]; latch tenant key rm NAME KEY_ID"
@@ -76,28 +77,43 @@ func runTenant(ctx context.Context, args []string, out io.Writer) error {
 		set()
 	}
 	name := fs.Arg(0)
-	path := "/api/tenants/" + url.PathEscape(name)
+	setting := func(field string) *int64 {
+		if v, ok := settings[field].(int64); ok {
+			return &v
+		}
+		return nil
+	}
+	var maxInflight *int
+	if v := setting("max_inflight"); v != nil {
+		n := int(*v)
+		maxInflight = &n
+	}
+	api := c.client()
 	var res json.RawMessage
 	var err error
+	keep := func(a interface{ JSON() json.RawMessage }, e error) {
+		if err = e; e == nil {
+			res = a.JSON()
+		}
+	}
 	switch sub {
 	case "create":
-		settings["name"] = name
-		_, err = c.do(ctx, "POST", "/api/tenants", settings, nil, &res)
+		keep(api.CreateTenant(ctx, remote.TenantSpec{Name: name, MaxInflight: maxInflight, DedupTTLSeconds: setting("dedup_ttl_seconds"),
+			RetentionSeconds: setting("retention_seconds"), MaxStoredBytes: setting("max_stored_bytes")}))
 	case "get":
-		_, err = c.do(ctx, "GET", path, nil, nil, &res)
+		keep(api.GetTenant(ctx, name))
 	case "update":
-		_, err = c.do(ctx, "PATCH", path, settings, nil, &res)
+		keep(api.UpdateTenant(ctx, name, remote.TenantPatch{MaxInflight: maxInflight, DedupTTLSeconds: setting("dedup_ttl_seconds"),
+			RetentionSeconds: setting("retention_seconds"), MaxStoredBytes: setting("max_stored_bytes")}))
 	case "key":
-		_, err = c.do(ctx, "POST", path+"/keys", nil, nil, &res)
+		keep(api.AddKey(ctx, name))
 	case "keys":
-		_, err = c.do(ctx, "GET", path+"/keys", nil, nil, &res)
+		keep(api.Keys(ctx, name))
 	case "disable", "enable":
-		_, err = c.do(ctx, "PATCH", path, map[string]any{"disabled": sub == "disable"}, nil, &res)
+		disabled := sub == "disable"
+		keep(api.UpdateTenant(ctx, name, remote.TenantPatch{Disabled: &disabled}))
 	case "rm":
-		if *force {
-			path += "?force=true"
-		}
-		if _, err := c.do(ctx, "DELETE", path, nil, nil, nil); err != nil {
+		if err := api.DeleteTenant(ctx, name, remote.DeleteOptions{Force: *force}); err != nil {
 			return err
 		}
 		fmt.Fprintln(out, "deleted tenant", name)
@@ -126,7 +142,7 @@ func runTenantKeyRemove(ctx context.Context, args []string, out io.Writer) error
 		return err
 	}
 	name, id := fs.Arg(0), fs.Arg(1)
-	if _, err := c.do(ctx, "DELETE", "/api/tenants/"+url.PathEscape(name)+"/keys/"+url.PathEscape(id), nil, nil, nil); err != nil {
+	if err := c.client().DeleteKey(ctx, name, id); err != nil {
 		return err
 	}
 	fmt.Fprintln(out, "deleted key", id, "of tenant", name)

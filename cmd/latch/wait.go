@@ -7,12 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/latch-run/latch/remote"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
@@ -67,9 +66,9 @@ func runWait(ctx context.Context, args []string, out io.Writer) error {
 	}
 	var err error
 	if fs.NArg() == 1 {
-		err = waitOne(waitCtx, c, fs.Arg(0), out, tty, seen)
+		err = waitOne(waitCtx, c.client(), fs.Arg(0), out, tty, seen)
 	} else {
-		err = waitMany(waitCtx, c, fs.Args(), out, tty, seen)
+		err = waitMany(waitCtx, c.client(), fs.Args(), out, tty, seen)
 	}
 	if err != nil && ctx.Err() == nil && errors.Is(waitCtx.Err(), context.DeadlineExceeded) {
 		return seen.timedOut(fs.Args(), *timeout)
@@ -105,7 +104,7 @@ func (l *lastSeen) timedOut(ids []string, timeout time.Duration) error {
 	var pending []string
 	for _, id := range ids {
 		st := l.status[id]
-		if (&execution{Status: st}).terminal() {
+		if remote.Status(st).Terminal() {
 			continue
 		}
 		if st == "" {
@@ -133,33 +132,22 @@ func stderrOf(ctx context.Context) io.Writer {
 
 // poll asks for the execution id, held up to hold seconds until it is
 // terminal.
-func poll(ctx context.Context, c *apiClient, id string, hold int) (json.RawMessage, *execution, error) {
-	var raw json.RawMessage
-	path := "/api/executions/" + url.PathEscape(id) + "?wait_seconds=" + strconv.Itoa(hold)
+func poll(ctx context.Context, c *remote.Client, id string, hold int) (*remote.Execution, error) {
 	for {
-		_, err := c.do(ctx, "GET", path, nil, nil, &raw)
-		var p *problemError
-		if errors.As(err, &p) && p.Code == "too_many_requests" {
+		e, err := c.GetWait(ctx, id, time.Duration(hold)*time.Second)
+		if errors.Is(err, remote.ErrTooManyRequests) {
 			// The tenant holds as many long polls on this server as it may
 			// (its workers' claims count too): one ends soon, poll again
 			// then rather than give up on executions that are fine.
 			select {
 			case <-ctx.Done():
-				return nil, nil, ctx.Err()
+				return nil, ctx.Err()
 			case <-time.After(pollBusyWait):
 			}
 			continue
 		}
-		if err != nil {
-			return nil, nil, err
-		}
-		break
+		return e, err
 	}
-	var e execution
-	if err := json.Unmarshal(raw, &e); err != nil {
-		return nil, nil, fmt.Errorf("decode answer: %w", err)
-	}
-	return raw, &e, nil
 }
 
 // pollBusyWait is how long a poll refused for the tenant's bound of long
@@ -169,20 +157,20 @@ var pollBusyWait = time.Second
 // clearLine is the start of a line drawn over the one before.
 const clearLine = "\r\x1b[2K"
 
-func waitOne(ctx context.Context, c *apiClient, id string, out, tty io.Writer, seen *lastSeen) error {
+func waitOne(ctx context.Context, c *remote.Client, id string, out, tty io.Writer, seen *lastSeen) error {
 	start := time.Now()
 	hold := seen.firstHold
 	if tty != nil {
 		hold = 0 // the first status at once
 	}
 	for {
-		raw, e, err := poll(ctx, c, id, hold)
+		e, err := poll(ctx, c, id, hold)
 		hold = 60
 		if tty != nil {
 			hold = statusPoll
 		}
 		if err == nil {
-			seen.set(id, e.Status)
+			seen.set(id, string(e.Status))
 		}
 		if err != nil {
 			if tty != nil {
@@ -194,23 +182,23 @@ func waitOne(ctx context.Context, c *apiClient, id string, out, tty io.Writer, s
 			fmt.Fprintf(tty, "%s%s: %s, attempt %d, %s", clearLine, id, e.Status, e.Attempt,
 				time.Since(start).Round(time.Second))
 		}
-		if !e.terminal() {
+		if !e.Status.Terminal() {
 			continue
 		}
 		if tty != nil {
 			fmt.Fprintln(tty)
 		}
-		if err := printJSON(out, raw); err != nil {
+		if err := printJSON(out, e.JSON()); err != nil {
 			return err
 		}
 		if e.Status != "succeeded" {
-			return errNotSucceeded{status: e.Status}
+			return errNotSucceeded{status: string(e.Status)}
 		}
 		return nil
 	}
 }
 
-func waitMany(ctx context.Context, c *apiClient, ids []string, out, tty io.Writer, seen *lastSeen) error {
+func waitMany(ctx context.Context, c *remote.Client, ids []string, out, tty io.Writer, seen *lastSeen) error {
 	var (
 		mu    sync.Mutex // orders the lines on out and the bar's drawing
 		ended int        // other than succeeded
@@ -254,17 +242,17 @@ func waitMany(ctx context.Context, c *apiClient, ids []string, out, tty io.Write
 		g.Go(func() error {
 			hold := seen.firstHold
 			for {
-				raw, e, err := poll(gctx, c, id, hold)
+				e, err := poll(gctx, c, id, hold)
 				hold = 60
 				if err != nil {
 					return fmt.Errorf("%s: %w", id, err)
 				}
-				seen.set(id, e.Status)
-				if !e.terminal() {
+				seen.set(id, string(e.Status))
+				if !e.Status.Terminal() {
 					continue
 				}
 				var line bytes.Buffer
-				if err := json.Compact(&line, raw); err != nil {
+				if err := json.Compact(&line, e.JSON()); err != nil {
 					return fmt.Errorf("%s: decode answer: %w", id, err)
 				}
 				line.WriteByte('\n')

@@ -161,7 +161,10 @@ func TestWaitMany(t *testing.T) {
 		t.Helper()
 		got := map[string]string{}
 		for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
-			var e execution
+			var e struct {
+				ID     string `json:"execution_id"`
+				Status string `json:"status"`
+			}
 			if err := json.Unmarshal([]byte(l), &e); err != nil {
 				t.Fatalf("not a line of JSON: %q (%v)", l, err)
 			}

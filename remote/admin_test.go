@@ -104,7 +104,7 @@ func TestRateLimits(t *testing.T) {
 func TestTenantsAndKeys(t *testing.T) {
 	ctx := context.Background()
 	s := newServer(t)
-	created := must(s.admin.CreateTenant(ctx, remote.TenantSpec{Name: "acme", MaxInflight: 1, RetentionSeconds: 3600}))(t)
+	created := must(s.admin.CreateTenant(ctx, remote.TenantSpec{Name: "acme", MaxInflight: ptr(1), RetentionSeconds: ptr(int64(3600))}))(t)
 	if created.Name != "acme" || created.APIKey == "" || created.KeyID == "" || created.MaxInflight != 1 || created.RetentionSeconds != 3600 {
 		t.Fatalf("create %+v", created)
 	}

@@ -131,7 +131,7 @@ func TestSubmitGetListCancelDelete(t *testing.T) {
 func TestSubmitBatch(t *testing.T) {
 	ctx := context.Background()
 	s := newServer(t)
-	c := s.tenant(t, remote.TenantSpec{Name: "acme", MaxInflight: 3})
+	c := s.tenant(t, remote.TenantSpec{Name: "acme", MaxInflight: ptr(3)})
 	items := must(c.SubmitBatch(ctx, []remote.SubmitRequest{
 		{Kind: "echo", DedupKey: "a"},
 		{Kind: "echo", DedupKey: "a"},

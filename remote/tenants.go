@@ -9,13 +9,13 @@ import (
 // The calls of the admin key on tenants and their keys (docs/api.md,
 // "Authentication and tenants"); a tenant's own key may read its tenant.
 
-// TenantSpec creates a tenant. Zero values take the server's defaults.
+// TenantSpec creates a tenant. A nil setting takes the server's default.
 type TenantSpec struct {
 	Name             string `json:"name"`
-	MaxInflight      int    `json:"max_inflight,omitempty"`
-	DedupTTLSeconds  int64  `json:"dedup_ttl_seconds,omitempty"`
-	RetentionSeconds int64  `json:"retention_seconds,omitempty"`
-	MaxStoredBytes   int64  `json:"max_stored_bytes,omitempty"`
+	MaxInflight      *int   `json:"max_inflight,omitempty"`
+	DedupTTLSeconds  *int64 `json:"dedup_ttl_seconds,omitempty"`
+	RetentionSeconds *int64 `json:"retention_seconds,omitempty"`
+	MaxStoredBytes   *int64 `json:"max_stored_bytes,omitempty"`
 }
 
 // TenantCreated is a new tenant with its first key, shown only here.

@@ -138,31 +138,7 @@ const maxAnswer = 64 << 20
 
 // send makes one request and reads its answer.
 func (c *Client) send(ctx context.Context, req Request, target string, body []byte) (int, []byte, http.Header, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	hr, err := http.NewRequestWithContext(ctx, req.Method, target, rd)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	for k, v := range req.Header {
-		hr.Header[k] = v
-	}
-	if body != nil && hr.Header.Get("Content-Type") == "" {
-		hr.Header.Set("Content-Type", "application/json")
-	}
-	hr.Header.Set("Accept", "application/json")
-	if c.userAgent != "" {
-		hr.Header.Set("User-Agent", c.userAgent)
-	}
-	if c.key != "" {
-		hr.Header.Set("Authorization", "Bearer "+c.key)
-	}
-	if c.tenant != "" {
-		hr.Header.Set("Latch-Tenant", c.tenant)
-	}
-	resp, err := c.http.Do(hr)
+	resp, err := c.open(ctx, req, target, body)
 	if err != nil {
 		return 0, nil, nil, err
 	}
@@ -174,6 +150,38 @@ func (c *Client) send(ctx context.Context, req Request, target string, body []by
 		return 0, nil, nil, fmt.Errorf("read answer of %s %s: %w", req.Method, req.Path, err)
 	}
 	return resp.StatusCode, data, resp.Header, nil
+}
+
+// open sends one request with the client's headers and answers the
+// response, its body unread.
+func (c *Client) open(ctx context.Context, req Request, target string, body []byte) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	hr, err := http.NewRequestWithContext(ctx, req.Method, target, rd)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range req.Header {
+		hr.Header[k] = v
+	}
+	if body != nil && hr.Header.Get("Content-Type") == "" {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	if hr.Header.Get("Accept") == "" {
+		hr.Header.Set("Accept", "application/json")
+	}
+	if c.userAgent != "" {
+		hr.Header.Set("User-Agent", c.userAgent)
+	}
+	if c.key != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	if c.tenant != "" {
+		hr.Header.Set("Latch-Tenant", c.tenant)
+	}
+	return c.http.Do(hr)
 }
 
 // answerError is the *Error of an error answer.

@@ -19,12 +19,13 @@ func (c *Client) Get(ctx context.Context, id string) (*Execution, error) {
 const MaxWait = 60 * time.Second
 
 // GetWait reads an execution, the server holding the answer until it is
-// terminal or wait passes (whole seconds, at most MaxWait): one long poll.
-// The answer may be an execution that has not ended.
+// terminal or wait passes (in whole seconds, MaxWait at most; a longer wait
+// is MaxWait): one long poll. The answer may be an execution that has not
+// ended.
 func (c *Client) GetWait(ctx context.Context, id string, wait time.Duration) (*Execution, error) {
 	var q url.Values
-	if wait > 0 {
-		q = url.Values{"wait_seconds": {strconv.Itoa(int(wait / time.Second))}}
+	if secs := min(wait, MaxWait) / time.Second; secs > 0 {
+		q = url.Values{"wait_seconds": {strconv.Itoa(int(secs))}}
 	}
 	var e Execution
 	if _, err := c.Call(ctx, Request{Method: http.MethodGet, Path: "/api/executions/" + seg(id), Query: q, Idempotent: true}, &e); err != nil {

@@ -35,7 +35,7 @@ func TestSentinelsMatchServerCodes(t *testing.T) {
 	}
 	var ours []string
 	for _, s := range sentinels {
-		ours = append(ours, s.(*sentinel).Code())
+		ours = append(ours, s.Code())
 	}
 	for _, c := range codes {
 		if n := count(ours, c); n != 1 {
@@ -63,7 +63,7 @@ func count(s []string, v string) int {
 // no other.
 func TestErrorIsMatchesOneSentinel(t *testing.T) {
 	for _, s := range sentinels {
-		e := &Error{Status: 409, Code: s.(*sentinel).Code()}
+		e := &Error{Status: 409, Code: s.Code()}
 		for _, other := range sentinels {
 			if got, want := e.Is(other), other == s; got != want {
 				t.Errorf("%s Is %v: %v", e.Code, other, got)

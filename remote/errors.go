@@ -48,42 +48,42 @@ func (s *sentinel) Code() string { return s.code }
 
 // The sentinels, one per problem code of docs/api.md ("Conventions").
 var (
-	ErrInvalidRequest       error = &sentinel{"invalid_request"}
-	ErrUnauthorized         error = &sentinel{"unauthorized"}
-	ErrInvalidTicket        error = &sentinel{"invalid_ticket"}
-	ErrForbidden            error = &sentinel{"forbidden"}
-	ErrTenantDisabled       error = &sentinel{"tenant_disabled"}
-	ErrNotFound             error = &sentinel{"not_found"}
-	ErrMethodNotAllowed     error = &sentinel{"method_not_allowed"}
-	ErrNotTerminal          error = &sentinel{"not_terminal"}
-	ErrLeaseLost            error = &sentinel{"lease_lost"}
-	ErrNotActive            error = &sentinel{"not_active"}
-	ErrNotFailed            error = &sentinel{"not_failed"}
-	ErrTooManySteps         error = &sentinel{"too_many_steps"}
-	ErrJournalTooLarge      error = &sentinel{"journal_too_large"}
-	ErrSignalBufferFull     error = &sentinel{"signal_buffer_full"}
-	ErrStorageExceeded      error = &sentinel{"storage_exceeded"}
-	ErrTenantExists         error = &sentinel{"tenant_exists"}
-	ErrScheduleLimit        error = &sentinel{"schedule_limit"}
-	ErrScheduleTooFrequent  error = &sentinel{"schedule_too_frequent"}
-	ErrPayloadTooLarge      error = &sentinel{"payload_too_large"}
-	ErrUnsupportedMediaType error = &sentinel{"unsupported_media_type"}
-	ErrDedupKeyReused       error = &sentinel{"dedup_key_reused"}
-	ErrQuotaExceeded        error = &sentinel{"quota_exceeded"}
-	ErrTooManyRequests      error = &sentinel{"too_many_requests"}
-	ErrHeadersTooLarge      error = &sentinel{"headers_too_large"}
-	ErrInternal             error = &sentinel{"internal"}
-	ErrUnavailable          error = &sentinel{"unavailable"}
+	ErrInvalidRequest       = newSentinel("invalid_request")
+	ErrUnauthorized         = newSentinel("unauthorized")
+	ErrInvalidTicket        = newSentinel("invalid_ticket")
+	ErrForbidden            = newSentinel("forbidden")
+	ErrTenantDisabled       = newSentinel("tenant_disabled")
+	ErrNotFound             = newSentinel("not_found")
+	ErrMethodNotAllowed     = newSentinel("method_not_allowed")
+	ErrNotTerminal          = newSentinel("not_terminal")
+	ErrLeaseLost            = newSentinel("lease_lost")
+	ErrNotActive            = newSentinel("not_active")
+	ErrNotFailed            = newSentinel("not_failed")
+	ErrTooManySteps         = newSentinel("too_many_steps")
+	ErrJournalTooLarge      = newSentinel("journal_too_large")
+	ErrSignalBufferFull     = newSentinel("signal_buffer_full")
+	ErrStorageExceeded      = newSentinel("storage_exceeded")
+	ErrTenantExists         = newSentinel("tenant_exists")
+	ErrScheduleLimit        = newSentinel("schedule_limit")
+	ErrScheduleTooFrequent  = newSentinel("schedule_too_frequent")
+	ErrPayloadTooLarge      = newSentinel("payload_too_large")
+	ErrUnsupportedMediaType = newSentinel("unsupported_media_type")
+	ErrDedupKeyReused       = newSentinel("dedup_key_reused")
+	ErrQuotaExceeded        = newSentinel("quota_exceeded")
+	ErrTooManyRequests      = newSentinel("too_many_requests")
+	ErrHeadersTooLarge      = newSentinel("headers_too_large")
+	ErrInternal             = newSentinel("internal")
+	ErrUnavailable          = newSentinel("unavailable")
 )
 
 // sentinels lists every sentinel, for the tests that keep them in step
 // with the server's codes.
-var sentinels = []error{
-	ErrInvalidRequest, ErrUnauthorized, ErrInvalidTicket, ErrForbidden, ErrTenantDisabled, ErrNotFound,
-	ErrMethodNotAllowed, ErrNotTerminal, ErrLeaseLost, ErrNotActive, ErrNotFailed, ErrTooManySteps,
-	ErrJournalTooLarge, ErrSignalBufferFull, ErrStorageExceeded, ErrTenantExists, ErrScheduleLimit,
-	ErrScheduleTooFrequent, ErrPayloadTooLarge, ErrUnsupportedMediaType, ErrDedupKeyReused,
-	ErrQuotaExceeded, ErrTooManyRequests, ErrHeadersTooLarge, ErrInternal, ErrUnavailable,
+var sentinels []*sentinel
+
+func newSentinel(code string) error {
+	s := &sentinel{code}
+	sentinels = append(sentinels, s)
+	return s
 }
 
 // asError is err's *Error, if it is one.

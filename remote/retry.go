@@ -15,10 +15,10 @@ import (
 //     after Retry-After;
 //   - a connection that failed before the request was written (nothing was
 //     sent), after a backoff;
-//   - for an idempotent call only (GETs, PUTs, cancels, pauses, submits,
-//     the lease-fenced worker calls, a trigger or a signal with an
-//     idempotency key): a 503 answer, after its Retry-After or a backoff,
-//     and a connection that failed at any point.
+//   - for an idempotent call only (GETs, PUTs, cancels, pauses and resumes,
+//     tenant updates, submits, the lease-fenced worker calls, a trigger or a
+//     signal with an idempotency key): a 503 answer, after its Retry-After
+//     or a backoff, and a connection that failed at any point.
 //
 // Backoffs grow from Base, doubling per retry up to Max, each a random point
 // in its upper half. A Retry-After longer than MaxRetryAfter ends the

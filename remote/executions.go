@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"net/http"
@@ -35,10 +36,13 @@ func (c *Client) GetWait(ctx context.Context, id string, wait time.Duration) (*E
 }
 
 // Wait long-polls an execution until it is terminal and answers it. When
-// ctx ends first it answers ctx's error (and no execution): it never
-// answers one that has not ended. A poll refused because the tenant holds
-// as many long polls as it may (ErrTooManyRequests) is repeated.
+// ctx ends first it answers no execution and an *UnfinishedError, which
+// errors.Is matches with ErrUnfinished and with ctx's error, holding the
+// execution as last read: it never answers one that has not ended as if it
+// had. A poll refused because the tenant holds as many long polls as it
+// may (ErrTooManyRequests) is repeated.
 func (c *Client) Wait(ctx context.Context, id string) (*Execution, error) {
+	var last *Execution
 	for {
 		hold := MaxWait
 		if dl, ok := ctx.Deadline(); ok {
@@ -50,20 +54,40 @@ func (c *Client) Wait(ctx context.Context, id string) (*Execution, error) {
 		case err == nil && e.Status.Terminal():
 			return e, nil
 		case err == nil:
+			last = e
 		case ctx.Err() != nil:
-			return nil, fmt.Errorf("wait for %s: %w", id, ctx.Err())
 		case !isCode(err, ErrTooManyRequests):
 			return nil, err
 		default:
-			if err := sleep(ctx, time.Second); err != nil {
-				return nil, fmt.Errorf("wait for %s: %w", id, err)
-			}
+			_ = sleep(ctx, time.Second)
 		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("wait for %s: %w", id, ctx.Err())
+			return nil, &UnfinishedError{ID: id, Execution: last, Err: ctx.Err()}
 		}
 	}
 }
+
+// ErrUnfinished is matched by the error of a Wait whose context ended
+// before the execution did.
+var ErrUnfinished = errors.New("latch: the execution has not ended")
+
+// UnfinishedError is Wait's answer when its context ends before the
+// execution does.
+type UnfinishedError struct {
+	ID        string
+	Execution *Execution // as last read, not terminal; nil when none was read
+	Err       error      // the context's
+}
+
+func (e *UnfinishedError) Error() string {
+	if e.Execution != nil {
+		return fmt.Sprintf("execution %s is still %s: %v", e.ID, e.Execution.Status, e.Err)
+	}
+	return fmt.Sprintf("execution %s: no answer: %v", e.ID, e.Err)
+}
+
+// Unwrap gives ErrUnfinished and the context's error.
+func (e *UnfinishedError) Unwrap() []error { return []error{ErrUnfinished, e.Err} }
 
 // ListOptions filters and pages GET /api/executions. Zero values are left
 // out.

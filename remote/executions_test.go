@@ -66,8 +66,13 @@ func TestSubmitGetListCancelDelete(t *testing.T) {
 	// Wait ends with the context, answering no execution.
 	wctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
 	defer cancel()
-	if w, err := c.Wait(wctx, first.ExecutionID); w != nil || !errors.Is(err, context.DeadlineExceeded) {
+	w, err := c.Wait(wctx, first.ExecutionID)
+	var unfinished *remote.UnfinishedError
+	if w != nil || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, remote.ErrUnfinished) || !errors.As(err, &unfinished) {
 		t.Fatalf("Wait past its context: %v, %v", w, err)
+	}
+	if unfinished.Execution == nil || unfinished.Execution.Status != remote.StatusScheduled {
+		t.Fatalf("Wait past its context: the execution as last read: %+v", unfinished.Execution)
 	}
 
 	// Delete refuses what is in flight, unless forced.

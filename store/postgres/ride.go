@@ -90,19 +90,30 @@ func (r *ride) Stop(ctx context.Context) (*store.ClaimResult, error) {
 	return r.s.claimed(ctx, r.op.leases, r.expires, time.Time{}, 0)
 }
 
-// takeRides gives a group that holds an admission the claims parked now,
-// as operations to send after its own, and the function that answers them
-// with the group's outcome.
+// takeRides gives a group the claims parked now that one of its
+// admissions can serve (wants), as operations to send after its own, and
+// the function that answers them with the group's outcome. A claim that
+// none of them can serve stays parked: it would only lengthen the group.
 func (s *Store) takeRides(ops []groupOp) ([]groupOp, func(error)) {
-	if !slices.ContainsFunc(ops, func(op groupOp) bool { return op.kind() == kindAdmit }) {
+	var admits []*admitOp
+	for _, op := range ops {
+		if a, ok := op.(*admitOp); ok && a.e.Status == store.StatusQueued {
+			admits = append(admits, a)
+		}
+	}
+	if len(admits) == 0 {
 		return nil, nil
 	}
 	s.rides.mu.Lock()
-	taken := s.rides.parked
-	s.rides.parked = nil
-	for _, r := range taken {
+	var taken []*ride
+	s.rides.parked = slices.DeleteFunc(s.rides.parked, func(r *ride) bool {
+		if !slices.ContainsFunc(admits, r.wants) {
+			return false
+		}
 		r.taken = true
-	}
+		taken = append(taken, r)
+		return true
+	})
 	s.rides.mu.Unlock()
 	if len(taken) == 0 {
 		return nil, nil
@@ -121,4 +132,13 @@ func (s *Store) takeRides(ops []groupOp) ([]groupOp, func(error)) {
 			close(r.ran)
 		}
 	}
+}
+
+// wants says whether the claim can lease a's execution (ready at once, of
+// a tenant, queue and kind its filters take).
+func (r *ride) wants(a *admitOp) bool {
+	p := r.p
+	return (p.Tenant == "" || p.Tenant == a.tenant) && !slices.Contains(p.ExcludeTenants, a.tenant) &&
+		(len(p.Queues) == 0 || slices.Contains(p.Queues, a.e.Queue)) &&
+		(len(p.Kinds) == 0 || slices.Contains(p.Kinds, a.e.Kind))
 }

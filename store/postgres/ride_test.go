@@ -240,3 +240,27 @@ func TestRideConcurrent(t *testing.T) {
 	}
 	t.Logf("%d of %d leased by parked claims", rode, n)
 }
+
+// A submission the parked claim could not lease (another kind) leaves it
+// parked: it rides with the next one it can.
+func TestRideWaitsForItsKind(t *testing.T) {
+	t.Parallel()
+	s, _ := rideStore(t, 4)
+	ctx := t.Context()
+	r := s.RideClaim(rideParams("w", 10), time.Now)
+	rideAdmit(t, s, store.Submission{Kind: "other"})
+	select {
+	case <-r.Ran():
+		t.Fatal("the parked claim ran with a submission of another kind")
+	default:
+	}
+	id := rideAdmit(t, s, store.Submission{Kind: "ride"})
+	ran(t, r)
+	res, err := r.Stop(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res == nil || len(res.Leases) != 1 || res.Leases[0].ExecutionID != id {
+		t.Fatalf("the ride leased %+v, want %s", res, id)
+	}
+}

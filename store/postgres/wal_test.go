@@ -8,7 +8,6 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,25 +26,48 @@ func requireOrSkip(t testing.TB, why string) {
 }
 
 // completeHook is a Store whose acknowledged Completes are sent on done
-// and whose parked claims are counted; it keeps the Store's wake-ups
-// (store.Notifier) and rides (store.ClaimRider), which a worker finds by a
-// type assertion.
+// and which knows when its worker waits with a parked claim; it keeps the
+// Store's wake-ups (store.Notifier) and rides (store.ClaimRider), which a
+// worker finds by a type assertion.
 type completeHook struct {
 	store.Store
 	store.Notifier
-	done   chan string
-	parked atomic.Int64 // RideClaim calls
+	done chan string
+
+	mu     sync.Mutex
+	parked time.Time // when the claim parked now was parked; zero: none is
 }
 
 func (s *completeHook) RideClaim(p *store.ClaimParams, now func() time.Time) store.Ride {
-	s.parked.Add(1)
-	return s.Store.(store.ClaimRider).RideClaim(p, now)
+	r := s.Store.(store.ClaimRider).RideClaim(p, now)
+	s.mu.Lock()
+	s.parked = time.Now()
+	s.mu.Unlock()
+	return &hookRide{Ride: r, s: s}
 }
 
-// waitParked waits (up to 2s) until at least n claims were parked.
-func (s *completeHook) waitParked(n int64) {
-	for deadline := time.Now().Add(2 * time.Second); s.parked.Load() < n && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
+type hookRide struct {
+	store.Ride
+	s *completeHook
+}
+
+func (r *hookRide) Stop(ctx context.Context) (*store.ClaimResult, error) {
+	r.s.mu.Lock()
+	r.s.parked = time.Time{}
+	r.s.mu.Unlock()
+	return r.Ride.Stop(ctx)
+}
+
+// waitParked waits (up to 2s) until the worker has waited with a parked
+// claim for 50ms: it has handled the wake-ups that came before.
+func (s *completeHook) waitParked() {
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		s.mu.Lock()
+		at := s.parked
+		s.mu.Unlock()
+		if !at.IsZero() && time.Since(at) >= 50*time.Millisecond {
+			return
+		}
 	}
 }
 
@@ -141,10 +163,8 @@ func settle() { time.Sleep(200 * time.Millisecond) }
 
 // walJobs runs n jobs one after the other through a real worker: each is
 // submitted once the previous one's Complete was acknowledged and the
-// worker, woken by that Complete, waits again (it parked a claim twice
-// since the previous submit: once after the claim that followed the
-// start, once after the one the Complete woke), so no two jobs share a
-// commit and the count is that of one job alone at a low rate. It
+// worker, woken by that Complete, waits again (waitParked), so no two jobs
+// share a commit and the count is that of one job alone at a low rate. It
 // returns the WAL count of the n jobs, after warm jobs that the count
 // leaves out (a store's first operations prepare its statements).
 func walJobs(t *testing.T, twoStores bool, n, warm int) *walCounts {
@@ -152,7 +172,6 @@ func walJobs(t *testing.T, twoStores bool, n, warm int) *walCounts {
 	r := newWALRig(t, twoStores)
 	job := func(i int) {
 		t.Helper()
-		parked := r.hook.parked.Load()
 		id := r.admit(t, i)
 		if id == "" {
 			t.FailNow()
@@ -165,7 +184,7 @@ func walJobs(t *testing.T, twoStores bool, n, warm int) *walCounts {
 		case <-time.After(30 * time.Second):
 			t.Fatalf("job %d not completed within 30s", i)
 		}
-		r.hook.waitParked(parked + 2)
+		r.hook.waitParked()
 	}
 	for i := range warm {
 		job(-1 - i)

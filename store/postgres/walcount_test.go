@@ -32,7 +32,32 @@ import (
 type walCount struct {
 	conn   *pgxpool.Conn
 	schema string
+	ext    string // the schema of pg_walinspect's functions
 	from   string // pg_lsn
+}
+
+// walInspectSchema holds pg_walinspect's functions in the test database.
+// The extension is installed once per database and left there (one
+// installation serves every test binary; dropping it under a count
+// running in another would break that count).
+const walInspectSchema = "latch_walinspect"
+
+// walInspect installs pg_walinspect if it is not, and returns the schema
+// of its functions.
+func walInspect(ctx context.Context, conn *pgxpool.Conn) (string, error) {
+	var err error
+	for range 3 { // two installations racing: one fails, then finds the other's
+		var schema string
+		if err = conn.QueryRow(ctx, `SELECT extnamespace::regnamespace::text FROM pg_extension
+			WHERE extname = 'pg_walinspect'`).Scan(&schema); err == nil {
+			return schema, nil
+		}
+		ident := pgx.Identifier{walInspectSchema}.Sanitize()
+		if _, err = conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+ident); err == nil {
+			_, err = conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_walinspect SCHEMA "+ident)
+		}
+	}
+	return "", err
 }
 
 // walRecordsRead bounds the WAL a count reads, so that a count taken
@@ -49,10 +74,8 @@ func startWALCount(t testing.TB, pool *pgxpool.Pool, schema string) *walCount {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The extension's functions are created in the schema under count,
-	// dropped with it: the database keeps nothing of the count.
-	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_walinspect SCHEMA "+
-		pgx.Identifier{schema}.Sanitize()); err != nil {
+	ext, err := walInspect(ctx, conn)
+	if err != nil {
 		conn.Release()
 		requireOrSkip(t, fmt.Sprintf("pg_walinspect (PostgreSQL's contrib) is needed to count WAL flushes: %v", err))
 	}
@@ -66,7 +89,7 @@ func startWALCount(t testing.TB, pool *pgxpool.Pool, schema string) *walCount {
 		conn.Release()
 		t.Fatal(err)
 	}
-	return &walCount{conn: conn, schema: schema, from: from}
+	return &walCount{conn: conn, schema: schema, ext: ext, from: from}
 }
 
 // walTx is what one counted transaction wrote: the tables it changed (an
@@ -167,9 +190,8 @@ FROM pg_class c WHERE c.relnamespace = $1::regnamespace AND c.reltoastrelid <> 0
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	ident := pgx.Identifier{w.schema}.Sanitize()
 	rows, err = w.conn.Query(ctx, `SELECT xid::text, resource_manager, record_type, coalesce(description, ''), coalesce(block_ref, '')
-FROM `+ident+`.pg_get_wal_records_info($1::pg_lsn, $2::pg_lsn) LIMIT $3`, w.from, to, walRecordsRead)
+FROM `+pgx.Identifier{w.ext}.Sanitize()+`.pg_get_wal_records_info($1::pg_lsn, $2::pg_lsn) LIMIT $3`, w.from, to, walRecordsRead)
 	if err != nil {
 		t.Fatal(err)
 	}

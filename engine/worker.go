@@ -104,7 +104,9 @@ type WorkerConfig struct {
 	// PollInterval is the time between claims while nothing wakes the
 	// worker. A store that implements store.Notifier wakes it at once on
 	// new work; polling still finds executions whose run_at came due.
-	// Default DefaultPollInterval (1s).
+	// While it waits, a worker on a store.ClaimRider leaves its next claim
+	// with the store, to run in the commit of the next submission it can
+	// lease. Default DefaultPollInterval (1s).
 	PollInterval time.Duration
 
 	// CancelCheckInterval is how often a running attempt reads its

@@ -272,8 +272,9 @@ func TestWALFlushesPerJob(t *testing.T) {
 // TestWALFlushesIdle counts what a latch server's housekeeping (the
 // rescuer, waker, scheduler, pruner and reporter of `latch serve`, and an
 // idle worker) commits while there is nothing to do, each at a short
-// interval: a pass that changes nothing should ask for no flush. The
-// reporter's presence write is the only one that changes something.
+// interval: a pass that changes nothing must ask for no flush. The
+// reporter's write (the server's presence) is the only one that changes
+// something.
 func TestWALFlushesIdle(t *testing.T) {
 	ctx := t.Context()
 	acquireSlot(t)
@@ -309,4 +310,9 @@ func TestWALFlushesIdle(t *testing.T) {
 	time.Sleep(d)
 	c := count.stop(t)
 	t.Logf("idle for %v, passes every %v: %v", d, every, c)
+	for sig, k := range c.By {
+		if sig != "latch_servers" {
+			t.Errorf("an idle server committed %d writes of %s; only its reports (latch_servers) should write", k, sig)
+		}
+	}
 }

@@ -48,7 +48,7 @@ func (s *riderStore) Admit(ctx context.Context, p *store.AdmitParams) (*store.Ad
 	if r != nil {
 		q := *r.p
 		q.Now = s.now()
-		r.res, r.err = s.Store.Claim(ctx, &q)
+		r.res, r.err = s.Claim(ctx, &q)
 		close(r.ran)
 	}
 	return res, err

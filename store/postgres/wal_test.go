@@ -58,10 +58,10 @@ func (r *hookRide) Stop(ctx context.Context) (*store.ClaimResult, error) {
 	return r.Ride.Stop(ctx)
 }
 
-// waitParked waits (up to 2s) until the worker has waited with a parked
+// waitParked waits (up to 1s) until the worker has waited with a parked
 // claim for 50ms: it has handled the wake-ups that came before.
 func (s *completeHook) waitParked() {
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		s.mu.Lock()
 		at := s.parked
 		s.mu.Unlock()
@@ -252,7 +252,7 @@ func TestWALFlushesAtRate(t *testing.T) {
 // began and so leases nothing (sqlClaimMany): its row lock is a write.
 func TestWALFlushesPerJob(t *testing.T) {
 	t.Parallel()
-	const n, warm = 40, 5
+	const n, warm = 20, 3
 	for _, tc := range []struct {
 		name      string
 		twoStores bool

@@ -104,7 +104,9 @@ type WorkerConfig struct {
 	// PollInterval is the time between claims while nothing wakes the
 	// worker. A store that implements store.Notifier wakes it at once on
 	// new work; polling still finds executions whose run_at came due.
-	// Default DefaultPollInterval (1s).
+	// While it waits, a worker on a store.ClaimRider leaves its next claim
+	// with the store, to run in the commit of the next submission it can
+	// lease. Default DefaultPollInterval (1s).
 	PollInterval time.Duration
 
 	// CancelCheckInterval is how often a running attempt reads its
@@ -155,8 +157,9 @@ type WorkerConfig struct {
 // Slots at a time. Register handlers with Handle, then Start; Stop to end.
 type Worker struct {
 	cfg      WorkerConfig
-	notifier store.Notifier // nil when the store cannot push wake-ups
-	tracer   trace.Tracer   // nil: tracing off
+	notifier store.Notifier   // nil when the store cannot push wake-ups
+	rider    store.ClaimRider // nil when the store's submissions cannot carry claims
+	tracer   trace.Tracer     // nil: tracing off
 	log      *slog.Logger
 	life     lifecycle
 
@@ -225,6 +228,7 @@ func NewWorker(cfg WorkerConfig) *Worker {
 		abandon:  make(chan struct{}),
 	}
 	w.notifier, _ = cfg.Store.(store.Notifier)
+	w.rider, _ = cfg.Store.(store.ClaimRider)
 	w.tracer = tracing.Tracer(cfg.TracerProvider)
 	return w
 }
@@ -415,13 +419,46 @@ func (w *Worker) claimLoop(ctx context.Context) {
 			}
 			continue
 		}
+		// While it waits, the worker's next claim rides with the store's
+		// next submission, if the store can carry it (store.ClaimRider).
+		var ride store.Ride
+		var ran <-chan struct{}
+		if w.rider != nil && failures == 0 && crowded == 0 {
+			if n := w.free(); n > 0 {
+				if ride = w.rider.RideClaim(w.claimParams(w.share.batch(n), w.share.excluded()), w.cfg.Now); ride != nil {
+					ran = ride.Ran()
+				}
+			}
+		}
 		select {
 		case <-ctx.Done():
-			return
 		case <-changed: // nil without a notifier: never ready
 		case <-freed: // nil unless tenants were passed or crowded
 		case <-poll.C:
+		case <-ran: // nil without a ride
 		}
+		if ride != nil {
+			w.endRide(ctx, ride)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// endRide withdraws a parked claim, or starts what it leased as claim
+// does (releasing it all when the worker is stopping).
+func (w *Worker) endRide(ctx context.Context, ride store.Ride) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.LeaseDuration)
+	defer cancel()
+	start := time.Now()
+	res, err := ride.Stop(cctx)
+	if err != nil {
+		w.log.Error("claim failed", "err", fmt.Errorf("engine: claim: %w", err))
+		return
+	}
+	if res != nil {
+		w.startLeases(ctx, cctx, start, res.Leases)
 	}
 }
 
@@ -438,30 +475,45 @@ func (w *Worker) claim(ctx context.Context, max int, excluded []string) (started
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.LeaseDuration)
 	defer cancel()
 	start := time.Now()
-	res, err := w.cfg.Store.Claim(cctx, &store.ClaimParams{
+	p := w.claimParams(max, excluded)
+	p.Now = w.cfg.Now()
+	res, err := w.cfg.Store.Claim(cctx, p)
+	if err != nil {
+		return 0, 0, time.Time{}, fmt.Errorf("engine: claim: %w", err)
+	}
+	started, passed = w.startLeases(ctx, cctx, start, res.Leases)
+	return started, passed, res.RetryAt, nil
+}
+
+// claimParams is what the worker claims: up to max, none of excluded.
+func (w *Worker) claimParams(max int, excluded []string) *store.ClaimParams {
+	return &store.ClaimParams{
 		WorkerID:       w.cfg.WorkerID,
 		Queues:         w.cfg.Queues,
 		Kinds:          w.kinds,
 		Max:            max,
 		LeaseDuration:  w.cfg.LeaseDuration,
-		Now:            w.cfg.Now(),
 		ExcludeTenants: excluded,
-	})
-	if err != nil {
-		return 0, 0, time.Time{}, fmt.Errorf("engine: claim: %w", err)
 	}
-	if n := len(res.Leases); n > 0 && w.cfg.OnClaim != nil {
+}
+
+// startLeases starts the handlers of leases claimed (from start), releasing
+// unstarted those of tenants the share refuses, or all of them when ctx
+// (the soft stop level) is done; cctx is for those releases. It returns
+// how many it started and how many it released so.
+func (w *Worker) startLeases(ctx, cctx context.Context, start time.Time, leases []store.Lease) (started, passed int) {
+	if n := len(leases); n > 0 && w.cfg.OnClaim != nil {
 		w.cfg.OnClaim(n)
 	}
-	w.traceClaim(start, res.Leases)
+	w.traceClaim(start, leases)
 	if ctx.Err() != nil {
-		for i := range res.Leases {
-			w.releaseUnstarted(cctx, &res.Leases[i])
+		for i := range leases {
+			w.releaseUnstarted(cctx, &leases[i])
 		}
-		return 0, 0, time.Time{}, nil
+		return 0, 0
 	}
-	for i := range res.Leases {
-		lease := res.Leases[i]
+	for i := range leases {
+		lease := leases[i]
 		if !w.share.take(lease.Tenant) {
 			w.releaseUnstarted(cctx, &lease)
 			passed++
@@ -471,10 +523,10 @@ func (w *Worker) claim(ctx context.Context, max int, excluded []string) (started
 		started++
 		w.wg.Go(func() { w.execute(&lease) })
 	}
-	if n := len(res.Leases); n > 0 {
+	if n := len(leases); n > 0 {
 		w.log.Debug("claimed", "count", n, "passed", passed)
 	}
-	return started, passed, res.RetryAt, nil
+	return started, passed
 }
 
 // releaseUnstarted gives back a lease whose handler never started.

@@ -361,6 +361,33 @@ type Notifier interface {
 	Changed() <-chan struct{}
 }
 
+// ClaimRider is an optional capability of a backend whose submissions can
+// carry a claim. A worker that found nothing to claim parks one with
+// RideClaim while it waits for a wake-up; the next submission through the
+// same Store that commits with others in one transaction (a group commit)
+// runs the claim in that transaction, after the submission, so work
+// submitted in this process is leased in the commit that creates it rather
+// than in a commit of its own. The claim is a Claim of p in every respect
+// but its time, which is now() when it runs; the call is in progress, for
+// the contract, from RideClaim until Stop returns. RideClaim returns nil
+// when the backend cannot carry claims (a wrapper of a store without the
+// capability): the caller then only waits.
+type ClaimRider interface {
+	RideClaim(p *ClaimParams, now func() time.Time) Ride
+}
+
+// Ride is a claim parked by ClaimRider.RideClaim.
+type Ride interface {
+	// Ran is closed once the claim has run, or will no longer run.
+	Ran() <-chan struct{}
+	// Stop withdraws the claim if it has not run, waits for it if it is
+	// running, and returns what it leased: nil (and no error) when it
+	// never ran, leased nothing or left the decision to an ordinary Claim
+	// (a candidate with a limit), in which case the caller claims as
+	// usual. The leases are the caller's as a Claim's are. Call it once.
+	Stop(ctx context.Context) (*ClaimResult, error)
+}
+
 // DurabilityChecker is an optional capability of a backend whose durability
 // depends on how its server is configured (Redis persistence). `latch serve`
 // logs the warning at start-up, so an operator learns before a crash, not

@@ -228,7 +228,7 @@ func measureRun(ctx context.Context, cfg *config, s *schemas, side, key string, 
 		if err != nil {
 			return nil, fmt.Errorf("--wal: %w", err)
 		}
-		fmt.Printf("%-6s %-10s %v\n", side, key, diffWAL(before, after, res.Ops))
+		fmt.Printf("%-6s %-10s %v\n", side, key, s.diffWAL(ctx, before, after, res.Ops))
 	}
 	return benchcmp.Measure(res), nil
 }

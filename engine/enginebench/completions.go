@@ -76,6 +76,15 @@ func (s *countingStore) Complete(ctx context.Context, p *store.CompleteParams) (
 	return e, err
 }
 
+// RideClaim keeps the store's store.ClaimRider, which a worker finds by a
+// type assertion: nil when it has none.
+func (s *countingStore) RideClaim(p *store.ClaimParams, now func() time.Time) store.Ride {
+	if r, ok := s.Store.(store.ClaimRider); ok {
+		return r.RideClaim(p, now)
+	}
+	return nil
+}
+
 // notifyingCountingStore is a countingStore that keeps the wake-ups of a
 // store.Notifier.
 type notifyingCountingStore struct {

@@ -9,10 +9,10 @@
 // latch serve's warnings on store.Sharer and store.DurabilityChecker)
 // would quietly lose them. Wrap returns a value that implements exactly
 // the Notifier and ChangeFeed of the store it wraps, and always
-// implements Sharer and DurabilityChecker, answering what the wrapped
-// store answers, or, when it lacks the capability, what a caller of a
-// store without it concludes: store.SharedAcrossProcesses's true, and no
-// durability warning.
+// implements Sharer, DurabilityChecker and ClaimRider, answering what the
+// wrapped store answers, or, when it lacks the capability, what a caller
+// of a store without it concludes: store.SharedAcrossProcesses's true, no
+// durability warning, no ride.
 package storewrap
 
 import (
@@ -120,6 +120,7 @@ var (
 	_ store.Store             = (*wrapped)(nil)
 	_ store.Sharer            = (*wrapped)(nil)
 	_ store.DurabilityChecker = (*wrapped)(nil)
+	_ store.ClaimRider        = (*wrapped)(nil)
 	_ store.Notifier          = (*notifying)(nil)
 	_ store.ChangeFeed        = (*feeding)(nil)
 	_ store.Notifier          = (*notifyingFeed)(nil)
@@ -162,6 +163,36 @@ func (w *wrapped) Claim(ctx context.Context, p *store.ClaimParams) (*store.Claim
 	r, err := w.s.Claim(ctx, p)
 	w.done("Claim", start, p, r, err)
 	return r, err
+}
+
+// RideClaim implements store.ClaimRider as the wrapped store does (nil
+// when it lacks the capability). A ride that leased something, or failed,
+// is told to the observers as the Claim it is, when Stop answers.
+func (w *wrapped) RideClaim(p *store.ClaimParams, now func() time.Time) store.Ride {
+	cr, ok := w.s.(store.ClaimRider)
+	if !ok {
+		return nil
+	}
+	r := cr.RideClaim(p, now)
+	if r == nil {
+		return nil
+	}
+	return &ride{Ride: r, w: w, p: p}
+}
+
+type ride struct {
+	store.Ride
+	w *wrapped
+	p *store.ClaimParams
+}
+
+func (r *ride) Stop(ctx context.Context) (*store.ClaimResult, error) {
+	start := time.Now()
+	res, err := r.Ride.Stop(ctx)
+	if res != nil || err != nil {
+		r.w.done("Claim", start, r.p, res, err)
+	}
+	return res, err
 }
 
 func (w *wrapped) Complete(ctx context.Context, p *store.CompleteParams) (*store.Execution, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/latch-run/latch/internal/storewrap"
 	"github.com/latch-run/latch/internal/testdb"
@@ -179,5 +180,56 @@ func TestWrapObserves(t *testing.T) {
 	}
 	if c := calls[2]; c.Op != "Ping" || c.Params != nil || !errors.Is(c.Err, errDown) {
 		t.Errorf("Ping observed as %+v", c)
+	}
+}
+
+type rider struct{ *bare }
+
+type parked struct {
+	p  *store.ClaimParams
+	ch chan struct{}
+}
+
+func (r rider) RideClaim(p *store.ClaimParams, _ func() time.Time) store.Ride {
+	return &parked{p: p, ch: closedCh}
+}
+
+func (r *parked) Ran() <-chan struct{} { return r.ch }
+
+func (r *parked) Stop(context.Context) (*store.ClaimResult, error) {
+	if r.p.WorkerID == "idle" {
+		return nil, nil
+	}
+	return &store.ClaimResult{Leases: []store.Lease{{ExecutionID: "e2", Tenant: "acme"}}}, nil
+}
+
+// A wrapper of a store.ClaimRider rides as it does, and tells the
+// observers of a ride that leased something as of the Claim it is; a
+// wrapper of a store without the capability parks nothing.
+func TestWrapRides(t *testing.T) {
+	var calls []storewrap.Call
+	w := storewrap.Wrap(rider{&bare{}}, func(c *storewrap.Call) { calls = append(calls, *c) })
+	cr, ok := w.(store.ClaimRider)
+	if !ok {
+		t.Fatal("the wrapper is no ClaimRider")
+	}
+	p := &store.ClaimParams{WorkerID: "w"}
+	r := cr.RideClaim(p, time.Now)
+	<-r.Ran()
+	res, err := r.Stop(t.Context())
+	if err != nil || len(res.Leases) != 1 {
+		t.Fatalf("Stop = %+v, %v", res, err)
+	}
+	if len(calls) != 1 || calls[0].Op != "Claim" || calls[0].Params != p || calls[0].Result != res {
+		t.Fatalf("observed %+v, want the ride's Claim", calls)
+	}
+	if res, err := cr.RideClaim(&store.ClaimParams{WorkerID: "idle"}, time.Now).Stop(t.Context()); res != nil || err != nil {
+		t.Fatalf("an idle ride's Stop = %+v, %v", res, err)
+	}
+	if len(calls) != 1 {
+		t.Fatalf("a ride that leased nothing was observed: %+v", calls[1:])
+	}
+	if r := storewrap.Wrap(&bare{}).(store.ClaimRider).RideClaim(p, time.Now); r != nil {
+		t.Fatal("a wrapper of a store without rides parked a claim")
 	}
 }

@@ -150,6 +150,12 @@ func (s *Store) Claim(ctx context.Context, p *store.ClaimParams) (*store.ClaimRe
 			return nil, err
 		}
 	}
+	return s.claimed(ctx, got, expires, retryAt, deferred)
+}
+
+// claimed finishes a claim that committed with the leases got (expiring
+// at expires): it announces them, reads their journals and answers.
+func (s *Store) claimed(ctx context.Context, got []claimed, expires, retryAt time.Time, deferred int) (*store.ClaimResult, error) {
 	if len(got) > 0 {
 		s.changes.announce()
 	}

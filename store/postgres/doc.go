@@ -282,6 +282,12 @@
 // is first tried as one statement that admits all of them or nothing.
 // Store.admit (admit.go) follows one submit through these paths in order.
 //
+// A worker of this process that waits for work can leave its next claim
+// with the Store (RideClaim, store.ClaimRider): the next group holding a
+// submission the claim can lease sends the claim's statement after its
+// own, in its transaction, so that the execution is leased in the commit
+// that creates it and the job's claim costs no flush of its own (ride.go).
+//
 // # Cancellation
 //
 // An operation's context bounds the wait for a connection. Once its first

@@ -77,13 +77,18 @@ type groupOp interface {
 type grouper struct {
 	pool *pgxpool.Pool
 	b    *batch.Batcher[groupOp, struct{}]
+
+	// ride, if set, gives a group operations to send after its own (the
+	// parked claims a group with an admission takes: ride.go) and the
+	// function that answers them with the group's outcome.
+	ride func(ops []groupOp) ([]groupOp, func(error))
 }
 
 // startGrouper starts a grouper: one group at the server at a time, the
 // next forming from everything that arrives meanwhile (batch.Config.Serial,
-// released once the group's results are in).
-func startGrouper(pool *pgxpool.Pool) *grouper {
-	g := &grouper{pool: pool}
+// released once the group's results are in). ride may be nil.
+func startGrouper(pool *pgxpool.Pool, ride func([]groupOp) ([]groupOp, func(error))) *grouper {
+	g := &grouper{pool: pool, ride: ride}
 	g.b = batch.New(batch.Config[groupOp, struct{}]{Max: groupMax, Lanes: groupSenders,
 		Serial: true, Timeout: opTimeout,
 		Exec: func(ctx context.Context, grp *batch.Group[groupOp, struct{}]) {
@@ -115,8 +120,14 @@ func (g *grouper) do(ctx context.Context, op groupOp) error {
 // error of the connection itself is ambiguous (the commit may or may not
 // have happened) and is answered as it is, as it would be to an operation
 // sent alone.
-func (g *grouper) exec(ctx context.Context, ops []groupOp, release func()) error {
+func (g *grouper) exec(ctx context.Context, ops []groupOp, release func()) (err error) {
 	defer release()
+	if g.ride != nil {
+		if extra, answer := g.ride(ops); answer != nil {
+			ops = append(slices.Clip(ops), extra...)
+			defer func() { answer(err) }()
+		}
+	}
 	c, err := g.pool.Acquire(ctx)
 	if err != nil {
 		return errRegroup // nothing was sent

@@ -24,6 +24,7 @@ type Store struct {
 	feed    store.Feed // store.ChangeFeed: which executions changed
 	group   *grouper   // group commit of the hot single statements
 	claims  *grouper   // the same for claims, beside group (group.go)
+	rides   rides      // claims parked to ride with the next group of admissions (ride.go)
 
 	// afterClaim, for tests only (nil otherwise): called with what a Claim
 	// leased once it committed, before its journals are read.
@@ -119,8 +120,8 @@ func (s *Store) open(ctx context.Context, o options, connConfig *pgx.ConnConfig)
 	}
 	s.channel = channelName(s.schema)
 	s.changes = startChanges(s.pool, connConfig, s.channel, &s.feed)
-	s.group = startGrouper(s.pool)
-	s.claims = startGrouper(s.pool)
+	s.group = startGrouper(s.pool, s.takeRides)
+	s.claims = startGrouper(s.pool, nil)
 	return nil
 }
 

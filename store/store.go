@@ -227,6 +227,15 @@ type Store interface {
 	// Get reads one execution. Tenant "" reads any tenant's.
 	Get(ctx context.Context, p *GetParams) (*Execution, error)
 
+	// Explain answers why an execution is not running (explain.go): every
+	// gate that holds it back at Now, decided by ExplainFacts.Decide from
+	// facts read in a handful of indexed reads however many executions
+	// the store holds (a concurrency key's holders from its running
+	// executions, the tenants ahead from the turn order Claim keeps, live
+	// workers from presence). It reads only. ErrNotFound for a missing
+	// execution or another tenant's.
+	Explain(ctx context.Context, p *ExplainParams) (*Explanation, error)
+
 	// List reads executions newest first, filtered, one page at a time.
 	List(ctx context.Context, p *ListParams) (*ListResult, error)
 

@@ -78,12 +78,12 @@ func TestMigrateRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The eight newest: 10 (lanes by kind), 9 (storage budget), 8
+	// The nine newest: 11 (worker claims), 10 (lanes by kind), 9 (storage budget), 8
 	// (schedule ticks), 7
 	// (observation), 6 (attempt history), 5 (flows), 4 (fair claims) and 3
 	// (keys and sessions), newest first.
 	downs := []migration.Migration{ms[len(ms)-1], ms[len(ms)-2], ms[len(ms)-3], ms[len(ms)-4], ms[len(ms)-5], ms[len(ms)-6],
-		ms[len(ms)-7], ms[len(ms)-8]}
+		ms[len(ms)-7], ms[len(ms)-8], ms[len(ms)-9]}
 	db, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {
 		t.Fatal(err)

@@ -117,6 +117,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"TenantList", testTenantList},
 		{"SchedulePause", testSchedulePause},
 		{"Storage", testStorage},
+		{"Explain", testExplain},
 	}
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {

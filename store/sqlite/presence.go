@@ -136,7 +136,7 @@ func readServers(ctx context.Context, tx *sql.Tx, since int64) ([]*store.Server,
 }
 
 // readWorkers reads the workers seen since since: every one (tenant ""),
-// or tenant's, or with anyTenant also those of every tenant (”).
+// or tenant's, or with anyTenant also the workers of every tenant.
 func readWorkers(ctx context.Context, tx *sql.Tx, tenant string, anyTenant bool, since int64) ([]*store.WorkerSeen, error) {
 	query := `SELECT server_id, worker_id, tenant, last_seen_at, queues, kinds FROM workers WHERE last_seen_at >= ?`
 	args := []any{since}

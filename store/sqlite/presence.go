@@ -40,7 +40,8 @@ func (s *Store) ReportServer(ctx context.Context, p *store.ServerReport) error {
 				SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE ?3 = '' OR EXISTS (SELECT 1 FROM tenants WHERE name = ?3 AND created_at <= ?4)
 				ON CONFLICT (server_id, worker_id, tenant)
 				DO UPDATE SET last_seen_at = MAX(last_seen_at, excluded.last_seen_at),
-				queues = excluded.queues, kinds = excluded.kinds`,
+				queues = IIF(excluded.last_seen_at >= last_seen_at, excluded.queues, queues),
+				kinds = IIF(excluded.last_seen_at >= last_seen_at, excluded.kinds, kinds)`,
 				p.ID, w.ID, w.Tenant, ns(seen), filterJSON(w.Queues), filterJSON(w.Kinds)); err != nil {
 				return false, fmt.Errorf("sqlite: report server: worker: %w", err)
 			}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/latch-run/latch/store"
 )
@@ -52,14 +53,8 @@ func (s *Store) Explain(ctx context.Context, p *store.ExplainParams) (*store.Exp
 			return nil, interpretError(err)
 		}
 	}
-	ready, rargs := readyWhere(&store.ClaimParams{}, t, false)
-	args := append([]any{turn, x.Tenant, x.Tenant}, rargs...)
-	// INDEXED BY: the claim's turn walk (turnQuery), backwards from the
-	// execution's tenant.
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM tenants t INDEXED BY tenants_ready
-		WHERE t.inflight > 0 AND t.disabled = 0 AND (t.turn, t.name) < (?, ?) AND t.name <> ?
-		AND EXISTS (SELECT 1 FROM executions e INDEXED BY executions_ready_tenant WHERE e.tenant = t.name AND `+ready+`)
-		LIMIT ?)`, append(args, store.MaxExplainTenants)...).Scan(&f.TenantsAhead); err != nil {
+	query, args := aheadQuery(t, turn, x.Tenant)
+	if err := tx.QueryRowContext(ctx, query, args...).Scan(&f.TenantsAhead); err != nil {
 		return nil, fmt.Errorf("sqlite: explain: turns: %w", interpretError(err))
 	}
 	if f.Workers, err = readWorkers(ctx, tx, x.Tenant, true, ns(t.Add(-store.WorkerAlive))); err != nil {
@@ -68,11 +63,29 @@ func (s *Store) Explain(ctx context.Context, p *store.ExplainParams) (*store.Exp
 	return f.Decide(t), nil
 }
 
+// aheadQuery counts, up to store.MaxExplainTenants, the tenants before
+// tenant (of turn turn) in the claim's turn order that have ready work at
+// t: the claim's turn walk (turnQuery), backwards from tenant, one probe
+// of executions_ready_tenant each (INDEXED BY, as the claim's).
+func aheadQuery(t time.Time, turn int64, tenant string) (string, []any) {
+	ready, rargs := readyWhere(&store.ClaimParams{}, t, false)
+	args := append(append([]any{turn, tenant, tenant}, rargs...), store.MaxExplainTenants)
+	return `SELECT COUNT(*) FROM (SELECT 1 FROM tenants t INDEXED BY tenants_ready
+		WHERE t.inflight > 0 AND t.disabled = 0 AND (t.turn, t.name) < (?, ?) AND t.name <> ?
+		AND EXISTS (SELECT 1 FROM executions e INDEXED BY executions_ready_tenant WHERE e.tenant = t.name AND ` + ready + `)
+		LIMIT ?)`, args
+}
+
+// sqlExplainHolders reads the running executions of a tenant's
+// concurrency key: executions_concurrency holds the running ones with a
+// key, and only they.
+const sqlExplainHolders = `SELECT id FROM executions INDEXED BY executions_concurrency
+		WHERE status = 'running' AND concurrency_key = ? AND tenant = ? ORDER BY id`
+
 // keyHolders counts tenant's running executions with concurrency key key
 // and names the first store.MaxExplainHolders of them by id.
 func keyHolders(ctx context.Context, tx *sql.Tx, tenant, key string) (running int, holders []string, err error) {
-	rows, err := tx.QueryContext(ctx, `SELECT id FROM executions INDEXED BY executions_concurrency
-		WHERE status = 'running' AND concurrency_key = ? AND tenant = ? ORDER BY id`, key, tenant)
+	rows, err := tx.QueryContext(ctx, sqlExplainHolders, key, tenant)
 	if err != nil {
 		return 0, nil, fmt.Errorf("sqlite: explain: holders: %w", interpretError(err))
 	}

@@ -139,17 +139,8 @@ func readServers(ctx context.Context, tx *sql.Tx, since int64) ([]*store.Server,
 // readWorkers reads the workers seen since since: every one (tenant ""),
 // or tenant's, or with anyTenant also the workers of every tenant.
 func readWorkers(ctx context.Context, tx *sql.Tx, tenant string, anyTenant bool, since int64) ([]*store.WorkerSeen, error) {
-	query := `SELECT server_id, worker_id, tenant, last_seen_at, queues, kinds FROM workers WHERE last_seen_at >= ?`
-	args := []any{since}
-	switch {
-	case tenant != "" && anyTenant:
-		query += ` AND tenant IN (?, '')`
-		args = append(args, tenant)
-	case tenant != "":
-		query += ` AND tenant = ?`
-		args = append(args, tenant)
-	}
-	rows, err := tx.QueryContext(ctx, query+` ORDER BY server_id, worker_id, tenant`, args...)
+	query, args := workersQuery(tenant, anyTenant, since)
+	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: presence: %w", interpretError(err))
 	}
@@ -175,6 +166,21 @@ func readWorkers(ctx context.Context, tx *sql.Tx, tenant string, anyTenant bool,
 		return nil, fmt.Errorf("sqlite: presence: %w", interpretError(err))
 	}
 	return out, nil
+}
+
+// workersQuery is readWorkers' query.
+func workersQuery(tenant string, anyTenant bool, since int64) (string, []any) {
+	query := `SELECT server_id, worker_id, tenant, last_seen_at, queues, kinds FROM workers WHERE last_seen_at >= ?`
+	args := []any{since}
+	switch {
+	case tenant != "" && anyTenant:
+		query += ` AND tenant IN (?, '')`
+		args = append(args, tenant)
+	case tenant != "":
+		query += ` AND tenant = ?`
+		args = append(args, tenant)
+	}
+	return query + ` ORDER BY server_id, worker_id, tenant`, args
 }
 
 // filterJSON is a claim filter as stored: a JSON array, or NULL for none

@@ -225,3 +225,19 @@ func roundDur(d time.Duration) time.Duration {
 	}
 	return d.Round(time.Second)
 }
+
+// ReadyKindsParams are the arguments of Store.ReadyKinds.
+type ReadyKindsParams struct {
+	Tenant string // "" = every tenant
+	Now    time.Time
+}
+
+// ReadyKind names a tenant with executions of Kind ready at Now (queued, or
+// scheduled and due): work a claim for that kind may take.
+type ReadyKind struct {
+	Tenant string
+	Kind   string
+}
+
+// MaxReadyKinds bounds the answer of Store.ReadyKinds.
+const MaxReadyKinds = 1000

@@ -235,6 +235,12 @@ type Store interface {
 	// workers from presence). It reads only. ErrNotFound for a missing
 	// execution or another tenant's.
 	Explain(ctx context.Context, p *ExplainParams) (*Explanation, error)
+	// ReadyKinds lists the tenants and kinds with an execution ready at Now
+	// (queued, or scheduled and due; a disabled tenant's too), by tenant
+	// then kind, at most MaxReadyKinds: one index probe per pair, never a
+	// read of the executions themselves. The console's overview warns of
+	// ready work of a kind no live worker claims.
+	ReadyKinds(ctx context.Context, p *ReadyKindsParams) ([]*ReadyKind, error)
 
 	// List reads executions newest first, filtered, one page at a time.
 	List(ctx context.Context, p *ListParams) (*ListResult, error)

@@ -423,6 +423,13 @@ func (w *wrapped) Explain(ctx context.Context, p *store.ExplainParams) (*store.E
 	return r, err
 }
 
+func (w *wrapped) ReadyKinds(ctx context.Context, p *store.ReadyKindsParams) ([]*store.ReadyKind, error) {
+	start := time.Now()
+	r, err := w.s.ReadyKinds(ctx, p)
+	w.done("ReadyKinds", start, p, r, err)
+	return r, err
+}
+
 func (w *wrapped) Runs(ctx context.Context, p *store.RunsParams) ([]*store.Run, error) {
 	start := time.Now()
 	r, err := w.s.Runs(ctx, p)

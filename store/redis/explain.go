@@ -1,9 +1,11 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -144,4 +146,57 @@ func (r *Router) tenantsAhead(ctx context.Context, tenant string, nowUS int64) (
 		}
 	}
 	return ahead, nil
+}
+
+// ReadyKinds implements store.Store with one read script
+// (ready_kinds.lua).
+func (s *Store) ReadyKinds(ctx context.Context, p *store.ReadyKindsParams) ([]*store.ReadyKind, error) {
+	arr, err := s.run(ctx, "ready kinds", scriptReadyKinds, []string{s.k.turns(), s.k.readyKinds(), s.k.sched()},
+		s.k.ns, p.Tenant, itoa(us(now(p.Now))), store.MaxReadyKinds)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*store.ReadyKind, 0, len(arr)/2)
+	for i := 0; i+1 < len(arr); i += 2 {
+		out = append(out, &store.ReadyKind{Tenant: asString(arr[i]), Kind: asString(arr[i+1])})
+	}
+	sortReadyKinds(out)
+	return out, nil
+}
+
+// sortReadyKinds orders ks by tenant then kind.
+func sortReadyKinds(ks []*store.ReadyKind) {
+	slices.SortFunc(ks, func(a, b *store.ReadyKind) int {
+		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Kind, b.Kind))
+	})
+}
+
+// ReadyKinds implements store.Store on the cluster: the script of each
+// tenant the claim hint names as possibly having work by Now (or of the
+// one tenant asked), merged.
+func (r *Router) ReadyKinds(ctx context.Context, p *store.ReadyKindsParams) ([]*store.ReadyKind, error) {
+	names := []string{p.Tenant}
+	if p.Tenant == "" {
+		var err error
+		if names, err = r.hinted(ctx, hintClaim, us(now(p.Now)), 0); err != nil {
+			return nil, err
+		}
+	}
+	got := make([][]*store.ReadyKind, len(names))
+	err := r.each(ctx, names, func(ctx context.Context, i int, v *Store) error {
+		tp := *p
+		tp.Tenant = names[i]
+		var err error
+		got[i], err = v.ReadyKinds(ctx, &tp)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Concat(got...)
+	sortReadyKinds(out)
+	if len(out) > store.MaxReadyKinds {
+		out = out[:store.MaxReadyKinds]
+	}
+	return out, nil
 }

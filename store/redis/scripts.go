@@ -73,6 +73,7 @@ var (
 	scriptListRateLimits  = mustReadScript("list_rate_limits")
 	scriptConcurrencyKeys = mustReadScript("concurrency_keys")
 	scriptExplain         = mustReadScript("explain")
+	scriptReadyKinds      = mustReadScript("ready_kinds")
 	scriptHintSet         = mustScript("hint_set")
 
 	allScripts = []*luaScript{
@@ -83,7 +84,7 @@ var (
 		scriptDeleteTenant, scriptDeleteAPIKey, scriptTouchAPIKey, scriptBackfill,
 		scriptSeedTurns, scriptStep, scriptSteps, scriptSuspend, scriptSignal, scriptWake, scriptRetry,
 		scriptQueueStats, scriptReportServer, scriptPresence, scriptActivity, scriptListRateLimits,
-		scriptConcurrencyKeys, scriptExplain, scriptHintSet,
+		scriptConcurrencyKeys, scriptExplain, scriptReadyKinds, scriptHintSet,
 	}
 
 	// libName and librarySource are the function library that holds every

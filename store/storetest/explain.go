@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -316,4 +317,57 @@ func (e *env) disable(tenant string, disabled bool) {
 	e.t.Helper()
 	_, err := e.s.UpdateTenant(e.ctx, &store.UpdateTenantParams{Name: tenant, Disabled: &disabled})
 	e.must(err, "UpdateTenant "+tenant)
+}
+
+// testReadyKinds covers Store.ReadyKinds: the tenants and kinds with work
+// ready now, and only those.
+func testReadyKinds(t *testing.T, ns NewStore) {
+	t.Run("TenantsAndKinds", func(t *testing.T) {
+		e := start(t, ns)
+		e.createTenant(store.CreateTenantParams{Name: globex})
+		later := job("later")
+		later.RunAt = at(time.Hour)
+		due := job("due")
+		due.RunAt = at(time.Second)
+		e.run(acme, base, job("running"))
+		l := e.run(globex, base, job("flow"))
+		_, err := e.sleep(l, base, "nap", at(time.Hour))
+		e.must(err, "Suspend")
+		e.admit(acme, base, job("resize"), job("resize"), job("echo"), later, due)
+		e.admit(globex, base, job("resize"))
+		want := []*store.ReadyKind{{Tenant: acme, Kind: "due"}, {Tenant: acme, Kind: "echo"},
+			{Tenant: acme, Kind: "resize"}, {Tenant: globex, Kind: "resize"}}
+		got := e.readyKinds("", at(2*time.Second))
+		if kindsOf(got) != kindsOf(want) {
+			t.Errorf("ReadyKinds: %s, want %s", kindsOf(got), kindsOf(want))
+		}
+		got = e.readyKinds(globex, at(2*time.Second))
+		if kindsOf(got) != kindsOf(want[3:]) {
+			t.Errorf("ReadyKinds of globex: %s, want %s", kindsOf(got), kindsOf(want[3:]))
+		}
+		// Before the due one is due; after acme's are claimed.
+		if got := e.readyKinds(acme, base); kindsOf(got) != kindsOf(want[1:3]) {
+			t.Errorf("ReadyKinds before the due one: %s, want %s", kindsOf(got), kindsOf(want[1:3]))
+		}
+		e.claim(store.ClaimParams{Tenant: acme, Max: 10, Now: at(2 * time.Second)})
+		if got := e.readyKinds(acme, at(2*time.Second)); len(got) != 0 {
+			t.Errorf("ReadyKinds after the claim: %s, want none", kindsOf(got))
+		}
+	})
+}
+
+func (e *env) readyKinds(tenant string, now time.Time) []*store.ReadyKind {
+	e.t.Helper()
+	got, err := e.s.ReadyKinds(e.ctx, &store.ReadyKindsParams{Tenant: tenant, Now: now})
+	e.must(err, "ReadyKinds")
+	return got
+}
+
+// kindsOf shows ready kinds as tenant/kind, in order.
+func kindsOf(ks []*store.ReadyKind) string {
+	var b []string
+	for _, k := range ks {
+		b = append(b, k.Tenant+"/"+k.Kind)
+	}
+	return strings.Join(b, " ")
 }

@@ -121,6 +121,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"SchedulePause", testSchedulePause},
 		{"Storage", testStorage},
 		{"Explain", testExplain},
+		{"ReadyKinds", testReadyKinds},
 	}
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {

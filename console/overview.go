@@ -3,8 +3,8 @@ package console
 import (
 	"context"
 	"html/template"
-	"slices"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/latch-run/latch/store"

@@ -24,6 +24,7 @@ func TestOpenAPIFieldsMatchCode(t *testing.T) {
 	}{
 		{"Execution", reflect.TypeFor[execution](), []string{"deduplicated"}},
 		{"Lease", reflect.TypeFor[lease](), nil},
+		{"Explanation", reflect.TypeFor[explainResponse](), nil},
 	} {
 		props, _ := dig(root, "components", "schemas", c.schema, "properties").(map[string]any)
 		var required []string

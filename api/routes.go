@@ -45,6 +45,7 @@ func (s *Server) routes() []route {
 		{"POST /api/executions/{id}/cancel", endpoint(s, spec{}, s.cancelExecution)},
 		{"DELETE /api/executions/{id}", endpoint(s, spec{}, s.deleteExecution)},
 		{"GET /api/executions/{id}/attempts", endpoint(s, spec{}, s.listAttempts)},
+		{"GET /api/executions/{id}/explain", endpoint(s, spec{}, s.explainExecution)},
 
 		{"POST /api/workers/claim", endpoint(s, spec{body: true, hold: claimHold}, s.claim)},
 		{"POST /api/executions/{id}/heartbeat", endpoint(s, leased, s.heartbeat)},

@@ -99,6 +99,10 @@ type executionPage struct {
 	Runs     []runRow
 	Timeline []timelineRow // a flow's runs and steps; none for other executions
 	Signal   *signalForm   // nil unless it waits for a signal
+	// Waiting: it is neither running nor terminal; Gates are then what
+	// holds it back now (store.Store.Explain), none when nothing does.
+	Waiting bool
+	Gates   []store.Gate
 	// StepsCut: the journal holds more steps than the StepsShown first
 	// ones the Timeline shows (history).
 	StepsCut   bool
@@ -123,6 +127,14 @@ func (c *Console) showExecution(w http.ResponseWriter, r *http.Request) {
 	}
 	page := executionPage{Now: c.cfg.Now(), E: e, Payload: viewJSON(e.Payload), Result: viewJSON(e.Result),
 		Runs: runs, Timeline: timeline, StepsCut: cut, StepsShown: stepsIn(timeline), Signal: signalFormOf(e, "")}
+	if page.Waiting = e.Status.Waiting(); page.Waiting {
+		x, err := c.cfg.Store.Explain(ctx, &store.ExplainParams{Tenant: tenant, ID: e.ID, Now: page.Now})
+		if err != nil {
+			c.fail(w, r, err)
+			return
+		}
+		page.Gates = x.Gates
+	}
 	page.Payload.Raw = executionJSONURL(e.ID, "payload")
 	page.Result.Raw = executionJSONURL(e.ID, "result")
 	c.render(w, r, http.StatusOK, "execution", page)

@@ -1,8 +1,10 @@
 package console
 
 import (
+	"context"
 	"html/template"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/latch-run/latch/store"
@@ -23,6 +25,8 @@ type overviewPage struct {
 	StartsTotal, FailuresTotal int
 	Servers                    []*store.Server // the admin's only
 	Workers                    []*store.WorkerSeen
+	// Unclaimed: ready work of kinds no live worker claims (unclaimed).
+	Unclaimed []*store.ReadyKind
 }
 
 // overview is GET /overview: how deep each queue is, the last hour's
@@ -78,5 +82,36 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 			page.Workers = append(page.Workers, wk)
 		}
 	}
+	if page.Unclaimed, err = c.unclaimed(ctx, tenant, page.Now); err != nil {
+		c.fail(w, r, err)
+		return
+	}
 	c.render(w, r, http.StatusOK, "overview", page)
+}
+
+// unclaimed lists the tenants and kinds with work ready at now
+// (store.Store.ReadyKinds) that no live worker claims: none of the
+// tenant's workers, nor any worker of every tenant (in-process, or of the
+// admin key), claims the kind. A worker claiming the kind in other queues
+// counts: the warning is of kinds nothing runs; the execution's page
+// (Explain) names its queue too. Every worker is read to decide, but only
+// the kinds of tenant ("" = every one) are shown.
+func (c *Console) unclaimed(ctx context.Context, tenant string, now time.Time) ([]*store.ReadyKind, error) {
+	kinds, err := c.cfg.Store.ReadyKinds(ctx, &store.ReadyKindsParams{Tenant: tenant, Now: now})
+	if err != nil || len(kinds) == 0 {
+		return nil, err
+	}
+	pres, err := c.cfg.Store.Presence(ctx, &store.PresenceParams{Since: now.Add(-store.WorkerAlive)})
+	if err != nil {
+		return nil, err
+	}
+	var out []*store.ReadyKind
+	for _, k := range kinds {
+		if !slices.ContainsFunc(pres.Workers, func(w *store.WorkerSeen) bool {
+			return (w.Tenant == "" || w.Tenant == k.Tenant) && (len(w.Kinds) == 0 || slices.Contains(w.Kinds, k.Kind))
+		}) {
+			out = append(out, k)
+		}
+	}
+	return out, nil
 }

@@ -71,12 +71,18 @@ type Reporter struct {
 	startedAt time.Time
 
 	mu       sync.Mutex
-	workers  map[workerKey]time.Time // last seen
+	workers  map[workerKey]workerSeen
 	activity map[activityKey]*store.ActivityCount
 	dropped  bool // activity dropped for the bounds since the last log of it
 }
 
 type workerKey struct{ id, tenant string }
+
+// workerSeen is when a worker last claimed and the filters of that claim.
+type workerSeen struct {
+	at            time.Time
+	queues, kinds []string
+}
 
 type activityKey struct {
 	tenant string
@@ -111,7 +117,7 @@ func NewReporter(cfg ReporterConfig) *Reporter {
 		log:       cfg.Logger.With("component", "reporter", "server_id", cfg.ServerID),
 		life:      lifecycle{name: "reporter"},
 		startedAt: cfg.Now(),
-		workers:   map[workerKey]time.Time{},
+		workers:   map[workerKey]workerSeen{},
 		activity:  map[activityKey]*store.ActivityCount{},
 	}
 }
@@ -135,8 +141,9 @@ func hostname() string {
 func (r *Reporter) ServerID() string { return r.cfg.ServerID }
 
 // Observe counts a store call: a Claim answered (the worker is seen under
-// the claim's tenant scope, "" for in-process workers and the admin key;
-// each lease is a start of its execution's tenant) and a Fail answered (a
+// the claim's tenant scope, "" for in-process workers and the admin key,
+// claiming the claim's queues and kinds; each lease is a start of its
+// execution's tenant) and a Fail answered (a
 // failure of the execution's tenant). Give it to storewrap.Wrap on the
 // store the workers and the API use.
 func (r *Reporter) Observe(c *storewrap.Call) {
@@ -148,7 +155,7 @@ func (r *Reporter) Observe(c *storewrap.Call) {
 		p, _ := c.Params.(*store.ClaimParams)
 		res, _ := c.Result.(*store.ClaimResult)
 		if p != nil && res != nil {
-			r.Claimed(p.WorkerID, p.Tenant, res.Leases)
+			r.claimed(p.WorkerID, p.Tenant, p.Queues, p.Kinds, res.Leases)
 		}
 	case "Fail":
 		if e, _ := c.Result.(*store.Execution); e != nil {
@@ -173,17 +180,32 @@ func (r *Reporter) unstarted(tenant string) {
 	}
 }
 
-// Claimed counts a claim by workerID under the tenant scope tenant: the
-// worker is seen now, and each lease is a start.
+// Claimed counts a claim by workerID under the tenant scope tenant, of
+// every queue and kind: the worker is seen now, and each lease is a start.
 func (r *Reporter) Claimed(workerID, tenant string, leases []store.Lease) {
+	r.claimed(workerID, tenant, nil, nil, leases)
+}
+
+// claimed is Claimed of a claim filtered to queues and kinds (none: every
+// one), which the report gives as what the worker claims, sorted.
+func (r *Reporter) claimed(workerID, tenant string, queues, kinds []string, leases []store.Lease) {
 	now := r.cfg.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.workers[workerKey{workerID, tenant}] = now
+	r.workers[workerKey{workerID, tenant}] = workerSeen{at: now, queues: filter(queues), kinds: filter(kinds)}
 	r.bound(now, false)
 	for i := range leases {
 		r.count(leases[i].Tenant, now).Starts++
 	}
+}
+
+// filter is a claim filter as reported: sorted, each value once, nil for
+// none.
+func filter(vals []string) []string {
+	if len(vals) == 0 {
+		return nil
+	}
+	return slices.Compact(slices.Sorted(slices.Values(vals)))
 }
 
 // Failed counts a run of tenant that ended in Fail.
@@ -230,7 +252,7 @@ func (r *Reporter) bound(now time.Time, sweep bool) {
 	}
 	if len(r.workers) > MaxReportWorkers {
 		byAge := slices.SortedFunc(maps.Keys(r.workers), func(a, b workerKey) int {
-			return r.workers[a].Compare(r.workers[b])
+			return r.workers[a].at.Compare(r.workers[b].at)
 		})
 		for _, k := range byAge[:len(r.workers)-MaxReportWorkers] {
 			delete(r.workers, k)
@@ -271,7 +293,7 @@ func (r *Reporter) ReportOnce(ctx context.Context) error {
 	now := r.cfg.Now()
 	r.mu.Lock()
 	workers, activity := r.workers, r.activity
-	r.workers, r.activity = map[workerKey]time.Time{}, map[activityKey]*store.ActivityCount{}
+	r.workers, r.activity = map[workerKey]workerSeen{}, map[activityKey]*store.ActivityCount{}
 	if r.dropped {
 		r.log.Warn("server report: activity counts dropped: the store refused reports for too long, " +
 			"or too many tenants were active in one interval")
@@ -282,7 +304,8 @@ func (r *Reporter) ReportOnce(ctx context.Context) error {
 	rep := &store.ServerReport{ID: r.cfg.ServerID, Host: r.cfg.Host, Version: r.cfg.Version,
 		StartedAt: r.startedAt, Now: now}
 	for k, seen := range workers {
-		rep.Workers = append(rep.Workers, store.WorkerSeen{ID: k.id, Tenant: k.tenant, LastSeenAt: seen})
+		rep.Workers = append(rep.Workers, store.WorkerSeen{ID: k.id, Tenant: k.tenant, LastSeenAt: seen.at,
+			Queues: seen.queues, Kinds: seen.kinds})
 	}
 	slices.SortFunc(rep.Workers, func(a, b store.WorkerSeen) int {
 		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.ID, b.ID))
@@ -301,7 +324,7 @@ func (r *Reporter) ReportOnce(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k, seen := range workers {
-		if seen.After(r.workers[k]) {
+		if seen.at.After(r.workers[k].at) {
 			r.workers[k] = seen
 		}
 	}

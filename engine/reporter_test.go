@@ -214,7 +214,36 @@ func TestReporterCountsWorker(t *testing.T) {
 		t.Errorf("activity %+v, want %+v", got.Activity, wantActivity)
 	}
 	if len(got.Workers) != 1 || got.Workers[0].ID != "w1" || got.Workers[0].Tenant != "" {
-		t.Errorf("workers %+v, want the in-process worker w1 under tenant \"\"", got.Workers)
+		t.Fatalf("workers %+v, want the in-process worker w1 under tenant \"\"", got.Workers)
+	}
+	// What it claims: the kinds it handles, in every queue.
+	if w := got.Workers[0]; !reflect.DeepEqual(w.Kinds, []string{"bad", "ok"}) || len(w.Queues) != 0 {
+		t.Errorf("worker w1 claims queues %q kinds %q, want every queue, kinds [bad ok]", w.Queues, w.Kinds)
+	}
+}
+
+// A report names what each worker claims: the filters of its latest
+// claim.
+func TestReporterWorkerFilters(t *testing.T) {
+	e := newEnv(t)
+	rs := newReportStore(e.st)
+	r := NewReporter(ReporterConfig{Store: rs, Interval: time.Hour, Logger: e.log, Now: e.clock.Now})
+	obs := func(p *store.ClaimParams) {
+		r.Observe(&storewrap.Call{Op: "Claim", Params: p, Result: &store.ClaimResult{}})
+	}
+	obs(&store.ClaimParams{WorkerID: "w1", Queues: []string{"media"}, Kinds: []string{"resize"}})
+	obs(&store.ClaimParams{WorkerID: "w2", Tenant: "acme"})
+	obs(&store.ClaimParams{WorkerID: "w1", Queues: []string{"media", "mail"}, Kinds: []string{"resize"}})
+	if err := r.ReportOnce(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := rs.last().Workers
+	want := []store.WorkerSeen{
+		{ID: "w1", LastSeenAt: e.clock.Now(), Queues: []string{"mail", "media"}, Kinds: []string{"resize"}},
+		{ID: "w2", Tenant: "acme", LastSeenAt: e.clock.Now()},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("workers %+v, want %+v", got, want)
 	}
 }
 

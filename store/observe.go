@@ -65,6 +65,10 @@ type WorkerSeen struct {
 	Tenant     string
 	ServerID   string // set on read
 	LastSeenAt time.Time
+	// Queues and Kinds are the filters of the worker's latest claim
+	// (ClaimParams.Queues, Kinds): empty claims every queue, every kind.
+	Queues []string
+	Kinds  []string
 }
 
 // ActivityCount is a delta of one tenant's runs in the minute starting at

@@ -227,6 +227,21 @@ type Store interface {
 	// Get reads one execution. Tenant "" reads any tenant's.
 	Get(ctx context.Context, p *GetParams) (*Execution, error)
 
+	// Explain answers why an execution is not running (explain.go): every
+	// gate that holds it back at Now, decided by ExplainFacts.Decide from
+	// facts read in a handful of indexed reads however many executions
+	// the store holds (a concurrency key's holders from its running
+	// executions, the tenants ahead from the turn order Claim keeps, live
+	// workers from presence). It reads only. ErrNotFound for a missing
+	// execution or another tenant's.
+	Explain(ctx context.Context, p *ExplainParams) (*Explanation, error)
+	// ReadyKinds lists the tenants and kinds with an execution ready at Now
+	// (queued, or scheduled and due; a disabled tenant's too), by tenant
+	// then kind, at most MaxReadyKinds: one index probe per pair, never a
+	// read of the executions themselves. The console's overview warns of
+	// ready work of a kind no live worker claims.
+	ReadyKinds(ctx context.Context, p *ReadyKindsParams) ([]*ReadyKind, error)
+
 	// List reads executions newest first, filtered, one page at a time.
 	List(ctx context.Context, p *ListParams) (*ListResult, error)
 

@@ -52,6 +52,7 @@ var commands = []command{
 	{name: "retry", args: "EXECUTION_ID", summary: "queue a failed execution again, keeping its recorded steps", run: runRetry},
 	{name: "steps", args: "EXECUTION_ID", summary: "show the steps a flow recorded", run: runSteps},
 	{name: "attempts", args: "EXECUTION_ID", summary: "show an execution's runs: worker, times, outcome, error", run: runAttempts},
+	{name: "why", args: "EXECUTION_ID", summary: "show what holds an execution back: limits, time, turns, workers", run: runWhy},
 	{name: "version", summary: "print latch's version and the revision it was built from", run: runVersion},
 	{name: "tenant", summary: "manage tenants: create, get, update, disable, enable, rm; keys: key, keys, key rm", run: runTenant, subs: []subcommand{
 		{"create", "NAME", "create a tenant and its first API key"},

@@ -15,6 +15,7 @@ var examples = map[string]string{
 	"retry":            "latch retry 01a23c8c-7fb7-767a-94da-7e6f26b2d0ac",
 	"steps":            "latch steps --json 01a23c8c-7fb7-767a-94da-7e6f26b2d0ac",
 	"attempts":         "latch attempts 01a23c8c-7fb7-767a-94da-7e6f26b2d0ac",
+	"why":              "latch why 01a23c8c-7fb7-767a-94da-7e6f26b2d0ac",
 	"version":          "latch version",
 	"tenant":           "latch tenant get acme",
 	"tenant create":    "latch tenant create acme --max-inflight 500 --retention-seconds 72h",

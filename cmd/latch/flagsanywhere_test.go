@@ -177,6 +177,7 @@ func flagCases(t *testing.T) map[string]flagCase {
 		"retry":            {args: []string{id}, check: justSent},
 		"steps":            {args: []string{id}, flags: []string{"-o", "table"}, check: tableOut("STEP")},
 		"attempts":         {args: []string{id}, flags: []string{"--output", "table"}, check: tableOut("ATTEMPT")},
+		"why":              {args: []string{id}, flags: []string{"-o", "table"}, check: tableOut("GATE")},
 		"tenant create":    {args: []string{"acme"}, flags: []string{"--max-inflight", "5", "--dedup-ttl-seconds", "1h"}, check: sentSettings("POST", map[string]any{"name": "acme", "max_inflight": 5.0, "dedup_ttl_seconds": 3600.0})},
 		"tenant update":    {args: []string{"acme"}, flags: []string{"--max_inflight", "5", "--retention-seconds", "60"}, check: sentSettings("PATCH", map[string]any{"max_inflight": 5.0, "retention_seconds": 60.0})},
 		"tenant get":       {args: []string{"acme"}, flags: []string{"-o", "table"}, check: tableOut("NAME")},

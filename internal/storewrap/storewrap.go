@@ -447,6 +447,20 @@ func (w *wrapped) Retry(ctx context.Context, p *store.RetryParams) (*store.Execu
 	return r, err
 }
 
+func (w *wrapped) Explain(ctx context.Context, p *store.ExplainParams) (*store.Explanation, error) {
+	start := time.Now()
+	r, err := w.s.Explain(ctx, p)
+	w.done("Explain", start, p, r, err)
+	return r, err
+}
+
+func (w *wrapped) ReadyKinds(ctx context.Context, p *store.ReadyKindsParams) ([]*store.ReadyKind, error) {
+	start := time.Now()
+	r, err := w.s.ReadyKinds(ctx, p)
+	w.done("ReadyKinds", start, p, r, err)
+	return r, err
+}
+
 func (w *wrapped) Runs(ctx context.Context, p *store.RunsParams) ([]*store.Run, error) {
 	start := time.Now()
 	r, err := w.s.Runs(ctx, p)

@@ -175,6 +175,22 @@ FROM (
 		}
 		return len(r.Workers), nil
 	})
+	// Explain of t07's executions waiting in each way: queued (the tenants
+	// before it in turn ahead), scheduled, suspended.
+	for _, st := range []store.Status{store.StatusQueued, store.StatusScheduled, store.StatusSuspended} {
+		var id string
+		if err := admin.pool.QueryRow(ctx, `SELECT id::text FROM `+tbl("latch_executions")+
+			` WHERE tenant = 't07' AND status = $1 LIMIT 1`, string(st)).Scan(&id); err != nil {
+			t.Fatalf("a %s execution of t07: %v", st, err)
+		}
+		median("Explain "+string(st), func() (int, error) {
+			x, err := s.Explain(ctx, &store.ExplainParams{ID: id, Now: now})
+			if err != nil {
+				return 0, err
+			}
+			return len(x.Gates), nil
+		})
+	}
 	for _, c := range []struct {
 		tenant string
 		status store.Status

@@ -3,12 +3,14 @@ package postgres
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/latch-run/latch/store"
@@ -33,12 +35,15 @@ WITH s AS (
         started_at = excluded.started_at, last_seen_at = excluded.last_seen_at
     WHERE s.last_seen_at <= excluded.last_seen_at
 ), w AS (
-    INSERT INTO latch_workers AS w (server_id, tenant, worker_id, last_seen_at)
-    SELECT $1, u.tenant, u.id, u.seen FROM unnest($6::text[], $7::text[], $8::timestamptz[]) AS u(tenant, id, seen)
+    INSERT INTO latch_workers AS w (server_id, tenant, worker_id, last_seen_at, queues, kinds)
+    SELECT $1, u.tenant, u.id, u.seen, u.queues, u.kinds
+    FROM unnest($6::text[], $7::text[], $8::timestamptz[], $13::text[], $14::text[]) AS u(tenant, id, seen, queues, kinds)
     WHERE u.tenant = '' OR EXISTS (SELECT 1 FROM latch_tenants t WHERE t.name = u.tenant AND t.created_at <= u.seen)
     ORDER BY u.tenant, u.id
     ON CONFLICT (server_id, tenant, worker_id) DO UPDATE
-        SET last_seen_at = greatest(w.last_seen_at, excluded.last_seen_at)
+        SET last_seen_at = greatest(w.last_seen_at, excluded.last_seen_at),
+            queues = CASE WHEN excluded.last_seen_at >= w.last_seen_at THEN excluded.queues ELSE w.queues END,
+            kinds = CASE WHEN excluded.last_seen_at >= w.last_seen_at THEN excluded.kinds ELSE w.kinds END
 )
 INSERT INTO latch_activity AS a (tenant, minute, starts, failures)
 SELECT u.tenant, u.minute, u.starts, u.failures
@@ -49,7 +54,7 @@ ON CONFLICT (tenant, minute) DO UPDATE
     SET starts = a.starts + excluded.starts, failures = a.failures + excluded.failures`
 
 	sqlPresenceServers = `SELECT id, host, version, started_at, last_seen_at FROM latch_servers WHERE last_seen_at >= $1`
-	sqlPresenceWorkers = `SELECT server_id, tenant, worker_id, last_seen_at FROM latch_workers WHERE last_seen_at >= $1{tenant}`
+	sqlPresenceWorkers = `SELECT server_id, tenant, worker_id, last_seen_at, queues, kinds FROM latch_workers WHERE last_seen_at >= $1{tenant}`
 
 	sqlActivityAll = `
 SELECT minute, sum(starts)::bigint, sum(failures)::bigint FROM latch_activity
@@ -77,6 +82,7 @@ func (s *Store) ReportServer(ctx context.Context, p *store.ServerReport) error {
 	t := now(p.Now)
 	type wkey struct{ tenant, id string }
 	seen := map[wkey]time.Time{}
+	filters := map[wkey][2]*string{} // of the latest report of the worker
 	for _, w := range p.Workers {
 		if w.ID == "" {
 			return fmt.Errorf("%w: server report %s: a worker without an id", store.ErrInvalid, p.ID)
@@ -86,8 +92,9 @@ func (s *Store) ReportServer(ctx context.Context, p *store.ServerReport) error {
 			at = micro(w.LastSeenAt)
 		}
 		k := wkey{w.Tenant, w.ID}
-		if prev, ok := seen[k]; !ok || at.After(prev) {
+		if prev, ok := seen[k]; !ok || !at.Before(prev) {
 			seen[k] = at
+			filters[k] = [2]*string{filterJSON(w.Queues), filterJSON(w.Kinds)}
 		}
 	}
 	type akey struct {
@@ -108,10 +115,12 @@ func (s *Store) ReportServer(ctx context.Context, p *store.ServerReport) error {
 	}
 	var wTenants, wIDs []string
 	var wSeen []time.Time
+	var wQueues, wKinds []*string
 	for _, k := range slices.SortedFunc(maps.Keys(seen), func(a, b wkey) int {
 		return cmp.Or(strings.Compare(a.tenant, b.tenant), strings.Compare(a.id, b.id))
 	}) {
 		wTenants, wIDs, wSeen = append(wTenants, k.tenant), append(wIDs, k.id), append(wSeen, seen[k])
+		wQueues, wKinds = append(wQueues, filters[k][0]), append(wKinds, filters[k][1])
 	}
 	var aTenants []string
 	var aMinutes []time.Time
@@ -124,7 +133,7 @@ func (s *Store) ReportServer(ctx context.Context, p *store.ServerReport) error {
 	}
 	err := s.write(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		_, err := c.Exec(ctx, sqlReportServer, p.ID, p.Host, p.Version, micro(p.StartedAt.UTC()), t,
-			wTenants, wIDs, wSeen, aTenants, aMinutes, aStarts, aFailures)
+			wTenants, wIDs, wSeen, aTenants, aMinutes, aStarts, aFailures, wQueues, wKinds)
 		return err
 	})
 	if err != nil {
@@ -162,25 +171,72 @@ func (s *Store) Presence(ctx context.Context, p *store.PresenceParams) (*store.P
 		slices.SortFunc(out.Servers, func(a, b *store.Server) int { return strings.Compare(a.ID, b.ID) })
 	}
 	sql, args := withTenant(sqlPresenceWorkers, p.Tenant, []any{since})
-	rows, err := s.pool.Query(ctx, sql, args...)
+	workers, err := readWorkers(ctx, s.pool, sql, args)
+	if err != nil {
+		return nil, err
+	}
+	out.Workers = workers
+	return out, nil
+}
+
+// readWorkers reads the workers sql (sqlPresenceWorkers) selects, ordered
+// by server, id and tenant.
+func readWorkers(ctx context.Context, q interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}, sql string, args []any) ([]*store.WorkerSeen, error) {
+	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: presence: %w", interpretError(err))
 	}
 	defer rows.Close()
+	var out []*store.WorkerSeen
 	for rows.Next() {
 		var w store.WorkerSeen
-		if err := rows.Scan(&w.ServerID, &w.Tenant, &w.ID, &w.LastSeenAt); err != nil {
+		var queues, kinds *string
+		if err := rows.Scan(&w.ServerID, &w.Tenant, &w.ID, &w.LastSeenAt, &queues, &kinds); err != nil {
 			return nil, fmt.Errorf("postgres: presence: %w", interpretError(err))
 		}
 		w.LastSeenAt = w.LastSeenAt.UTC()
-		out.Workers = append(out.Workers, &w)
+		if w.Queues, err = parseFilter(queues); err != nil {
+			return nil, fmt.Errorf("postgres: presence: worker %s queues: %w", w.ID, err)
+		}
+		if w.Kinds, err = parseFilter(kinds); err != nil {
+			return nil, fmt.Errorf("postgres: presence: worker %s kinds: %w", w.ID, err)
+		}
+		out = append(out, &w)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("postgres: presence: %w", interpretError(err))
 	}
-	slices.SortFunc(out.Workers, func(a, b *store.WorkerSeen) int {
+	slices.SortFunc(out, func(a, b *store.WorkerSeen) int {
 		return cmp.Or(strings.Compare(a.ServerID, b.ServerID), strings.Compare(a.ID, b.ID), strings.Compare(a.Tenant, b.Tenant))
 	})
+	return out, nil
+}
+
+// filterJSON is a claim filter as stored: a JSON array, or NULL (nil) for
+// none (every queue, every kind).
+func filterJSON(vals []string) *string {
+	if len(vals) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(vals) // strings always marshal
+	s := string(b)
+	return &s
+}
+
+// parseFilter reads filterJSON back: nil for NULL.
+func parseFilter(v *string) ([]string, error) {
+	if v == nil || *v == "" {
+		return nil, nil
+	}
+	var out []string
+	if err := json.Unmarshal([]byte(*v), &out); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
 	return out, nil
 }
 

@@ -149,6 +149,7 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 			}
 			if e["ckey"] != "" {
 				ckRun[scoped(t, e["ckey"])]++
+				expect(s.k.concRun(scoped(t, e["ckey"])), id, 0)
 			}
 		case e["status"] == "suspended":
 			inflight[t]++
@@ -258,7 +259,7 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 	zsetKeys := []string{s.k.list(), s.k.sched(), s.k.due(), s.k.running(), s.k.nextRun(), s.k.wake()}
 	zsetPrefixes := []string{s.k.listTenant(""), s.k.readyTenant(""), s.k.readyQueue(""), s.k.readyKind(""),
 		strings.TrimSuffix(s.k.readyTenantKind("", ""), scoped("", "")),
-		s.k.concPark(""), s.k.concParkOld(""), s.k.done(""), s.k.schedules(""), s.k.qQueued(""), s.k.qSched("")}
+		s.k.concPark(""), s.k.concParkOld(""), s.k.concRun(""), s.k.done(""), s.k.schedules(""), s.k.qQueued(""), s.k.qSched("")}
 	for key := range all {
 		isZ := slices.Contains(zsetKeys, key)
 		for _, p := range zsetPrefixes {

@@ -104,6 +104,7 @@ func (k keys) running() string              { return k.ns + ":running" }
 func (k keys) turns() string                { return k.ns + ":turns" }
 func (k keys) turnSeq() string              { return k.ns + ":turnseq" }
 func (k keys) conc(scope string) string     { return k.ns + ":ck:" + scope }
+func (k keys) concRun(scope string) string  { return k.ns + ":ckrun:" + scope }
 func (k keys) concPark(scope string) string { return k.ns + ":ckparkg:" + scope }
 func (k keys) done(tenant string) string    { return k.ns + ":done:" + tenant }
 func (k keys) list() string                 { return k.ns + ":list" }
@@ -145,6 +146,7 @@ func (k keys) queues(tenant string) string { return k.ns + ":queues:" + tenant }
 func (k keys) servers() string                { return k.ns + ":servers" }
 func (k keys) server(id string) string        { return k.ns + ":server:" + id }
 func (k keys) workers() string                { return k.ns + ":workers" }
+func (k keys) workerClaims() string           { return k.ns + ":workerclaims" }
 func (k keys) activity() string               { return k.ns + ":activity" }
 func (k keys) activityMinute(us int64) string { return k.ns + ":activity:" + itoa(us) }
 

@@ -3,6 +3,7 @@ package redis
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -59,7 +60,7 @@ func (s *Store) ReportServer(ctx context.Context, p *store.ServerReport) error {
 		if !w.LastSeenAt.IsZero() {
 			seen = us(w.LastSeenAt)
 		}
-		args = append(args, workerMember(p.ID, w.Tenant, w.ID), itoa(seen), w.Tenant)
+		args = append(args, workerMember(p.ID, w.Tenant, w.ID), itoa(seen), w.Tenant, claimFilters(w.Queues, w.Kinds))
 	}
 	args = append(args, len(p.Activity))
 	for _, a := range p.Activity {
@@ -74,10 +75,46 @@ func (s *Store) ReportServer(ctx context.Context, p *store.ServerReport) error {
 	return err
 }
 
+// claimFilters is a worker's claim filters as workerclaims keeps them: ""
+// for none (every queue, every kind), else a JSON array [queues, kinds].
+func claimFilters(queues, kinds []string) string {
+	if len(queues) == 0 && len(kinds) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal([2][]string{queues, kinds}) // strings always marshal
+	return string(b)
+}
+
+// parseClaimFilters reads claimFilters back; what it cannot read claims
+// every queue and kind.
+func parseClaimFilters(s string) (queues, kinds []string) {
+	var f [2][]string
+	if s == "" || json.Unmarshal([]byte(s), &f) != nil {
+		return nil, nil
+	}
+	if len(f[0]) > 0 {
+		queues = f[0]
+	}
+	if len(f[1]) > 0 {
+		kinds = f[1]
+	}
+	return queues, kinds
+}
+
 // Presence implements store.Store with one read script (presence.lua).
 func (s *Store) Presence(ctx context.Context, p *store.PresenceParams) (*store.Presence, error) {
+	return s.presence(ctx, p, false)
+}
+
+// presence is Presence; with anyTenant, a tenant's read has the workers of
+// every tenant ("") too, and no server.
+func (s *Store) presence(ctx context.Context, p *store.PresenceParams, anyTenant bool) (*store.Presence, error) {
+	flag := ""
+	if anyTenant {
+		flag = "1"
+	}
 	arr, err := s.run(ctx, "presence", scriptPresence, []string{s.k.servers(), s.k.workers()},
-		s.k.ns, p.Tenant, itoa(us(p.Since)))
+		s.k.ns, p.Tenant, itoa(us(p.Since)), flag)
 	if err != nil {
 		return nil, err
 	}
@@ -93,14 +130,16 @@ func (s *Store) Presence(ctx context.Context, p *store.PresenceParams) (*store.P
 			LastSeenAt: fromUS(asInt(servers[i+4])),
 		})
 	}
-	for i := 0; i+1 < len(workers); i += 2 {
+	for i := 0; i+2 < len(workers); i += 3 {
 		server, tenant, id, ok := parseWorkerMember(asString(workers[i]))
 		if !ok {
 			continue // not written by this store
 		}
-		res.Workers = append(res.Workers, &store.WorkerSeen{
+		w := &store.WorkerSeen{
 			ID: id, Tenant: tenant, ServerID: server, LastSeenAt: fromUS(scoreUS(asString(workers[i+1]))),
-		})
+		}
+		w.Queues, w.Kinds = parseClaimFilters(asString(workers[i+2]))
+		res.Workers = append(res.Workers, w)
 	}
 	slices.SortFunc(res.Servers, func(a, b *store.Server) int { return cmp.Compare(a.ID, b.ID) })
 	slices.SortFunc(res.Workers, func(a, b *store.WorkerSeen) int {

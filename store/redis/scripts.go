@@ -72,6 +72,8 @@ var (
 	scriptActivity        = mustReadScript("activity")
 	scriptListRateLimits  = mustReadScript("list_rate_limits")
 	scriptConcurrencyKeys = mustReadScript("concurrency_keys")
+	scriptExplain         = mustReadScript("explain")
+	scriptReadyKinds      = mustReadScript("ready_kinds")
 	scriptHintSet         = mustScript("hint_set")
 
 	allScripts = []*luaScript{
@@ -82,7 +84,7 @@ var (
 		scriptDeleteTenant, scriptDeleteAPIKey, scriptTouchAPIKey, scriptBackfill,
 		scriptSeedTurns, scriptStep, scriptSteps, scriptSuspend, scriptSignal, scriptWake, scriptRetry,
 		scriptQueueStats, scriptReportServer, scriptPresence, scriptActivity, scriptListRateLimits,
-		scriptConcurrencyKeys, scriptHintSet,
+		scriptConcurrencyKeys, scriptExplain, scriptReadyKinds, scriptHintSet,
 	}
 
 	// libName and librarySource are the function library that holds every

@@ -78,12 +78,12 @@ func TestMigrateRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The eight newest: 10 (lanes by kind), 9 (storage budget), 8
+	// The nine newest: 11 (worker claims), 10 (lanes by kind), 9 (storage budget), 8
 	// (schedule ticks), 7
 	// (observation), 6 (attempt history), 5 (flows), 4 (fair claims) and 3
 	// (keys and sessions), newest first.
 	downs := []migration.Migration{ms[len(ms)-1], ms[len(ms)-2], ms[len(ms)-3], ms[len(ms)-4], ms[len(ms)-5], ms[len(ms)-6],
-		ms[len(ms)-7], ms[len(ms)-8]}
+		ms[len(ms)-7], ms[len(ms)-8], ms[len(ms)-9]}
 	db, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {
 		t.Fatal(err)
@@ -241,6 +241,10 @@ func TestQueryPlans(t *testing.T) {
 		q, args := activityQuery(&p)
 		return query{q, args}
 	}
+	aheadSQL, aheadArgs := aheadQuery(due, 3, "acme")
+	explainAhead := query{aheadSQL, aheadArgs}
+	workersSQL, workersArgs := workersQuery("acme", true, 1)
+	explainWorkers := query{workersSQL, workersArgs}
 	for what, c := range map[string]struct {
 		query
 		want string
@@ -272,7 +276,15 @@ func TestQueryPlans(t *testing.T) {
 		"queue stats":              {stats(store.QueueStatsParams{Now: due}), "SCAN executions USING COVERING INDEX executions_ready_tenant; UNION ALL; SCAN executions USING COVERING INDEX executions_leases; UNION ALL; SCAN executions USING COVERING INDEX executions_suspended"},
 		"queue stats of a tenant":  {stats(store.QueueStatsParams{Tenant: "acme", Now: due}), "SEARCH executions USING COVERING INDEX executions_ready_tenant (tenant=?); UNION ALL; SCAN executions USING COVERING INDEX executions_leases; UNION ALL; SEARCH executions USING COVERING INDEX executions_suspended (tenant=?)"},
 		"running concurrency keys": {ckeys(store.ConcurrencyKeysParams{}), "executions_concurrency"},
-		"activity of every tenant": {activity(store.ActivityParams{Since: due}), "SEARCH activity USING INDEX activity_minute (minute>?)"},
+		// Explain's reads (explain.go): by index, whatever the history.
+		"explain's holders of a key":          {query{sqlExplainHolders, []any{"k", "acme"}}, "SEARCH executions USING INDEX executions_concurrency (concurrency_key=?)"},
+		"explain's tenants ahead in turn":     {explainAhead, "SEARCH t USING INDEX tenants_ready ((turn,name)<(?,?))"},
+		"explain's probe of a tenant's queue": {explainAhead, "executions_ready_tenant (tenant=?)"},
+		"ready kinds' next pair":              {query{sqlNextKind, []any{"acme", "k"}}, "SEARCH executions USING COVERING INDEX executions_ready_kind ((tenant,kind)>(?,?))"},
+		"ready kinds' next kind of a tenant":  {query{sqlNextKindOf, []any{"acme", "k"}}, "SEARCH executions USING COVERING INDEX executions_ready_kind (tenant=? AND kind>?)"},
+		"ready kinds' probe of a pair":        {query{sqlKindReady, []any{"acme", "k", 1}}, "SEARCH executions USING COVERING INDEX executions_ready_kind (tenant=? AND kind=?)"},
+		"explain's live workers":              {explainWorkers, "SEARCH workers USING INDEX workers_tenant (tenant=?)"},
+		"activity of every tenant":            {activity(store.ActivityParams{Since: due}), "SEARCH activity USING INDEX activity_minute (minute>?)"},
 		"list of a tenant's queued": {listing(store.ListParams{Tenant: "acme", Status: store.StatusQueued},
 			"tenant = ?", "status = ?", "id < ?"), "SEARCH executions USING COVERING INDEX executions_ready_tenant (tenant=?)"},
 		// A schedule's ticks and a dedup key's executions in listing
@@ -326,6 +338,7 @@ func TestQueryPlans(t *testing.T) {
 		scan := strings.Contains(strings.ReplaceAll(text, "SCAN executions USING COVERING INDEX", ""), "SCAN executions")
 		temp := strings.Contains(text, "USE TEMP B-TREE") && what != "running concurrency keys" &&
 			what != "list of a tenant's queued" && !strings.HasPrefix(what, "queue stats") &&
+			what != "explain's holders of a key" && what != "explain's live workers" &&
 			!strings.HasPrefix(what, "list of a tenant's schedule") && what != "claim's candidates of a tenant's kinds"
 		if !strings.Contains(text, c.want) || scan || temp {
 			t.Errorf("%s: plan %q, want a search using %s", what, text, c.want)

@@ -20,7 +20,8 @@ import (
 //	LATCH_BENCH_1M=1 go test -run TestObserveMillion -v ./store/sqlite/
 //
 // It logs the median of 5 calls of each read, and fails if QueueStats
-// takes 100 ms or more.
+// takes 100 ms or more, or Explain (a handful of indexed reads) 10 ms or
+// more.
 func TestObserveMillion(t *testing.T) {
 	if os.Getenv("LATCH_BENCH_1M") != "1" {
 		t.Skip("set LATCH_BENCH_1M=1 to seed 1,000,000 executions and time the observation reads")
@@ -135,6 +136,25 @@ func TestObserveMillion(t *testing.T) {
 	for what, d := range map[string]time.Duration{"all tenants": all, "one tenant": one} {
 		if d >= 100*time.Millisecond {
 			t.Errorf("QueueStats of %s took %v (median of 5); want well under 100 ms", what, d)
+		}
+	}
+	// Explain of t07's executions waiting in each way: queued (t00-t06
+	// ahead in turn, no worker of its kind), scheduled later, suspended.
+	for _, st := range []store.Status{store.StatusQueued, store.StatusScheduled, store.StatusSuspended} {
+		var id string
+		if err := s.read.QueryRowContext(ctx, `SELECT id FROM executions WHERE tenant = 't07' AND status = ?
+			ORDER BY run_at DESC LIMIT 1`, st).Scan(&id); err != nil {
+			t.Fatalf("a %s execution of t07: %v", st, err)
+		}
+		d := median("Explain, "+string(st), func() (int, error) {
+			x, err := s.Explain(ctx, &store.ExplainParams{ID: id, Now: now})
+			if err != nil {
+				return 0, err
+			}
+			return len(x.Gates), nil
+		})
+		if d >= 10*time.Millisecond {
+			t.Errorf("Explain of a %s execution took %v (median of 5); want a few indexed reads", st, d)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"math"
 	"time"
@@ -34,11 +35,14 @@ func (s *Store) ReportServer(ctx context.Context, p *store.ServerReport) error {
 			if !w.LastSeenAt.IsZero() {
 				seen = w.LastSeenAt
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO workers (server_id, worker_id, tenant, last_seen_at)
-				SELECT ?1, ?2, ?3, ?4 WHERE ?3 = '' OR EXISTS (SELECT 1 FROM tenants WHERE name = ?3 AND created_at <= ?4)
+			// The filters are those of the latest report of the worker.
+			if _, err := tx.ExecContext(ctx, `INSERT INTO workers (server_id, worker_id, tenant, last_seen_at, queues, kinds)
+				SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE ?3 = '' OR EXISTS (SELECT 1 FROM tenants WHERE name = ?3 AND created_at <= ?4)
 				ON CONFLICT (server_id, worker_id, tenant)
-				DO UPDATE SET last_seen_at = MAX(last_seen_at, excluded.last_seen_at)`,
-				p.ID, w.ID, w.Tenant, ns(seen)); err != nil {
+				DO UPDATE SET last_seen_at = MAX(last_seen_at, excluded.last_seen_at),
+				queues = IIF(excluded.last_seen_at >= last_seen_at, excluded.queues, queues),
+				kinds = IIF(excluded.last_seen_at >= last_seen_at, excluded.kinds, kinds)`,
+				p.ID, w.ID, w.Tenant, ns(seen), filterJSON(w.Queues), filterJSON(w.Kinds)); err != nil {
 				return false, fmt.Errorf("sqlite: report server: worker: %w", err)
 			}
 		}
@@ -103,7 +107,7 @@ func (s *Store) Presence(ctx context.Context, p *store.PresenceParams) (*store.P
 			return nil, err
 		}
 	}
-	if out.Workers, err = readWorkers(ctx, tx, p.Tenant, since); err != nil {
+	if out.Workers, err = readWorkers(ctx, tx, p.Tenant, false, since); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -132,14 +136,11 @@ func readServers(ctx context.Context, tx *sql.Tx, since int64) ([]*store.Server,
 	return out, nil
 }
 
-func readWorkers(ctx context.Context, tx *sql.Tx, tenant string, since int64) ([]*store.WorkerSeen, error) {
-	query := `SELECT server_id, worker_id, tenant, last_seen_at FROM workers WHERE last_seen_at >= ?`
-	args := []any{since}
-	if tenant != "" {
-		query += ` AND tenant = ?`
-		args = append(args, tenant)
-	}
-	rows, err := tx.QueryContext(ctx, query+` ORDER BY server_id, worker_id, tenant`, args...)
+// readWorkers reads the workers seen since since: every one (tenant ""),
+// or tenant's, or with anyTenant also the workers of every tenant.
+func readWorkers(ctx context.Context, tx *sql.Tx, tenant string, anyTenant bool, since int64) ([]*store.WorkerSeen, error) {
+	query, args := workersQuery(tenant, anyTenant, since)
+	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: presence: %w", interpretError(err))
 	}
@@ -148,14 +149,61 @@ func readWorkers(ctx context.Context, tx *sql.Tx, tenant string, since int64) ([
 	for rows.Next() {
 		var w store.WorkerSeen
 		var seen int64
-		if err := rows.Scan(&w.ServerID, &w.ID, &w.Tenant, &seen); err != nil {
+		var queues, kinds sql.NullString
+		if err := rows.Scan(&w.ServerID, &w.ID, &w.Tenant, &seen, &queues, &kinds); err != nil {
 			return nil, fmt.Errorf("sqlite: presence: %w", interpretError(err))
 		}
 		w.LastSeenAt = fromNS(seen)
+		if w.Queues, err = parseFilter(queues); err != nil {
+			return nil, fmt.Errorf("sqlite: presence: worker %s queues: %w", w.ID, err)
+		}
+		if w.Kinds, err = parseFilter(kinds); err != nil {
+			return nil, fmt.Errorf("sqlite: presence: worker %s kinds: %w", w.ID, err)
+		}
 		out = append(out, &w)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: presence: %w", interpretError(err))
+	}
+	return out, nil
+}
+
+// workersQuery is readWorkers' query.
+func workersQuery(tenant string, anyTenant bool, since int64) (string, []any) {
+	query := `SELECT server_id, worker_id, tenant, last_seen_at, queues, kinds FROM workers WHERE last_seen_at >= ?`
+	args := []any{since}
+	switch {
+	case tenant != "" && anyTenant:
+		query += ` AND tenant IN (?, '')`
+		args = append(args, tenant)
+	case tenant != "":
+		query += ` AND tenant = ?`
+		args = append(args, tenant)
+	}
+	return query + ` ORDER BY server_id, worker_id, tenant`, args
+}
+
+// filterJSON is a claim filter as stored: a JSON array, or NULL for none
+// (every queue, every kind).
+func filterJSON(vals []string) any {
+	if len(vals) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(vals) // strings always marshal
+	return string(b)
+}
+
+// parseFilter reads filterJSON back: nil for NULL.
+func parseFilter(v sql.NullString) ([]string, error) {
+	if !v.Valid || v.String == "" {
+		return nil, nil
+	}
+	var out []string
+	if err := json.Unmarshal([]byte(v.String), &out); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, nil
 	}
 	return out, nil
 }

@@ -56,6 +56,9 @@
 //	               called by CheckInflight, checks the counter after nearly every test
 //	I12 fairness   Fairness/* (one claim alone; claims of many workers at once
 //	               stay fair only as far as store.Store.Claim promises)
+//	explain        Explain/* (each gate of store.Store.Explain held in turn and
+//	               answered with its figures, as Claim then decides; a read that
+//	               changes nothing)
 //
 // The optional store.Notifier capability is checked under Notifier/*; a
 // backend without it skips those tests and says so.
@@ -117,6 +120,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"TenantList", testTenantList},
 		{"SchedulePause", testSchedulePause},
 		{"Storage", testStorage},
+		{"Explain", testExplain},
+		{"ReadyKinds", testReadyKinds},
 	}
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {

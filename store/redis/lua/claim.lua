@@ -334,6 +334,7 @@ local function take(e, m)
   if e.ckey then
     ck_ready(e, -1)
     redis.call('HINCRBY', k_ck(ck_of(e)), 'run', 1)
+    redis.call('ZADD', k_ckrun(ck_of(e)), 0, e.id)
   end
   if e.status == 'scheduled' then
     redis.call('ZREM', k_due(), e.id)

@@ -44,7 +44,7 @@ for _, id in ipairs(ids) do
   end
 end
 -- Keys are scoped per tenant: every count in them was this tenant's.
-for c in pairs(cks) do redis.call('DEL', k_ck(c), k_ckparkg(c), k_ckpark(c)) end
+for c in pairs(cks) do redis.call('DEL', k_ck(c), k_ckparkg(c), k_ckpark(c), k_ckrun(c)) end
 
 -- Dedup mappings whose executions are gone already (pruned) too.
 for _, dk in ipairs(redis.call('HKEYS', KEYS[4])) do
@@ -76,7 +76,10 @@ redis.call('DEL', k_queues(t))
 
 -- Its workers and activity counts.
 for _, m in ipairs(redis.call('ZRANGE', k_workers(), 0, -1)) do
-  if worker_tenant(m) == t then redis.call('ZREM', k_workers(), m) end
+  if worker_tenant(m) == t then
+    redis.call('ZREM', k_workers(), m)
+    redis.call('HDEL', k_workerclaims(), m)
+  end
 end
 for _, m in ipairs(redis.call('ZRANGE', k_activity(), 0, -1)) do
   local h = k_activity_m(m)

@@ -67,6 +67,9 @@ local function tenant_tag(t)
 end
 local function scoped(t, name) return tenant_tag(t) .. name end
 local function k_ck(c) return NS .. ':ck:' .. c end
+-- ckrun:<c> holds the running executions of key c by id (a sorted set,
+-- every score 0, in id order): Explain names them.
+local function k_ckrun(c) return NS .. ':ckrun:' .. c end
 -- ready:tk:<c>, c = scoped(tenant, kind): a tenant's lane of one kind.
 local function k_ready_tk(t, kind) return NS .. ':ready:tk:' .. scoped(t, kind) end
 local function k_ckparkg(c) return NS .. ':ckparkg:' .. c end
@@ -110,6 +113,9 @@ local function k_queues(t) return NS .. ':queues:' .. t end
 local function k_servers() return NS .. ':servers' end
 local function k_server(id) return NS .. ':server:' .. id end
 local function k_workers() return NS .. ':workers' end
+-- workerclaims: per worker member, the filters of its latest claim (a
+-- string presence.go builds; no field: every queue and kind).
+local function k_workerclaims() return NS .. ':workerclaims' end
 local function k_activity() return NS .. ':activity' end
 local function k_activity_m(m) return NS .. ':activity:' .. m end
 
@@ -368,7 +374,7 @@ local function ck_gc(c)
   end
   if tonumber(v[1] or 0) <= 0 and groups == 0
       and redis.call('EXISTS', k_ckparkg(c), k_ckpark(c)) == 0 then
-    redis.call('DEL', ck)
+    redis.call('DEL', ck, k_ckrun(c))
   end
 end
 
@@ -495,7 +501,10 @@ local function leave(e)
     redis.call('ZREM', k_sched(), e.id)
   elseif e.status == 'running' then
     redis.call('ZREM', k_running(), e.id)
-    if e.ckey then redis.call('HINCRBY', k_ck(ck_of(e)), 'run', -1) end
+    if e.ckey then
+      redis.call('HINCRBY', k_ck(ck_of(e)), 'run', -1)
+      redis.call('ZREM', k_ckrun(ck_of(e)), e.id)
+    end
   elseif e.status == 'suspended' then
     if e.wake_at then redis.call('ZREM', k_wake(), e.id) end
     redis.call('HDEL', k_exec(e.id), 'wake_at', 'waiting', 'sstep')

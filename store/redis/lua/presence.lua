@@ -7,11 +7,13 @@
 -- ARGV[1] NS  ARGV[2] tenant ('' = every server and worker)
 -- ARGV[3] since_us
 -- Returns {servers, workers}: servers a flat list of id, host, version,
--- started_us, last seen_us; workers a flat list of member, last seen_us.
+-- started_us, last seen_us; workers a flat list of member, last seen_us,
+-- claim filters ('' = none). With ARGV[4] = '1' and a tenant, the workers
+-- of every tenant ('') come too (Explain's live workers).
 
-local tenant, since = ARGV[2], ARGV[3]
+local tenant, since, any = ARGV[2], ARGV[3], ARGV[4] == '1'
 local servers = {}
-if tenant == '' then
+if tenant == '' and not any then
   local z = redis.call('ZRANGEBYSCORE', KEYS[1], since, '+inf', 'WITHSCORES')
   for i = 1, #z, 2 do
     local v = redis.call('HMGET', k_server(z[i]), 'host', 'version', 'started', 'seen')
@@ -23,9 +25,11 @@ end
 local workers = {}
 local z = redis.call('ZRANGEBYSCORE', KEYS[2], since, '+inf', 'WITHSCORES')
 for i = 1, #z, 2 do
-  if tenant == '' or worker_tenant(z[i]) == tenant then
+  local wt = worker_tenant(z[i])
+  if tenant == '' or wt == tenant or (any and wt == '') then
     workers[#workers + 1] = z[i]
     workers[#workers + 1] = z[i + 1]
+    workers[#workers + 1] = redis.call('HGET', k_workerclaims(), z[i]) or ''
   end
 end
 return {servers, workers}

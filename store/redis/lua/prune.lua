@@ -60,6 +60,9 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', k_servers(), '-inf', bound)) do
   redis.call('DEL', k_server(id))
 end
 redis.call('ZREMRANGEBYSCORE', k_servers(), '-inf', bound)
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', k_workers(), '-inf', bound)) do
+  redis.call('HDEL', k_workerclaims(), m)
+end
 redis.call('ZREMRANGEBYSCORE', k_workers(), '-inf', bound)
 bound = '(' .. ARGV[5]
 for _, m in ipairs(redis.call('ZRANGEBYSCORE', k_activity(), '-inf', bound)) do

@@ -9,8 +9,9 @@
 --   derived: activity:<minute> of each minute reported, tenant:<T> of each
 --   tenant named
 -- ARGV[1] NS  ARGV[2] id  ARGV[3] host  ARGV[4] version  ARGV[5] started_us
--- ARGV[6] now_us  ARGV[7] workers n, then n triples: member (worker_member),
--- last seen_us, tenant ('' for a server's own); then the number of counts
+-- ARGV[6] now_us  ARGV[7] workers n, then n quadruples: member (worker_member),
+-- last seen_us, tenant ('' for a server's own), claim filters ('' = none:
+-- kept in workerclaims when this report is the worker's latest); then the number of counts
 -- m, then m quadruples: minute_us, tenant, starts, failures
 -- Returns {'OK'}.
 
@@ -29,9 +30,17 @@ local n = tonumber(ARGV[7])
 local a = 8
 for _ = 1, n do
   if ARGV[a + 2] == '' or since(ARGV[a + 2], tonumber(ARGV[a + 1])) then
+    local prev = redis.call('ZSCORE', KEYS[3], ARGV[a])
+    if not prev or tonumber(ARGV[a + 1]) >= tonumber(prev) then
+      if ARGV[a + 3] == '' then
+        redis.call('HDEL', k_workerclaims(), ARGV[a])
+      else
+        redis.call('HSET', k_workerclaims(), ARGV[a], ARGV[a + 3])
+      end
+    end
     redis.call('ZADD', KEYS[3], 'GT', ARGV[a + 1], ARGV[a])
   end
-  a = a + 3
+  a = a + 4
 end
 local m = tonumber(ARGV[a])
 a = a + 1

@@ -1,0 +1,2 @@
+ALTER TABLE workers DROP COLUMN kinds;
+ALTER TABLE workers DROP COLUMN queues;

@@ -50,6 +50,8 @@ var wireTypes = map[string]any{
 	"Attempt":             Attempt{},
 	"AttemptList":         AttemptList{},
 	"StreamTicket":        StreamTicket{},
+	"Explanation":         Explanation{},
+	"Gate":                Gate{},
 }
 
 // notWire are the schemas that are no object of their own: enums, and
@@ -87,6 +89,7 @@ type property struct {
 type schema struct {
 	Ref        string              `json:"$ref"`
 	AllOf      []schema            `json:"allOf"`
+	OneOf      []schema            `json:"oneOf"`
 	Properties map[string]property `json:"properties"`
 }
 
@@ -107,8 +110,8 @@ func loadSchemas(t *testing.T) map[string]schema {
 	return doc.Components.Schemas
 }
 
-// properties is the properties of the schema name, its allOf and $refs
-// merged.
+// properties is the properties of the schema name, its allOf, oneOf (a
+// union, which its Go type holds as one struct) and $refs merged.
 func properties(schemas map[string]schema, name string) (map[string]property, bool) {
 	s, ok := schemas[name]
 	if !ok {
@@ -120,7 +123,7 @@ func properties(schemas map[string]schema, name string) (map[string]property, bo
 		if s.Ref != "" {
 			merge(schemas[strings.TrimPrefix(s.Ref, "#/components/schemas/")])
 		}
-		for _, sub := range s.AllOf {
+		for _, sub := range append(s.AllOf, s.OneOf...) {
 			merge(sub)
 		}
 		for k, p := range s.Properties {

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 )
 
 // runWhy prints what holds an execution back (GET .../explain): one row
@@ -17,22 +15,12 @@ func runWhy(ctx context.Context, args []string, out io.Writer) error {
 	if err := parse(ctx, fs, args, 1, 1); err != nil {
 		return err
 	}
-	var raw json.RawMessage
-	if _, err := c.do(ctx, "GET", "/api/executions/"+url.PathEscape(fs.Arg(0))+"/explain", nil, nil, &raw); err != nil {
+	x, err := c.client().Explain(ctx, fs.Arg(0))
+	if err != nil {
 		return err
 	}
 	if format.choose(out) == "json" { // the raw answer
-		return printJSON(out, raw)
-	}
-	var x struct {
-		Status string `json:"status"`
-		Gates  []struct {
-			Gate   string `json:"gate"`
-			Detail string `json:"detail"`
-		} `json:"gates"`
-	}
-	if err := json.Unmarshal(raw, &x); err != nil {
-		return err
+		return printJSON(out, x.JSON())
 	}
 	tw := newTable(out)
 	fmt.Fprintln(tw, "GATE\tDETAIL")

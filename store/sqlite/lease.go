@@ -192,19 +192,23 @@ func requeue(ctx context.Context, tx *sql.Tx, id, errMsg string, runAt, t time.T
 // finish moves an in-flight execution to a terminal status and frees its
 // tenant's quota slot in the same transaction (I3). A success clears the
 // error an earlier attempt left; other ends keep it unless errMsg replaces it.
-// A suspension (a suspended execution cancelled) ends with it.
+// A suspension (a suspended execution cancelled) ends with it. It is the
+// execution's end for its family, in the same step (ended).
 func finish(ctx context.Context, tx *sql.Tx, id, tenant string, status store.Status,
 	result sql.NullString, errMsg string, t time.Time) error {
-	_, err := tx.ExecContext(ctx, `UPDATE executions SET status = ?, result = ?,
+	var parent, step sql.NullString
+	var children int
+	err := tx.QueryRowContext(ctx, `UPDATE executions SET status = ?, result = ?,
 		error = CASE WHEN ? THEN NULL ELSE COALESCE(?, error) END, finished_at = ?,
 		lease_token = NULL, worker_id = NULL, lease_expires_at = NULL,
-		resume = 0, wake_at = NULL, waiting_for = NULL, suspend_step = NULL WHERE id = ?`,
-		string(status), result, status == store.StatusSucceeded, nullString(errMsg), ns(t), id)
+		resume = 0, wake_at = NULL, waiting_for = NULL, suspend_step = NULL, wait_count = NULL WHERE id = ?
+		RETURNING parent_id, parent_step, children`,
+		string(status), result, status == store.StatusSucceeded, nullString(errMsg), ns(t), id).Scan(&parent, &step, &children)
 	if err != nil {
 		return fmt.Errorf("sqlite: finish: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE tenants SET inflight = inflight - 1 WHERE name = ?`, tenant); err != nil {
 		return fmt.Errorf("sqlite: finish: %w", err)
 	}
-	return nil
+	return ended(ctx, tx, id, parent, step, children, t)
 }

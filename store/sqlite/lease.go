@@ -85,7 +85,7 @@ func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store
 func (s *Store) Complete(ctx context.Context, p *store.CompleteParams) (*store.Execution, error) {
 	t := now(p.Now)
 	ends := runEnd{outcome: store.RunSucceeded}
-	return s.feed.Execution(s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, ends, func(tx *sql.Tx, l *leased) error {
+	return s.feed.Execution(s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, ends, func(ctx context.Context, tx *sql.Tx, l *leased) error {
 		if err := charge(ctx, tx, p.ExecutionID, store.StoredSize(p.Result), false); err != nil {
 			return err
 		}
@@ -103,7 +103,7 @@ func (s *Store) Fail(ctx context.Context, p *store.FailParams) (*store.Execution
 	t := now(p.Now)
 	msg := p.StoredError()
 	ends := runEnd{outcome: store.RunFailed, err: msg}
-	return s.feed.Execution(s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, ends, func(tx *sql.Tx, l *leased) error {
+	return s.feed.Execution(s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, ends, func(ctx context.Context, tx *sql.Tx, l *leased) error {
 		if err := charge(ctx, tx, p.ExecutionID, int64(len(msg)), true); err != nil {
 			return err
 		}
@@ -124,7 +124,7 @@ func (s *Store) Fail(ctx context.Context, p *store.FailParams) (*store.Execution
 func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Execution, error) {
 	t := now(p.Now)
 	ends := runEnd{outcome: store.RunReleased}
-	return s.feed.Execution(s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, ends, func(tx *sql.Tx, l *leased) error {
+	return s.feed.Execution(s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, ends, func(ctx context.Context, tx *sql.Tx, l *leased) error {
 		if p.Unstarted && !l.resume {
 			if _, err := tx.ExecContext(ctx, `UPDATE executions SET attempt = attempt - 1 WHERE id = ?`, p.ExecutionID); err != nil {
 				return fmt.Errorf("sqlite: release: %w", err)
@@ -147,9 +147,9 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Exe
 
 // afterLease runs a fenced state change that ends the lease, and returns
 // the execution after it. The lease's run ends as ends says, in the same
-// step.
+// step. change gets the step's context (its touched set, touch.go).
 func (s *Store) afterLease(ctx context.Context, id, tenant, token string, now time.Time, ends runEnd,
-	change func(tx *sql.Tx, l *leased) error) (*store.Execution, error) {
+	change func(ctx context.Context, tx *sql.Tx, l *leased) error) (*store.Execution, error) {
 	var e *store.Execution
 	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		l, err := fence(ctx, tx, id, tenant, token, now)
@@ -159,7 +159,7 @@ func (s *Store) afterLease(ctx context.Context, id, tenant, token string, now ti
 		if err := endRun(ctx, tx, id, now, l.outcome(ends.outcome), ends.err); err != nil {
 			return false, err
 		}
-		if err := change(tx, l); err != nil {
+		if err := change(ctx, tx, l); err != nil {
 			return false, err
 		}
 		e, err = getExecution(ctx, tx, "", id)

@@ -22,7 +22,7 @@ func (s *Store) Suspend(ctx context.Context, p *store.SuspendParams) (*store.Exe
 	t := now(p.Now)
 	id := p.ExecutionID
 	ends := runEnd{outcome: store.RunSuspended}
-	return s.feed.Execution(s.afterLease(ctx, id, p.Tenant, p.Token, t, ends, func(tx *sql.Tx, l *leased) error {
+	return s.feed.Execution(s.afterLease(ctx, id, p.Tenant, p.Token, t, ends, func(ctx context.Context, tx *sql.Tx, l *leased) error {
 		if l.cancelRequested {
 			return finish(ctx, tx, id, l.tenant, store.StatusCancelled, sql.NullString{}, "", t)
 		}

@@ -104,6 +104,16 @@ type Execution struct {
 	// StoredBytes is what the execution counts in its tenant's storage
 	// budget (storage.go).
 	StoredBytes int64
+
+	// A child (children.go) names the execution that spawned it and the
+	// spawn step ("" for an execution nobody spawned, and for an
+	// abandoned child whose parent was deleted), and what its parent's
+	// end does to it. Depth is 0 for an execution nobody spawned, its
+	// parent's plus one for a child.
+	ParentID    string
+	ParentStep  string
+	OnParentEnd ParentEnd
+	Depth       int
 }
 
 // Lease is one claimed attempt handed to a worker. Token fences every later

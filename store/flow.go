@@ -62,7 +62,8 @@ type RecordStepResult struct {
 }
 
 // SuspendParams are the arguments of Store.Suspend. Exactly one of Until
-// (a sleep) and Signal (a wait) is set.
+// (a sleep), Signal (a wait for a signal) and Children (a fan-in wait) is
+// set.
 type SuspendParams struct {
 	ExecutionID string
 	Tenant      string // "" = any tenant
@@ -72,8 +73,12 @@ type SuspendParams struct {
 	Step   string
 	Until  time.Time
 	Signal string
-	// Timeout bounds a wait: it ends with TimedOut at Now+Timeout. 0 =
-	// no timeout.
+	// Children names a spawn step of this execution (children.go): the
+	// wait ends when Count of that spawn's children have ended (0 = all).
+	Children string
+	Count    int
+	// Timeout bounds a wait: it ends with TimedOut (a fan-in wait: its
+	// FanInResult with TimedOut) at Now+Timeout. 0 = no timeout.
 	Timeout time.Duration
 	// MaxSteps and MaxJournalBytes override the journal's bounds as
 	// RecordStepParams' do (tests only).
@@ -247,20 +252,34 @@ func CheckSignalName(name string) error {
 	return CheckIdent("signal", name, MaxSignalNameLen)
 }
 
-// Check reports whether p is a valid suspension: a step name, and either a
-// sleep (Until) or a wait (Signal, with a Timeout not below zero).
+// Check reports whether p is a valid suspension: a step name, and exactly
+// one of a sleep (Until), a wait for a signal (Signal) or a fan-in wait
+// (Children, with a Count not below zero), a wait's Timeout not below
+// zero.
 func (p *SuspendParams) Check() error {
 	if err := CheckStepName(p.Step); err != nil {
 		return err
 	}
-	switch {
-	case p.Until.IsZero() == (p.Signal == ""):
-		return fieldError("until", "a suspension is either a sleep (until) or a wait (signal): exactly one of the two")
-	case p.Signal != "":
-		if p.Timeout < 0 {
-			return fieldError("timeout_seconds", "must not be negative")
+	kinds := 0
+	for _, set := range []bool{!p.Until.IsZero(), p.Signal != "", p.Children != ""} {
+		if set {
+			kinds++
 		}
+	}
+	if kinds != 1 {
+		return fieldError("until", "a suspension is a sleep (until), a wait for a signal (signal) or for children (children): exactly one of them")
+	}
+	if p.Until.IsZero() && p.Timeout < 0 {
+		return fieldError("timeout_seconds", "must not be negative")
+	}
+	switch {
+	case p.Signal != "":
 		return CheckSignalName(p.Signal)
+	case p.Children != "":
+		if p.Count < 0 {
+			return fieldError("count", "must not be negative")
+		}
+		return CheckStepName(p.Children)
 	}
 	return nil
 }

@@ -159,13 +159,46 @@ type Store interface {
 	//     that name buffered and not yet consumed: the step is recorded
 	//     (null; the oldest such signal's data, consuming it) and the
 	//     execution is queued again at once.
+	//   - A fan-in wait (Children): ErrInvalid, nothing changed (the lease
+	//     kept), unless Children names a spawn step of this execution's
+	//     journal and Count is at most its number of children. When Count
+	//     of them (0 = all) have ended already (terminal or deleted), the
+	//     step is recorded (FanInStep, TimedOut false, within the journal's
+	//     room) and the execution is queued again at once.
 	//   - Else it becomes suspended: WakeAt Until for a sleep; for a wait,
-	//     WaitingFor Signal and WakeAt Now+Timeout (nil without a timeout).
+	//     WaitingFor Signal (ChildrenWaitFor(Children) for a fan-in wait)
+	//     and WakeAt Now+Timeout (nil without a timeout). A fan-in wait
+	//     ends when a child's end makes its condition hold (children.go).
 	//
 	// An execution queued again by a flow's own progress (here, Signal and
 	// Wake) is a resume: its next claim does not count a start, so the run
 	// keeps its attempt number.
 	Suspend(ctx context.Context, p *SuspendParams) (*Execution, error)
+
+	// Spawn admits children of a running execution under a step, in one
+	// fenced step (I13, children.go). Fenced like Heartbeat. Checks, in
+	// order, each refusal changing nothing and keeping the lease:
+	//
+	//   - Step already recorded: a spawn's (ParseSpawnStep) answers its
+	//     children with Recorded false and admits nothing, whatever Items
+	//     hold now; another step's is ErrInvalid.
+	//   - More than p.ItemBound() items, more than p.ChildBound() children
+	//     of this execution with them, or children deeper than
+	//     p.DepthBound(): ErrTooManyChildren.
+	//   - The journal's bounds for the new step (ErrTooManySteps,
+	//     ErrJournalTooLarge), as RecordStep.
+	//   - The tenant's quota for all the items together: ErrQuotaExceeded.
+	//   - The storage budget for the payloads and the step together:
+	//     ErrStorageExceeded.
+	//
+	// Then every child is admitted as Admit admits a submission (queued,
+	// or scheduled with a later RunAt; counted in the tenant's inflight),
+	// with ParentID, ParentStep, OnParentEnd and Depth set, and the step is
+	// recorded with SpawnStep of their ids in item order. A parent whose
+	// cancel was requested spawns its ParentEndCancel children already
+	// cancelled (FinishedAt Now, no quota slot taken), as its Cancel would
+	// have cancelled them: none is ever claimed.
+	Spawn(ctx context.Context, p *SpawnParams) (*SpawnResult, error)
 
 	// Signal sends a signal to an execution (I11). With an IdempotencyKey
 	// already used for this execution it answers the first call's answer
@@ -183,7 +216,8 @@ type Store interface {
 	Signal(ctx context.Context, p *SignalParams) (*SignalResult, error)
 
 	// Wake ends the suspensions whose WakeAt is not after Now: the step is
-	// recorded (null after a sleep, TimedOut after a wait) and the
+	// recorded (null after a sleep, TimedOut after a wait, the FanInStep
+	// with TimedOut after a fan-in wait) and the
 	// execution is queued again at Now (a resume). Each suspension ends
 	// once, by Wake or by Signal, never both. Every server runs it beside
 	// Promote.
@@ -613,6 +647,9 @@ type ListParams struct {
 	Queue    string
 	DedupKey string
 	Schedule string
+	// ParentID lists the children of one execution, in spawn order (not
+	// newest first); with it, After is a child's id from a previous page.
+	ParentID string
 	Limit    int    // 1..500; 0 = 50
 	After    string // an execution id from a previous page's Next; "" = first page
 	// MaxBytes bounds a page by the bytes of its items' payloads and

@@ -475,6 +475,13 @@ func (w *wrapped) Signal(ctx context.Context, p *store.SignalParams) (*store.Sig
 	return r, err
 }
 
+func (w *wrapped) Spawn(ctx context.Context, p *store.SpawnParams) (*store.SpawnResult, error) {
+	start := time.Now()
+	r, err := w.s.Spawn(ctx, p)
+	w.done("Spawn", start, p, r, err)
+	return r, err
+}
+
 func (w *wrapped) Steps(ctx context.Context, p *store.StepsParams) (*store.StepsPage, error) {
 	start := time.Now()
 	r, err := w.s.Steps(ctx, p)

@@ -59,6 +59,12 @@
 //	explain        Explain/* (each gate of store.Store.Explain held in turn and
 //	               answered with its figures, as Claim then decides; a read that
 //	               changes nothing)
+//	I13 children   Children/* (spawn all or nothing and once per step, bounds, List by
+//	               ParentID in spawn order; fan-in waits and every child's end waking
+//	               them; a parent's end cascading to its family; Prune and
+//	               DeleteTenant of families), Children/Race/* (one set of ids under 16
+//	               racing spawns, a child's end against the suspend, 100 children
+//	               ending at once, claims racing a parent's end)
 //
 // The optional store.Notifier capability is checked under Notifier/*; a
 // backend without it skips those tests and says so.
@@ -122,6 +128,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Storage", testStorage},
 		{"Explain", testExplain},
 		{"ReadyKinds", testReadyKinds},
+		{"Children", testChildren},
 	}
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {

@@ -461,7 +461,8 @@ func (a *attempt) storeCtx(ctx context.Context) (context.Context, context.Cancel
 func isStoreVerdict(err error) bool {
 	for _, s := range []error{store.ErrNotFound, store.ErrLeaseLost, store.ErrInvalid,
 		store.ErrNotTerminal, store.ErrQuotaExceeded, store.ErrDedupKeyReused, store.ErrExists,
-		store.ErrTooManySteps, store.ErrJournalTooLarge, store.ErrSignalBufferFull, store.ErrStorageExceeded} {
+		store.ErrTooManySteps, store.ErrJournalTooLarge, store.ErrSignalBufferFull, store.ErrStorageExceeded,
+		store.ErrTooManyChildren, store.ErrUnsupported} {
 		if errors.Is(err, s) {
 			return true
 		}

@@ -104,7 +104,7 @@ func runList(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("ls")
 	c := clientFlags(fs)
 	q := url.Values{}
-	for _, param := range []string{"status", "kind", "queue", "dedup_key", "schedule"} {
+	for _, param := range []string{"status", "kind", "queue", "dedup_key", "schedule", "parent_id"} {
 		name := strings.ReplaceAll(param, "_", "-")
 		fs.Func(name, "filter by "+name, func(v string) error { q.Set(param, v); return nil })
 	}

@@ -99,3 +99,57 @@ func runSteps(ctx context.Context, args []string, out io.Writer) error {
 	}
 	return tw.Flush()
 }
+
+// runChildren lists the children of an execution in spawn order, every
+// page of GET /api/executions?parent_id= (an execution has at most 10,000).
+func runChildren(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("children")
+	c := clientFlags(fs)
+	q := url.Values{}
+	fs.Func("status", "only the children of this status", func(v string) error { q.Set("status", v); return nil })
+	offer(fs, "status", executionStatuses...)
+	format := outputFlag(fs, true)
+	if err := parse(ctx, fs, args, 1, 1); err != nil {
+		return err
+	}
+	q.Set("parent_id", fs.Arg(0))
+	q.Set("limit", "500")
+	var items []json.RawMessage
+	for {
+		var page struct {
+			Items      []json.RawMessage `json:"items"`
+			NextCursor *string           `json:"next_cursor"`
+		}
+		if _, err := c.do(ctx, "GET", "/api/executions?"+q.Encode(), nil, nil, &page); err != nil {
+			return err
+		}
+		items = append(items, page.Items...)
+		if page.NextCursor == nil {
+			break
+		}
+		q.Set("cursor", *page.NextCursor)
+	}
+	if format.choose(out) == "json" {
+		return printJSON(out, map[string]any{"items": items})
+	}
+	tw := newTable(out)
+	fmt.Fprintln(tw, "EXECUTION_ID\tSTEP\tKIND\tSTATUS\tATTEMPT\tERROR")
+	for _, raw := range items {
+		var e struct {
+			execution
+			ParentStep *string `json:"parent_step"`
+		}
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return err
+		}
+		step, msg := "-", ""
+		if e.ParentStep != nil {
+			step = *e.ParentStep
+		}
+		if e.Error != nil {
+			msg = shorten(*e.Error, maxResultShown)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", e.ID, step, e.Kind, e.Status, e.Attempt, msg)
+	}
+	return tw.Flush()
+}

@@ -9,8 +9,8 @@ from .client import TERMINAL, BatchItem, Client, Execution, Page, RetryPolicy, f
 from .errors import (ERRORS, Conflict, DedupKeyReused, Forbidden, HeadersTooLarge, InternalError, Invalid,
                      InvalidRequest, InvalidTicket, JournalTooLarge, LatchError, LeaseLost, MethodNotAllowed, NotActive,
                      NotFailed, NotFound, NotTerminal, PayloadTooLarge, QuotaExceeded, ScheduleLimit,
-                     ScheduleTooFrequent, SignalBufferFull, StorageExceeded, TenantDisabled, TenantExists, TooManyRequests, TooManySteps,
-                     TransportError, Unauthorized,
+                     ScheduleTooFrequent, SignalBufferFull, StorageExceeded, TenantDisabled, TenantExists, TooManyChildren,
+                     TooManyRequests, TooManySteps, TransportError, Unimplemented, Unauthorized,
                      Unavailable, UnsupportedMediaType, error_for)
 from .worker import TIMED_OUT, Fail, Job, JobCancelled, Suspended, WaitTimedOut, Worker
 
@@ -22,6 +22,6 @@ __all__ = [
     "Invalid", "InvalidRequest", "InvalidTicket", "JournalTooLarge", "LatchError", "LeaseLost", "MethodNotAllowed", "NotActive",
     "NotFailed", "NotFound", "NotTerminal", "PayloadTooLarge", "QuotaExceeded", "ScheduleLimit", "ScheduleTooFrequent",
     "SignalBufferFull", "StorageExceeded",
-    "TenantDisabled", "TenantExists", "TooManyRequests", "TooManySteps", "TransportError", "Unauthorized", "Unavailable", "UnsupportedMediaType",
+    "TenantDisabled", "TenantExists", "TooManyChildren", "TooManyRequests", "TooManySteps", "TransportError", "Unauthorized", "Unimplemented", "Unavailable", "UnsupportedMediaType",
     "error_for", "Fail", "Job", "JobCancelled", "Suspended", "WaitTimedOut", "Worker",
 ]

@@ -175,14 +175,18 @@ func TestSpawnRefusals(t *testing.T) {
 	e.spawnOn(key, lease{ExecutionID: l.ExecutionID, LeaseToken: "not-the-token"}, `"step":"t",`+items(1)).problem(http.StatusConflict, CodeLeaseLost)
 }
 
-// Another tenant's execution is not found: no spawn on it, no child of it
-// read, no list of its children.
+// Another tenant's execution is not found: its children are not read
+// (404) nor listed, and a spawn or a wait on it is fenced like every worker
+// call (409 lease_lost: the token is not a lease of the caller's).
 func TestSpawnTenantIsolation(t *testing.T) {
 	t.Parallel()
 	e, _, key := flowEnv(t)
 	other := e.tenant("other")
 	l := e.parentLease(key)
-	e.spawnOn(other, l, `"step":"ship","items":[{"kind":"parcel"}]`).problem(http.StatusNotFound, CodeNotFound)
+	e.spawnOn(other, l, `"step":"ship","items":[{"kind":"parcel"}]`).problem(http.StatusConflict, CodeLeaseLost)
+	if e.count() != 1 {
+		t.Fatalf("another tenant's spawn admitted %d", e.count()-1)
+	}
 	var sp spawnResponse
 	e.spawnOn(key, l, `"step":"ship","items":[{"kind":"parcel"}]`).want(http.StatusCreated).decode(&sp)
 	e.do("GET", "/api/executions/"+sp.Children[0].ExecutionID, other, nil).problem(http.StatusNotFound, CodeNotFound)
@@ -192,7 +196,10 @@ func TestSpawnTenantIsolation(t *testing.T) {
 	if got := e.childrenOf(e.admin, l.ExecutionID); len(got) != 1 {
 		t.Fatalf("the admin lists %d children", len(got))
 	}
-	e.suspendOn(other, l, `"step":"wait","children":"ship"`).problem(http.StatusNotFound, CodeNotFound)
+	e.suspendOn(other, l, `"step":"wait","children":"ship"`).problem(http.StatusConflict, CodeLeaseLost)
+	if g := e.get(key, l.ExecutionID); g.Status != store.StatusRunning {
+		t.Fatalf("another tenant's wait suspended it: %+v", g)
+	}
 }
 
 // fanIn is the fan-in step as the HTTP contract gives it.

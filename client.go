@@ -242,6 +242,9 @@ type ListOptions struct {
 	Queue    string
 	DedupKey string
 	Schedule string
+	// ParentID lists the children of that execution, in spawn order
+	// instead of newest first (see Client.Children).
+	ParentID string
 	Limit    int    // 1–500; 0 = 50
 	Cursor   string // a previous Page's NextCursor; "" = the first page
 }
@@ -267,6 +270,7 @@ func (c *Client) List(ctx context.Context, tenant string, opts ListOptions) (*Pa
 		Queue:    opts.Queue,
 		DedupKey: opts.DedupKey,
 		Schedule: opts.Schedule,
+		ParentID: opts.ParentID,
 		Limit:    opts.Limit,
 		After:    opts.Cursor,
 	})

@@ -43,11 +43,13 @@ var (
 	// passed. The attempt is retried while attempts remain.
 	ErrTimeout = engine.ErrTimeout
 
-	// ErrSuspended: returned by Job.Sleep and Job.WaitSignal when the
-	// execution was suspended. The handler must return it at once.
+	// ErrSuspended: returned by Job.Sleep, Job.WaitSignal, Job.WaitChildren,
+	// Job.SpawnAndWait and Map when the execution was suspended. The
+	// handler must return it at once.
 	ErrSuspended = engine.ErrSuspended
 	// ErrWaitTimedOut: returned by Job.WaitSignal when the wait's timeout
-	// passed before the signal came.
+	// passed before the signal came, and by Job.WaitChildren when it passed
+	// before enough children ended.
 	ErrWaitTimedOut = engine.ErrWaitTimedOut
 	// ErrNotActive: Signal to an execution that has ended. Retry: no.
 	ErrNotActive = store.ErrNotActive
@@ -68,6 +70,10 @@ var (
 	// keeps store.MaxBufferedSignals signals no wait has consumed. Nothing
 	// was written. Retry: once a wait of the flow consumed one.
 	ErrSignalBufferFull = store.ErrSignalBufferFull
+	// ErrTooManyChildren: Job.Spawn past store.MaxSpawnItems children in
+	// one spawn, store.MaxChildren of one execution or store.MaxSpawnDepth
+	// levels. Nothing was admitted; the error is Permanent. Retry: no.
+	ErrTooManyChildren = store.ErrTooManyChildren
 	// ErrStorageExceeded: a submit, step, signal or result that would take
 	// the tenant's StoredBytes past its MaxStoredBytes. Nothing was
 	// written. Retry: once executions were deleted or pruned, or the budget
@@ -139,6 +145,12 @@ type Execution struct {
 	// TraceParent is the W3C traceparent its runs continue ("" = none):
 	// the trace context of the Submit's ctx (docs/tracing.md).
 	TraceParent string
+
+	// A child (Job.Spawn) names the execution that spawned it and the
+	// spawn step; both "" for an execution no one spawned, and for an
+	// abandoned child whose parent was deleted.
+	ParentID   string
+	ParentStep string
 }
 
 // DecodeResult unmarshals the execution's result into v.
@@ -184,6 +196,8 @@ func fromStoreExecution(s *store.Execution) *Execution {
 		WakeAt:           s.WakeAt,
 		WaitingFor:       s.WaitingFor,
 		TraceParent:      s.TraceParent,
+		ParentID:         s.ParentID,
+		ParentStep:       s.ParentStep,
 	}
 }
 

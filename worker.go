@@ -25,7 +25,7 @@ type Job struct {
 	Attempt     int // 1 for the first attempt
 	MaxAttempts int
 
-	engine *engine.Job // its flow: Step, Sleep, WaitSignal
+	engine *engine.Job // its flow: Step, Sleep, WaitSignal, Spawn, WaitChildren
 }
 
 // Decode unmarshals the job's payload into v.

@@ -84,7 +84,7 @@ type listRequest struct {
 }
 
 func (r *listRequest) bind(hr *http.Request) error {
-	q, err := query(hr, "status", "kind", "queue", "dedup_key", "schedule", "limit", "cursor")
+	q, err := query(hr, "status", "kind", "queue", "dedup_key", "schedule", "parent_id", "limit", "cursor")
 	if err != nil {
 		return err
 	}
@@ -96,6 +96,7 @@ func (r *listRequest) bind(hr *http.Request) error {
 		p.Status = store.Status(v)
 	}
 	p.Kind, p.Queue, p.DedupKey, p.Schedule = q.Get("kind"), q.Get("queue"), q.Get("dedup_key"), q.Get("schedule")
+	p.ParentID = q.Get("parent_id")
 	if p.Limit, err = queryLimit(q, store.DefaultListLimit, store.MaxListLimit); err != nil {
 		return err
 	}

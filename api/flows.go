@@ -94,12 +94,15 @@ func (s *Server) recordStep(ctx context.Context, req *stepRequest) (*stepRecord,
 }
 
 // suspendRequest is the body of POST /api/executions/{id}/suspend: a sleep
-// (until) or a wait (signal, timeout_seconds).
+// (until), a wait for a signal (signal, timeout_seconds) or a fan-in wait
+// for the children of a spawn step (children, count, timeout_seconds).
 type suspendRequest struct {
 	tokenRequest
 	Step           *string `json:"step"`
 	Until          *string `json:"until"`
 	Signal         *string `json:"signal"`
+	Children       *string `json:"children"`
+	Count          *int64  `json:"count"`
 	TimeoutSeconds *int64  `json:"timeout_seconds"`
 }
 
@@ -113,27 +116,43 @@ func (r *suspendRequest) validate() error {
 	if err := fieldProblem(store.CheckStepName(*r.Step)); err != nil {
 		return err
 	}
+	given := 0
+	for _, set := range []bool{r.Until != nil, r.Signal != nil, r.Children != nil} {
+		if set {
+			given++
+		}
+	}
 	switch {
-	case r.Until != nil && r.Signal != nil:
-		return invalid("until", "give until (a sleep) or signal (a wait), not both")
-	case r.Until == nil && r.Signal == nil:
-		return invalid("until", "required for a sleep; a wait gives signal instead")
+	case given > 1:
+		return invalid("until", "give one of until (a sleep), signal (a wait for a signal) and children (a wait for children)")
+	case given == 0:
+		return invalid("until", "required for a sleep; a wait gives signal or children instead")
+	case r.Count != nil && r.Children == nil:
+		return invalid("count", "counts the children a wait for children waits for: only with children")
 	case r.Until != nil:
 		if r.TimeoutSeconds != nil {
-			return invalid("timeout_seconds", "bounds a wait: only with signal")
+			return invalid("timeout_seconds", "bounds a wait: only with signal or children")
 		}
 		_, err := parseTime("until", *r.Until)
 		return err
-	}
-	if err := fieldProblem(store.CheckSignalName(*r.Signal)); err != nil {
-		return err
+	case r.Signal != nil:
+		if err := fieldProblem(store.CheckSignalName(*r.Signal)); err != nil {
+			return err
+		}
+	default:
+		if err := fieldProblem(renamed(store.CheckStepName(*r.Children), "children")); err != nil {
+			return err
+		}
+		if err := optRange("count", r.Count, 0, store.MaxSpawnItems); err != nil {
+			return err
+		}
 	}
 	return optRange("timeout_seconds", r.TimeoutSeconds, 0, maxSignalTimeout)
 }
 
 // suspend is POST /api/executions/{id}/suspend, fenced by the lease: the
-// attempt ends suspended, or queued at once when the sleep is over or the
-// signal already came.
+// attempt ends suspended, or queued at once when the sleep is over, the
+// signal already came or the children waited for have ended.
 func (s *Server) suspend(ctx context.Context, req *suspendRequest) (*execution, error) {
 	now := s.cfg.Now()
 	p := store.SuspendParams{
@@ -143,13 +162,18 @@ func (s *Server) suspend(ctx context.Context, req *suspendRequest) (*execution, 
 		Step:        *req.Step,
 		Now:         now,
 	}
-	if req.Until != nil {
+	switch {
+	case req.Until != nil:
 		p.Until, _ = parseTime("until", *req.Until) // validated
 		if err := fieldProblem(store.CheckRunAt("until", p.Until, now)); err != nil {
 			return nil, err
 		}
-	} else {
+	case req.Signal != nil:
 		p.Signal = *req.Signal
+		p.Timeout = time.Duration(orDefault(req.TimeoutSeconds, 0)) * time.Second
+	default:
+		p.Children = *req.Children
+		p.Count = int(orDefault(req.Count, 0))
 		p.Timeout = time.Duration(orDefault(req.TimeoutSeconds, 0)) * time.Second
 	}
 	if err := fieldProblem(p.Check()); err != nil {

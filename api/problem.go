@@ -52,6 +52,8 @@ const (
 	CodeInternal             Code = "internal"
 	CodeUnavailable          Code = "unavailable"
 	CodeHeadersTooLarge      Code = "headers_too_large"
+	CodeTooManyChildren      Code = "too_many_children"
+	CodeNotImplemented       Code = "not_implemented"
 )
 
 // codeInfo is the fixed status and title of each code.
@@ -84,6 +86,9 @@ var codeInfo = map[Code]struct {
 	CodeTooManySteps:     {http.StatusConflict, "Too many steps"},
 	CodeJournalTooLarge:  {http.StatusConflict, "Journal too large"},
 	CodeSignalBufferFull: {http.StatusConflict, "Signal buffer full"},
+	// A spawn's bounds (store.MaxSpawnItems, store.MaxChildren,
+	// store.MaxSpawnDepth) never free with time either.
+	CodeTooManyChildren: {http.StatusConflict, "Too many children"},
 	// 409 too: stored bytes free when executions are deleted or pruned
 	// (days, at the default retention) or the budget is raised, not after
 	// a Retry-After.
@@ -92,6 +97,7 @@ var codeInfo = map[Code]struct {
 	CodeInternal:         {http.StatusInternalServerError, "Internal error"},
 	CodeUnavailable:      {http.StatusServiceUnavailable, "Service unavailable"},
 	CodeHeadersTooLarge:  {http.StatusRequestHeaderFieldsTooLarge, "Request header fields too large"},
+	CodeNotImplemented:   {http.StatusNotImplemented, "Not implemented"},
 }
 
 // problemTypeBase prefixes every problem type URI.
@@ -180,6 +186,11 @@ func problemFor(err error) *Problem {
 		return problem(CodeSignalBufferFull, "the execution keeps as many signals as it may that no wait has consumed; nothing was written")
 	case errors.Is(err, store.ErrStorageExceeded):
 		return problem(CodeStorageExceeded, "the tenant's stored bytes would pass its storage budget (max_stored_bytes); nothing was written: delete executions, or ask for a larger budget")
+	case errors.Is(err, store.ErrTooManyChildren):
+		return problem(CodeTooManyChildren, "the spawn would pass a bound: %d children in one spawn, %d children of one execution, or a family %d deep; nothing was written",
+			store.MaxSpawnItems, store.MaxChildren, store.MaxSpawnDepth)
+	case errors.Is(err, store.ErrUnsupported):
+		return problem(CodeNotImplemented, "this server's store does not support the operation")
 	case errors.Is(err, store.ErrNotFailed):
 		return problem(CodeNotFailed, "only a failed execution can be retried")
 	case errors.Is(err, store.ErrInvalid):

@@ -57,6 +57,7 @@ func (s *Server) routes() []route {
 		{"POST /api/executions/{id}/signals/{name}", endpoint(s, spec{body: true, optional: true}, s.signal)},
 		{"GET /api/executions/{id}/steps", endpoint(s, spec{}, s.listSteps)},
 		{"POST /api/executions/{id}/retry", endpoint(s, spec{}, s.retryExecution)},
+		{"POST /api/executions/{id}/children", endpoint(s, spec{body: true, limit: s.cfg.MaxBatchBytes}, s.spawn)},
 
 		{"PUT /api/schedules/{name}", endpoint(s, body, s.putSchedule)},
 		{"GET /api/schedules", endpoint(s, spec{}, s.listSchedules)},

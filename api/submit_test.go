@@ -22,8 +22,8 @@ func TestSubmitExecutionJSON(t *testing.T) {
 	want := []string{"execution_id", "tenant", "kind", "queue", "priority", "status", "dedup_key",
 		"concurrency_key", "concurrency_limit", "rate_key", "payload", "result", "error", "attempt",
 		"max_attempts", "timeout_seconds", "schedule", "created_at", "run_at", "started_at",
-		"finished_at", "cancel_requested", "wake_at", "waiting_for", "dedup_hits", "last_dedup_hit_at",
-		"deduplicated"} // and trace_parent, left out when there is none
+		"finished_at", "cancel_requested", "wake_at", "waiting_for", "parent_id", "parent_step", "dedup_hits",
+		"last_dedup_hit_at", "deduplicated"} // and trace_parent, left out when there is none
 	var got []string
 	for k := range m {
 		got = append(got, k)
@@ -33,7 +33,7 @@ func TestSubmitExecutionJSON(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("fields %v\nwant %v", got, want)
 	}
-	for _, k := range []string{"concurrency_key", "concurrency_limit", "rate_key", "result", "error", "schedule", "started_at", "finished_at", "wake_at", "waiting_for", "last_dedup_hit_at"} {
+	for _, k := range []string{"concurrency_key", "concurrency_limit", "rate_key", "result", "error", "schedule", "started_at", "finished_at", "wake_at", "waiting_for", "parent_id", "parent_step", "last_dedup_hit_at"} {
 		if string(m[k]) != "null" {
 			t.Errorf("%s = %s, want null", k, m[k])
 		}

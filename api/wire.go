@@ -43,6 +43,11 @@ type execution struct {
 	// itself, and the signal it waits for. null in every other status.
 	WakeAt     *time.Time `json:"wake_at"`
 	WaitingFor *string    `json:"waiting_for"`
+	// ParentID and ParentStep name the execution that spawned this one and
+	// the spawn step (docs/api.md, "Children"); null for an execution no
+	// one spawned, and for an abandoned child whose parent was deleted.
+	ParentID   *string `json:"parent_id"`
+	ParentStep *string `json:"parent_step"`
 	// TraceParent is the W3C traceparent the execution's runs continue
 	// (docs/tracing.md); left out when it has none.
 	TraceParent string `json:"trace_parent,omitempty"`
@@ -79,6 +84,7 @@ func toExecution(e *store.Execution) *execution {
 		CancelRequested: e.CancelRequested,
 		WakeAt:          optTime(e.WakeAt),
 		WaitingFor:      optString(e.WaitingFor),
+		ParentID:        optString(e.ParentID),
 		TraceParent:     e.TraceParent,
 		DedupHits:       e.DedupHits,
 		LastDedupHitAt:  optTime(e.LastDedupHitAt),
@@ -86,6 +92,9 @@ func toExecution(e *store.Execution) *execution {
 	if e.ConcurrencyKey != "" {
 		limit := e.ConcurrencyLimit
 		out.ConcurrencyLimit = &limit
+	}
+	if e.ParentID != "" {
+		out.ParentStep = optString(e.ParentStep)
 	}
 	if len(out.Payload) == 0 {
 		out.Payload = json.RawMessage("{}")

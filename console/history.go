@@ -184,7 +184,9 @@ func stepsIn(tl []timelineRow) int {
 // it.
 func waitingFor(x *store.Execution) string {
 	s := ""
-	if x.WaitingFor != "" {
+	if step, ok := store.ChildrenWaitStep(x.WaitingFor); ok {
+		s = ", waiting for the children of step " + step
+	} else if x.WaitingFor != "" {
 		s = ", waiting for signal " + x.WaitingFor
 	}
 	if x.WakeAt != nil {

@@ -29,7 +29,7 @@ func (c *Console) signalExecution(w http.ResponseWriter, r *http.Request) {
 	back := "/executions/" + url.PathEscape(x.ID)
 	var err error
 	name := r.PostForm.Get("name")
-	if x.Status != store.StatusSuspended || x.WaitingFor == "" || name != x.WaitingFor {
+	if signalFormOf(x, "") == nil || name != x.WaitingFor {
 		c.refused(w, r, http.StatusConflict, backToExecution(x.ID), "Not waiting for that signal",
 			"Execution "+x.ID+" is "+string(x.Status)+" and not waiting for signal "+name+" (the page was older than it).")
 		return
@@ -82,9 +82,13 @@ type signalForm struct {
 	Data   string
 }
 
-// signalFormOf is x's signal form, nil unless x waits for a signal.
+// signalFormOf is x's signal form, nil unless x waits for a signal (a
+// wait for children is ended by them, not by a signal of its name).
 func signalFormOf(x *store.Execution, data string) *signalForm {
 	if x.Status != store.StatusSuspended || x.WaitingFor == "" {
+		return nil
+	}
+	if _, children := store.ChildrenWaitStep(x.WaitingFor); children {
 		return nil
 	}
 	return &signalForm{ID: x.ID, Name: x.WaitingFor, WakeAt: x.WakeAt, Data: data}

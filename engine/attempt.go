@@ -458,4 +458,6 @@ func (a *attempt) storeCtx(ctx context.Context) (context.Context, context.Cancel
 
 // isStoreVerdict reports whether err is a business answer of the store,
 // which repeating the call cannot change.
-func isStoreVerdict(err error) bool { return store.IsRefusal(err) }
+func isStoreVerdict(err error) bool {
+	return store.IsRefusal(err) || errors.Is(err, store.ErrUnsupported)
+}

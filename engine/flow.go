@@ -12,22 +12,24 @@ import (
 )
 
 // Flows (docs/flows.md). A handler runs its execution as a flow by calling
-// Job.Step, Job.Sleep and Job.WaitSignal. Each consults the journal its
+// Job.Step, Job.Sleep, Job.WaitSignal, Job.Spawn and Job.WaitChildren. Each consults the journal its
 // lease carried first, so a run after a crash, a retry or a resume skips
 // every step recorded before it.
 
 var (
-	// ErrSuspended is returned by Job.Sleep and Job.WaitSignal when the
-	// execution was suspended: the lease is over, and the handler must
-	// return at once, with this error (or one wrapping it). The worker
-	// then ends the attempt without writing anything more and without
-	// counting a failure; the execution runs again, from the start of the
-	// handler, when it resumes.
+	// ErrSuspended is returned by Job.Sleep, Job.WaitSignal and
+	// Job.WaitChildren when the execution was suspended: the lease is
+	// over, and the handler must return at once, with this error (or one
+	// wrapping it). The worker then ends the attempt without writing
+	// anything more and without counting a failure; the execution runs
+	// again, from the start of the handler, when it resumes.
 	ErrSuspended = errors.New("engine: flow suspended")
 
 	// ErrWaitTimedOut is returned by Job.WaitSignal when the wait's
-	// timeout passed before the signal came.
-	ErrWaitTimedOut = errors.New("engine: wait for signal timed out")
+	// timeout passed before the signal came, and by Job.WaitChildren
+	// (with the children as they were) when it passed before enough
+	// children ended.
+	ErrWaitTimedOut = errors.New("engine: wait timed out")
 
 	// errNoFlow: a Job made outside a Worker (a test's) has no store.
 	errNoFlow = errors.New("engine: this job was not claimed by a worker, so it cannot record steps")

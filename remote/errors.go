@@ -63,6 +63,7 @@ var (
 	ErrJournalTooLarge      = newSentinel("journal_too_large")
 	ErrSignalBufferFull     = newSentinel("signal_buffer_full")
 	ErrStorageExceeded      = newSentinel("storage_exceeded")
+	ErrTooManyChildren      = newSentinel("too_many_children")
 	ErrTenantExists         = newSentinel("tenant_exists")
 	ErrScheduleLimit        = newSentinel("schedule_limit")
 	ErrScheduleTooFrequent  = newSentinel("schedule_too_frequent")
@@ -73,6 +74,7 @@ var (
 	ErrTooManyRequests      = newSentinel("too_many_requests")
 	ErrHeadersTooLarge      = newSentinel("headers_too_large")
 	ErrInternal             = newSentinel("internal")
+	ErrNotImplemented       = newSentinel("not_implemented")
 	ErrUnavailable          = newSentinel("unavailable")
 )
 

@@ -61,6 +61,11 @@ type Execution struct {
 	TraceParent      string          `json:"trace_parent,omitempty"`
 	DedupHits        int             `json:"dedup_hits"`
 	LastDedupHitAt   *time.Time      `json:"last_dedup_hit_at"`
+	// ParentID and ParentStep name the execution that spawned this one
+	// and the spawn's step (nil for an execution nobody spawned, and for
+	// an abandoned child whose parent was deleted).
+	ParentID   *string `json:"parent_id"`
+	ParentStep *string `json:"parent_step"`
 	// Deduplicated is set only in the answer to a submit or a trigger:
 	// true when its dedup key answered an existing execution.
 	Deduplicated *bool `json:"deduplicated,omitempty"`

@@ -97,6 +97,8 @@ type ListOptions struct {
 	Queue    string
 	DedupKey string
 	Schedule string
+	// ParentID lists the children of one execution, in spawn order.
+	ParentID string
 	Limit    int    // page size, 1-500 (server default 50)
 	Cursor   string // the NextCursor of the previous page
 }
@@ -113,6 +115,7 @@ func (o ListOptions) query() url.Values {
 	set("queue", o.Queue)
 	set("dedup_key", o.DedupKey)
 	set("schedule", o.Schedule)
+	set("parent_id", o.ParentID)
 	set("cursor", o.Cursor)
 	if o.Limit != 0 {
 		q.Set("limit", strconv.Itoa(o.Limit))

@@ -52,6 +52,9 @@ var wireTypes = map[string]any{
 	"StreamTicket":        StreamTicket{},
 	"Explanation":         Explanation{},
 	"Gate":                Gate{},
+	"SpawnRequest":        SpawnRequest{},
+	"Spawned":             Spawned{},
+	"ChildRef":            ChildRef{},
 }
 
 // notWire are the schemas that are no object of their own: enums, and

@@ -132,13 +132,17 @@ func (c *Client) RecordStep(ctx context.Context, id string, req StepRequest) (*S
 	return &res, nil
 }
 
-// SuspendRequest ends an attempt as a flow's sleep (Until) or wait (Signal,
-// with an optional TimeoutSeconds), its outcome recorded under Step.
+// SuspendRequest ends an attempt as a flow's sleep (Until), wait for a
+// signal (Signal) or wait for children (Children: a spawn step of this
+// execution; Count of them ended, 0 = all), a wait with an optional
+// TimeoutSeconds, its outcome recorded under Step.
 type SuspendRequest struct {
 	LeaseToken     string     `json:"lease_token"`
 	Step           string     `json:"step"`
 	Until          *time.Time `json:"until,omitempty"`
 	Signal         string     `json:"signal,omitempty"`
+	Children       string     `json:"children,omitempty"`
+	Count          int        `json:"count,omitempty"`
 	TimeoutSeconds int        `json:"timeout_seconds,omitempty"`
 }
 

@@ -194,12 +194,52 @@ func ParseSpawnStep(result json.RawMessage) (ids []string, ok bool) {
 	return *r.Children, true
 }
 
-// FanInChild is one child in a fan-in wait's step.
+// FanInChild is one child in a fan-in wait's step. Its JSON always holds
+// the four keys of the HTTP contract, result and error null when the child
+// has none: {"execution_id", "status", "result", "error"}.
 type FanInChild struct {
 	ExecutionID string          `json:"execution_id"`
 	Status      Status          `json:"status"`
-	Result      json.RawMessage `json:"result,omitempty"`
-	Error       string          `json:"error,omitempty"`
+	Result      json.RawMessage `json:"result"`
+	Error       string          `json:"error"`
+}
+
+// MarshalJSON writes c with null for a missing result or error.
+func (c FanInChild) MarshalJSON() ([]byte, error) {
+	out := struct {
+		ExecutionID string          `json:"execution_id"`
+		Status      Status          `json:"status"`
+		Result      json.RawMessage `json:"result"`
+		Error       *string         `json:"error"`
+	}{ExecutionID: c.ExecutionID, Status: c.Status, Result: c.Result}
+	if len(out.Result) == 0 {
+		out.Result = json.RawMessage("null")
+	}
+	if c.Error != "" {
+		out.Error = &c.Error
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads c, a null result as none.
+func (c *FanInChild) UnmarshalJSON(b []byte) error {
+	var in struct {
+		ExecutionID string          `json:"execution_id"`
+		Status      Status          `json:"status"`
+		Result      json.RawMessage `json:"result"`
+		Error       *string         `json:"error"`
+	}
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	*c = FanInChild{ExecutionID: in.ExecutionID, Status: in.Status}
+	if len(in.Result) > 0 && string(in.Result) != "null" {
+		c.Result = in.Result
+	}
+	if in.Error != nil {
+		c.Error = *in.Error
+	}
+	return nil
 }
 
 // FanInResult is the step a fan-in wait records: every child of the spawn,
@@ -242,8 +282,8 @@ func FanInStep(name string, children []FanInChild, timedOut bool, room int) json
 		if c.Result == nil {
 			continue
 		}
-		// ,"result":<json>
-		extra := len(`,"result":`) + len(c.Result)
+		// "result":null becomes "result":<json>
+		extra := len(c.Result) - len("null")
 		if used+extra > room {
 			break
 		}

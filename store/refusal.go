@@ -12,7 +12,7 @@ import "errors"
 var Refusals = []error{
 	ErrNotFound, ErrExists, ErrQuotaExceeded, ErrDedupKeyReused, ErrLeaseLost,
 	ErrNotTerminal, ErrNotActive, ErrTooManySteps, ErrJournalTooLarge, ErrSignalBufferFull,
-	ErrStorageExceeded, ErrNotFailed, ErrScheduleLimit, ErrInvalid,
+	ErrStorageExceeded, ErrNotFailed, ErrScheduleLimit, ErrInvalid, ErrTooManyChildren,
 }
 
 // IsRefusal reports whether err wraps one of Refusals.

@@ -78,6 +78,6 @@ func sentinels() map[string]error {
 		"ErrTooManySteps": ErrTooManySteps, "ErrJournalTooLarge": ErrJournalTooLarge,
 		"ErrSignalBufferFull": ErrSignalBufferFull, "ErrStorageExceeded": ErrStorageExceeded,
 		"ErrNotFailed": ErrNotFailed, "ErrScheduleLimit": ErrScheduleLimit, "ErrInvalid": ErrInvalid,
-		"ErrUnavailable": ErrUnavailable,
+		"ErrUnavailable": ErrUnavailable, "ErrUnsupported": ErrUnsupported, "ErrTooManyChildren": ErrTooManyChildren,
 	}
 }

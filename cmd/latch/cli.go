@@ -51,6 +51,7 @@ var commands = []command{
 	{name: "signal", args: "EXECUTION_ID NAME [DATA_JSON]", summary: "send a signal to a flow: EXECUTION_ID NAME [DATA_JSON]", run: runSignal},
 	{name: "retry", args: "EXECUTION_ID", summary: "queue a failed execution again, keeping its recorded steps", run: runRetry},
 	{name: "steps", args: "EXECUTION_ID", summary: "show the steps a flow recorded", run: runSteps},
+	{name: "children", args: "EXECUTION_ID", summary: "list the children a flow spawned, in spawn order, with their statuses", run: runChildren},
 	{name: "attempts", args: "EXECUTION_ID", summary: "show an execution's runs: worker, times, outcome, error", run: runAttempts},
 	{name: "why", args: "EXECUTION_ID", summary: "show what holds an execution back: limits, time, turns, workers", run: runWhy},
 	{name: "version", summary: "print latch's version and the revision it was built from", run: runVersion},

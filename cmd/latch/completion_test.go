@@ -36,7 +36,7 @@ func TestCompletion(t *testing.T) {
 		want  []string
 	}{
 		{[]string{""}, []string{"serve", "submit", "get", "ls", "wait", "cancel", "rm", "signal", "retry", "steps",
-			"attempts", "why", "version", "tenant", "schedule", "bench", "prove", "migrate", "completion", "help"}},
+			"children", "attempts", "why", "version", "tenant", "schedule", "bench", "prove", "migrate", "completion", "help"}},
 		{[]string{"tenant", ""}, []string{"create", "get", "update", "disable", "enable", "rm", "key", "keys"}},
 		{[]string{"tenant", "key", ""}, []string{"rm"}},
 		{[]string{"schedule", ""}, []string{"ls", "get", "apply", "trigger", "pause", "resume", "rm"}},

@@ -14,6 +14,7 @@ var examples = map[string]string{
 	"signal":           `latch signal --idempotency-key approve-124 01a23c8c-7fb7-767a-94da-7e6f26b2d0ac approve '{"by": "ann"}'`,
 	"retry":            "latch retry 01a23c8c-7fb7-767a-94da-7e6f26b2d0ac",
 	"steps":            "latch steps --json 01a23c8c-7fb7-767a-94da-7e6f26b2d0ac",
+	"children":         "latch children --status failed 01a23c8c-7fb7-767a-94da-7e6f26b2d0ac",
 	"attempts":         "latch attempts 01a23c8c-7fb7-767a-94da-7e6f26b2d0ac",
 	"why":              "latch why 01a23c8c-7fb7-767a-94da-7e6f26b2d0ac",
 	"version":          "latch version",

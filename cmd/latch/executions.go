@@ -76,8 +76,8 @@ func runList(ctx context.Context, args []string, out io.Writer) error {
 	c := clientFlags(fs)
 	var opts remote.ListOptions
 	filters := map[string]*string{"status": (*string)(&opts.Status), "kind": &opts.Kind, "queue": &opts.Queue,
-		"dedup_key": &opts.DedupKey, "schedule": &opts.Schedule}
-	for _, param := range []string{"status", "kind", "queue", "dedup_key", "schedule"} {
+		"dedup_key": &opts.DedupKey, "schedule": &opts.Schedule, "parent_id": &opts.ParentID}
+	for _, param := range []string{"status", "kind", "queue", "dedup_key", "schedule", "parent_id"} {
 		name := strings.ReplaceAll(param, "_", "-")
 		fs.Func(name, "filter by "+name, func(v string) error { *filters[param] = v; return nil })
 	}

@@ -174,8 +174,19 @@ func flagCases(t *testing.T) map[string]flagCase {
 					t.Errorf("%s with Idempotency-Key %q", r.path, r.header.Get("Idempotency-Key"))
 				}
 			}},
-		"retry":            {args: []string{id}, check: justSent},
-		"steps":            {args: []string{id}, flags: []string{"-o", "table"}, check: tableOut("STEP")},
+		"retry": {args: []string{id}, check: justSent},
+		"steps": {args: []string{id}, flags: []string{"-o", "table"}, check: tableOut("STEP")},
+		"children": {args: []string{id}, flags: []string{"--status", "failed", "-o", "table"},
+			check: func(t *testing.T, reqs []recorded, code int, out, errOut string) {
+				wantCode(t, code, 0, errOut)
+				r := sent(t, reqs)
+				if r.path != "/api/executions" || strings.Join(r.query["parent_id"], "") != id || strings.Join(r.query["status"], "") != "failed" {
+					t.Errorf("%s?%v, want the children of %s that failed", r.path, r.query, id)
+				}
+				if !strings.Contains(out, "EXECUTION_ID") || !strings.Contains(out, "STEP") {
+					t.Errorf("not a table: %s", out)
+				}
+			}},
 		"attempts":         {args: []string{id}, flags: []string{"--output", "table"}, check: tableOut("ATTEMPT")},
 		"why":              {args: []string{id}, flags: []string{"-o", "table"}, check: tableOut("GATE")},
 		"tenant create":    {args: []string{"acme"}, flags: []string{"--max-inflight", "5", "--dedup-ttl-seconds", "1h"}, check: sentSettings("POST", map[string]any{"name": "acme", "max_inflight": 5.0, "dedup_ttl_seconds": 3600.0})},

@@ -78,3 +78,45 @@ func runSteps(ctx context.Context, args []string, out io.Writer) error {
 	}
 	return tw.Flush()
 }
+
+// runChildren lists the children of an execution in spawn order, every
+// page of GET /api/executions?parent_id= (an execution has at most 10,000).
+func runChildren(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("children")
+	c := clientFlags(fs)
+	opts := remote.ListOptions{Limit: 500}
+	fs.Func("status", "only the children of this status", func(v string) error { opts.Status = remote.Status(v); return nil })
+	offer(fs, "status", executionStatuses...)
+	format := outputFlag(fs, true)
+	if err := parse(ctx, fs, args, 1, 1); err != nil {
+		return err
+	}
+	opts.ParentID = fs.Arg(0)
+	var items []*remote.Execution
+	for e, err := range c.client().List(ctx, opts) {
+		if err != nil {
+			return err
+		}
+		items = append(items, e)
+	}
+	if format.choose(out) == "json" {
+		raws := make([]json.RawMessage, len(items))
+		for i, e := range items {
+			raws[i] = e.JSON()
+		}
+		return printJSON(out, map[string]any{"items": raws})
+	}
+	tw := newTable(out)
+	fmt.Fprintln(tw, "EXECUTION_ID\tSTEP\tKIND\tSTATUS\tATTEMPT\tERROR")
+	for _, e := range items {
+		step, msg := "-", ""
+		if e.ParentStep != nil {
+			step = *e.ParentStep
+		}
+		if e.Error != nil {
+			msg = shorten(*e.Error, maxResultShown)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", e.ExecutionID, step, e.Kind, e.Status, e.Attempt, msg)
+	}
+	return tw.Flush()
+}

@@ -82,3 +82,53 @@ func TestFlowCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestChildrenCommand lists a flow's children against a real server: in
+// spawn order, with each one's spawn step and status, and as JSON.
+func TestChildrenCommand(t *testing.T) {
+	srv, key := tenantServer(t)
+	var x struct {
+		ID string `json:"execution_id"`
+	}
+	call(t, srv.URL, "POST", "/api/executions", key, `{"kind":"order","queue":"flows"}`, 201, &x)
+	var claim struct {
+		Leases []struct {
+			Token string `json:"lease_token"`
+		} `json:"leases"`
+	}
+	call(t, srv.URL, "POST", "/api/workers/claim", key, `{"worker_id":"w","queues":["flows"]}`, 200, &claim)
+	tok := `"lease_token":"` + claim.Leases[0].Token + `"`
+	var spawned struct {
+		Children []struct {
+			ID string `json:"execution_id"`
+		} `json:"children"`
+	}
+	call(t, srv.URL, "POST", "/api/executions/"+x.ID+"/children", key,
+		`{`+tok+`,"step":"ship","items":[{"kind":"parcel"},{"kind":"label"}]}`, 201, &spawned)
+	call(t, srv.URL, "POST", "/api/executions/"+spawned.Children[1].ID+"/cancel", key, ``, 200, nil)
+
+	code, out, errOut := cli(t, "children", x.ID, "-o", "table")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 3 || !strings.Contains(lines[0], "STATUS") ||
+		!strings.Contains(lines[1], spawned.Children[0].ID) || !strings.Contains(lines[1], "ship") || !strings.Contains(lines[1], "queued") ||
+		!strings.Contains(lines[2], spawned.Children[1].ID) || !strings.Contains(lines[2], "cancelled") {
+		t.Fatalf("children: %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = cli(t, "children", "--status", "cancelled", "--json", x.ID)
+	var list struct {
+		Items []struct {
+			ID       string `json:"execution_id"`
+			ParentID string `json:"parent_id"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || len(list.Items) != 1 ||
+		list.Items[0].ID != spawned.Children[1].ID || list.Items[0].ParentID != x.ID {
+		t.Fatalf("children --status cancelled --json: %d %s", code, out)
+	}
+	if code, out, _ = cli(t, "children", spawned.Children[0].ID, "-o", "table"); code != 0 || strings.Count(out, "\n") != 1 {
+		t.Fatalf("a child without children: %d %s", code, out)
+	}
+	if code, _, _ = cli(t, "children"); code != exitUsage {
+		t.Fatalf("children without an id: exit %d", code)
+	}
+}

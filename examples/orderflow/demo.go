@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -18,7 +19,7 @@ import (
 
 // demo runs the whole story in one process: the shop's services, a worker,
 // an order, its approval, its delivery.
-func demo(ctx context.Context, args []string) error {
+func demo(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ExitOnError)
 	url := fs.String("store", "", "store URL (default: a SQLite file in a temporary directory)")
 	if err := fs.Parse(args); err != nil {
@@ -51,37 +52,38 @@ func demo(ctx context.Context, args []string) error {
 		}
 	}()
 
-	o := Order{ID: "o-1", Amount: 4200, Shop: srv.URL, DeliveryAt: time.Now().Add(2 * time.Second).UTC()}
+	o := Order{ID: "o-1", Amount: 4200, Shop: srv.URL, DeliveryAt: time.Now().Add(2 * time.Second).UTC(),
+		Parcels: parcelIDs("o-1", 3)}
 	x, _, err := c.Submit(ctx, tenant, latch.SubmitRequest{Kind: "order", Payload: o, DedupKey: "order:" + o.ID})
 	if err != nil {
 		return err
 	}
-	fmt.Println("submitted order o-1 as", x.ID)
+	fmt.Fprintln(out, "submitted order o-1 as", x.ID)
 
 	x, err = waitUntil(ctx, c, x.ID, func(x *latch.Execution) bool { return x.WaitingFor == "approve" })
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%s, waiting for %q; no worker slot is held\n", x.Status, x.WaitingFor)
+	fmt.Fprintf(out, "%s, waiting for %q; no worker slot is held\n", x.Status, x.WaitingFor)
 	for range 2 { // a double click: the idempotency key makes it one approval
 		if _, err := c.Signal(ctx, tenant, x.ID, "approve", Approval{By: "ann"}, latch.SignalOptions{IdempotencyKey: "approve:" + x.ID}); err != nil {
 			return err
 		}
 	}
-	fmt.Println("approved by ann")
+	fmt.Fprintln(out, "approved by ann; shipping", len(o.Parcels), "parcels in parallel")
 
 	x, err = waitUntil(ctx, c, x.ID, func(x *latch.Execution) bool { return x.WaitingFor == "" && x.WakeAt != nil })
 	if err != nil {
 		return err
 	}
-	fmt.Println("sleeping until the delivery window")
+	fmt.Fprintln(out, "sleeping until the delivery window")
 	if _, err := c.Wait(ctx, tenant, x.ID); err != nil {
 		return err
 	}
-	if err := printExecution(ctx, c, x.ID); err != nil {
+	if err := printExecution(ctx, c, x.ID, out); err != nil {
 		return err
 	}
-	fmt.Println("services called:", services.summary())
+	fmt.Fprintln(out, "services called:", services.summary())
 	return nil
 }
 
@@ -133,5 +135,6 @@ func (f *fakeShop) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (f *fakeShop) summary() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return fmt.Sprintf("reserve %d, charge %d, webhook %d", f.calls["/reserve"], f.calls["/charge"], f.calls["/webhook"])
+	return fmt.Sprintf("reserve %d, charge %d, ship %d, webhook %d",
+		f.calls["/reserve"], f.calls["/charge"], f.calls["/ship"], f.calls["/webhook"])
 }

@@ -1,6 +1,8 @@
 // Command orderflow is latch's example flow: an order that reserves stock
 // and charges a card (steps), waits up to 24 hours for a human approval (a
-// signal), sleeps until its delivery window, then sends a webhook (a step).
+// signal), ships its parcels in parallel and waits for all of them (child
+// executions), sleeps until its delivery window, then sends a webhook (a
+// step).
 // Any of its processes may be killed at any point: the card is charged
 // once and no recorded step runs again (docs/flows.md).
 //
@@ -16,6 +18,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -37,7 +40,7 @@ func main() {
 	var err error
 	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
 	case "demo":
-		err = demo(ctx, args)
+		err = demo(ctx, args, os.Stdout)
 	case "worker":
 		err = worker(ctx, args)
 	case "submit":
@@ -73,10 +76,11 @@ func open(ctx context.Context, url string) (*latch.Client, error) {
 	return c, nil
 }
 
-// newWorker returns a worker that runs orders.
+// newWorker returns a worker that runs orders and their parcels.
 func newWorker(c *latch.Client, lease time.Duration, log *slog.Logger) *latch.Worker {
 	w := c.NewWorker(latch.WorkerOptions{LeaseDuration: lease, Logger: log})
 	w.Handle("order", handleOrder)
+	w.Handle("parcel", handleParcel)
 	return w
 }
 
@@ -111,10 +115,12 @@ func submit(ctx context.Context, args []string) error {
 	fs.IntVar(&o.Amount, "amount", 4200, "amount in cents")
 	fs.StringVar(&o.Shop, "shop", "http://127.0.0.1:8090", "base URL of the shop's services")
 	delivery := fs.Duration("delivery", 3*time.Second, "delivery window opens this long from now")
+	parcels := fs.Int("parcels", 3, "parcels of the order, shipped in parallel")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	o.DeliveryAt = time.Now().Add(*delivery).UTC()
+	o.Parcels = parcelIDs(o.ID, *parcels)
 	c, err := open(ctx, *url)
 	if err != nil {
 		return err
@@ -167,11 +173,21 @@ func show(ctx context.Context, args []string) error {
 		return err
 	}
 	defer c.Close()
-	return printExecution(ctx, c, fs.Arg(0))
+	return printExecution(ctx, c, fs.Arg(0), os.Stdout)
 }
 
-// printExecution prints an execution's status and journal as JSON.
-func printExecution(ctx context.Context, c *latch.Client, id string) error {
+// parcelIDs names the n parcels of an order.
+func parcelIDs(order string, n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s-p%d", order, i+1)
+	}
+	return ids
+}
+
+// printExecution prints an execution's status, journal and children as
+// JSON.
+func printExecution(ctx context.Context, c *latch.Client, id string, w io.Writer) error {
 	x, err := c.Get(ctx, tenant, id)
 	if err != nil {
 		return err
@@ -180,10 +196,19 @@ func printExecution(ctx context.Context, c *latch.Client, id string) error {
 	if err != nil {
 		return err
 	}
+	children, err := c.Children(ctx, tenant, id)
+	if err != nil {
+		return err
+	}
 	type step struct {
 		Name    string          `json:"name"`
 		Result  json.RawMessage `json:"result"`
 		Attempt int             `json:"attempt"`
+	}
+	type child struct {
+		ID     string       `json:"id"`
+		Kind   string       `json:"kind"`
+		Status latch.Status `json:"status"`
 	}
 	out := struct {
 		ID         string          `json:"id"`
@@ -193,11 +218,15 @@ func printExecution(ctx context.Context, c *latch.Client, id string) error {
 		WakeAt     *time.Time      `json:"wake_at,omitempty"`
 		Result     json.RawMessage `json:"result,omitempty"`
 		Steps      []step          `json:"steps"`
+		Children   []child         `json:"children,omitempty"`
 	}{ID: x.ID, Status: x.Status, Attempt: x.Attempt, WaitingFor: x.WaitingFor, WakeAt: x.WakeAt, Result: x.Result}
 	for _, s := range steps {
 		out.Steps = append(out.Steps, step{s.Name, s.Result, s.Attempt})
 	}
-	enc := json.NewEncoder(os.Stdout)
+	for _, k := range children {
+		out.Children = append(out.Children, child{k.ID, k.Kind, k.Status})
+	}
+	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
 }

@@ -20,6 +20,16 @@ type Order struct {
 	Shop string `json:"shop"`
 	// DeliveryAt opens the delivery window: the webhook is sent then.
 	DeliveryAt time.Time `json:"delivery_at"`
+	// Parcels are shipped in parallel, each by a child execution of its
+	// own (kind "parcel") that calls the carrier (POST /ship).
+	Parcels []string `json:"parcels"`
+}
+
+// Parcel is the payload of a "parcel" execution, a child of its order.
+type Parcel struct {
+	Order string `json:"order"`
+	ID    string `json:"id"`
+	Shop  string `json:"shop"`
 }
 
 // Approval is the data of the "approve" signal.
@@ -30,7 +40,7 @@ type Approval struct {
 // approvalTimeout is how long an order waits for a human.
 const approvalTimeout = 24 * time.Hour
 
-// handleOrder runs one order as a flow of five steps. Each call below
+// handleOrder runs one order as a flow of seven steps. Each call below
 // returns at once with the recorded outcome when an earlier run of this
 // execution got past it, so whichever run (after a crash, a retry or a
 // resume) reaches a step, the steps before it are not done again.
@@ -75,6 +85,20 @@ func handleOrder(ctx context.Context, job *latch.Job) (any, error) {
 		return nil, latch.Permanent(fmt.Errorf("approval data: %w", err))
 	}
 
+	// Ship every parcel in parallel, one child execution each, and go on
+	// once all have ended: the spawn is recorded as the step "ship" (a
+	// later run gets the same children, none shipped twice) and the wait
+	// as "ship/wait". A parcel that could not be shipped fails the order
+	// for a person to look at.
+	parcels := make([]Parcel, len(o.Parcels))
+	for i, p := range o.Parcels {
+		parcels[i] = Parcel{Order: o.ID, ID: p, Shop: o.Shop}
+	}
+	shipments, err := latch.Results[json.RawMessage](latch.Map(ctx, job, "ship", "parcel", parcels))
+	if err != nil {
+		return nil, err // latch.ErrSuspended until every parcel has shipped
+	}
+
 	// time.Until is only read by the run that first gets here; a resumed
 	// run finds the sleep recorded and goes on.
 	if err := job.Sleep(ctx, "delivery window", time.Until(o.DeliveryAt)); err != nil {
@@ -85,5 +109,18 @@ func handleOrder(ctx context.Context, job *latch.Job) (any, error) {
 	}); err != nil {
 		return nil, err
 	}
-	return map[string]any{"order": o.ID, "outcome": "delivered", "approved_by": approval.By, "charge": charge}, nil
+	return map[string]any{"order": o.ID, "outcome": "delivered", "approved_by": approval.By, "charge": charge,
+		"shipments": shipments}, nil
+}
+
+// handleParcel ships one parcel of an order: a child of the order's
+// execution. Its idempotency key is its own execution id, so a parcel
+// whose run is cut short and run again is shipped once.
+func handleParcel(ctx context.Context, job *latch.Job) (any, error) {
+	var p Parcel
+	if err := job.Decode(&p); err != nil {
+		return nil, latch.Permanent(err)
+	}
+	svc := shop{base: p.Shop, execution: job.ID}
+	return svc.call(ctx, "ship", "/ship", p)
 }

@@ -23,6 +23,8 @@ import (
 // waits for its approval and while it sleeps: each step's effect is asked
 // for once per idempotency key, no recorded step runs again, the sleep
 // resumes across the restart and 32 identical approvals resume it once.
+// Between the approval and the sleep its three parcels ship as children,
+// each once.
 
 func TestFlowSurvivesKillsSQLite(t *testing.T) {
 	t.Parallel()
@@ -128,8 +130,8 @@ func testFlowSurvivesKills(t *testing.T, storeURL string) {
 	for _, s := range steps {
 		names = append(names, s.Name)
 	}
-	if got := strings.Join(names, ","); got != "reserve stock,charge card,approval,delivery window,send webhook" {
-		t.Errorf("journal %s, want the five steps once each in order", got)
+	if got := strings.Join(names, ","); got != "reserve stock,charge card,approval,ship,ship/wait,delivery window,send webhook" {
+		t.Errorf("journal %s, want the seven steps once each in order", got)
 	}
 	// Each service: asked twice (the cut-short call and its repeat), with
 	// one idempotency key: one effect. Never asked again once recorded.
@@ -137,6 +139,20 @@ func testFlowSurvivesKills(t *testing.T, storeURL string) {
 		calls, keys := shop.calls(path)
 		if calls != 2 || keys != 1 {
 			t.Errorf("%s: %d calls with %d idempotency keys, want 2 calls with 1 key", path, calls, keys)
+		}
+	}
+	// Each of the three parcels, a child execution, shipped once with its
+	// own key; every child succeeded.
+	if calls, keys := shop.calls("/ship"); calls != 3 || keys != 3 {
+		t.Errorf("/ship: %d calls with %d idempotency keys, want one call for each of the 3 parcels", calls, keys)
+	}
+	kids, err := c.Children(ctx, "shop", id)
+	if err != nil || len(kids) != 3 {
+		t.Fatalf("children of the order: %v, %v; want its 3 parcels", kids, err)
+	}
+	for _, k := range kids {
+		if k.Status != latch.StatusSucceeded {
+			t.Errorf("parcel %s ended %s, want succeeded", k.ID, k.Status)
 		}
 	}
 	if calls, _ := shop.calls("/refund"); calls != 0 {

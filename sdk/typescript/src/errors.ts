@@ -149,6 +149,14 @@ export class SignalBufferFull extends Conflict {
 export class StorageExceeded extends Conflict {
   static override readonly codeName = "storage_exceeded";
 }
+/**
+ * 409: a spawn of more than 1,000 children, or past 10,000 children of one
+ * execution or 16 levels of spawns. Nothing was written, and repeating cannot
+ * help.
+ */
+export class TooManyChildren extends Conflict {
+  static override readonly codeName = "too_many_children";
+}
 /** 409: creating a tenant whose name is taken. */
 export class TenantExists extends Conflict {
   static override readonly codeName = "tenant_exists";
@@ -185,6 +193,10 @@ export class HeadersTooLarge extends LatchError {
 export class InternalError extends LatchError {
   static override readonly codeName = "internal";
 }
+/** 501: the server's store does not support the operation. */
+export class Unimplemented extends LatchError {
+  static override readonly codeName = "not_implemented";
+}
 /** 503: the store does not answer, the request ran out of time, or the body budget is spent. */
 export class Unavailable extends LatchError {
   static override readonly codeName = "unavailable";
@@ -198,9 +210,9 @@ export const ERRORS: Readonly<Record<string, ErrorClass>> = Object.freeze(
     [
       InvalidRequest, Unauthorized, InvalidTicket, Forbidden, TenantDisabled, NotFound, MethodNotAllowed,
       NotTerminal, LeaseLost, NotActive, NotFailed, TooManySteps, JournalTooLarge, SignalBufferFull, StorageExceeded,
-      TenantExists, ScheduleLimit, ScheduleTooFrequent, PayloadTooLarge,
+      TooManyChildren, TenantExists, ScheduleLimit, ScheduleTooFrequent, PayloadTooLarge,
       UnsupportedMediaType, DedupKeyReused, QuotaExceeded, TooManyRequests, HeadersTooLarge, InternalError,
-      Unavailable,
+      Unimplemented, Unavailable,
     ].map((cls) => [cls.codeName, cls as ErrorClass]),
   ),
 );

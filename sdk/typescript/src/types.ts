@@ -17,7 +17,8 @@ export type ProblemCode =
   | "payload_too_large" | "unsupported_media_type" | "quota_exceeded" | "too_many_requests"
   | "dedup_key_reused" | "tenant_exists" | "schedule_limit" | "not_terminal" | "lease_lost" | "not_active"
   | "not_failed" | "too_many_steps" | "journal_too_large" | "signal_buffer_full" | "method_not_allowed" | "internal"
-  | "unavailable" | "headers_too_large" | "storage_exceeded" | "schedule_too_frequent";
+  | "unavailable" | "headers_too_large" | "storage_exceeded" | "schedule_too_frequent" | "too_many_children"
+  | "not_implemented";
 
 /** An RFC 9457 problem document: every error answer. */
 export interface Problem {
@@ -56,6 +57,9 @@ export interface Execution {
   cancel_requested: boolean;
   wake_at: string | null;
   waiting_for: string | null;
+  /** The execution that spawned this one, and its spawn step; null for one no one spawned. */
+  parent_id: string | null;
+  parent_step: string | null;
   /** How many submits (and schedule fires) its dedup key answered with this execution. */
   dedup_hits: number;
   last_dedup_hit_at: string | null;

@@ -12,8 +12,8 @@ from .client import TERMINAL, BatchItem, Client, Execution, Page, RetryPolicy, f
 from .errors import (ERRORS, Conflict, DedupKeyReused, Forbidden, HeadersTooLarge, InternalError, Invalid,
                      InvalidRequest, InvalidTicket, JournalTooLarge, LatchError, LeaseLost, MethodNotAllowed, NotActive,
                      NotFailed, NotFound, NotTerminal, PayloadTooLarge, QuotaExceeded, ScheduleLimit,
-                     ScheduleTooFrequent, SignalBufferFull, StorageExceeded, TenantDisabled, TenantExists, TooManyRequests, TooManySteps,
-                     TransportError, Unauthorized, Unfinished,
+                     ScheduleTooFrequent, SignalBufferFull, StorageExceeded, TenantDisabled, TenantExists, TooManyChildren,
+                     TooManyRequests, TooManySteps, TransportError, Unimplemented, Unauthorized, Unfinished,
                      Unavailable, UnsupportedMediaType, error_for)
 from .types import (APIKey, APIKeyInfo, Attempt, HeartbeatResponse, Lease, RateLimit, Schedule, SignalResponse, Step,
                     StepRecorded, StreamTicket, SubmitResponse, Tenant, TenantCreated)
@@ -27,7 +27,9 @@ __all__ = [
     "Invalid", "InvalidRequest", "InvalidTicket", "JournalTooLarge", "LatchError", "LeaseLost", "MethodNotAllowed", "NotActive",
     "NotFailed", "NotFound", "NotTerminal", "PayloadTooLarge", "QuotaExceeded", "ScheduleLimit", "ScheduleTooFrequent",
     "SignalBufferFull", "StorageExceeded",
-    "TenantDisabled", "TenantExists", "TooManyRequests", "TooManySteps", "TransportError", "Unauthorized", "Unfinished", "Unavailable", "UnsupportedMediaType",
+    "TenantDisabled", "TenantExists", "TooManyChildren", "TooManyRequests", "TooManySteps", "TransportError", "Unauthorized",
+    "Unfinished", "Unimplemented", "Unavailable", "UnsupportedMediaType",
     "error_for", "APIKey", "APIKeyInfo", "Attempt", "HeartbeatResponse", "Lease", "RateLimit", "Schedule",
-    "SignalResponse", "Step", "StepRecorded", "StreamTicket", "SubmitResponse", "Tenant", "TenantCreated", "Fail", "Job", "JobCancelled", "Suspended", "WaitTimedOut", "Worker",
+    "SignalResponse", "Step", "StepRecorded", "StreamTicket", "SubmitResponse", "Tenant", "TenantCreated", "Fail", "Job",
+    "JobCancelled", "Suspended", "WaitTimedOut", "Worker",
 ]

@@ -166,6 +166,14 @@ class StorageExceeded(Conflict):
     code_name = "storage_exceeded"
 
 
+class TooManyChildren(Conflict):
+    """409: a spawn of more than 1,000 children, or past 10,000 children of one
+    execution or 16 levels of spawns. Nothing was written, and repeating cannot
+    help."""
+
+    code_name = "too_many_children"
+
+
 class TenantExists(Conflict):
     """409: creating a tenant whose name is taken."""
 
@@ -220,6 +228,12 @@ class InternalError(LatchError):
     code_name = "internal"
 
 
+class Unimplemented(LatchError):
+    """501: the server's store does not support the operation."""
+
+    code_name = "not_implemented"
+
+
 class Unavailable(LatchError):
     """503: the store does not answer, the request ran out of time, or the body budget is spent."""
 
@@ -230,9 +244,9 @@ ERRORS: Dict[str, Type[LatchError]] = {
     cls.code_name: cls
     for cls in (InvalidRequest, Unauthorized, InvalidTicket, Forbidden, TenantDisabled, NotFound,
                 MethodNotAllowed, NotTerminal, LeaseLost, NotActive, NotFailed, TooManySteps,
-                JournalTooLarge, SignalBufferFull, StorageExceeded, TenantExists,
+                JournalTooLarge, SignalBufferFull, StorageExceeded, TooManyChildren, TenantExists,
                 ScheduleLimit, ScheduleTooFrequent, PayloadTooLarge, UnsupportedMediaType, DedupKeyReused, QuotaExceeded,
-                TooManyRequests, HeadersTooLarge, InternalError, Unavailable)
+                TooManyRequests, HeadersTooLarge, InternalError, Unimplemented, Unavailable)
 }
 """The class of each problem code the server defines (api/problem.go)."""
 

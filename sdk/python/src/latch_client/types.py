@@ -37,6 +37,8 @@ class _ExecutionFields(TypedDict):
     waiting_for: Optional[str]
     dedup_hits: int
     last_dedup_hit_at: Optional[str]
+    parent_id: Optional[str]
+    parent_step: Optional[str]
 
 
 class Execution(_ExecutionFields, total=False):

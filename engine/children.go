@@ -1,0 +1,153 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/latch-run/latch/internal/tracing"
+	"github.com/latch-run/latch/store"
+)
+
+// Children (docs/flows.md, "Children"): a flow spawns child executions
+// under a step (Job.Spawn) and waits for them (Job.WaitChildren). Both
+// consult the journal first, so a run after a crash, a retry or a resume
+// gets the ids the first spawn made, and the outcomes its wait recorded.
+
+// Spawn admits items as children of the flow's execution under the step
+// name, all of them or none, and returns their ids in item order. If the
+// journal holds name, nothing is admitted and the recorded ids are
+// returned: a replay gets the children of the first spawn, whatever items
+// hold now. ends says what the parent's end does to them ("" = cancel).
+//
+// The errors: ErrLeaseLost; store.ErrQuotaExceeded and
+// store.ErrStorageExceeded as they are (nothing admitted: returned from
+// the handler, the attempt is retried later); Permanent errors for items
+// that break a rule, a name recorded by something other than a spawn,
+// the bounds of children (store.ErrTooManyChildren) and of the journal,
+// and a store without children (store.ErrUnsupported).
+func (j *Job) Spawn(ctx context.Context, name string, items []store.Submission, ends store.ParentEnd) ([]string, error) {
+	if j == nil || j.flow == nil {
+		return nil, errNoFlow
+	}
+	if err := store.CheckStepName(name); err != nil {
+		return nil, Permanent(err)
+	}
+	if r, ok, err := j.flow.recorded(ctx, name); err != nil {
+		return nil, err
+	} else if ok {
+		return spawnedIDs(name, r)
+	}
+	f := j.flow
+	a := f.a
+	ctx, span := a.startStep(ctx, name)
+	p := store.SpawnParams{
+		ExecutionID: a.lease.ExecutionID,
+		Tenant:      a.lease.Tenant,
+		Token:       a.lease.Token,
+		Step:        name,
+		Items:       make([]store.Submission, len(items)),
+		OnParentEnd: ends,
+	}
+	// The children's runs join the trace of this step.
+	traceParent := tracing.Current(ctx)
+	for i, it := range items {
+		if it.TraceParent == "" {
+			it.TraceParent = traceParent
+		}
+		p.Items[i] = it
+	}
+	if err := p.Check(a.w.cfg.Now(), store.DefaultMaxPayloadBytes); err != nil {
+		endSpan(span, err)
+		return nil, Permanent(fmt.Errorf("spawn %q: %w", name, err))
+	}
+	var res *store.SpawnResult
+	err := a.write(ctx, "spawn", func(ctx context.Context) (err error) {
+		p.Now = a.w.cfg.Now()
+		res, err = a.w.cfg.Store.Spawn(ctx, &p)
+		return err
+	})
+	endSpan(span, err)
+	if err != nil {
+		return nil, spawnError(name, err)
+	}
+	ids := make([]string, len(res.Children))
+	for i, c := range res.Children {
+		ids[i] = c.ID
+	}
+	f.mu.Lock()
+	f.journal[name] = res.Step.Result
+	f.mu.Unlock()
+	a.log.Debug("flow spawned children", "step", name, "children", len(ids), "recorded", res.Recorded)
+	return ids, nil
+}
+
+// spawnedIDs reads the ids of the recorded step name, which must be a
+// spawn's.
+func spawnedIDs(name string, result json.RawMessage) ([]string, error) {
+	ids, ok := store.ParseSpawnStep(result)
+	if !ok {
+		return nil, Permanent(fmt.Errorf("step %q is recorded, but not by a spawn: %w", name, store.ErrInvalid))
+	}
+	return ids, nil
+}
+
+// spawnError is the error a spawn returns to the handler: the bounds of
+// children and a store without children fail the execution for good, as
+// the journal's bounds do; the rest as flowError makes it.
+func spawnError(name string, err error) error {
+	switch {
+	case errors.Is(err, store.ErrTooManyChildren):
+		return Permanent(fmt.Errorf("spawn %q: at most %d children in a spawn, %d of an execution, %d levels deep: %w",
+			name, store.MaxSpawnItems, store.MaxChildren, store.MaxSpawnDepth, err))
+	case errors.Is(err, store.ErrUnsupported), errors.Is(err, store.ErrInvalid):
+		return Permanent(fmt.Errorf("spawn %q: %w", name, err))
+	}
+	return flowError(name, err)
+}
+
+// WaitChildren waits, as the step name, until count of the children of the
+// spawn step spawn (0 = all) have ended, or timeout passes (0: no timeout),
+// and returns every child of that spawn, in spawn order, as it was then.
+// If the journal holds name the wait is over and its record is returned
+// (with ErrWaitTimedOut when the timeout ended it). Otherwise the execution
+// is suspended until the condition holds — queued again at once when it
+// holds already — and WaitChildren returns ErrSuspended: return it from
+// the handler. A child that failed does not fail the wait: its outcome is
+// in the result, for the flow to decide.
+func (j *Job) WaitChildren(ctx context.Context, name, spawn string, count int, timeout time.Duration) (*store.FanInResult, error) {
+	if j == nil || j.flow == nil {
+		return nil, errNoFlow
+	}
+	if r, ok, err := j.flow.recorded(ctx, name); err != nil {
+		return nil, err
+	} else if ok {
+		var res store.FanInResult
+		if err := json.Unmarshal(r, &res); err != nil || res.Children == nil {
+			return nil, Permanent(fmt.Errorf("step %q is recorded, but not by a wait for children: %w", name, store.ErrInvalid))
+		}
+		if res.TimedOut {
+			return &res, ErrWaitTimedOut
+		}
+		return &res, nil
+	}
+	// The spawn is this flow's: a wait on anything else is a mistake in
+	// the handler, which no later run would correct.
+	r, ok, err := j.flow.recorded(ctx, spawn)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, Permanent(fmt.Errorf("wait %q: no spawn step %q in the journal: %w", name, spawn, store.ErrInvalid))
+	}
+	ids, err := spawnedIDs(spawn, r)
+	if err != nil {
+		return nil, err
+	}
+	if count < 0 || count > len(ids) {
+		return nil, Permanent(fmt.Errorf("wait %q: count %d, but the spawn %q has %d children: %w", name, count, spawn, len(ids), store.ErrInvalid))
+	}
+	return nil, j.flow.suspend(ctx, &store.SuspendParams{Step: name, Children: spawn, Count: count, Timeout: max(timeout, 0)})
+}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -82,10 +83,12 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Exe
 // endAttempt ends a running attempt and returns the execution after it. The
 // grouped statement also gives back the quota unit of an execution that
 // became terminal; if no quota shard is at hand it aborts, and endAttemptTx
-// does the same as a transaction that can wait.
+// does the same as a transaction that can wait. An execution of a family,
+// which the grouped statement leaves out, and a fence that did not hold
+// there, are decided by endAttemptTx too.
 func (s *Store) endAttempt(ctx context.Context, name string, op *finishOp) (*store.Execution, error) {
 	err := s.run(ctx, op)
-	if aborted(err) {
+	if aborted(err) || err == nil && op.exec == nil {
 		err = s.endAttemptTx(ctx, op)
 	}
 	if err != nil {
@@ -95,11 +98,43 @@ func (s *Store) endAttempt(ctx context.Context, name string, op *finishOp) (*sto
 		return nil, fmt.Errorf("execution %s: %w", op.id, store.ErrLeaseLost)
 	}
 	s.changes.announce()
+	s.feed.Publish(op.family...)
 	return op.exec, nil
 }
 
+// sqlEndLock is the fence (sqlFence's conditions) locking the row, for
+// endAttemptTx: $1 id, $2 token, $3 tenant, $4 now. It answers how many
+// children the execution spawned.
+const sqlEndLock = `SELECT children FROM latch_executions
+WHERE id = $1 AND status = 'running' AND lease_token = $2 AND ($3 = '' OR tenant = $3)
+  AND lease_expires_at >= $4
+FOR UPDATE`
+
+// endAttemptTx ends the attempt as a transaction that can wait: the
+// family's rows locked in its order (the parent, the execution, the
+// children its end cancels: family.go), the fenced statement, and for an
+// execution that became terminal its family's part (finishFamily: the
+// cascade, the parent's spawn, the quota unit given back).
 func (s *Store) endAttemptTx(ctx context.Context, op *finishOp) error {
 	return s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
+		op.exec, op.family = nil, nil
+		if err := lockParent(ctx, tx, op.id); err != nil {
+			return false, err
+		}
+		var children int
+		err := tx.QueryRow(ctx, sqlEndLock, op.id, op.token, op.tenant, op.now).Scan(&children)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, nil // the fence did not hold
+		}
+		if err != nil {
+			return false, err
+		}
+		var fam *cascade
+		if children > 0 {
+			if fam, err = lockCascade(ctx, tx, op.id); err != nil {
+				return false, err
+			}
+		}
 		st := buildFinish(op.op, []groupOp{op}, false)
 		rows, err := tx.Query(ctx, st.sql, st.args...)
 		if err != nil {
@@ -111,6 +146,7 @@ func (s *Store) endAttemptTx(ctx context.Context, op *finishOp) error {
 		if op.exec == nil || !op.exec.Status.Terminal() {
 			return op.exec != nil, nil
 		}
-		return true, returnQuota(ctx, tx, op.exec.Tenant, 1)
+		op.family, err = finishFamily(ctx, tx, op.exec, true, fam, op.now, units{op.exec.Tenant: 1})
+		return true, err
 	})
 }

@@ -22,7 +22,8 @@ const executionColumns = `{x}id::text, {x}tenant, {x}kind, {x}queue, {x}priority
 	{x}max_attempts, {x}timeout_seconds, coalesce({x}schedule, ''), {x}created_at, {x}run_at,
 	{x}started_at, {x}finished_at, {x}cancel_requested, coalesce({x}worker_id, ''), {x}lease_expires_at,
 	{x}wake_at, coalesce({x}waiting_for, ''), coalesce({x}suspend_step, ''),
-	coalesce({x}trace_parent, ''), {x}dedup_hits, {x}last_dedup_hit_at, {x}stored_bytes`
+	coalesce({x}trace_parent, ''), {x}dedup_hits, {x}last_dedup_hit_at, {x}stored_bytes,
+	coalesce({x}parent_id::text, ''), coalesce({x}parent_step, ''), coalesce({x}on_parent_end, ''), {x}depth`
 
 // columns returns executionColumns qualified by alias ("" for none).
 func columns(alias string) string {
@@ -46,6 +47,7 @@ func scanExecution(row pgx.Row) (*store.Execution, error) {
 		status  string
 		payload string
 		result  *string
+		ends    string
 	)
 	err := row.Scan(&e.ID, &e.Tenant, &e.Kind, &e.Queue, &e.Priority, &status,
 		&e.DedupKey, &e.ConcurrencyKey, &e.ConcurrencyLimit,
@@ -53,11 +55,13 @@ func scanExecution(row pgx.Row) (*store.Execution, error) {
 		&e.MaxAttempts, &e.TimeoutSeconds, &e.Schedule, &e.CreatedAt, &e.RunAt,
 		&e.StartedAt, &e.FinishedAt, &e.CancelRequested, &e.WorkerID, &e.LeaseExpiresAt,
 		&e.WakeAt, &e.WaitingFor, &e.SuspendStep,
-		&e.TraceParent, &e.DedupHits, &e.LastDedupHitAt, &e.StoredBytes)
+		&e.TraceParent, &e.DedupHits, &e.LastDedupHitAt, &e.StoredBytes,
+		&e.ParentID, &e.ParentStep, &ends, &e.Depth)
 	if err != nil {
 		return nil, err
 	}
 	e.Status = store.Status(status)
+	e.OnParentEnd = store.ParentEnd(ends)
 	e.Payload = json.RawMessage(payload)
 	if result != nil {
 		e.Result = json.RawMessage(*result)

@@ -178,14 +178,23 @@ FROM e, re`
 // answering n, the execution after the change and its run number. With
 // giveBack it also returns quota units (the grouped fast path); without,
 // the caller returns them in its transaction (endAttemptTx).
+//
+// The grouped statement leaves out the executions of a family (a child,
+// or a parent): their ends lock the family's rows in its order and touch
+// them (family.go), which endAttemptTx does; they are answered as if the
+// fence had not held, and endAttempt sends them there.
 func endAttemptSQL(extraInputs, extraNames, set, runs string, giveBack bool) string {
+	fence := sqlFence
+	if giveBack {
+		fence += ` AND x.parent_id IS NULL AND x.children = 0`
+	}
 	update := `
 WITH u AS (
     SELECT * FROM unnest(` + sqlFenceInputs + extraInputs + `)
     WITH ORDINALITY AS u(` + sqlFenceNames + extraNames + `, n)
 ), e AS (
     UPDATE latch_executions x SET ` + set + `
-    FROM u WHERE ` + sqlFence + `
+    FROM u WHERE ` + fence + `
     RETURNING u.n, ` + columns("x") + `, x.runs AS run` + runs
 	if giveBack {
 		return update + sqlGiveBackMany
@@ -255,6 +264,7 @@ type finishOp struct {
 	errMsg    *string          // Fail
 	unstarted bool             // Release
 	exec      *store.Execution // out: nil if the fence did not hold
+	family    []string         // out (endAttemptTx): the other executions its end changed
 }
 
 // fence is what a fenced operation names.

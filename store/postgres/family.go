@@ -112,7 +112,7 @@ WHERE id = $1`
 )
 
 // sqlLockMember locks an execution for the rest of the transaction ($1
-// id, $2 tenant, '' = any) and answers it with the number of children it
+// id, $2 tenant, ” = any) and answers it with the number of children it
 // spawned: a claim, a worker or a rescuer that holds it is waited for, and
 // one that comes later waits (or, claiming with SKIP LOCKED, passes it by).
 var sqlLockMember = `SELECT ` + executionColumnsPlain + `, children FROM latch_executions

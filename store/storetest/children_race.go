@@ -54,7 +54,8 @@ func testChildrenRace(t *testing.T, ns NewStore) {
 		parents := make([]store.Lease, n)
 		kids := make([][]string, n)
 		for i := range n {
-			parents[i] = e.claimKind("flow", at(0), 1)[e.submit(acme, base, job("flow")).ID]
+			id := e.submit(acme, base, job("flow")).ID
+			parents[i] = e.claimKind("flow", base, 1)[id]
 			if parents[i].Token == "" {
 				t.Fatalf("parent %d not claimed", i)
 			}
@@ -219,7 +220,8 @@ func testChildrenRace(t *testing.T, ns NewStore) {
 		const n = 16
 		parents := make([]store.Lease, n)
 		for i := range n {
-			parents[i] = e.claimKind("flow", at(0), 1)[e.submit(acme, base, job("flow")).ID]
+			id := e.submit(acme, base, job("flow")).ID
+			parents[i] = e.claimKind("flow", base, 1)[id]
 		}
 		errs := make([]error, 2*n)
 		results := make([]*store.SpawnResult, n)
@@ -275,7 +277,8 @@ func testChildrenRace(t *testing.T, ns NewStore) {
 			const rounds, n, workers = 4, 40, 4
 			for round := range rounds {
 				now := at(time.Duration(round) * time.Minute)
-				l := e.claimKind("flow", now, 1)[e.submit(acme, now, job("flow")).ID]
+				id := e.submit(acme, now, job("flow")).ID
+				l := e.claimKind("flow", now, 1)[id]
 				if l.Token == "" {
 					t.Fatalf("round %d: parent not claimed", round)
 				}

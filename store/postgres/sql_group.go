@@ -1,8 +1,10 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -285,12 +287,32 @@ func build(k opKind, ops []groupOp) statement {
 	case kindAdmit:
 		return buildAdmit(ops)
 	case kindHeartbeat:
-		return buildHeartbeat(ops)
+		return buildHeartbeat(byID(ops))
 	case kindClaim:
 		return buildClaim(ops)
 	default:
-		return buildFinish(k, ops, true)
+		return buildFinish(k, byID(ops), true)
 	}
+}
+
+// byID orders fenced operations by execution id, so that their statement
+// (a nested loop over its arrays, on the primary key) locks the rows in
+// id order, as every statement that locks several executions of a family
+// locks them (family.go): a parent's row, older than its children's,
+// before theirs.
+func byID(ops []groupOp) []groupOp {
+	sorted := slices.Clone(ops)
+	id := func(g groupOp) []byte {
+		switch o := g.(type) {
+		case *heartbeatOp:
+			return o.id[:]
+		case *finishOp:
+			return o.id[:]
+		}
+		return nil
+	}
+	slices.SortStableFunc(sorted, func(a, b groupOp) int { return bytes.Compare(id(a), id(b)) })
+	return sorted
 }
 
 // row returns the operation named by a result row's n.

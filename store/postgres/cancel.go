@@ -64,17 +64,22 @@ func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Execu
 				return false, err
 			}
 		}
-		u := units{}
+		freed := fam.freed()
+		if waiting {
+			freed++
+		}
+		if err := returnQuota(ctx, tx, cur.Tenant, freed); err != nil {
+			return false, err
+		}
 		if waiting {
 			e, err = scanExecution(tx.QueryRow(ctx, sqlCancelWaiting, id, t))
-			u[cur.Tenant]++
 		} else {
 			e, err = scanExecution(tx.QueryRow(ctx, sqlRequestCancel, id))
 		}
 		if err != nil {
 			return false, err
 		}
-		changed, err = finishFamily(ctx, tx, e, waiting, fam, t, u)
+		changed, err = finishFamily(ctx, tx, e, waiting, fam, t)
 		return true, err
 	})
 	if err != nil {
@@ -127,17 +132,22 @@ func (s *Store) Delete(ctx context.Context, p *store.DeleteParams) error {
 				return false, err
 			}
 		}
+		// The quota units first, then the deletes, whose trigger moves the
+		// tenant's storage count (family.go).
+		freed := fam.freed()
+		if cur.Status.Inflight() {
+			freed++
+		}
+		if err := returnQuota(ctx, tx, cur.Tenant, freed); err != nil {
+			return false, err
+		}
 		if _, err := tx.Exec(ctx, sqlDeleteExecution, id, cur.Tenant, cur.DedupKey); err != nil {
 			return false, err
 		}
-		u := units{}
-		if cur.Status.Inflight() {
-			u[cur.Tenant]++
-		}
-		if _, err := fam.apply(ctx, tx, u); err != nil {
+		if _, err := fam.apply(ctx, tx); err != nil {
 			return false, err
 		}
-		changed, err = finishFamily(ctx, tx, cur, cur.Status.Inflight(), nil, t, u)
+		changed, err = finishFamily(ctx, tx, cur, cur.Status.Inflight(), nil, t)
 		return true, err
 	})
 	s.feed.Publish(changed...)

@@ -264,9 +264,10 @@
 // parent (sqlLockParent, by the parent_id it reads unlocked: a parent_id
 // only ever becomes NULL, when the parent is deleted), then the execution,
 // then the descendants its end changes, level by level, each level in id
-// order (lockCascade, lockDescendants) — all of them before it writes
-// anything that locks a quota shard or its tenant's storage row, and the
-// quota units given back once, last (giveBack). So a child's end and its
+// order (lockCascade, lockDescendants); then the quota units its end
+// frees, given back at once (returnQuota, giveBack); then its changes,
+// whose triggers move the tenant's storage count, the storage row last.
+// So a child's end and its
 // parent's end wait for each other in that order and never deadlock:
 // whoever holds a child's row (a claim, a heartbeat, a step, the child's
 // own spawn) waits for no row of its family. Claims pass a held row by

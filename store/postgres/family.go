@@ -18,8 +18,9 @@ import (
 // end), and one that ends a parent touches its children's rows (the
 // cascade): every such operation locks the family's rows ancestors first —
 // the parent, then the execution, then its descendants level by level,
-// each level in id order — before it changes anything that locks its
-// tenant's storage or quota rows.
+// each level in id order — and then gives back the quota units its end
+// frees (once, giveBack) before any change that moves its tenant's storage
+// count (execution rows, quota shards, the storage row last).
 const (
 	// sqlLockParent locks the parent of execution $1, if it has one, for
 	// an operation that goes on to lock $1 itself. parent_id is read
@@ -30,7 +31,7 @@ WHERE id = (SELECT parent_id FROM latch_executions WHERE id = $1) FOR NO KEY UPD
 
 	// sqlLockCascade locks the children of $1 that their parent's end
 	// cancels: in flight, spawned with cancel, a cancel not yet requested.
-	sqlLockCascade = `SELECT id, children FROM latch_executions
+	sqlLockCascade = `SELECT id, children, status = 'running' FROM latch_executions
 WHERE parent_id = ANY($1::uuid[]) AND status IN ('scheduled', 'queued', 'running', 'suspended')
   AND on_parent_end = 'cancel' AND NOT (status = 'running' AND cancel_requested)
 ORDER BY id FOR UPDATE`
@@ -64,7 +65,7 @@ SELECT c.ended, c.spawned, e.status = 'suspended' AND e.wait_count IS NOT NULL
 FROM c, latch_executions e WHERE e.id = $1`
 
 	// sqlLockChildren locks every child of $1, for a delete of the family.
-	sqlLockChildren = `SELECT id, status, coalesce(on_parent_end, ''), children FROM latch_executions
+	sqlLockChildren = `SELECT id, tenant, status, coalesce(on_parent_end, ''), children FROM latch_executions
 WHERE parent_id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`
 
 	// sqlOrphan clears the parent of abandoned children $1 still in flight
@@ -72,19 +73,18 @@ WHERE parent_id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`
 	sqlOrphan = `UPDATE latch_executions SET parent_id = NULL, parent_step = NULL WHERE id = ANY($1::uuid[])`
 
 	// sqlDeleteMembers deletes executions $1 with their dedup keys
-	// (compare-and-delete), journals, signals and runs, and answers per
-	// tenant how many were deleted and how many of those were in flight.
+	// (compare-and-delete), journals, signals and runs, and answers how
+	// many it deleted.
 	sqlDeleteMembers = `
 WITH x AS (
-    DELETE FROM latch_executions WHERE id = ANY($1::uuid[]) RETURNING id, tenant, status, dedup_key
+    DELETE FROM latch_executions WHERE id = ANY($1::uuid[]) RETURNING id, tenant, dedup_key
 ), k AS (
     DELETE FROM latch_dedup_keys d USING x
     WHERE d.tenant = x.tenant AND d.dedup_key = x.dedup_key AND d.execution_id = x.id
 ), h AS (
     SELECT latch_delete_history(ARRAY(SELECT id FROM x)) AS gone
 )
-SELECT x.tenant, count(*), count(*) FILTER (WHERE x.status IN ('scheduled', 'queued', 'running', 'suspended'))
-FROM x, h GROUP BY x.tenant`
+SELECT count(*) FROM x, h`
 
 	// sqlFanInChildren reads, for the fan-in wait of parent $1 on spawn
 	// $2, the journal's bytes and every child of the spawn in spawn order
@@ -148,15 +148,27 @@ func lockMember(ctx context.Context, tx pgx.Tx, id uuid.UUID, tenant, raw string
 }
 
 // units counts quota units to give back per tenant: a transaction gives
-// them back once, at its end (giveBack), so that it never holds one shard
-// while it waits for others.
+// them back once (giveBack), so that it never holds one shard while it
+// waits for others, after its locks of execution rows and before the
+// changes that move the storage count.
 type units map[string]int
 
 // cascade is a parent's end (children.go): the children its end cancels,
 // and theirs in turn, locked level by level (lockCascade) before anything
-// else is changed, and cancelled by apply.
+// else is changed, and cancelled by apply. cancels counts those that are
+// not running: they become cancelled, each giving back its quota unit (to
+// the tenant of the family: children never cross tenants).
 type cascade struct {
-	levels [][]uuid.UUID
+	levels  [][]uuid.UUID
+	cancels int
+}
+
+// freed is the number of quota units c's apply frees (0 for none).
+func (c *cascade) freed() int {
+	if c == nil {
+		return 0
+	}
+	return c.cancels
 }
 
 // lockCascade locks what the end of roots cancels. roots are locked by the
@@ -171,8 +183,12 @@ func lockCascade(ctx context.Context, tx pgx.Tx, roots ...uuid.UUID) (*cascade, 
 		var level, next []uuid.UUID
 		var id uuid.UUID
 		var children int
-		_, err = pgx.ForEachRow(rows, []any{&id, &children}, func() error {
+		var running bool
+		_, err = pgx.ForEachRow(rows, []any{&id, &children, &running}, func() error {
 			level = append(level, id)
+			if !running {
+				c.cancels++
+			}
 			if children > 0 {
 				next = append(next, id)
 			}
@@ -189,10 +205,10 @@ func lockCascade(ctx context.Context, tx pgx.Tx, roots ...uuid.UUID) (*cascade, 
 	return c, nil
 }
 
-// apply cancels what c locked at t: the units of those that became
-// cancelled are added to u, and their spawns count them ended. It returns
-// the ids it changed.
-func (c *cascade) apply(ctx context.Context, tx pgx.Tx, t time.Time, u units) ([]string, error) {
+// apply cancels what c locked at t, and their spawns count those that
+// became cancelled ended (their quota units are the caller's to give back:
+// freed). It returns the ids it changed.
+func (c *cascade) apply(ctx context.Context, tx pgx.Tx, t time.Time) ([]string, error) {
 	if c == nil || len(c.levels) == 0 {
 		return nil, nil
 	}
@@ -212,7 +228,6 @@ func (c *cascade) apply(ctx context.Context, tx pgx.Tx, t time.Time, u units) ([
 		_, err = pgx.ForEachRow(rows, []any{&id, &tenant, &status, &parent, &step}, func() error {
 			changed = append(changed, id)
 			if store.Status(status) == store.StatusCancelled {
-				u[tenant]++
 				ended[spawn{parent, step}]++
 			}
 			return nil
@@ -306,13 +321,25 @@ func endFanIn(ctx context.Context, tx pgx.Tx, parent uuid.UUID, step, suspendSte
 // flight that stay, their parent cleared.
 type familyDelete struct {
 	gone []uuid.UUID // every descendant to delete
+	live units       // those in flight by tenant: their quota units
 	kept []uuid.UUID // abandoned children in flight
+}
+
+// freed is the number of quota units f's apply frees (0 for none).
+func (f *familyDelete) freed() int {
+	n := 0
+	if f != nil {
+		for _, k := range f.live {
+			n += k
+		}
+	}
+	return n
 }
 
 // lockDescendants locks the descendants of roots (locked by the caller)
 // and sorts them into what goes and what stays.
 func lockDescendants(ctx context.Context, tx pgx.Tx, roots ...uuid.UUID) (*familyDelete, error) {
-	f := &familyDelete{}
+	f := &familyDelete{live: units{}}
 	for frontier := roots; len(frontier) > 0; {
 		rows, err := tx.Query(ctx, sqlLockChildren, frontier)
 		if err != nil {
@@ -320,14 +347,17 @@ func lockDescendants(ctx context.Context, tx pgx.Tx, roots ...uuid.UUID) (*famil
 		}
 		var next []uuid.UUID
 		var id uuid.UUID
-		var status, ends string
+		var tenant, status, ends string
 		var children int
-		_, err = pgx.ForEachRow(rows, []any{&id, &status, &ends, &children}, func() error {
+		_, err = pgx.ForEachRow(rows, []any{&id, &tenant, &status, &ends, &children}, func() error {
 			if store.ParentEnd(ends) == store.ParentEndAbandon && store.Status(status).Inflight() {
 				f.kept = append(f.kept, id)
 				return nil
 			}
 			f.gone = append(f.gone, id)
+			if store.Status(status).Inflight() {
+				f.live[tenant]++
+			}
 			if children > 0 {
 				next = append(next, id)
 			}
@@ -341,29 +371,20 @@ func lockDescendants(ctx context.Context, tx pgx.Tx, roots ...uuid.UUID) (*famil
 	return f, nil
 }
 
-// deleteMembers deletes ids (locked) with what goes with them, adds the
-// units of those in flight to u and returns how many it deleted.
-func deleteMembers(ctx context.Context, tx pgx.Tx, ids []uuid.UUID, u units) (int, error) {
+// deleteMembers deletes ids (locked) with what goes with them and returns
+// how many it deleted.
+func deleteMembers(ctx context.Context, tx pgx.Tx, ids []uuid.UUID) (int, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	rows, err := tx.Query(ctx, sqlDeleteMembers, ids)
-	if err != nil {
-		return 0, err
-	}
-	total := 0
-	var tenant string
-	var n, live int
-	_, err = pgx.ForEachRow(rows, []any{&tenant, &n, &live}, func() error {
-		total += n
-		u[tenant] += live
-		return nil
-	})
-	return total, err
+	var n int
+	err := tx.QueryRow(ctx, sqlDeleteMembers, ids).Scan(&n)
+	return n, err
 }
 
-// apply deletes f's descendants and orphans its kept children.
-func (f *familyDelete) apply(ctx context.Context, tx pgx.Tx, u units) (int, error) {
+// apply deletes f's descendants and orphans its kept children (their
+// quota units are the caller's to give back: freed).
+func (f *familyDelete) apply(ctx context.Context, tx pgx.Tx) (int, error) {
 	if f == nil {
 		return 0, nil
 	}
@@ -372,18 +393,17 @@ func (f *familyDelete) apply(ctx context.Context, tx pgx.Tx, u units) (int, erro
 			return 0, err
 		}
 	}
-	return deleteMembers(ctx, tx, f.gone, u)
+	return deleteMembers(ctx, tx, f.gone)
 }
 
 // finishFamily completes, in its transaction, an operation that ended e
 // (ended: it became terminal, or was deleted in flight) or requested its
-// cancel, with the family's rows locked: the cascade fam is applied, a
-// child's end is counted by its parent's spawn (childEnded), and the quota
-// units u are given back, last. It returns the ids of the other
-// executions it changed.
-func finishFamily(ctx context.Context, tx pgx.Tx, e *store.Execution, ended bool, fam *cascade, t time.Time,
-	u units) ([]string, error) {
-	changed, err := fam.apply(ctx, tx, t, u)
+// cancel, with the family's rows locked and their quota units given back:
+// the cascade fam is applied, and a child's end is counted by its
+// parent's spawn (childEnded). It returns the ids of the other executions
+// it changed.
+func finishFamily(ctx context.Context, tx pgx.Tx, e *store.Execution, ended bool, fam *cascade, t time.Time) ([]string, error) {
+	changed, err := fam.apply(ctx, tx, t)
 	if err != nil {
 		return nil, err
 	}
@@ -400,5 +420,5 @@ func finishFamily(ctx context.Context, tx pgx.Tx, e *store.Execution, ended bool
 			changed = append(changed, e.ParentID)
 		}
 	}
-	return changed, giveBack(ctx, tx, u)
+	return changed, nil
 }

@@ -38,8 +38,9 @@ WHERE status = 'running' AND lease_expires_at < $1 AND (parent_id IS NOT NULL OR
 ORDER BY lease_expires_at LIMIT $2`
 
 	// One expired lease of a family, $2, locked after its parent, if it is
-	// still expired at $1 and no one holds it, with the number of children.
-	sqlRescueLockOne = `SELECT children FROM latch_executions
+	// still expired at $1 and no one holds it: its tenant, its number of
+	// children and whether the rescue ends it (sqlRescueEnd's cases).
+	sqlRescueLockOne = `SELECT tenant, children, cancel_requested OR attempt >= max_attempts FROM latch_executions
 WHERE id = $2 AND status = 'running' AND lease_expires_at < $1
 FOR UPDATE SKIP LOCKED`
 
@@ -186,8 +187,12 @@ func (s *Store) rescueFamilies(ctx context.Context, t time.Time, limit int, res 
 			if err := lockParent(ctx, tx, id); err != nil {
 				return false, err
 			}
-			var children int
-			err := tx.QueryRow(ctx, sqlRescueLockOne, t, id).Scan(&children)
+			var (
+				tenant   string
+				children int
+				ends     bool
+			)
+			err := tx.QueryRow(ctx, sqlRescueLockOne, t, id).Scan(&tenant, &children, &ends)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return false, nil
 			}
@@ -200,19 +205,27 @@ func (s *Store) rescueFamilies(ctx context.Context, t time.Time, limit int, res 
 					return false, err
 				}
 			}
-			var tenant, st string
+			if ends {
+				if err := returnQuota(ctx, tx, tenant, 1+fam.freed()); err != nil {
+					return false, err
+				}
+			}
+			var st string
 			if err := tx.QueryRow(ctx, sqlRescueOne, t, 1, leaseLost, id).Scan(&tenant, &st); err != nil {
 				return false, err
 			}
 			status = store.Status(st)
-			if !status.Terminal() {
+			if status.Terminal() != ends {
+				return false, fmt.Errorf("postgres: execution %s changed under its lock", id)
+			}
+			if !ends {
 				return true, nil
 			}
 			e, err := getExecution(ctx, tx, "", id.String())
 			if err != nil {
 				return false, err
 			}
-			family, err = finishFamily(ctx, tx, e, true, fam, t, units{tenant: 1})
+			family, err = finishFamily(ctx, tx, e, true, fam, t)
 			return true, err
 		})
 		if err != nil {
@@ -329,11 +342,11 @@ func pruneFamilies(ctx context.Context, tx pgx.Tx, t time.Time, limit int) (int,
 	if err != nil {
 		return 0, err
 	}
+	// The roots are terminal: only descendants give quota units back,
+	// before the deletes move the storage counts (family.go).
 	fam.gone = append(fam.gone, roots...)
-	u := units{}
-	n, err := fam.apply(ctx, tx, u)
-	if err != nil {
+	if err := giveBack(ctx, tx, fam.live); err != nil {
 		return 0, err
 	}
-	return n, giveBack(ctx, tx, u)
+	return fam.apply(ctx, tx)
 }

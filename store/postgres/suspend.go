@@ -151,11 +151,14 @@ func suspendInTx(ctx context.Context, tx pgx.Tx, f fence, p *store.SuspendParams
 				return nil, err
 			}
 		}
+		if err := returnQuota(ctx, tx, tenant, 1+fam.freed()); err != nil {
+			return nil, err
+		}
 		e, err := scanExecution(tx.QueryRow(ctx, sqlSuspendCancelled, f.id, t, run))
 		if err != nil {
 			return nil, err
 		}
-		*changed, err = finishFamily(ctx, tx, e, true, fam, t, units{e.Tenant: 1})
+		*changed, err = finishFamily(ctx, tx, e, true, fam, t)
 		return e, err
 	}
 	var (

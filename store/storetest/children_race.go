@@ -70,9 +70,25 @@ func testChildrenRace(t *testing.T, ns NewStore) {
 		errs := make(chan error, 3*n)
 		var wg sync.WaitGroup
 		gate := make(chan struct{})
+		// A quarter of the parents suspend at once, a quarter after their
+		// first child ended (racing the second), a quarter after both, and
+		// a quarter after the second.
+		ended := make([][]chan struct{}, n)
+		for i := range n {
+			ended[i] = []chan struct{}{make(chan struct{}), make(chan struct{})}
+		}
 		for i := range n {
 			wg.Go(func() {
 				<-gate
+				switch i % 4 {
+				case 1:
+					<-ended[i][0]
+				case 2:
+					<-ended[i][0]
+					<-ended[i][1]
+				case 3:
+					<-ended[i][1]
+				}
 				x, err := e.s.Suspend(e.ctx, &store.SuspendParams{
 					ExecutionID: parents[i].ExecutionID, Tenant: acme, Token: parents[i].Token,
 					Step: "join", Children: "ship", Now: now,
@@ -86,6 +102,7 @@ func testChildrenRace(t *testing.T, ns NewStore) {
 			for j, id := range kids[i] {
 				wg.Go(func() {
 					<-gate
+					defer close(ended[i][j])
 					l := leases[id]
 					if _, err := e.s.Complete(e.ctx, &store.CompleteParams{
 						ExecutionID: id, Tenant: acme, Token: l.Token, Result: mustJSON(fmt.Sprint(j)), Now: now,

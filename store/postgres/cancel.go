@@ -148,6 +148,7 @@ func (s *Store) Delete(ctx context.Context, p *store.DeleteParams) error {
 			return false, err
 		}
 		changed, err = finishFamily(ctx, tx, cur, cur.Status.Inflight(), nil, t)
+		changed = append(changed, fam.ids()...)
 		return true, err
 	})
 	s.feed.Publish(changed...)

@@ -382,6 +382,18 @@ func deleteMembers(ctx context.Context, tx pgx.Tx, ids []uuid.UUID) (int, error)
 	return n, err
 }
 
+// ids are the executions f deletes or orphans.
+func (f *familyDelete) ids() []string {
+	if f == nil {
+		return nil
+	}
+	out := make([]string, 0, len(f.gone)+len(f.kept))
+	for _, id := range append(append([]uuid.UUID{}, f.gone...), f.kept...) {
+		out = append(out, id.String())
+	}
+	return out
+}
+
 // apply deletes f's descendants and orphans its kept children (their
 // quota units are the caller's to give back: freed).
 func (f *familyDelete) apply(ctx context.Context, tx pgx.Tx) (int, error) {

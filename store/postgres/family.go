@@ -22,12 +22,14 @@ import (
 // frees (once, giveBack) before any change that moves its tenant's storage
 // count (execution rows, quota shards, the storage row last).
 const (
-	// sqlLockParent locks the parent of execution $1, if it has one, for
-	// an operation that goes on to lock $1 itself. parent_id is read
-	// without a lock: it only ever becomes NULL (its parent deleted), and a
-	// parent deleted meanwhile is simply not found.
+	// sqlLockParent locks the parent of execution $1 of tenant $2 ('' =
+	// any), if it has one, for an operation that goes on to lock $1
+	// itself. parent_id is read without a lock: it only ever becomes NULL
+	// (its parent deleted), and a parent deleted meanwhile is simply not
+	// found.
 	sqlLockParent = `SELECT id FROM latch_executions
-WHERE id = (SELECT parent_id FROM latch_executions WHERE id = $1) FOR NO KEY UPDATE`
+WHERE id = (SELECT parent_id FROM latch_executions WHERE id = $1 AND ($2 = '' OR tenant = $2))
+FOR NO KEY UPDATE`
 
 	// sqlLockCascade locks the children of $1 that their parent's end
 	// cancels: in flight, spawned with cancel, a cancel not yet requested.
@@ -123,9 +125,10 @@ WHERE id = $1 AND ($2 = '' OR tenant = $2) FOR UPDATE`
 // again with the parent locked first.
 var errParentFirst = errors.New("postgres: the parent's lock comes first")
 
-// lockParent locks the parent of id, if any (sqlLockParent).
-func lockParent(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
-	rows, err := tx.Query(ctx, sqlLockParent, id)
+// lockParent locks the parent of id, of tenant ("" = any), if any
+// (sqlLockParent).
+func lockParent(ctx context.Context, tx pgx.Tx, id uuid.UUID, tenant string) error {
+	rows, err := tx.Query(ctx, sqlLockParent, id, tenant)
 	if err != nil {
 		return err
 	}
@@ -136,7 +139,7 @@ func lockParent(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
 // lockMember locks execution id after its parent (lockParent) and returns
 // it with the number of children it spawned.
 func lockMember(ctx context.Context, tx pgx.Tx, id uuid.UUID, tenant, raw string) (*store.Execution, int, error) {
-	if err := lockParent(ctx, tx, id); err != nil {
+	if err := lockParent(ctx, tx, id, tenant); err != nil {
 		return nil, 0, err
 	}
 	var children int

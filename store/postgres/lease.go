@@ -120,7 +120,7 @@ FOR UPDATE`
 func (s *Store) endAttemptTx(ctx context.Context, op *finishOp) error {
 	return s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
 		op.exec, op.family = nil, nil
-		if err := lockParent(ctx, tx, op.id); err != nil {
+		if err := lockParent(ctx, tx, op.id, op.tenant); err != nil {
 			return false, err
 		}
 		var (

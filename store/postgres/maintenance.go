@@ -184,7 +184,7 @@ func (s *Store) rescueFamilies(ctx context.Context, t time.Time, limit int, res 
 		var family []string
 		err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
 			status, family = "", nil
-			if err := lockParent(ctx, tx, id); err != nil {
+			if err := lockParent(ctx, tx, id, ""); err != nil {
 				return false, err
 			}
 			var (

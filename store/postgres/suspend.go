@@ -123,7 +123,7 @@ func (s *Store) Suspend(ctx context.Context, p *store.SuspendParams) (*store.Exe
 func suspendInTx(ctx context.Context, tx pgx.Tx, f fence, p *store.SuspendParams, t time.Time, parentFirst bool,
 	changed *[]string) (*store.Execution, error) {
 	if parentFirst {
-		if err := lockParent(ctx, tx, f.id); err != nil {
+		if err := lockParent(ctx, tx, f.id, f.tenant); err != nil {
 			return nil, err
 		}
 	}

@@ -119,6 +119,7 @@ func TestMigrateRoundTrip(t *testing.T) {
 	// queue index across tenants by one per tenant and adds the tenants'
 	// turns; version 3 adds key ids and console sessions.
 	for _, gone := range []string{"table spawns", "index executions_children", "index executions_live_children",
+		"index executions_finished_roots",
 		"index executions_ready_kind", "table servers", "index servers_seen", "table workers", "index workers_seen",
 		"index workers_tenant", "table activity", "index activity_minute", "index executions_suspended",
 		"table execution_runs", "table flow_steps", "index flow_steps_name", "table flow_signals",
@@ -321,6 +322,7 @@ func TestQueryPlans(t *testing.T) {
 		"a parent's live children":   {query{sqlLiveChildren, []any{"p"}}, "SEARCH executions USING INDEX executions_live_children (parent_id=?)"},
 		"a parent's children":        {query{sqlChildren, []any{"p"}}, "SEARCH executions USING INDEX executions_children (parent_id=?)"},
 		"a child's end of its spawn": {query{sqlSpawnEnded, []any{"p", "s"}}, "SEARCH spawns USING PRIMARY KEY (parent_id=? AND step=?)"},
+		"prune's candidates":         {query{sqlPruneDue, []any{1, 10}}, "SEARCH e USING INDEX executions_finished_roots"},
 	} {
 		rows, err := s.read.QueryContext(ctx, `EXPLAIN QUERY PLAN `+c.sql, c.args...)
 		if err != nil {

@@ -1,4 +1,5 @@
 DROP TABLE spawns;
+DROP INDEX executions_finished_roots;
 DROP INDEX executions_live_children;
 DROP INDEX executions_children;
 ALTER TABLE executions DROP COLUMN wait_count;

@@ -29,6 +29,12 @@ CREATE INDEX executions_children ON executions (parent_id, parent_seq)
 CREATE INDEX executions_live_children ON executions (parent_id)
     WHERE parent_id IS NOT NULL AND status IN ('scheduled', 'queued', 'running', 'suspended');
 
+-- Prune's candidates: finished executions that are not a child (a child
+-- goes with its parent only), so that children of parents still kept are
+-- never read again and again.
+CREATE INDEX executions_finished_roots ON executions (finished_at)
+    WHERE finished_at IS NOT NULL AND parent_id IS NULL;
+
 CREATE TABLE spawns (
     parent_id  TEXT NOT NULL,
     step       TEXT NOT NULL,

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -12,15 +11,9 @@ import (
 
 // Cancel and delete statements; $1 is the execution id.
 var (
-	// Lock the execution for the rest of the transaction: a claim, a worker
-	// or a rescuer that holds it is waited for, and one that comes later
-	// waits (or, claiming with SKIP LOCKED, passes it by).
-	sqlLockExecution = `SELECT ` + executionColumnsPlain + ` FROM latch_executions
-WHERE id = $1 AND ($2 = '' OR tenant = $2) FOR UPDATE`
-
 	// $2 now. A suspension ends with it.
 	sqlCancelWaiting = `UPDATE latch_executions SET status = 'cancelled', finished_at = $2, resume = false,
-    wake_at = NULL, waiting_for = NULL, suspend_step = NULL
+    wake_at = NULL, waiting_for = NULL, suspend_step = NULL, wait_count = NULL
 WHERE id = $1 RETURNING ` + executionColumnsPlain
 
 	sqlRequestCancel = `UPDATE latch_executions SET cancel_requested = true
@@ -37,9 +30,12 @@ WHERE d.tenant = $2 AND d.dedup_key = $3 AND d.execution_id = x.id AND (SELECT g
 )
 
 // Cancel implements store.Store, as one transaction: the execution is
-// locked, and cancelled at once (its quota unit given back) if scheduled,
-// queued or suspended, or marked cancel-requested if running. The lock
-// makes a suspension end once: a Signal or Wake that comes after finds it
+// locked (after its parent: family.go), and cancelled at once (its quota
+// unit given back) if scheduled, queued or suspended, or marked
+// cancel-requested if running. Either way the children its end cancels
+// are cancelled with it (the cascade, locked before anything changes), and
+// a child that ended is counted by its parent's spawn. The lock makes a
+// suspension end once: a Signal or Wake that comes after finds it
 // cancelled.
 func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Execution, error) {
 	t := now(p.Now)
@@ -48,35 +44,57 @@ func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Execu
 		return nil, fmt.Errorf("execution %q: %w", p.ID, store.ErrNotFound)
 	}
 	var e *store.Execution
+	var changed []string
 	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
-		cur, err := lockExecution(ctx, tx, id, p.Tenant, p.ID)
+		changed = nil
+		cur, children, err := lockMember(ctx, tx, id, p.Tenant, p.ID)
 		if err != nil {
 			return false, err
 		}
-		switch {
-		case cur.Status == store.StatusQueued || cur.Status == store.StatusScheduled ||
-			cur.Status == store.StatusSuspended:
-			if e, err = scanExecution(tx.QueryRow(ctx, sqlCancelWaiting, id, t)); err != nil {
-				return false, err
-			}
-			return true, returnQuota(ctx, tx, cur.Tenant, 1)
-		case cur.Status == store.StatusRunning && !cur.CancelRequested:
-			e, err = scanExecution(tx.QueryRow(ctx, sqlRequestCancel, id))
-			return true, err
-		default: // terminal, or already cancel-requested
+		waiting := cur.Status == store.StatusQueued || cur.Status == store.StatusScheduled ||
+			cur.Status == store.StatusSuspended
+		requesting := cur.Status == store.StatusRunning && !cur.CancelRequested
+		if !waiting && !requesting { // terminal, or already cancel-requested
 			e = cur
 			return false, nil
 		}
+		var fam *cascade
+		if children > 0 {
+			if fam, err = lockCascade(ctx, tx, id); err != nil {
+				return false, err
+			}
+		}
+		freed := fam.freed()
+		if waiting {
+			freed++
+		}
+		if err := returnQuota(ctx, tx, cur.Tenant, freed); err != nil {
+			return false, err
+		}
+		if waiting {
+			e, err = scanExecution(tx.QueryRow(ctx, sqlCancelWaiting, id, t))
+		} else {
+			e, err = scanExecution(tx.QueryRow(ctx, sqlRequestCancel, id))
+		}
+		if err != nil {
+			return false, err
+		}
+		changed, err = finishFamily(ctx, tx, e, waiting, fam, t)
+		return true, err
 	})
 	if err != nil {
 		return nil, err
 	}
+	s.feed.Publish(changed...)
 	return s.feed.Execution(e, nil)
 }
 
 // Delete implements store.Store, as one transaction: the row, its dedup key
 // (compare-and-delete) and, for an execution still in flight, its quota unit.
-// A worker holding its lease finds nothing to fence on from then on.
+// A worker holding its lease finds nothing to fence on from then on. A
+// parent goes with its family (family.go): its children and theirs, but for
+// the abandoned children in flight, which stay without a parent. A child
+// deleted in flight counts as ended for its parent's spawn.
 //
 // Without Force, an execution that is not terminal is refused on an
 // unlocked read, before any lock: a terminal execution never becomes
@@ -97,28 +115,42 @@ func (s *Store) Delete(ctx context.Context, p *store.DeleteParams) error {
 			return fmt.Errorf("execution %s is %s: %w", cur.ID, cur.Status, store.ErrNotTerminal)
 		}
 	}
-	return s.feed.Deleted(p.ID, s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
-		cur, err := lockExecution(ctx, tx, id, p.Tenant, p.ID)
+	t := now(p.Now)
+	var changed []string
+	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
+		changed = nil
+		cur, children, err := lockMember(ctx, tx, id, p.Tenant, p.ID)
 		if err != nil {
 			return false, err
 		}
 		if !cur.Status.Terminal() && !p.Force {
 			return false, fmt.Errorf("execution %s is %s: %w", cur.ID, cur.Status, store.ErrNotTerminal)
 		}
+		var fam *familyDelete
+		if children > 0 {
+			if fam, err = lockDescendants(ctx, tx, id); err != nil {
+				return false, err
+			}
+		}
+		// The quota units first, then the deletes, whose trigger moves the
+		// tenant's storage count (family.go).
+		freed := fam.freed()
+		if cur.Status.Inflight() {
+			freed++
+		}
+		if err := returnQuota(ctx, tx, cur.Tenant, freed); err != nil {
+			return false, err
+		}
 		if _, err := tx.Exec(ctx, sqlDeleteExecution, id, cur.Tenant, cur.DedupKey); err != nil {
 			return false, err
 		}
-		if cur.Status.Inflight() {
-			return true, returnQuota(ctx, tx, cur.Tenant, 1)
+		if _, err := fam.apply(ctx, tx); err != nil {
+			return false, err
 		}
-		return true, nil
-	}))
-}
-
-func lockExecution(ctx context.Context, tx pgx.Tx, id any, tenant, raw string) (*store.Execution, error) {
-	e, err := scanExecution(tx.QueryRow(ctx, sqlLockExecution, id, tenant))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("execution %s: %w", raw, store.ErrNotFound)
-	}
-	return e, err
+		changed, err = finishFamily(ctx, tx, cur, cur.Status.Inflight(), nil, t)
+		changed = append(changed, fam.ids()...)
+		return true, err
+	})
+	s.feed.Publish(changed...)
+	return s.feed.Deleted(p.ID, err)
 }

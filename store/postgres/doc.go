@@ -246,6 +246,63 @@
 // has_steps flag is set, in one read after the claim commits (readJournals):
 // a claim of executions without steps costs nothing more.
 //
+// # Children (I13)
+//
+// A child is an execution row like any other, with its parent's id and
+// spawn step, what its parent's end does to it, its depth and its place
+// among its parent's children (child_ord); a parent counts the children it
+// spawned (children), and each spawn's step row in latch_steps counts that
+// spawn's children and how many have ended (spawned, ended: migration 14).
+// Spawn is one transaction under the parent's fenced row lock: a repeat of
+// the step finds it recorded (the journal's primary key) and answers its
+// ids, so 16 calls of one step under one lease admit one set of children;
+// the children take their quota units and storage bytes as one admission
+// takes them (takeQuota, then the storage row), all or none.
+//
+// Every operation that ends an execution of a family, or deletes one,
+// locks the family's rows in one order, ancestors first: the execution's
+// parent (sqlLockParent, by the parent_id it reads unlocked: a parent_id
+// only ever becomes NULL, when the parent is deleted), then the execution,
+// then the descendants its end changes, level by level, each level in id
+// order (lockCascade, lockDescendants); then the quota units its end
+// frees, given back at once (returnQuota, giveBack); then its changes,
+// whose triggers move the tenant's storage count, the storage row last.
+// So a child's end and its
+// parent's end wait for each other in that order and never deadlock:
+// whoever holds a child's row (a claim, a heartbeat, a step, the child's
+// own spawn) waits for no row of its family. Claims pass a held row by
+// (SKIP LOCKED): a child claimed before its parent's cascade locks it is
+// cancel-requested by it, one claimed after finds it cancelled.
+//
+// A child's end — Complete, Fail or Release that make it terminal, Cancel,
+// a cancelled Suspend, Rescue, a Delete in flight — adds one to its spawn's
+// ended count under its parent's lock, and then reads its parent, locked:
+// if the parent is suspended in a fan-in wait on that spawn (wait_count
+// set) and the count now meets the wait, it records the wait's step
+// (store.FanInStep from the children as they are) and queues the parent,
+// a resume. A child's end thus costs the parent's lock, one update of the
+// spawn's row and one read of the parent's, whatever the number of
+// siblings; only the end that resumes reads them. A fan-in Suspend reads
+// the counts after its fence locked the parent, so a child that ended
+// before committed first and is counted, and one that ends after waits for
+// the lock and finds the wait: the wake-up is never lost, and the
+// parent's row decides that it resumes once. Wake ends fan-in waits past
+// their timeout under the same lock (sqlWakeFanIn). Retry of a failed
+// child takes its end back from the count.
+//
+// A parent's end — Complete, Fail, Release, a cancelled Suspend or Rescue
+// that make it terminal, and Cancel, even one only requested — cancels in
+// the same transaction its children spawned with cancel that are in flight
+// and not cancel-requested yet, and theirs in turn (sqlCascade): a running
+// one gets its cancel requested, any other becomes cancelled, its quota
+// unit given back and its spawn counting it. The grouped Complete, Fail and
+// Release statements leave every execution of a family (parent_id set, or
+// children above 0) to endAttemptTx, which does the above, and sqlRescue
+// leaves them to rescueFamilies. Delete of a parent, Prune of one (only
+// an execution nobody spawned, or whose parent is gone, is Prune's
+// candidate) and DeleteTenant delete the family with it, but for the
+// abandoned children in flight, whose parent_id becomes NULL.
+//
 // # Attempt history
 //
 // Each lease is a run, a row of latch_runs keyed (execution_id, run), run
@@ -300,7 +357,8 @@
 //
 // The lock orders above leave deadlocks to unusual collisions (two calls
 // for one execution in two groups at once; a cancel racing a group while
-// every quota shard is held). PostgreSQL detects them; the store runs the
+// every quota shard is held; a group's heartbeats of a child and of its
+// parent while a family's transaction holds the parent). PostgreSQL detects them; the store runs the
 // operation again (deadlock_detected and serialization_failure are retried a
 // few times). DeleteTenant takes its locks in the order the operations it
 // races take theirs — the tenant's schedules (as a fire), the tenant row,

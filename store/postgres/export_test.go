@@ -7,6 +7,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
+// OnRetry has s call fn with each error after which it runs an operation
+// again (a deadlock, a serialization failure).
+func OnRetry(s *Store, fn func(err error)) { s.retried = fn }
+
 // PoolOf exposes a Store's pool to the external tests.
 func PoolOf(s *Store) *pgxpool.Pool { return s.pool }
 
@@ -71,7 +75,8 @@ func ListPlanQueriesOf(tenant string) (window PlanQuery, page func(oldest string
 }
 
 // RunsPlanQueries are the statements that write latch_runs (and delete
-// the journal and signals) by execution, with arguments for the lease of
+// the journal and signals) by execution, and those of a child's end that
+// read and write its parent's spawn in the journal, with arguments for the lease of
 // execution id with token (its run 1, tenant acme) at now; Rescue's
 // finds that lease expired.
 func RunsPlanQueries(id, token string, now time.Time) map[string]PlanQuery {
@@ -85,7 +90,9 @@ func RunsPlanQueries(id, token string, now time.Time) map[string]PlanQuery {
 		"complete one":     {sqlCompleteOne, []any{ids, tok, "{acme}", at, "{NULL}"}},
 		"fail":             {sqlFailMany, []any{ids, tok, "{acme}", at, "{false}", at, "{boom}"}},
 		"release":          {sqlReleaseMany, []any{ids, tok, "{acme}", at, "{false}"}},
-		"suspend":          {sqlSuspendWait, []any{id, later, "sleep", "s", ts, 1}},
+		"suspend":          {sqlSuspendWait, []any{id, later, "sleep", "s", ts, 1, 0}},
+		"child ended":      {sqlChildEnded, []any{id, "s", "children:s"}},
+		"fan-in children":  {sqlFanInChildren, []any{id, "s"}},
 		"claim chosen":     {sqlClaimChosen, []any{ts, ids, "w", later}},
 		"rescue":           {sqlRescue, []any{later, 100, "lost"}},
 		"prune":            {sqlPruneExecutions, []any{later, 100}},

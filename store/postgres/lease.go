@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -82,10 +83,12 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Exe
 // endAttempt ends a running attempt and returns the execution after it. The
 // grouped statement also gives back the quota unit of an execution that
 // became terminal; if no quota shard is at hand it aborts, and endAttemptTx
-// does the same as a transaction that can wait.
+// does the same as a transaction that can wait. An execution of a family,
+// which the grouped statement leaves out, and a fence that did not hold
+// there, are decided by endAttemptTx too.
 func (s *Store) endAttempt(ctx context.Context, name string, op *finishOp) (*store.Execution, error) {
 	err := s.run(ctx, op)
-	if aborted(err) {
+	if aborted(err) || err == nil && op.exec == nil {
 		err = s.endAttemptTx(ctx, op)
 	}
 	if err != nil {
@@ -95,11 +98,63 @@ func (s *Store) endAttempt(ctx context.Context, name string, op *finishOp) (*sto
 		return nil, fmt.Errorf("execution %s: %w", op.id, store.ErrLeaseLost)
 	}
 	s.changes.announce()
+	s.feed.Publish(op.family...)
 	return op.exec, nil
 }
 
+// sqlEndLock is the fence (sqlFence's conditions) locking the row, for
+// endAttemptTx: $1 id, $2 token, $3 tenant, $4 now. It answers what
+// decides whether the end is the execution's (ends), and how many
+// children it spawned.
+const sqlEndLock = `SELECT tenant, cancel_requested, attempt < max_attempts, children FROM latch_executions
+WHERE id = $1 AND status = 'running' AND lease_token = $2 AND ($3 = '' OR tenant = $3)
+  AND lease_expires_at >= $4
+FOR UPDATE`
+
+// endAttemptTx ends the attempt as a transaction that can wait, taking
+// its locks in the store's order (family.go): the family's rows (the
+// parent, the execution, the children its end cancels), the quota units
+// its end frees, then the fenced statement, whose trigger moves the
+// tenant's storage count; and for an execution that became terminal its
+// family's part (finishFamily: the cascade, the parent's spawn).
 func (s *Store) endAttemptTx(ctx context.Context, op *finishOp) error {
 	return s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
+		op.exec, op.family = nil, nil
+		if err := lockParent(ctx, tx, op.id, op.tenant); err != nil {
+			return false, err
+		}
+		var (
+			tenant          string
+			cancel, retries bool
+			children        int
+		)
+		err := tx.QueryRow(ctx, sqlEndLock, op.id, op.token, op.tenant, op.now).Scan(&tenant, &cancel, &retries, &children)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, nil // the fence did not hold
+		}
+		if err != nil {
+			return false, err
+		}
+		var ends bool // as the statement's SET decides (sqlCompleteSet, sqlFailSet, sqlReleaseSet)
+		switch op.op {
+		case kindComplete:
+			ends = true
+		case kindFail:
+			ends = cancel || !(op.retry && retries)
+		default:
+			ends = cancel
+		}
+		var fam *cascade
+		if ends && children > 0 {
+			if fam, err = lockCascade(ctx, tx, op.id); err != nil {
+				return false, err
+			}
+		}
+		if ends {
+			if err := returnQuota(ctx, tx, tenant, 1+fam.freed()); err != nil {
+				return false, err
+			}
+		}
 		st := buildFinish(op.op, []groupOp{op}, false)
 		rows, err := tx.Query(ctx, st.sql, st.args...)
 		if err != nil {
@@ -108,9 +163,13 @@ func (s *Store) endAttemptTx(ctx context.Context, op *finishOp) error {
 		if err := st.read(rows); err != nil {
 			return false, err
 		}
-		if op.exec == nil || !op.exec.Status.Terminal() {
-			return op.exec != nil, nil
+		if op.exec == nil || op.exec.Status.Terminal() != ends {
+			return false, fmt.Errorf("postgres: execution %s changed under its lock", op.id)
 		}
-		return true, returnQuota(ctx, tx, op.exec.Tenant, 1)
+		if !ends {
+			return true, nil
+		}
+		op.family, err = finishFamily(ctx, tx, op.exec, true, fam, op.now)
+		return true, err
 	})
 }

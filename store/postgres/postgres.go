@@ -29,6 +29,10 @@ type Store struct {
 	// afterClaim, for tests only (nil otherwise): called with what a Claim
 	// leased once it committed, before its journals are read.
 	afterClaim func(ids []string)
+	// retried, for tests only (nil otherwise): called with each error
+	// after which write runs its operation again (a deadlock, a
+	// serialization failure).
+	retried func(err error)
 
 	closeOnce sync.Once
 }
@@ -217,6 +221,9 @@ func (s *Store) write(ctx context.Context, fn func(ctx context.Context, c *pgxpo
 	for attempt := 1; ; attempt++ {
 		err := fn(wctx, c)
 		if err != nil && attempt < maxAttempts && retryable(err) {
+			if s.retried != nil {
+				s.retried(err)
+			}
 			backoff(wctx, attempt)
 			continue
 		}

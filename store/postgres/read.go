@@ -22,7 +22,8 @@ const executionColumns = `{x}id::text, {x}tenant, {x}kind, {x}queue, {x}priority
 	{x}max_attempts, {x}timeout_seconds, coalesce({x}schedule, ''), {x}created_at, {x}run_at,
 	{x}started_at, {x}finished_at, {x}cancel_requested, coalesce({x}worker_id, ''), {x}lease_expires_at,
 	{x}wake_at, coalesce({x}waiting_for, ''), coalesce({x}suspend_step, ''),
-	coalesce({x}trace_parent, ''), {x}dedup_hits, {x}last_dedup_hit_at, {x}stored_bytes`
+	coalesce({x}trace_parent, ''), {x}dedup_hits, {x}last_dedup_hit_at, {x}stored_bytes,
+	coalesce({x}parent_id::text, ''), coalesce({x}parent_step, ''), coalesce({x}on_parent_end, ''), {x}depth`
 
 // columns returns executionColumns qualified by alias ("" for none).
 func columns(alias string) string {
@@ -46,6 +47,7 @@ func scanExecution(row pgx.Row) (*store.Execution, error) {
 		status  string
 		payload string
 		result  *string
+		ends    string
 	)
 	err := row.Scan(&e.ID, &e.Tenant, &e.Kind, &e.Queue, &e.Priority, &status,
 		&e.DedupKey, &e.ConcurrencyKey, &e.ConcurrencyLimit,
@@ -53,11 +55,13 @@ func scanExecution(row pgx.Row) (*store.Execution, error) {
 		&e.MaxAttempts, &e.TimeoutSeconds, &e.Schedule, &e.CreatedAt, &e.RunAt,
 		&e.StartedAt, &e.FinishedAt, &e.CancelRequested, &e.WorkerID, &e.LeaseExpiresAt,
 		&e.WakeAt, &e.WaitingFor, &e.SuspendStep,
-		&e.TraceParent, &e.DedupHits, &e.LastDedupHitAt, &e.StoredBytes)
+		&e.TraceParent, &e.DedupHits, &e.LastDedupHitAt, &e.StoredBytes,
+		&e.ParentID, &e.ParentStep, &ends, &e.Depth)
 	if err != nil {
 		return nil, err
 	}
 	e.Status = store.Status(status)
+	e.OnParentEnd = store.ParentEnd(ends)
 	e.Payload = json.RawMessage(payload)
 	if result != nil {
 		e.Result = json.RawMessage(*result)
@@ -127,6 +131,9 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 	limit, err := p.Paging()
 	if err != nil {
 		return nil, err
+	}
+	if p.ParentID != "" {
+		return s.listChildren(ctx, p, limit)
 	}
 	var where []string
 	var args []any
@@ -216,13 +223,18 @@ func (s *Store) ListIndexed(p *store.ListParams) bool { return listIndexed(p) }
 // listIndexed reports whether List reads p through an index that holds
 // only matches, and so needs no window: one tenant's executions of a dedup
 // key (latch_executions_tenant_dedup) or of a schedule
-// (latch_executions_schedule_ticks, migration 9, in id order).
+// (latch_executions_schedule_ticks, migration 9, in id order), or one
+// parent's children (latch_executions_children, bounded by
+// store.MaxChildren whatever the other filters).
 //
 // An index serves only when it answers every filter given (the key or the
 // schedule alone): with another filter the list goes through the window,
 // so a schedule of a quarter of a million ticks is not walked in one
 // request for a status few of them have.
 func listIndexed(p *store.ListParams) bool {
+	if p.ParentID != "" {
+		return true // one parent's children, at most store.MaxChildren (listChildren)
+	}
 	others := p.Status == "" && p.Kind == "" && p.Queue == ""
 	return p.Tenant != "" && others && (p.DedupKey != "") != (p.Schedule != "")
 }
@@ -318,4 +330,64 @@ func (w *listWindow) pageQuery(where []string, limit int) string {
 	}
 	return `SELECT ` + executionColumnsPlain + ` FROM latch_executions WHERE ` + cond +
 		` ORDER BY ` + w.order("latch_executions") + fmt.Sprintf(` LIMIT $%d`, limit)
+}
+
+// listChildren is List by ParentID: the children of one execution in spawn
+// order (child_ord, latch_executions_children), with the other filters;
+// After is a child of that parent, the page going on after its place.
+func (s *Store) listChildren(ctx context.Context, p *store.ListParams, limit int) (*store.ListResult, error) {
+	parent, ok := parseID(p.ParentID)
+	if !ok {
+		return &store.ListResult{}, nil
+	}
+	args := []any{parent}
+	where := []string{"parent_id = $1"}
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if p.Tenant != "" {
+		add("tenant = $%d", p.Tenant)
+	}
+	if p.After != "" {
+		after, _ := parseID(p.After) // Paging checked it
+		add("child_ord > (SELECT a.child_ord FROM latch_executions a WHERE a.id = $%d AND a.parent_id = $1)", after)
+	}
+	if p.Status != "" {
+		add("status = $%d", string(p.Status))
+	}
+	if p.Kind != "" {
+		add("kind = $%d", p.Kind)
+	}
+	if p.Queue != "" {
+		add("queue = $%d", p.Queue)
+	}
+	if p.DedupKey != "" {
+		add("dedup_key = $%d", p.DedupKey)
+	}
+	if p.Schedule != "" {
+		add("schedule = $%d", p.Schedule)
+	}
+	args = append(args, limit+1)
+	query := `SELECT ` + executionColumnsPlain + ` FROM latch_executions WHERE ` + strings.Join(where, " AND ") +
+		fmt.Sprintf(` ORDER BY latch_executions.child_ord LIMIT $%d`, len(args))
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list: %w", interpretError(err))
+	}
+	defer rows.Close()
+	page := p.Page(limit)
+	for rows.Next() {
+		e, err := scanExecution(rows)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: list: %w", interpretError(err))
+		}
+		if page.Add(e) {
+			break
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: list: %w", interpretError(err))
+	}
+	return page.Result(""), nil
 }

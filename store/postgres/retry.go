@@ -17,7 +17,8 @@ UPDATE latch_executions SET status = 'queued', attempt = 0, error = NULL, result
 WHERE id = $1 RETURNING ` + executionColumnsPlain
 
 // Retry implements store.Store, as one transaction: the execution is
-// locked (a Prune that comes later passes it by, one that holds it first
+// locked, after its parent (family.go: a retried child is in flight again,
+// and its spawn counts it so), (a Prune that comes later passes it by, one that holds it first
 // leaves nothing to retry), checked to be failed, and queued again with a
 // quota unit taken as an admission takes it (takeQuota: a refusal is never
 // spurious, and rolls everything back).
@@ -29,7 +30,7 @@ func (s *Store) Retry(ctx context.Context, p *store.RetryParams) (*store.Executi
 	}
 	var e *store.Execution
 	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
-		cur, err := lockExecution(ctx, tx, id, p.Tenant, p.ID)
+		cur, _, err := lockMember(ctx, tx, id, p.Tenant, p.ID)
 		if err != nil {
 			return false, err
 		}
@@ -43,7 +44,12 @@ func (s *Store) Retry(ctx context.Context, p *store.RetryParams) (*store.Executi
 		if got < 1 {
 			return false, fmt.Errorf("tenant %q: %w", cur.Tenant, store.ErrQuotaExceeded)
 		}
-		e, err = scanExecution(tx.QueryRow(ctx, sqlRetry, id, t))
+		if e, err = scanExecution(tx.QueryRow(ctx, sqlRetry, id, t)); err != nil {
+			return false, err
+		}
+		if e.ParentID != "" { // in flight again: its spawn no longer counts it ended
+			_, err = tx.Exec(ctx, sqlCountEnded, []string{e.ParentID}, []string{e.ParentStep}, []int{-1})
+		}
 		return true, err
 	})
 	if err != nil {

@@ -15,7 +15,9 @@ import (
 // arrival order.
 const (
 	// The execution, locked: $1 id, $2 tenant ('' = any).
-	sqlSignalLock = `SELECT status, coalesce(waiting_for, '') FROM latch_executions
+	// A fan-in wait (wait_count set) waits for no signal, whatever its
+	// waiting_for reads.
+	sqlSignalLock = `SELECT status, CASE WHEN wait_count IS NULL THEN coalesce(waiting_for, '') END FROM latch_executions
 WHERE id = $1 AND ($2 = '' OR tenant = $2) FOR UPDATE`
 
 	// The step a wait's end records, and the journal's bytes.
@@ -69,7 +71,8 @@ func (s *Store) Signal(ctx context.Context, p *store.SignalParams) (*store.Signa
 	var res store.SignalResult
 	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
 		res = store.SignalResult{}
-		var status, waiting string
+		var status string
+		var waiting *string
 		err := tx.QueryRow(ctx, sqlSignalLock, id, p.Tenant).Scan(&status, &waiting)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return false, fmt.Errorf("execution %s: %w", p.ExecutionID, store.ErrNotFound)
@@ -92,7 +95,7 @@ func (s *Store) Signal(ctx context.Context, p *store.SignalParams) (*store.Signa
 		// The data counts in the storage budget, whether it ends a wait or
 		// waits, checked after the flow's own bounds as on every backend (a
 		// refusal rolls the transaction back).
-		if store.Status(status) != store.StatusSuspended || waiting != p.Name {
+		if store.Status(status) != store.StatusSuspended || waiting == nil || *waiting != p.Name {
 			tag, err := tx.Exec(ctx, sqlSignalBuffer, id, t, p.Name, data, key, p.BufferBound())
 			if err == nil && tag.RowsAffected() == 0 {
 				err = fmt.Errorf("execution %s keeps %d signals, its bound: %w", p.ExecutionID, p.BufferBound(),

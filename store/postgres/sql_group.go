@@ -1,8 +1,10 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -178,14 +180,23 @@ FROM e, re`
 // answering n, the execution after the change and its run number. With
 // giveBack it also returns quota units (the grouped fast path); without,
 // the caller returns them in its transaction (endAttemptTx).
+//
+// The grouped statement leaves out the executions of a family (a child,
+// or a parent): their ends lock the family's rows in its order and touch
+// them (family.go), which endAttemptTx does; they are answered as if the
+// fence had not held, and endAttempt sends them there.
 func endAttemptSQL(extraInputs, extraNames, set, runs string, giveBack bool) string {
+	fence := sqlFence
+	if giveBack {
+		fence += ` AND x.parent_id IS NULL AND x.children = 0`
+	}
 	update := `
 WITH u AS (
     SELECT * FROM unnest(` + sqlFenceInputs + extraInputs + `)
     WITH ORDINALITY AS u(` + sqlFenceNames + extraNames + `, n)
 ), e AS (
     UPDATE latch_executions x SET ` + set + `
-    FROM u WHERE ` + sqlFence + `
+    FROM u WHERE ` + fence + `
     RETURNING u.n, ` + columns("x") + `, x.runs AS run` + runs
 	if giveBack {
 		return update + sqlGiveBackMany
@@ -255,6 +266,7 @@ type finishOp struct {
 	errMsg    *string          // Fail
 	unstarted bool             // Release
 	exec      *store.Execution // out: nil if the fence did not hold
+	family    []string         // out (endAttemptTx): the other executions its end changed
 }
 
 // fence is what a fenced operation names.
@@ -275,12 +287,32 @@ func build(k opKind, ops []groupOp) statement {
 	case kindAdmit:
 		return buildAdmit(ops)
 	case kindHeartbeat:
-		return buildHeartbeat(ops)
+		return buildHeartbeat(byID(ops))
 	case kindClaim:
 		return buildClaim(ops)
 	default:
-		return buildFinish(k, ops, true)
+		return buildFinish(k, byID(ops), true)
 	}
+}
+
+// byID orders fenced operations by execution id, so that their statement
+// (a nested loop over its arrays, on the primary key) locks the rows in
+// id order, as every statement that locks several executions of a family
+// locks them (family.go): a parent's row, older than its children's,
+// before theirs.
+func byID(ops []groupOp) []groupOp {
+	sorted := slices.Clone(ops)
+	id := func(g groupOp) []byte {
+		switch o := g.(type) {
+		case *heartbeatOp:
+			return o.id[:]
+		case *finishOp:
+			return o.id[:]
+		}
+		return nil
+	}
+	slices.SortStableFunc(sorted, func(a, b groupOp) int { return bytes.Compare(id(a), id(b)) })
+	return sorted
 }
 
 // row returns the operation named by a result row's n.

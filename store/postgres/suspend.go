@@ -20,8 +20,10 @@ import (
 const (
 	// The fence (sqlFence's conditions), locking the row. $1 id, $2 token,
 	// $3 tenant, $4 now. runs names the run under the lease, which the
-	// statement that follows ends (runs.go).
-	sqlSuspendLock = `SELECT tenant, cancel_requested, runs FROM latch_executions
+	// statement that follows ends (runs.go); whether it has a parent and
+	// how many children it spawned say whether a cancel is a family's
+	// (family.go).
+	sqlSuspendLock = `SELECT tenant, cancel_requested, runs, parent_id IS NOT NULL, children FROM latch_executions
 WHERE id = $1 AND status = 'running' AND lease_token = $2 AND ($3 = '' OR tenant = $3)
   AND lease_expires_at >= $4
 FOR UPDATE`
@@ -29,6 +31,10 @@ FOR UPDATE`
 	// Whether step $2 is recorded, the journal's steps and bytes, and the
 	// oldest buffered signal named $3 ('' for a sleep: no signal has that
 	// name).
+	// A fan-in wait's spawn $2: its counters (no row: not a spawn step).
+	sqlSuspendSpawn = `SELECT spawned, ended FROM latch_steps
+WHERE execution_id = $1 AND name = $2 AND spawned IS NOT NULL`
+
 	sqlSuspendProbe = `
 SELECT EXISTS (SELECT 1 FROM latch_steps WHERE execution_id = $1 AND name = $2),
     (SELECT count(*) FROM latch_steps WHERE execution_id = $1), ` + sqlJournalBytes + `, b.seq, b.data
@@ -57,12 +63,12 @@ UPDATE latch_executions SET status = 'queued', run_at = $2, resume = true, has_s
     lease_token = NULL, worker_id = NULL, lease_expires_at = NULL
 WHERE id = $1 AND ` + sqlEndRunRead + ` RETURNING ` + executionColumnsPlain
 
-	// Suspended: $2 wake_at, $3 waiting_for, $4 the step; the run $6 ends
-	// at $5, suspended.
+	// Suspended: $2 wake_at, $3 waiting_for, $4 the step, $7 a fan-in
+	// wait's count (NULL for any other); the run $6 ends at $5, suspended.
 	sqlSuspendWait = `
 WITH ` + endRunSQL(6, 5, store.RunSuspended) + `
 UPDATE latch_executions SET status = 'suspended', wake_at = $2, waiting_for = $3, suspend_step = $4,
-    resume = false, lease_token = NULL, worker_id = NULL, lease_expires_at = NULL
+    wait_count = $7, resume = false, lease_token = NULL, worker_id = NULL, lease_expires_at = NULL
 WHERE id = $1 AND ` + sqlEndRunRead + ` RETURNING ` + executionColumnsPlain
 
 	// A cancel requested: cancelled, as Complete would end it ($2 now),
@@ -75,9 +81,11 @@ WHERE id = $1 AND ` + sqlEndRunRead + ` RETURNING ` + executionColumnsPlain
 )
 
 // Suspend implements store.Store, as one transaction: the fence locks the
-// row, then the step and the buffered signals are read and the execution
-// is cancelled, queued again (a resume) or suspended; a cancelled one
-// gives its quota unit back, the others keep it.
+// row, then the step and the buffered signals (a fan-in wait: its spawn's
+// counters) are read and the execution is cancelled, queued again (a
+// resume) or suspended; a cancelled one gives its quota unit back, the
+// others keep it. A cancelled child locks its parent first (family.go):
+// when the fence finds one it did not lock, it runs again with it.
 func (s *Store) Suspend(ctx context.Context, p *store.SuspendParams) (*store.Execution, error) {
 	if err := p.Check(); err != nil {
 		return nil, err
@@ -88,68 +96,146 @@ func (s *Store) Suspend(ctx context.Context, p *store.SuspendParams) (*store.Exe
 		return nil, err
 	}
 	var e *store.Execution
-	err = s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
-		var tenant string
-		var cancel bool
-		var run int
-		err := tx.QueryRow(ctx, sqlSuspendLock, f.id, f.token, f.tenant, t).Scan(&tenant, &cancel, &run)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return false, fmt.Errorf("execution %s: %w", p.ExecutionID, store.ErrLeaseLost)
+	var changed []string
+	parentFirst := false
+	for {
+		err = s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
+			var err error
+			changed = nil
+			e, err = suspendInTx(ctx, tx, f, p, t, parentFirst, &changed)
+			return e != nil, err
+		})
+		if errors.Is(err, errParentFirst) && !parentFirst {
+			parentFirst = true
+			continue
 		}
-		if err != nil {
-			return false, err
-		}
-		if cancel {
-			if e, err = scanExecution(tx.QueryRow(ctx, sqlSuspendCancelled, f.id, t, run)); err != nil {
-				return false, err
-			}
-			return true, returnQuota(ctx, tx, tenant, 1)
-		}
-		var (
-			recorded    bool
-			steps, size int
-			seq         *int64
-			data        *string
-		)
-		if err := tx.QueryRow(ctx, sqlSuspendProbe, f.id, p.Step, p.Signal).Scan(&recorded, &steps, &size, &seq, &data); err != nil {
-			return false, err
-		}
-		// The outcome, now or when the suspension ends, is a new step:
-		// there must be room for it now (a Wake's outcome is at most
-		// TimedOut). Nothing was written.
-		outcome := store.TimedOut
-		if data != nil {
-			outcome = []byte(*data)
-		}
-		switch {
-		case !recorded && steps >= p.StepBound():
-			return false, fmt.Errorf("execution %s holds %d steps, its bound %d: %w", p.ExecutionID, steps,
-				p.StepBound(), store.ErrTooManySteps)
-		case !recorded && size+store.StepSize(p.Step, outcome) > p.ByteBound():
-			return false, fmt.Errorf("execution %s holds %d bytes of steps, a step of %d passes its bound %d: %w",
-				p.ExecutionID, size, store.StepSize(p.Step, outcome), p.ByteBound(), store.ErrJournalTooLarge)
-		case recorded: // nothing to wait for: the step's outcome is known
-			e, err = scanExecution(tx.QueryRow(ctx, sqlSuspendQueue, f.id, t, false, p.Step, nil, nil, run))
-		case p.Signal == "" && !micro(p.Until).After(t): // a sleep already over (to the microsecond stored)
-			e, err = scanExecution(tx.QueryRow(ctx, sqlSuspendQueue, f.id, t, true, p.Step, "null", nil, run))
-		case seq != nil: // the signal came first
-			e, err = scanExecution(tx.QueryRow(ctx, sqlSuspendQueue, f.id, t, true, p.Step, *data, *seq, run))
-		default:
-			var wakeAt *time.Time
-			switch {
-			case p.Signal == "":
-				w := micro(p.Until)
-				wakeAt = &w
-			case p.Timeout > 0:
-				w := micro(t.Add(p.Timeout))
-				wakeAt = &w
-			}
-			e, err = scanExecution(tx.QueryRow(ctx, sqlSuspendWait, f.id, wakeAt, strPtr(p.Signal), p.Step, t, run))
-		}
-		return true, err
-	})
+		break
+	}
 	if err != nil {
 		return nil, fmt.Errorf("postgres: suspend: %w", err)
 	}
+	s.feed.Publish(changed...)
 	return s.feed.Execution(e, nil)
+}
+
+// suspendInTx is Suspend's transaction; changed gets the other executions
+// a cancel changed.
+func suspendInTx(ctx context.Context, tx pgx.Tx, f fence, p *store.SuspendParams, t time.Time, parentFirst bool,
+	changed *[]string) (*store.Execution, error) {
+	if parentFirst {
+		if err := lockParent(ctx, tx, f.id, f.tenant); err != nil {
+			return nil, err
+		}
+	}
+	var (
+		tenant    string
+		cancel    bool
+		run       int
+		hasParent bool
+		children  int
+	)
+	err := tx.QueryRow(ctx, sqlSuspendLock, f.id, f.token, f.tenant, t).Scan(&tenant, &cancel, &run, &hasParent, &children)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("execution %s: %w", p.ExecutionID, store.ErrLeaseLost)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if cancel {
+		if hasParent && !parentFirst {
+			return nil, errParentFirst
+		}
+		var fam *cascade
+		if children > 0 {
+			if fam, err = lockCascade(ctx, tx, f.id); err != nil {
+				return nil, err
+			}
+		}
+		if err := returnQuota(ctx, tx, tenant, 1+fam.freed()); err != nil {
+			return nil, err
+		}
+		e, err := scanExecution(tx.QueryRow(ctx, sqlSuspendCancelled, f.id, t, run))
+		if err != nil {
+			return nil, err
+		}
+		*changed, err = finishFamily(ctx, tx, e, true, fam, t)
+		return e, err
+	}
+	var (
+		recorded    bool
+		steps, size int
+		seq         *int64
+		data        *string
+	)
+	if err := tx.QueryRow(ctx, sqlSuspendProbe, f.id, p.Step, p.Signal).Scan(&recorded, &steps, &size, &seq, &data); err != nil {
+		return nil, err
+	}
+	// The outcome, now or when the suspension ends, is a new step:
+	// there must be room for it now (a Wake's outcome is at most
+	// TimedOut; a fan-in wait's is cut to the room there is). Nothing was
+	// written.
+	outcome := store.TimedOut
+	if data != nil {
+		outcome = []byte(*data)
+	}
+	switch {
+	case !recorded && steps >= p.StepBound():
+		return nil, fmt.Errorf("execution %s holds %d steps, its bound %d: %w", p.ExecutionID, steps,
+			p.StepBound(), store.ErrTooManySteps)
+	case !recorded && p.Children == "" && size+store.StepSize(p.Step, outcome) > p.ByteBound():
+		return nil, fmt.Errorf("execution %s holds %d bytes of steps, a step of %d passes its bound %d: %w",
+			p.ExecutionID, size, store.StepSize(p.Step, outcome), p.ByteBound(), store.ErrJournalTooLarge)
+	case recorded: // nothing to wait for: the step's outcome is known
+		return scanExecution(tx.QueryRow(ctx, sqlSuspendQueue, f.id, t, false, p.Step, nil, nil, run))
+	case p.Children != "":
+		return suspendFanIn(ctx, tx, f, p, t, run, size)
+	case p.Signal == "" && !micro(p.Until).After(t): // a sleep already over (to the microsecond stored)
+		return scanExecution(tx.QueryRow(ctx, sqlSuspendQueue, f.id, t, true, p.Step, "null", nil, run))
+	case seq != nil: // the signal came first
+		return scanExecution(tx.QueryRow(ctx, sqlSuspendQueue, f.id, t, true, p.Step, *data, *seq, run))
+	}
+	var wakeAt *time.Time
+	switch {
+	case p.Signal == "":
+		w := micro(p.Until)
+		wakeAt = &w
+	case p.Timeout > 0:
+		w := micro(t.Add(p.Timeout))
+		wakeAt = &w
+	}
+	return scanExecution(tx.QueryRow(ctx, sqlSuspendWait, f.id, wakeAt, strPtr(p.Signal), p.Step, t, run, nil))
+}
+
+// suspendFanIn is Suspend's fan-in wait (children.go), with the row
+// locked: the spawn's counters, read after the lock, decide. A child that
+// ends meanwhile waits for this lock (it locks its parent first) and then
+// finds the wait.
+func suspendFanIn(ctx context.Context, tx pgx.Tx, f fence, p *store.SuspendParams, t time.Time, run, size int) (*store.Execution, error) {
+	var spawned, ended int
+	err := tx.QueryRow(ctx, sqlSuspendSpawn, f.id, p.Children).Scan(&spawned, &ended)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: step %q of execution %s is not a spawn", store.ErrInvalid, p.Children, p.ExecutionID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if p.Count > spawned {
+		return nil, fmt.Errorf("%w: count %d passes the %d children of spawn %q", store.ErrInvalid, p.Count, spawned,
+			p.Children)
+	}
+	if store.ChildrenWaitHolds(ended, spawned, p.Count) {
+		children, _, err := fanIn(ctx, tx, f.id, p.Children)
+		if err != nil {
+			return nil, err
+		}
+		result := store.FanInStep(p.Step, children, false, p.ByteBound()-size)
+		return scanExecution(tx.QueryRow(ctx, sqlSuspendQueue, f.id, t, true, p.Step, string(result), nil, run))
+	}
+	var wakeAt *time.Time
+	if p.Timeout > 0 {
+		w := micro(t.Add(p.Timeout))
+		wakeAt = &w
+	}
+	return scanExecution(tx.QueryRow(ctx, sqlSuspendWait, f.id, wakeAt, store.ChildrenWaitFor(p.Children), p.Step, t,
+		run, p.Count))
 }

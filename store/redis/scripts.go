@@ -73,6 +73,7 @@ var (
 	scriptListRateLimits  = mustReadScript("list_rate_limits")
 	scriptConcurrencyKeys = mustReadScript("concurrency_keys")
 	scriptHintSet         = mustScript("hint_set")
+	scriptSpawn           = mustScript("spawn")
 
 	allScripts = []*luaScript{
 		scriptAdmit, scriptClaim, scriptHeartbeat, scriptComplete, scriptFail, scriptRelease,
@@ -82,7 +83,7 @@ var (
 		scriptDeleteTenant, scriptDeleteAPIKey, scriptTouchAPIKey, scriptBackfill,
 		scriptSeedTurns, scriptStep, scriptSteps, scriptSuspend, scriptSignal, scriptWake, scriptRetry,
 		scriptQueueStats, scriptReportServer, scriptPresence, scriptActivity, scriptListRateLimits,
-		scriptConcurrencyKeys, scriptHintSet,
+		scriptConcurrencyKeys, scriptHintSet, scriptSpawn,
 	}
 
 	// libName and librarySource are the function library that holds every

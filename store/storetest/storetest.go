@@ -56,6 +56,12 @@
 //	               called by CheckInflight, checks the counter after nearly every test
 //	I12 fairness   Fairness/* (one claim alone; claims of many workers at once
 //	               stay fair only as far as store.Store.Claim promises)
+//	I13 children   Children/* (spawn all or nothing and once per step, bounds, List by
+//	               ParentID in spawn order; fan-in waits and every child's end waking
+//	               them; a parent's end cascading to its family; Prune and
+//	               DeleteTenant of families), Children/Race/* (one set of ids under 16
+//	               racing spawns, a child's end against the suspend, 100 children
+//	               ending at once, claims racing a parent's end)
 //
 // The optional store.Notifier capability is checked under Notifier/*; a
 // backend without it skips those tests and says so.
@@ -117,6 +123,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"TenantList", testTenantList},
 		{"SchedulePause", testSchedulePause},
 		{"Storage", testStorage},
+		{"Children", testChildren},
 	}
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {

@@ -109,6 +109,8 @@ func testChildrenFanIn(t *testing.T, ns NewStore) {
 		e.wantSuspended(l.ExecutionID, "join", store.ChildrenWaitFor("ship"), at(time.Minute+3*time.Second))
 		_, err := e.complete(cs[0], at(4*time.Second), mustJSON(`0`))
 		e.must(err, "Complete child 0")
+		_, err = e.heartbeat(cs[1], at(4*time.Second), time.Hour) // child 1 runs past the timeout
+		e.must(err, "Heartbeat child 1")
 		if n := e.wake(at(time.Minute+2*time.Second), 0); n != 0 {
 			t.Errorf("Wake before the timeout woke %d, want 0", n)
 		}

@@ -29,7 +29,7 @@ func testChildrenPrune(t *testing.T, ns NewStore) {
 		e.wantStatus(loose[0], store.StatusSucceeded)
 		// The parent's own lease is long gone: a claim after Rescue runs it.
 		e.rescue(at(3*time.Hour), 0)
-		l = e.claimLeaseOf(l.ExecutionID, at(3*time.Hour))
+		l = e.claimLeaseOf(l.ExecutionID, at(4*time.Hour))
 		_, err := e.complete(l, at(4*time.Hour), nil)
 		e.must(err, "Complete parent")
 		if res := e.prune(at(4*time.Hour+30*time.Minute), 0); res.Executions != 0 {

@@ -54,7 +54,7 @@ func testChildrenRace(t *testing.T, ns NewStore) {
 		parents := make([]store.Lease, n)
 		kids := make([][]string, n)
 		for i := range n {
-			parents[i] = e.claimKind("flow", at(0), 1)[e.submit(acme, base, job("flow")).ID]
+			parents[i] = func() store.Lease { x := e.submit(acme, base, job("flow")); return e.claimKind("flow", at(0), 1)[x.ID] }()
 			if parents[i].Token == "" {
 				t.Fatalf("parent %d not claimed", i)
 			}
@@ -219,7 +219,7 @@ func testChildrenRace(t *testing.T, ns NewStore) {
 		const n = 16
 		parents := make([]store.Lease, n)
 		for i := range n {
-			parents[i] = e.claimKind("flow", at(0), 1)[e.submit(acme, base, job("flow")).ID]
+			parents[i] = func() store.Lease { x := e.submit(acme, base, job("flow")); return e.claimKind("flow", at(0), 1)[x.ID] }()
 		}
 		errs := make([]error, 2*n)
 		results := make([]*store.SpawnResult, n)
@@ -275,7 +275,7 @@ func testChildrenRace(t *testing.T, ns NewStore) {
 			const rounds, n, workers = 4, 40, 4
 			for round := range rounds {
 				now := at(time.Duration(round) * time.Minute)
-				l := e.claimKind("flow", now, 1)[e.submit(acme, now, job("flow")).ID]
+				l := func() store.Lease { x := e.submit(acme, now, job("flow")); return e.claimKind("flow", now, 1)[x.ID] }()
 				if l.Token == "" {
 					t.Fatalf("round %d: parent not claimed", round)
 				}

@@ -166,7 +166,9 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 				}
 			}
 		case store.Status(e["status"]).Terminal():
-			expect(s.k.done(t), id, num(e["finished"]))
+			if e["parent"] == "" { // a child goes with its parent, never alone
+				expect(s.k.done(t), id, num(e["finished"]))
+			}
 			for _, f := range []string{"token", "worker", "lease_exp", "parked", "due", "resume"} {
 				if _, ok := e[f]; ok {
 					report("exec %s: terminal with field %s", id, f)

@@ -192,6 +192,7 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 		}
 	}
 	bad = append(bad, s.checkFlows(ctx, all, execs)...)
+	bad = append(bad, s.checkChildren(ctx, all, execs)...)
 	bad = append(bad, s.checkRuns(ctx, all, execs)...)
 	// Schedules: each in its tenant's name index, and in nextrun exactly
 	// while enabled, scored by its next run; each index entry names one.

@@ -70,7 +70,8 @@ return {k_exec('id-1'), k_tenant('acme'), k_dedup('acme'), k_dedupexp(), k_ready
   k_runs('id-1'), k_qqueued(scoped('acme', 'mail')), k_qsched(scoped('acme', 'mail')),
   k_qsusp(scoped('acme', 'mail')), k_queues('acme'), k_servers(), k_server('h:1'), k_workers(), k_activity(),
   k_activity_m('1931245200000000'), worker_member('h:1', 'acme', 'w:1'), k_ready_tk('acme', 'h:1'),
-  worker_tenant(worker_member('h:1', 'acme', 'w:1')), worker_tenant(worker_member('', '', ''))}`
+  worker_tenant(worker_member('h:1', 'acme', 'w:1')), worker_tenant(worker_member('', '', '')),
+  k_kids('id-1'), k_spawns('id-1')}`
 	got, err := rdb.Eval(context.Background(), body, nil, k.ns).StringSlice()
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +86,8 @@ return {k_exec('id-1'), k_tenant('acme'), k_dedup('acme'), k_dedupexp(), k_ready
 		k.steps("id-1"), k.stepOrder("id-1"), k.sigBuf(scoped("id-1", "approve")), k.sigNames("id-1"), k.sigKeys("id-1"), k.wake(),
 		k.runs("id-1"), k.qQueued(scoped("acme", "mail")), k.qSched(scoped("acme", "mail")),
 		k.qSusp(scoped("acme", "mail")), k.queues("acme"), k.servers(), k.server("h:1"), k.workers(), k.activity(),
-		k.activityMinute(1931245200000000), workerMember("h:1", "acme", "w:1"), k.readyTenantKind("acme", "h:1"), "acme", ""}
+		k.activityMinute(1931245200000000), workerMember("h:1", "acme", "w:1"), k.readyTenantKind("acme", "h:1"), "acme", "",
+		k.kids("id-1"), k.spawns("id-1")}
 	if len(got) != len(want) {
 		t.Fatalf("Lua built %d names, want %d: %q", len(got), len(want), got)
 	}

@@ -105,12 +105,12 @@ func testChildrenFanIn(t *testing.T, ns NewStore) {
 		l := e.run(acme, base, job("flow"))
 		ids := e.wantSpawn(l, at(time.Second), "ship", "", children(2)...)
 		cs := e.claimChildren(at(2*time.Second), ids...)
+		_, err := e.heartbeat(cs[1], at(3*time.Second), time.Hour)
+		e.must(err, "heartbeat of child 1")
 		e.wantFanIn(l, at(3*time.Second), "join", "ship", 0, time.Minute, store.StatusSuspended)
 		e.wantSuspended(l.ExecutionID, "join", store.ChildrenWaitFor("ship"), at(time.Minute+3*time.Second))
-		_, err := e.complete(cs[0], at(4*time.Second), mustJSON(`0`))
+		_, err = e.complete(cs[0], at(4*time.Second), mustJSON(`0`))
 		e.must(err, "Complete child 0")
-		_, err = e.heartbeat(cs[1], at(4*time.Second), time.Hour) // child 1 runs past the timeout
-		e.must(err, "Heartbeat child 1")
 		if n := e.wake(at(time.Minute+2*time.Second), 0); n != 0 {
 			t.Errorf("Wake before the timeout woke %d, want 0", n)
 		}
@@ -154,6 +154,26 @@ func testChildrenFanIn(t *testing.T, ns NewStore) {
 		if len(e.steps(l.ExecutionID)) != 2 {
 			t.Error("a refused fan-in recorded a step")
 		}
+		e.wantInflight(acme, 3)
+	})
+
+	t.Run("SignalOfTheSameNameDoesNotEndIt", func(t *testing.T) {
+		e := start(t, ns)
+		l := e.run(acme, base, job("flow"))
+		ids := e.wantSpawn(l, at(time.Second), "ship", "", child(0))
+		e.wantFanIn(l, at(2*time.Second), "join", "ship", 0, 0, store.StatusSuspended)
+		e.wantSignal(l.ExecutionID, store.ChildrenWaitFor("ship"), `"fake"`, at(3*time.Second), false)
+		e.wantSuspended(l.ExecutionID, "join", store.ChildrenWaitFor("ship"), time.Time{})
+		// And a signal wait of that name is not a fan-in wait.
+		other := e.submit(acme, at(4*time.Second), job("other")).ID
+		m := e.claimKind("other", at(4*time.Second), 1)[other]
+		e.wantSpawn(m, at(4*time.Second), "ship", "", job("idle"))
+		_, err := e.wait(m, at(5*time.Second), "signal", store.ChildrenWaitFor("ship"), 0)
+		e.must(err, "Suspend (signal wait)")
+		_, err = e.cancel(acme, e.listChildren(store.ListParams{ParentID: m.ExecutionID})[0].ID, at(6*time.Second))
+		e.must(err, "Cancel of the signal waiter's child")
+		e.wantSuspended(m.ExecutionID, "signal", store.ChildrenWaitFor("ship"), time.Time{})
+		e.claimLeaseOf(ids[0], at(7*time.Second))
 		e.wantInflight(acme, 3)
 	})
 

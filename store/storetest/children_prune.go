@@ -29,14 +29,14 @@ func testChildrenPrune(t *testing.T, ns NewStore) {
 		e.wantStatus(loose[0], store.StatusSucceeded)
 		// The parent's own lease is long gone: a claim after Rescue runs it.
 		e.rescue(at(3*time.Hour), 0)
-		l = e.claimLeaseOf(l.ExecutionID, at(4*time.Hour))
-		_, err := e.complete(l, at(4*time.Hour), nil)
+		l = e.claimLeaseOf(l.ExecutionID, at(3*time.Hour))
+		_, err := e.complete(l, at(3*time.Hour+10*time.Second), nil)
 		e.must(err, "Complete parent")
-		if res := e.prune(at(4*time.Hour+30*time.Minute), 0); res.Executions != 0 {
+		if res := e.prune(at(3*time.Hour+30*time.Minute), 0); res.Executions != 0 {
 			t.Errorf("Prune within the parent's retention removed %d executions, want 0", res.Executions)
 		}
 		e.wantStatus(ids[0], store.StatusSucceeded)
-		if res := e.prune(at(5*time.Hour+time.Second), 0); res.Executions != 3 {
+		if res := e.prune(at(4*time.Hour+11*time.Second), 0); res.Executions != 3 {
 			t.Errorf("Prune after the parent's retention removed %d executions, want the family's 3", res.Executions)
 		}
 		for _, id := range []string{l.ExecutionID, ids[0], loose[0]} {

@@ -54,7 +54,8 @@ func testChildrenRace(t *testing.T, ns NewStore) {
 		parents := make([]store.Lease, n)
 		kids := make([][]string, n)
 		for i := range n {
-			parents[i] = func() store.Lease { x := e.submit(acme, base, job("flow")); return e.claimKind("flow", at(0), 1)[x.ID] }()
+			id := e.submit(acme, base, job("flow")).ID
+			parents[i] = e.claimKind("flow", base, 1)[id]
 			if parents[i].Token == "" {
 				t.Fatalf("parent %d not claimed", i)
 			}
@@ -69,9 +70,25 @@ func testChildrenRace(t *testing.T, ns NewStore) {
 		errs := make(chan error, 3*n)
 		var wg sync.WaitGroup
 		gate := make(chan struct{})
+		// A quarter of the parents suspend at once, a quarter after their
+		// first child ended (racing the second), a quarter after both, and
+		// a quarter after the second.
+		ended := make([][]chan struct{}, n)
+		for i := range n {
+			ended[i] = []chan struct{}{make(chan struct{}), make(chan struct{})}
+		}
 		for i := range n {
 			wg.Go(func() {
 				<-gate
+				switch i % 4 {
+				case 1:
+					<-ended[i][0]
+				case 2:
+					<-ended[i][0]
+					<-ended[i][1]
+				case 3:
+					<-ended[i][1]
+				}
 				x, err := e.s.Suspend(e.ctx, &store.SuspendParams{
 					ExecutionID: parents[i].ExecutionID, Tenant: acme, Token: parents[i].Token,
 					Step: "join", Children: "ship", Now: now,
@@ -85,6 +102,7 @@ func testChildrenRace(t *testing.T, ns NewStore) {
 			for j, id := range kids[i] {
 				wg.Go(func() {
 					<-gate
+					defer close(ended[i][j])
 					l := leases[id]
 					if _, err := e.s.Complete(e.ctx, &store.CompleteParams{
 						ExecutionID: id, Tenant: acme, Token: l.Token, Result: mustJSON(fmt.Sprint(j)), Now: now,
@@ -219,7 +237,8 @@ func testChildrenRace(t *testing.T, ns NewStore) {
 		const n = 16
 		parents := make([]store.Lease, n)
 		for i := range n {
-			parents[i] = func() store.Lease { x := e.submit(acme, base, job("flow")); return e.claimKind("flow", at(0), 1)[x.ID] }()
+			id := e.submit(acme, base, job("flow")).ID
+			parents[i] = e.claimKind("flow", base, 1)[id]
 		}
 		errs := make([]error, 2*n)
 		results := make([]*store.SpawnResult, n)
@@ -275,7 +294,8 @@ func testChildrenRace(t *testing.T, ns NewStore) {
 			const rounds, n, workers = 4, 40, 4
 			for round := range rounds {
 				now := at(time.Duration(round) * time.Minute)
-				l := func() store.Lease { x := e.submit(acme, now, job("flow")); return e.claimKind("flow", now, 1)[x.ID] }()
+				id := e.submit(acme, now, job("flow")).ID
+				l := e.claimKind("flow", now, 1)[id]
 				if l.Token == "" {
 					t.Fatalf("round %d: parent not claimed", round)
 				}

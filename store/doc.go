@@ -39,6 +39,11 @@
 //	I12 fairness  across tenants with ready work, claims take turns: one tenant's
 //	              backlog holds back another tenant's next start by one round of
 //	              claims at most.
+//	I13 children  a spawn admits its children once per (parent, step), all or
+//	              none; a fan-in wait resumes its parent exactly once, and a child
+//	              ending while its parent suspends never loses that wake-up; no
+//	              child spawned with on_parent_end cancel is claimed after its
+//	              parent's end answered (children.go).
 //
 // The package imports only the standard library so that backends, the engine
 // and the API can all depend on it without cycles.

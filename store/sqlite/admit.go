@@ -129,7 +129,7 @@ func admitNew(ctx context.Context, tx *sql.Tx, tenant string, sub *store.Submiss
 // insertWithDedup writes an execution and, if it has a dedup key, the key's
 // mapping to it, expiring dedupTTL after t.
 func insertWithDedup(ctx context.Context, tx *sql.Tx, e *store.Execution, t time.Time, dedupTTL int64) error {
-	if err := insertExecution(ctx, tx, e); err != nil {
+	if err := insertExecution(ctx, tx, e, 0); err != nil {
 		return err
 	}
 	if e.DedupKey == "" {
@@ -217,19 +217,26 @@ func newID(sub *store.Submission) string {
 	return uuid.Must(uuid.NewV7()).String()
 }
 
-func insertExecution(ctx context.Context, tx *sql.Tx, e *store.Execution) error {
-	var climit sql.NullInt64
+// insertExecution writes e; a child (e.ParentID set) with seq, its place
+// among its parent's children.
+func insertExecution(ctx context.Context, tx *sql.Tx, e *store.Execution, seq int) error {
+	var climit, parentSeq sql.NullInt64
 	if e.ConcurrencyKey != "" {
 		climit = sql.NullInt64{Int64: int64(e.ConcurrencyLimit), Valid: true}
 	}
+	if e.ParentID != "" {
+		parentSeq = sql.NullInt64{Int64: int64(seq), Valid: true}
+	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO executions (id, tenant, kind, queue, priority, status,
 		dedup_key, concurrency_key, concurrency_limit, rate_key, payload, max_attempts,
-		timeout_seconds, schedule, created_at, run_at, finished_at, trace_parent, stored_bytes)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		timeout_seconds, schedule, created_at, run_at, finished_at, trace_parent, stored_bytes,
+		parent_id, parent_step, parent_seq, on_parent_end, depth)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		e.ID, e.Tenant, e.Kind, e.Queue, e.Priority, string(e.Status),
 		nullString(e.DedupKey), nullString(e.ConcurrencyKey), climit, nullString(e.RateKey),
 		string(e.Payload), e.MaxAttempts, e.TimeoutSeconds, nullString(e.Schedule),
-		ns(e.CreatedAt), ns(e.RunAt), nullNS(e.FinishedAt), nullString(e.TraceParent), e.StoredBytes)
+		ns(e.CreatedAt), ns(e.RunAt), nullNS(e.FinishedAt), nullString(e.TraceParent), e.StoredBytes,
+		nullString(e.ParentID), nullString(e.ParentStep), parentSeq, nullString(string(e.OnParentEnd)), e.Depth)
 	if err != nil {
 		return fmt.Errorf("sqlite: insert execution: %w", err)
 	}

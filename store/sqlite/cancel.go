@@ -10,7 +10,9 @@ import (
 
 // Cancel implements store.Store. Cancel of a running execution is a durable
 // flag on its row, not a message: the worker reads it from every heartbeat,
-// and Fail, Release or Rescue turn it into the cancelled status.
+// and Fail, Release or Rescue turn it into the cancelled status. Either way
+// it is its parent's end for the execution's children (children.go), in
+// the same step.
 func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Execution, error) {
 	t := now(p.Now)
 	var e *store.Execution
@@ -29,8 +31,8 @@ func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Execu
 				e = cur
 				return false, nil
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE executions SET cancel_requested = 1 WHERE id = ?`, cur.ID); err != nil {
-				return false, fmt.Errorf("sqlite: cancel: %w", err)
+			if err := requestCancel(ctx, tx, cur.ID, t); err != nil {
+				return false, err
 			}
 		default:
 			e = cur
@@ -48,7 +50,7 @@ func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Execu
 // Delete implements store.Store. The row, its dedup key (compare-and-delete:
 // only a key that still names this execution), its journal, signals and
 // history and, for an execution still in flight, its quota slot all go in
-// one transaction.
+// one transaction, with its children and theirs (deleteFamily).
 func (s *Store) Delete(ctx context.Context, p *store.DeleteParams) error {
 	return s.feed.Deleted(p.ID, s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		cur, err := getExecution(ctx, tx, p.Tenant, p.ID)
@@ -58,12 +60,19 @@ func (s *Store) Delete(ctx context.Context, p *store.DeleteParams) error {
 		if !cur.Status.Terminal() && !p.Force {
 			return false, fmt.Errorf("execution %s is %s: %w", cur.ID, cur.Status, store.ErrNotTerminal)
 		}
-		if err := deleteExecutions(ctx, tx, []string{cur.ID}); err != nil {
+		if _, err := deleteFamily(ctx, tx, cur.ID); err != nil {
 			return false, err
 		}
 		if cur.Status.Inflight() {
 			if _, err := tx.ExecContext(ctx, `UPDATE tenants SET inflight = inflight - 1 WHERE name = ?`, cur.Tenant); err != nil {
 				return false, fmt.Errorf("sqlite: delete: %w", err)
+			}
+			// A child deleted in flight ends for its parent's fan-in wait,
+			// which then lists it deleted.
+			if cur.ParentID != "" {
+				if err := spawnEnded(ctx, tx, cur.ParentID, cur.ParentStep, now(p.Now)); err != nil {
+					return false, err
+				}
 			}
 		}
 		return true, nil

@@ -39,10 +39,17 @@ func (s *Store) startWriter() {
 // before its step is taken into a group gets ctx's error and fn never
 // runs; once taken, the step runs to its end and inTx returns its outcome
 // (package batch).
+//
+// The executions a step's cascades touched (touch.go) are published on the
+// change feed once it is committed.
 func (s *Store) inTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) (changed bool, err error)) error {
-	_, err := s.steps.Do(ctx, txOp{ctx: context.WithoutCancel(ctx), fn: fn})
+	opCtx, tc := withTouched(context.WithoutCancel(ctx))
+	_, err := s.steps.Do(ctx, txOp{ctx: opCtx, fn: fn})
 	if errors.Is(err, batch.ErrClosed) {
 		err = errClosed
+	}
+	if err == nil {
+		s.feed.Publish(tc.list()...)
 	}
 	return interpretError(err)
 }

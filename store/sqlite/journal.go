@@ -113,16 +113,26 @@ func byteRoom(ctx context.Context, tx *sql.Tx, id string, n, limit int) error {
 	if limit == 0 {
 		return nil
 	}
-	var have int
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(octet_length(name) + octet_length(result)), 0)
-		FROM flow_steps WHERE execution_id = ?`, id).Scan(&have); err != nil {
-		return fmt.Errorf("sqlite: journal size: %w", err)
+	have, err := journalSize(ctx, tx, id)
+	if err != nil {
+		return err
 	}
 	if have+n > limit {
 		return fmt.Errorf("execution %s holds %d bytes of steps, a step of %d passes its bound %d: %w",
 			id, have, n, limit, store.ErrJournalTooLarge)
 	}
 	return nil
+}
+
+// journalSize is the size of execution id's journal, store.StepSize of
+// each step, read from the records' headers.
+func journalSize(ctx context.Context, tx *sql.Tx, id string) (int, error) {
+	var have int
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(octet_length(name) + octet_length(result)), 0)
+		FROM flow_steps WHERE execution_id = ?`, id).Scan(&have); err != nil {
+		return 0, fmt.Errorf("sqlite: journal size: %w", err)
+	}
+	return have, nil
 }
 
 // getStep reads the step of execution id named name; nil if none is

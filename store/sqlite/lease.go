@@ -85,7 +85,7 @@ func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store
 func (s *Store) Complete(ctx context.Context, p *store.CompleteParams) (*store.Execution, error) {
 	t := now(p.Now)
 	ends := runEnd{outcome: store.RunSucceeded}
-	return s.feed.Execution(s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, ends, func(tx *sql.Tx, l *leased) error {
+	return s.feed.Execution(s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, ends, func(ctx context.Context, tx *sql.Tx, l *leased) error {
 		if err := charge(ctx, tx, p.ExecutionID, store.StoredSize(p.Result), false); err != nil {
 			return err
 		}
@@ -103,7 +103,7 @@ func (s *Store) Fail(ctx context.Context, p *store.FailParams) (*store.Execution
 	t := now(p.Now)
 	msg := p.StoredError()
 	ends := runEnd{outcome: store.RunFailed, err: msg}
-	return s.feed.Execution(s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, ends, func(tx *sql.Tx, l *leased) error {
+	return s.feed.Execution(s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, ends, func(ctx context.Context, tx *sql.Tx, l *leased) error {
 		if err := charge(ctx, tx, p.ExecutionID, int64(len(msg)), true); err != nil {
 			return err
 		}
@@ -124,7 +124,7 @@ func (s *Store) Fail(ctx context.Context, p *store.FailParams) (*store.Execution
 func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Execution, error) {
 	t := now(p.Now)
 	ends := runEnd{outcome: store.RunReleased}
-	return s.feed.Execution(s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, ends, func(tx *sql.Tx, l *leased) error {
+	return s.feed.Execution(s.afterLease(ctx, p.ExecutionID, p.Tenant, p.Token, t, ends, func(ctx context.Context, tx *sql.Tx, l *leased) error {
 		if p.Unstarted && !l.resume {
 			if _, err := tx.ExecContext(ctx, `UPDATE executions SET attempt = attempt - 1 WHERE id = ?`, p.ExecutionID); err != nil {
 				return fmt.Errorf("sqlite: release: %w", err)
@@ -147,9 +147,9 @@ func (s *Store) Release(ctx context.Context, p *store.ReleaseParams) (*store.Exe
 
 // afterLease runs a fenced state change that ends the lease, and returns
 // the execution after it. The lease's run ends as ends says, in the same
-// step.
+// step. change gets the step's context (its touched set, touch.go).
 func (s *Store) afterLease(ctx context.Context, id, tenant, token string, now time.Time, ends runEnd,
-	change func(tx *sql.Tx, l *leased) error) (*store.Execution, error) {
+	change func(ctx context.Context, tx *sql.Tx, l *leased) error) (*store.Execution, error) {
 	var e *store.Execution
 	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		l, err := fence(ctx, tx, id, tenant, token, now)
@@ -159,7 +159,7 @@ func (s *Store) afterLease(ctx context.Context, id, tenant, token string, now ti
 		if err := endRun(ctx, tx, id, now, l.outcome(ends.outcome), ends.err); err != nil {
 			return false, err
 		}
-		if err := change(tx, l); err != nil {
+		if err := change(ctx, tx, l); err != nil {
 			return false, err
 		}
 		e, err = getExecution(ctx, tx, "", id)
@@ -192,19 +192,23 @@ func requeue(ctx context.Context, tx *sql.Tx, id, errMsg string, runAt, t time.T
 // finish moves an in-flight execution to a terminal status and frees its
 // tenant's quota slot in the same transaction (I3). A success clears the
 // error an earlier attempt left; other ends keep it unless errMsg replaces it.
-// A suspension (a suspended execution cancelled) ends with it.
+// A suspension (a suspended execution cancelled) ends with it. It is the
+// execution's end for its family, in the same step (ended).
 func finish(ctx context.Context, tx *sql.Tx, id, tenant string, status store.Status,
 	result sql.NullString, errMsg string, t time.Time) error {
-	_, err := tx.ExecContext(ctx, `UPDATE executions SET status = ?, result = ?,
+	var parent, step sql.NullString
+	var children int
+	err := tx.QueryRowContext(ctx, `UPDATE executions SET status = ?, result = ?,
 		error = CASE WHEN ? THEN NULL ELSE COALESCE(?, error) END, finished_at = ?,
 		lease_token = NULL, worker_id = NULL, lease_expires_at = NULL,
-		resume = 0, wake_at = NULL, waiting_for = NULL, suspend_step = NULL WHERE id = ?`,
-		string(status), result, status == store.StatusSucceeded, nullString(errMsg), ns(t), id)
+		resume = 0, wake_at = NULL, waiting_for = NULL, suspend_step = NULL, wait_count = NULL WHERE id = ?
+		RETURNING parent_id, parent_step, children`,
+		string(status), result, status == store.StatusSucceeded, nullString(errMsg), ns(t), id).Scan(&parent, &step, &children)
 	if err != nil {
 		return fmt.Errorf("sqlite: finish: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE tenants SET inflight = inflight - 1 WHERE name = ?`, tenant); err != nil {
 		return fmt.Errorf("sqlite: finish: %w", err)
 	}
-	return nil
+	return ended(ctx, tx, id, parent, step, children, t)
 }

@@ -90,15 +90,22 @@ func (s *Store) Promote(ctx context.Context, p *store.PromoteParams) (*store.Pro
 	return s.feed.Promoted(res, nil)
 }
 
-// Prune implements store.Store.
+// sqlPruneDue reads the executions due for Prune: finished more than their
+// tenant's retention ago, and not a child (executions_finished_roots): a
+// child goes with its parent only (deleteFamily), never alone.
+const sqlPruneDue = `SELECT e.id FROM executions e JOIN tenants t ON t.name = e.tenant
+	WHERE e.finished_at IS NOT NULL AND e.parent_id IS NULL AND e.finished_at < ? - t.retention
+	AND e.status IN ('succeeded', 'failed', 'cancelled', 'skipped') LIMIT ?`
+
+// Prune implements store.Store. It deletes a family together: an
+// execution nobody spawned (or that lost its parent) with its children and
+// theirs (deleteFamily), never a child whose parent stays.
 func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneResult, error) {
 	t := now(p.Now)
 	limit := store.BatchLimit(p.Limit)
 	res := &store.PruneResult{}
 	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
-		rows, err := tx.QueryContext(ctx, `SELECT e.id FROM executions e JOIN tenants t ON t.name = e.tenant
-			WHERE e.finished_at IS NOT NULL AND e.finished_at < ? - t.retention
-			AND e.status IN ('succeeded', 'failed', 'cancelled', 'skipped') LIMIT ?`, ns(t), limit)
+		rows, err := tx.QueryContext(ctx, sqlPruneDue, ns(t), limit)
 		if err != nil {
 			return false, fmt.Errorf("sqlite: prune: %w", err)
 		}
@@ -115,10 +122,13 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 		if err := rows.Err(); err != nil {
 			return false, fmt.Errorf("sqlite: prune: %w", err)
 		}
-		if err := deleteExecutions(ctx, tx, ids); err != nil {
-			return false, err
+		for _, id := range ids {
+			n, err := deleteFamily(ctx, tx, id)
+			if err != nil {
+				return false, err
+			}
+			res.Executions += n
 		}
-		res.Executions = len(ids)
 		r, err := tx.ExecContext(ctx, `DELETE FROM dedup_keys WHERE expires_at <= ?`, ns(t))
 		if err != nil {
 			return false, fmt.Errorf("sqlite: prune: %w", err)

@@ -57,6 +57,12 @@ func TestMigrateRoundTrip(t *testing.T) {
 		Name: "one", Now: base}); err != nil {
 		t.Fatal(err)
 	}
+	// A child, scheduled after the claims below: version 11's columns and
+	// spawns hold data when its down runs.
+	if _, err := s.Spawn(ctx, &store.SpawnParams{ExecutionID: flowID, Token: c.Leases[0].Token, Step: "kids",
+		Items: []store.Submission{{Kind: "child", RunAt: base.Add(time.Hour)}}, Now: base}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.Suspend(ctx, &store.SuspendParams{ExecutionID: flowID, Token: c.Leases[0].Token,
 		Step: "nap", Until: base.Add(time.Hour), Now: base}); err != nil {
 		t.Fatal(err)
@@ -78,12 +84,11 @@ func TestMigrateRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The eight newest: 10 (lanes by kind), 9 (storage budget), 8
-	// (schedule ticks), 7
-	// (observation), 6 (attempt history), 5 (flows), 4 (fair claims) and 3
-	// (keys and sessions), newest first.
+	// The nine newest: 11 (children), 10 (lanes by kind), 9 (storage
+	// budget), 8 (schedule ticks), 7 (observation), 6 (attempt history),
+	// 5 (flows), 4 (fair claims) and 3 (keys and sessions), newest first.
 	downs := []migration.Migration{ms[len(ms)-1], ms[len(ms)-2], ms[len(ms)-3], ms[len(ms)-4], ms[len(ms)-5], ms[len(ms)-6],
-		ms[len(ms)-7], ms[len(ms)-8]}
+		ms[len(ms)-7], ms[len(ms)-8], ms[len(ms)-9]}
 	db, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {
 		t.Fatal(err)
@@ -106,13 +111,16 @@ func TestMigrateRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := schemaObjects(t, db)
-	// Version 10 adds the lanes by kind; version 7 adds the servers, workers and activity minutes and the
+	// Version 11 adds the children's indexes and spawns; version 10 adds
+	// the lanes by kind; version 7 adds the servers, workers and activity minutes and the
 	// index of live executions; version 6 adds the attempt history;
 	// version 5 adds the journal, the
 	// signals and the wake index; version 4 (fair claims) replaces the
 	// queue index across tenants by one per tenant and adds the tenants'
 	// turns; version 3 adds key ids and console sessions.
-	for _, gone := range []string{"index executions_ready_kind", "table servers", "index servers_seen", "table workers", "index workers_seen",
+	for _, gone := range []string{"table spawns", "index executions_children", "index executions_live_children",
+		"index executions_finished_roots",
+		"index executions_ready_kind", "table servers", "index servers_seen", "table workers", "index workers_seen",
 		"index workers_tenant", "table activity", "index activity_minute", "index executions_suspended",
 		"table execution_runs", "table flow_steps", "index flow_steps_name", "table flow_signals",
 		"index flow_signals_pending", "index flow_signals_key", "index executions_wake",
@@ -135,9 +143,10 @@ func TestMigrateRoundTrip(t *testing.T) {
 		t.Fatalf("the tick's execution after the down migration: %d rows, %v", n, err)
 	}
 	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('executions')
-		WHERE name IN ('runs', 'trace_parent', 'dedup_hits', 'last_dedup_hit_at')`).
+		WHERE name IN ('runs', 'trace_parent', 'dedup_hits', 'last_dedup_hit_at', 'parent_id', 'parent_step',
+		'parent_seq', 'on_parent_end', 'depth', 'children', 'wait_count')`).
 		Scan(&n); err != nil || n != 0 {
-		t.Errorf("executions.runs, trace_parent, dedup_hits, last_dedup_hit_at after the down migration: %d columns, %v", n, err)
+		t.Errorf("executions.runs, trace_parent, dedup_hits, last_dedup_hit_at and the children's columns after the down migration: %d columns, %v", n, err)
 	}
 	// A key stored before the migration: the up gives it a key id.
 	if _, err := db.ExecContext(ctx, `INSERT INTO api_keys (hash, tenant, created_at) VALUES ('hash-old', 'acme', ?)`,
@@ -237,6 +246,10 @@ func TestQueryPlans(t *testing.T) {
 		}
 		return query{listQuery(&p, where), args}
 	}
+	children := func(p store.ListParams) query {
+		q, args := listChildrenQuery(&p)
+		return query{q, append(args, 10)}
+	}
 	activity := func(p store.ActivityParams) query {
 		q, args := activityQuery(&p)
 		return query{q, args}
@@ -300,6 +313,16 @@ func TestQueryPlans(t *testing.T) {
 			"tenant = ?", "dedup_key = ?", "id < ?"), "SEARCH executions USING INDEX executions_tenant_dedup (tenant=? AND dedup_key=? AND id<?)"},
 		"list of a tenant's schedule, succeeded": {listing(store.ListParams{Tenant: "acme", Schedule: "s", Status: store.StatusSucceeded},
 			"tenant = ?", "schedule = ?", "status = ?", "id < ?"), "SEARCH executions USING COVERING INDEX executions_schedule (tenant=? AND schedule=? AND status=? AND id<?)"},
+		// Children (children.go): a child's end reads one row of spawns
+		// and its parent's; a parent's end its live children only.
+		"children in spawn order": {children(store.ListParams{ParentID: "p", Tenant: "acme", Status: store.StatusQueued}),
+			"SEARCH executions USING INDEX executions_children (parent_id=?)"},
+		"children after a cursor": {children(store.ListParams{ParentID: "p", After: "c"}),
+			"SEARCH executions USING INDEX executions_children (parent_id=? AND parent_seq>?)"},
+		"a parent's live children":   {query{sqlLiveChildren, []any{"p"}}, "SEARCH executions USING INDEX executions_live_children (parent_id=?)"},
+		"a parent's children":        {query{sqlChildren, []any{"p"}}, "SEARCH executions USING INDEX executions_children (parent_id=?)"},
+		"a child's end of its spawn": {query{sqlSpawnEnded, []any{"p", "s"}}, "SEARCH spawns USING PRIMARY KEY (parent_id=? AND step=?)"},
+		"prune's candidates":         {query{sqlPruneDue, []any{1, 10}}, "SEARCH e USING INDEX executions_finished_roots"},
 	} {
 		rows, err := s.read.QueryContext(ctx, `EXPLAIN QUERY PLAN `+c.sql, c.args...)
 		if err != nil {

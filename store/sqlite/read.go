@@ -14,7 +14,8 @@ import (
 const executionColumns = `id, tenant, kind, queue, priority, status, dedup_key, concurrency_key,
 	concurrency_limit, rate_key, payload, result, error, attempt, max_attempts, timeout_seconds,
 	schedule, created_at, run_at, started_at, finished_at, cancel_requested, worker_id, lease_expires_at,
-	wake_at, waiting_for, suspend_step, trace_parent, dedup_hits, last_dedup_hit_at, stored_bytes`
+	wake_at, waiting_for, suspend_step, trace_parent, dedup_hits, last_dedup_hit_at, stored_bytes,
+	parent_id, parent_step, on_parent_end, depth`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -23,6 +24,7 @@ func scanExecution(row scanner) (*store.Execution, error) {
 		e                                        store.Execution
 		dedup, ckey, rkey, result, errMsg, sched sql.NullString
 		worker, waitingFor, suspendStep, trace   sql.NullString
+		parent, parentStep, onParentEnd          sql.NullString
 		climit                                   sql.NullInt64
 		status, payload                          string
 		created, runAt                           int64
@@ -33,7 +35,8 @@ func scanExecution(row scanner) (*store.Execution, error) {
 	err := row.Scan(&e.ID, &e.Tenant, &e.Kind, &e.Queue, &e.Priority, &status, &dedup, &ckey,
 		&climit, &rkey, &payload, &result, &errMsg, &e.Attempt, &e.MaxAttempts, &e.TimeoutSeconds,
 		&sched, &created, &runAt, &started, &finished, &cancelReq, &worker, &leaseExp,
-		&wakeAt, &waitingFor, &suspendStep, &trace, &e.DedupHits, &lastHit, &e.StoredBytes)
+		&wakeAt, &waitingFor, &suspendStep, &trace, &e.DedupHits, &lastHit, &e.StoredBytes,
+		&parent, &parentStep, &onParentEnd, &e.Depth)
 	if err != nil {
 		return nil, err
 	}
@@ -50,6 +53,7 @@ func scanExecution(row scanner) (*store.Execution, error) {
 	e.CancelRequested = cancelReq != 0
 	e.WakeAt, e.WaitingFor, e.SuspendStep = nullTime(wakeAt), waitingFor.String, suspendStep.String
 	e.TraceParent, e.LastDedupHitAt = trace.String, nullTime(lastHit)
+	e.ParentID, e.ParentStep, e.OnParentEnd = parent.String, parentStep.String, store.ParentEnd(onParentEnd.String)
 	return &e, nil
 }
 
@@ -97,6 +101,9 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 	limit, err := p.Paging()
 	if err != nil {
 		return nil, err
+	}
+	if p.ParentID != "" {
+		return s.listChildren(ctx, p, limit)
 	}
 	var where []string
 	var args []any

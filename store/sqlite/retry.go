@@ -37,6 +37,11 @@ func (s *Store) Retry(ctx context.Context, p *store.RetryParams) (*store.Executi
 		if err := addInflight(ctx, tx, cur.Tenant, 1, 0); err != nil {
 			return false, err
 		}
+		if cur.ParentID != "" {
+			if err := unendSpawn(ctx, tx, cur.ParentID, cur.ParentStep); err != nil {
+				return false, err
+			}
+		}
 		e, err = getExecution(ctx, tx, "", cur.ID)
 		return true, err
 	})

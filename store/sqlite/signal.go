@@ -25,7 +25,7 @@ func (s *Store) Signal(ctx context.Context, p *store.SignalParams) (*store.Signa
 	woke := false
 	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		res, woke = store.SignalResult{}, false
-		query := `SELECT status, waiting_for, suspend_step, attempt FROM executions WHERE id = ?`
+		query := `SELECT status, waiting_for, suspend_step, attempt, wait_count IS NOT NULL FROM executions WHERE id = ?`
 		args := []any{p.ExecutionID}
 		if p.Tenant != "" {
 			query += ` AND tenant = ?`
@@ -34,7 +34,8 @@ func (s *Store) Signal(ctx context.Context, p *store.SignalParams) (*store.Signa
 		var status string
 		var waiting, step sql.NullString
 		var attempt int
-		err := tx.QueryRowContext(ctx, query, args...).Scan(&status, &waiting, &step, &attempt)
+		var fanIn bool
+		err := tx.QueryRowContext(ctx, query, args...).Scan(&status, &waiting, &step, &attempt, &fanIn)
 		if errors.Is(err, sql.ErrNoRows) {
 			return false, fmt.Errorf("execution %s: %w", p.ExecutionID, store.ErrNotFound)
 		}
@@ -58,7 +59,9 @@ func (s *Store) Signal(ctx context.Context, p *store.SignalParams) (*store.Signa
 		// waits, checked after the flow's own bounds as on every backend (a
 		// refusal rolls the transaction back).
 		data := jsonOrNull(p.Data)
-		if status == string(store.StatusSuspended) && waiting.Valid && waiting.String == p.Name {
+		// A fan-in wait (children.go) is ended by its children only, never
+		// by a signal of the same name.
+		if status == string(store.StatusSuspended) && waiting.Valid && waiting.String == p.Name && !fanIn {
 			st := store.Step{Name: step.String, Result: data, RecordedAt: t, Attempt: attempt}
 			if _, _, err := recordStep(ctx, tx, p.ExecutionID, &st, journalBounds{bytes: p.ByteBound()}); err != nil {
 				return false, err

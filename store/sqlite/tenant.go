@@ -158,6 +158,11 @@ func (s *Store) DeleteTenant(ctx context.Context, p *store.DeleteTenantParams) e
 		if err := deleteFlow(ctx, tx, owned, p.Name); err != nil {
 			return false, err
 		}
+		// Children never cross tenants: the tenant's spawns are its own.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM spawns WHERE parent_id IN (SELECT id FROM executions WHERE tenant = ?)`,
+			p.Name); err != nil {
+			return false, fmt.Errorf("sqlite: delete tenant: %w", err)
+		}
 		if err := deleteRuns(ctx, tx, owned, p.Name); err != nil {
 			return false, err
 		}

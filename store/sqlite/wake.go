@@ -10,7 +10,7 @@ import (
 )
 
 // sqlDue reads the suspensions due at a time, earliest first.
-const sqlDue = `SELECT id, suspend_step, waiting_for, attempt FROM executions
+const sqlDue = `SELECT id, suspend_step, waiting_for, attempt, wait_count IS NOT NULL FROM executions
 	WHERE status = 'suspended' AND wake_at <= ? ORDER BY wake_at LIMIT ?`
 
 // Wake implements store.Store: the due suspensions (executions_wake), read
@@ -27,19 +27,19 @@ func (s *Store) Wake(ctx context.Context, p *store.WakeParams) (*store.WakeResul
 			return false, fmt.Errorf("sqlite: wake: %w", err)
 		}
 		type due struct {
-			id, step string
-			wait     bool
-			attempt  int
+			id, step, waiting string
+			wait, fanIn       bool
+			attempt           int
 		}
 		var list []due
 		for rows.Next() {
 			var d due
 			var step, waiting sql.NullString
-			if err := rows.Scan(&d.id, &step, &waiting, &d.attempt); err != nil {
+			if err := rows.Scan(&d.id, &step, &waiting, &d.attempt, &d.fanIn); err != nil {
 				rows.Close()
 				return false, fmt.Errorf("sqlite: wake: %w", err)
 			}
-			d.step, d.wait = step.String, waiting.Valid
+			d.step, d.waiting, d.wait = step.String, waiting.String, waiting.Valid
 			list = append(list, d)
 		}
 		rows.Close()
@@ -47,6 +47,14 @@ func (s *Store) Wake(ctx context.Context, p *store.WakeParams) (*store.WakeResul
 			return false, fmt.Errorf("sqlite: wake: %w", err)
 		}
 		for _, d := range list {
+			if spawn, ok := store.ChildrenWaitStep(d.waiting); ok && d.fanIn {
+				// A fan-in wait's timeout: its children as they are now.
+				if err := endFanIn(ctx, tx, d.id, d.step, spawn, d.attempt, true, store.MaxJournalBytes, t); err != nil {
+					return false, err
+				}
+				ids = append(ids, d.id)
+				continue
+			}
 			result := json.RawMessage("null") // a sleep's end
 			if d.wait {
 				result = store.TimedOut

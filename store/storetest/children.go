@@ -3,6 +3,7 @@ package storetest
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ func testChildren(t *testing.T, ns NewStore) {
 	testChildrenEnd(t, ns)
 	testChildrenPrune(t, ns)
 	testChildrenRace(t, ns)
+	testChildrenFeed(t, ns)
 }
 
 func testChildrenSpawn(t *testing.T, ns NewStore) {
@@ -345,5 +347,57 @@ func testChildrenSpawn(t *testing.T, ns NewStore) {
 		e.wantStatus(l.ExecutionID, store.StatusRunning)
 		e.wantInflight(acme, 3)
 		e.wantInflight(globex, 0)
+	})
+}
+
+// testChildrenFeed checks the optional store.ChangeFeed across a family:
+// the executions a spawn admits, the parent a child's end resumes and the
+// children a parent's end cancels are reported by the call that changed
+// them, before it returns.
+func testChildrenFeed(t *testing.T, ns NewStore) {
+	t.Run("FeedNamesTheFamily", func(t *testing.T) {
+		e := start(t, ns)
+		f, ok := e.s.(store.ChangeFeed)
+		if !ok {
+			t.Skip("SKIP: this backend does not implement the optional store.ChangeFeed")
+		}
+		var mu sync.Mutex
+		all := false
+		got := map[string]bool{}
+		stop := f.WatchChanges(func(c store.Change) {
+			mu.Lock()
+			defer mu.Unlock()
+			if c.IDs == nil {
+				all = true
+			}
+			for _, id := range c.IDs {
+				got[id] = true
+			}
+		})
+		defer stop()
+		reported := func(what string, ids ...string) {
+			t.Helper()
+			mu.Lock()
+			defer mu.Unlock()
+			for _, id := range ids {
+				if !got[id] && !all {
+					t.Errorf("%s: execution %s changed and was not reported", what, id)
+				}
+			}
+			got, all = map[string]bool{}, false
+		}
+		l := e.run(acme, base, job("flow"))
+		ids := e.wantSpawn(l, at(time.Second), "ship", "", children(2)...)
+		reported("Spawn", ids...)
+		e.wantFanIn(l, at(2*time.Second), "join", "ship", 1, 0, store.StatusSuspended)
+		reported("Suspend", l.ExecutionID)
+		_, err := e.cancel(acme, ids[0], at(3*time.Second))
+		e.must(err, "Cancel child 0")
+		reported("a child's end resuming its parent", ids[0], l.ExecutionID)
+		l = e.claimKind("flow", at(4*time.Second), 1)[l.ExecutionID]
+		reported("Claim", l.ExecutionID)
+		_, err = e.complete(l, at(5*time.Second), nil)
+		e.must(err, "Complete parent")
+		reported("a parent's end cancelling its child", l.ExecutionID, ids[1])
 	})
 }

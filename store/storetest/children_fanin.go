@@ -177,6 +177,27 @@ func testChildrenFanIn(t *testing.T, ns NewStore) {
 		e.wantInflight(acme, 3)
 	})
 
+	t.Run("RetriedChildIsInFlightAgain", func(t *testing.T) {
+		e := start(t, ns)
+		l := e.run(acme, base, job("flow"))
+		ids := e.wantSpawn(l, at(time.Second), "ship", store.ParentEndAbandon, children(2)...)
+		cs := e.claimChildren(at(2*time.Second), ids...)
+		_, err := e.fail(cs[0], at(3*time.Second), "boom", false, 0)
+		e.must(err, "Fail child 0")
+		_, err = e.s.Retry(e.ctx, &store.RetryParams{Tenant: acme, ID: ids[0], Now: at(4 * time.Second)})
+		e.must(err, "Retry child 0")
+		e.wantFanIn(l, at(5*time.Second), "join", "ship", 0, 0, store.StatusSuspended)
+		_, err = e.complete(cs[1], at(6*time.Second), mustJSON(`1`))
+		e.must(err, "Complete child 1")
+		e.wantSuspended(l.ExecutionID, "join", store.ChildrenWaitFor("ship"), time.Time{})
+		again := e.claimChildren(at(7*time.Second), ids[0])[0]
+		_, err = e.complete(again, at(8*time.Second), mustJSON(`0`))
+		e.must(err, "Complete the retried child 0")
+		e.wantResumed(l.ExecutionID)
+		e.wantFanInStep(l.ExecutionID, "join", ids, statuses(2, store.StatusSucceeded), false)
+		e.wantInflight(acme, 1)
+	})
+
 	t.Run("DeletedChildShowsDeleted", func(t *testing.T) {
 		e := start(t, ns)
 		l := e.run(acme, base, job("flow"))

@@ -1,0 +1,11 @@
+DROP TABLE spawns;
+DROP INDEX executions_finished_roots;
+DROP INDEX executions_live_children;
+DROP INDEX executions_children;
+ALTER TABLE executions DROP COLUMN wait_count;
+ALTER TABLE executions DROP COLUMN children;
+ALTER TABLE executions DROP COLUMN depth;
+ALTER TABLE executions DROP COLUMN on_parent_end;
+ALTER TABLE executions DROP COLUMN parent_seq;
+ALTER TABLE executions DROP COLUMN parent_step;
+ALTER TABLE executions DROP COLUMN parent_id;

@@ -28,5 +28,6 @@ func (s *Store) Delete(ctx context.Context, p *store.DeleteParams) error {
 		return err
 	}
 	s.note.ack(asInt(at(arr, 1)))
+	s.publishFamily(at(arr, 2))
 	return s.feed.Deleted(p.ID, nil)
 }

@@ -87,6 +87,22 @@ func (s *Store) Spawn(ctx context.Context, p *store.SpawnParams) (*store.SpawnRe
 	return res, nil
 }
 
+// publishFamily reports on the change feed the executions a script's
+// family rules changed besides the one it was about (lib.lua's family): a
+// parent a child's end resumed, the children a parent's end cancelled or
+// deleted.
+func (s *Store) publishFamily(v any) {
+	arr, _ := v.([]any)
+	if len(arr) == 0 {
+		return
+	}
+	ids := make([]string, len(arr))
+	for i, id := range arr {
+		ids[i] = asString(id)
+	}
+	s.feed.Publish(ids...)
+}
+
 // checkSpawn refuses what no backend may admit whatever the caller checked
 // (store.SpawnParams.Check is the callers' full check): a step name, one
 // item or more, each admissible on its face (store.CheckItem) without a

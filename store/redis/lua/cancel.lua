@@ -11,7 +11,8 @@
 --   ckparkg:<c>, ckpark:<c>, kids:<id> and the same of each child; of its
 --   parent, spawns:<id>, exec:<id> and steps:<id>
 -- ARGV[1] NS  ARGV[2] id  ARGV[3] tenant ('' = any)  ARGV[4] now_us
--- Returns {'NOTFOUND'} or {'OK', version, HGETALL}; version 0 when nothing
+-- Returns {'NOTFOUND'} or {'OK', version, HGETALL, family} (family: the ids
+-- of the other executions of its family it changed, lib.lua); version 0 when nothing
 -- changed.
 
 local e = owned(ARGV[2], ARGV[3])
@@ -25,4 +26,4 @@ elseif e.status == 'running' and e.cancel ~= '1' then
   if e.kids then parent_end(e, ARGV[4]) end
   v = changed()
 end
-return {'OK', v, redis.call('HGETALL', KEYS[1])}
+return {'OK', v, redis.call('HGETALL', KEYS[1]), family}

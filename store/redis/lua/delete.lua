@@ -18,7 +18,8 @@
 -- ARGV[1] NS  ARGV[2] id  ARGV[3] tenant ('' = any)  ARGV[4] force (0/1)
 -- ARGV[5] now_us
 -- Returns {'NOTFOUND'}, {'NOTTERMINAL', status} (nothing changed) or
--- {'OK', version}.
+-- {'OK', version, family} (the ids of the other executions of its family
+-- it changed or deleted, lib.lua).
 
 local e = owned(ARGV[2], ARGV[3])
 if not e then return {'NOTFOUND'} end
@@ -31,4 +32,4 @@ end
 drop(e)
 if e.ckey then ck_settle(ck_of(e)) end
 if inflight and e.parent then child_end(e, ARGV[5]) end
-return {'OK', changed()}
+return {'OK', changed(), family}

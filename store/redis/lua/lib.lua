@@ -198,8 +198,19 @@ SUSPEND_FIELDS[#FIELDS + 3] = 'fcount'
 SUSPEND_FIELDS[#FIELDS + 4] = 'fbytes'
 
 -- child_end and parent_end are the children section's hooks (below), which
--- finish calls.
+-- finish calls. family lists the members of families they (and drop)
+-- changed in this run besides the execution a script is about, for the
+-- scripts to report (store.ChangeFeed): a parent a child's end resumed,
+-- children a parent's end cancelled, deleted or left without a parent.
 local child_end, parent_end
+local family = {}
+
+-- family_since returns the entries of family after its first n.
+local function family_since(n)
+  local out = {}
+  for i = n + 1, #family do out[#out + 1] = family[i] end
+  return out
+end
 
 -- load reads the fields the scripts decide on (fields, FIELDS when nil);
 -- nil if there is no such execution. Absent fields are false.
@@ -774,7 +785,7 @@ end
 -- run_reset forgets what the previous run kept: in the function library
 -- this file's locals outlive a call.
 local function run_reset()
-  quotas, kinds_added, queues_added, tenant_tags, laned_delta = {}, {}, {}, {}, {}
+  quotas, kinds_added, queues_added, tenant_tags, laned_delta, family = {}, {}, {}, {}, {}, {}
   now_s, now_n = nil, nil
 end
 
@@ -1134,7 +1145,10 @@ child_end = function(e, now)
   local p = load(e.parent, SUSPEND_FIELDS)
   if not p or not fanin_wait(p) or p.waiting ~= CHILDREN_WAIT .. e.pstep then return end
   local total = tonumber(redis.call('HGET', sp, 't:' .. e.pstep) or 0)
-  if wait_holds(ended, total, tonumber(p.fcount)) then fanin_end(p, false, now) end
+  if wait_holds(ended, total, tonumber(p.fcount)) then
+    fanin_end(p, false, now)
+    family[#family + 1] = p.id
+  end
 end
 
 -- parent_end cancels the live children parent e spawned with 'cancel', and
@@ -1147,8 +1161,10 @@ parent_end = function(e, now)
     local c = load(cid)
     if c and c.ponend ~= 'abandon' then
       if c.status == 'queued' or c.status == 'scheduled' or c.status == 'suspended' then
+        family[#family + 1] = cid
         finish(c, 'cancelled', now, nil, '')
       elseif c.status == 'running' and c.cancel ~= '1' then
+        family[#family + 1] = cid
         redis.call('HSET', k_exec(cid), 'cancel', 1)
         c.cancel = '1'
         if c.kids then parent_end(c, now) end
@@ -1168,6 +1184,7 @@ local function drop(e)
     for _, cid in ipairs(redis.call('ZRANGE', k_kids(e.id), 0, -1)) do
       local c = load(cid)
       if c then
+        family[#family + 1] = cid
         if in_flight(c.status) and c.ponend == 'abandon' then
           redis.call('HDEL', k_exec(cid), 'parent', 'pstep')
         else

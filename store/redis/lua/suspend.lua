@@ -46,7 +46,8 @@
 -- new and its outcome — the kept signal it would consume, else a timed-out
 -- wait's — would make the journal pass its bound of bytes; nothing
 -- changed), {'INVALID', why} (a fan-in wait refused; nothing changed) or
--- {'OK', version, HGETALL}.
+-- {'OK', version, HGETALL, family} (the ids of the other executions of
+-- its family it changed, lib.lua).
 
 local now, ra, step, untl, sig = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
 local cstep, ccount = ARGV[14], tonumber(ARGV[15])
@@ -112,4 +113,4 @@ else
     if e.ckey then ck_settle(ck_of(e)) end
   end
 end
-return {'OK', changed(), redis.call('HGETALL', KEYS[1])}
+return {'OK', changed(), redis.call('HGETALL', KEYS[1]), family}

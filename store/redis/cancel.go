@@ -19,7 +19,8 @@ func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Execu
 // execution) and, for an execution still in flight, its quota slot all go
 // in one script.
 func (s *Store) Delete(ctx context.Context, p *store.DeleteParams) error {
-	arr, err := s.run(ctx, "delete", scriptDelete, []string{s.k.exec(p.ID)}, s.k.ns, p.ID, p.Tenant, flag(p.Force))
+	arr, err := s.run(ctx, "delete", scriptDelete, []string{s.k.exec(p.ID)}, s.k.ns, p.ID, p.Tenant, flag(p.Force),
+		itoa(us(now(p.Now))))
 	if err != nil {
 		return err
 	}
@@ -27,5 +28,6 @@ func (s *Store) Delete(ctx context.Context, p *store.DeleteParams) error {
 		return err
 	}
 	s.note.ack(asInt(at(arr, 1)))
+	s.publishFamily(at(arr, 2))
 	return s.feed.Deleted(p.ID, nil)
 }

@@ -167,7 +167,9 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 				}
 			}
 		case store.Status(e["status"]).Terminal():
-			expect(s.k.done(t), id, num(e["finished"]))
+			if e["parent"] == "" { // a child goes with its parent, never alone
+				expect(s.k.done(t), id, num(e["finished"]))
+			}
 			for _, f := range []string{"token", "worker", "lease_exp", "parked", "due", "resume"} {
 				if _, ok := e[f]; ok {
 					report("exec %s: terminal with field %s", id, f)
@@ -191,6 +193,7 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 		}
 	}
 	bad = append(bad, s.checkFlows(ctx, all, execs)...)
+	bad = append(bad, s.checkChildren(ctx, all, execs)...)
 	bad = append(bad, s.checkRuns(ctx, all, execs)...)
 	// Schedules: each in its tenant's name index, and in nextrun exactly
 	// while enabled, scored by its next run; each index entry names one.

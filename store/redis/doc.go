@@ -123,6 +123,11 @@
 //	{p}:signames:<id>         set    the signal names with a buffer
 //	{p}:sigkeys:<id>          hash   signal idempotency key -> first answer
 //	{p}:wake                  zset   suspended execution ids by wake_at (Wake)
+//	{p}:kids:<id>             zset   a parent's children, scored by spawn order
+//	                                 (1, 2, ...): List by ParentID, its end
+//	{p}:spawns:<id>           hash   its counters: n (children ever spawned),
+//	                                 t:<step> and e:<step> (a spawn's children
+//	                                 and those that ended; lib.lua, children)
 //	{p}:runs:<id>             list   an execution's attempt history, oldest
 //	                                 run first, at most store.MaxRunsKept
 //	                                 (lib.lua, run_start)
@@ -344,6 +349,29 @@
 // (HGETALL) only for an execution whose journal flag is set, and does not
 // count a start for a resume (the execution's resume field, set when the
 // flow's own progress queued it).
+//
+// # Children
+//
+// A child (store/children.go) is an execution of its parent's tenant, so
+// a whole family is in one namespace, on one node even through the tenant
+// router, and one script sees parent and children. Spawn is one script
+// (spawn.lua): the fence, the replay of a recorded step, the bounds, the
+// journal's bounds, the quota and the storage budget, then every child
+// admitted as Admit admits one (lib.lua, admit_new) with its parent's
+// fields, its place in the parent's kids list and its spawn's counters,
+// and the step recorded. Every script that ends an execution does it
+// through lib.lua's finish, and every one that deletes one through remove
+// or drop, and there the family's rules run in the same script: a child's
+// end counts in its spawn's counter (one HINCRBY) and reads its parent's
+// wait (one HMGET), never its siblings, and ends that fan-in wait when its
+// condition now holds (child_end); a parent's end, or Cancel of a running
+// parent, cancels its children spawned with cancel, and theirs (parent_end);
+// a parent's delete (Delete, Prune, DeleteTenant) deletes its family but
+// for abandoned children in flight, which lose their parent (drop). So a
+// child's end racing its parent's Suspend is decided in one script or the
+// other: suspend.lua reads the counter that the child's script wrote, or
+// the child's script finds the wait that suspend.lua wrote. A terminal
+// child has no retention entry (done:<T>): it goes with its parent only.
 //
 // # Attempt history
 //

@@ -89,6 +89,10 @@ func status(arr []any, what string) error {
 			store.ErrJournalTooLarge)
 	case "BUFFERFULL":
 		return fmt.Errorf("%s keeps %v signals: %w", what, at(arr, 1), store.ErrSignalBufferFull)
+	case "TOOMANYCHILDREN":
+		return fmt.Errorf("%s: %v: %w", what, at(arr, 1), store.ErrTooManyChildren)
+	case "INVALID":
+		return fmt.Errorf("%w: %s: %v", store.ErrInvalid, what, at(arr, 1))
 	case "IDEXISTS":
 		return fmt.Errorf("%s: execution id %v: %w", what, at(arr, 1), store.ErrExists)
 	}

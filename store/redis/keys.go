@@ -132,6 +132,11 @@ func (k keys) wake() string               { return k.ns + ":wake" }
 // (lib.lua's runs section).
 func (k keys) runs(id string) string { return k.ns + ":runs:" + id }
 
+// A parent's children: their ids scored by spawn order (1, 2, ...), and
+// its counters per spawn step (lib.lua's children section).
+func (k keys) kids(id string) string   { return k.ns + ":kids:" + id }
+func (k keys) spawns(id string) string { return k.ns + ":spawns:" + id }
+
 // The queue statistics (lib.lua's qs_enter), scope scoped(tenant, queue):
 // the queued and the scheduled executions by run_at, the suspended ones,
 // and a tenant's queues that have had any.

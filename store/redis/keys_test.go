@@ -71,7 +71,7 @@ return {k_exec('id-1'), k_tenant('acme'), k_dedup('acme'), k_dedupexp(), k_ready
   k_qsusp(scoped('acme', 'mail')), k_queues('acme'), k_servers(), k_server('h:1'), k_workers(), k_activity(),
   k_activity_m('1931245200000000'), worker_member('h:1', 'acme', 'w:1'), k_ready_tk('acme', 'h:1'),
   worker_tenant(worker_member('h:1', 'acme', 'w:1')), worker_tenant(worker_member('', '', '')),
-  k_ckrun(scoped('acme', 'c:1')), k_workerclaims()}`
+  k_ckrun(scoped('acme', 'c:1')), k_workerclaims(), k_kids('id-1'), k_spawns('id-1')}`
 	got, err := rdb.Eval(context.Background(), body, nil, k.ns).StringSlice()
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ return {k_exec('id-1'), k_tenant('acme'), k_dedup('acme'), k_dedupexp(), k_ready
 		k.runs("id-1"), k.qQueued(scoped("acme", "mail")), k.qSched(scoped("acme", "mail")),
 		k.qSusp(scoped("acme", "mail")), k.queues("acme"), k.servers(), k.server("h:1"), k.workers(), k.activity(),
 		k.activityMinute(1931245200000000), workerMember("h:1", "acme", "w:1"), k.readyTenantKind("acme", "h:1"), "acme", "",
-		k.concRun(scoped("acme", "c:1")), k.workerClaims()}
+		k.concRun(scoped("acme", "c:1")), k.workerClaims(), k.kids("id-1"), k.spawns("id-1")}
 	if len(got) != len(want) {
 		t.Fatalf("Lua built %d names, want %d: %q", len(got), len(want), got)
 	}

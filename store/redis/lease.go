@@ -44,6 +44,7 @@ func (s *Store) Complete(ctx context.Context, p *store.CompleteParams) (*store.E
 		return nil, err
 	}
 	s.note.ack(d.version)
+	s.publishFamily(at(d.reply, 2))
 	return s.feed.Execution(parseExecution(asMap(at(d.reply, 1))), nil)
 }
 
@@ -68,7 +69,8 @@ func (s *Store) afterLease(ctx context.Context, op string, sc *luaScript, id str
 }
 
 // runExec runs a script on execution id that answers {'OK', version,
-// HGETALL} or a refusal.
+// HGETALL} (and the ids of the other executions of its family it changed,
+// which are reported: publishFamily) or a refusal.
 func (s *Store) runExec(ctx context.Context, op string, sc *luaScript, id string, keys []string, args ...any) (*store.Execution, error) {
 	arr, err := s.run(ctx, op, sc, keys, args...)
 	if err != nil {
@@ -78,8 +80,9 @@ func (s *Store) runExec(ctx context.Context, op string, sc *luaScript, id string
 		return nil, err
 	}
 	s.note.ack(asInt(at(arr, 1)))
-	if len(arr) != 3 {
+	if len(arr) != 3 && len(arr) != 4 {
 		return nil, fmt.Errorf("redis: %s: unexpected reply", op)
 	}
+	s.publishFamily(at(arr, 3))
 	return parseExecution(asMap(arr[2])), nil
 }

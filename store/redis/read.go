@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -56,6 +57,10 @@ func parseExecution(m map[string]string) *store.Execution {
 		DedupHits:        num("dhits"),
 		StoredBytes:      hashInt(m, "bytes"),
 		LastDedupHitAt:   tm("dhit_at"),
+		ParentID:         m["parent"],
+		ParentStep:       m["pstep"],
+		OnParentEnd:      store.ParentEnd(m["ponend"]),
+		Depth:            num("depth"),
 	}
 	if r, ok := m["result"]; ok {
 		e.Result = json.RawMessage(r)
@@ -93,6 +98,9 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 	limit, err := p.Paging()
 	if err != nil {
 		return nil, err
+	}
+	if p.ParentID != "" {
+		return s.listChildren(ctx, p, limit)
 	}
 	index := s.k.list()
 	if p.Tenant != "" {
@@ -154,8 +162,76 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 	}
 }
 
+// listChildren is List of one parent's children, in spawn order: its kids
+// index (scored by spawn order), read a chunk at a time like List's, After
+// a child's id whose score is where the page starts. A page after a child
+// deleted since is empty.
+func (s *Store) listChildren(ctx context.Context, p *store.ListParams, limit int) (*store.ListResult, error) {
+	index := s.k.kids(p.ParentID)
+	page := p.Page(limit)
+	lo := "-inf"
+	if p.After != "" {
+		sc, err := s.rdb.ZScore(ctx, index, p.After).Result()
+		if errors.Is(err, goredis.Nil) {
+			return page.Result(""), nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("redis: list children: %w", interpretError(err))
+		}
+		lo = "(" + strconv.FormatFloat(sc, 'f', -1, 64)
+	}
+	chunk := limit + 1
+	if p.Filtered() {
+		chunk = max(chunk, 200)
+	}
+	left := p.ScanSize()
+	cursor := p.After
+	for {
+		if left == 0 {
+			return page.Result(cursor), nil
+		}
+		n := min(chunk, left)
+		zs, err := s.rdb.ZRangeArgsWithScores(ctx, goredis.ZRangeArgs{
+			Key: index, Start: lo, Stop: "+inf", ByScore: true, Count: int64(n),
+		}).Result()
+		if err != nil {
+			return nil, fmt.Errorf("redis: list children: %w", interpretError(err))
+		}
+		if len(zs) == 0 {
+			return page.Result(""), nil
+		}
+		cmds := make([]*goredis.MapStringStringCmd, len(zs))
+		_, err = s.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
+			for i, z := range zs {
+				cmds[i] = pipe.HGetAll(ctx, s.k.exec(asString(z.Member)))
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("redis: list children: %w", interpretError(err))
+		}
+		for _, c := range cmds {
+			m := c.Val()
+			if len(m) == 0 {
+				continue // deleted since the index was read
+			}
+			if e := parseExecution(m); matches(e, p) && page.Add(e) {
+				return page.Result(""), nil
+			}
+		}
+		if len(zs) < n {
+			return page.Result(""), nil
+		}
+		left -= len(zs)
+		last := zs[len(zs)-1]
+		cursor = asString(last.Member)
+		lo = "(" + strconv.FormatFloat(last.Score, 'f', -1, 64)
+	}
+}
+
 func matches(e *store.Execution, p *store.ListParams) bool {
 	return (p.Tenant == "" || e.Tenant == p.Tenant) &&
+		(p.ParentID == "" || e.ParentID == p.ParentID) &&
 		(p.Status == "" || e.Status == p.Status) &&
 		(p.Kind == "" || e.Kind == p.Kind) &&
 		(p.Queue == "" || e.Queue == p.Queue) &&

@@ -75,6 +75,7 @@ var (
 	scriptExplain         = mustReadScript("explain")
 	scriptReadyKinds      = mustReadScript("ready_kinds")
 	scriptHintSet         = mustScript("hint_set")
+	scriptSpawn           = mustScript("spawn")
 
 	allScripts = []*luaScript{
 		scriptAdmit, scriptClaim, scriptHeartbeat, scriptComplete, scriptFail, scriptRelease,
@@ -84,7 +85,7 @@ var (
 		scriptDeleteTenant, scriptDeleteAPIKey, scriptTouchAPIKey, scriptBackfill,
 		scriptSeedTurns, scriptStep, scriptSteps, scriptSuspend, scriptSignal, scriptWake, scriptRetry,
 		scriptQueueStats, scriptReportServer, scriptPresence, scriptActivity, scriptListRateLimits,
-		scriptConcurrencyKeys, scriptExplain, scriptReadyKinds, scriptHintSet,
+		scriptConcurrencyKeys, scriptExplain, scriptReadyKinds, scriptHintSet, scriptSpawn,
 	}
 
 	// libName and librarySource are the function library that holds every

@@ -16,9 +16,14 @@ import (
 // (claim now), scheduled (claim and promote at RunAt), suspended with a
 // wake time (wake then); an execution with a concurrency key that left a
 // running or queued state may have freed a slot for parked work (claim
-// now).
+// now); so may a child that ended, and its end may have queued its parent
+// again (a fan-in wait's end: claim now).
 func (r *Router) afterExec(ctx context.Context, e *store.Execution) {
 	if e == nil || e.Tenant == "" {
+		return
+	}
+	if e.ParentID != "" && e.Status.Terminal() {
+		r.lower(ctx, e.Tenant, 0, hintClaim)
 		return
 	}
 	switch e.Status {
@@ -90,7 +95,7 @@ func (r *Router) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*stor
 func (r *Router) Complete(ctx context.Context, p *store.CompleteParams) (*store.Execution, error) {
 	e, err := onLease(ctx, r, p, p.Tenant, p.Token, func(q *store.CompleteParams, t string) { q.Token = t }, (*Store).Complete)
 	r.unsure(err)
-	if err == nil && e != nil && e.ConcurrencyKey != "" {
+	if err == nil && e != nil && (e.ConcurrencyKey != "" || e.ParentID != "") {
 		r.afterExec(ctx, e)
 	}
 	return e, err

@@ -80,7 +80,7 @@ func (r *Router) unsure(err error) {
 func refusal(err error) bool {
 	for _, e := range []error{store.ErrNotFound, store.ErrExists, store.ErrQuotaExceeded, store.ErrDedupKeyReused,
 		store.ErrLeaseLost, store.ErrNotTerminal, store.ErrNotActive, store.ErrTooManySteps,
-		store.ErrJournalTooLarge, store.ErrSignalBufferFull, store.ErrNotFailed, store.ErrScheduleLimit, store.ErrInvalid} {
+		store.ErrJournalTooLarge, store.ErrSignalBufferFull, store.ErrNotFailed, store.ErrScheduleLimit, store.ErrInvalid, store.ErrTooManyChildren} {
 		if errors.Is(err, e) {
 			return true
 		}

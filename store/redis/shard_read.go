@@ -21,9 +21,19 @@ import (
 // item's id when the page was cut, else that highest Next. Paging on visits
 // every match once, newest first, as the one-namespace List does; one call
 // examines up to Scan ids per tenant.
+//
+// List of one parent's children (ParentID) is the namespace's that holds
+// the parent: a family lives in its tenant's namespace.
 func (r *Router) List(ctx context.Context, p *store.ListParams) (*store.ListResult, error) {
 	if p.Tenant != "" {
 		return r.view(p.Tenant).List(ctx, p)
+	}
+	if p.ParentID != "" {
+		v, err := r.find(ctx, "", p.ParentID)
+		if err != nil {
+			return nil, err
+		}
+		return v.List(ctx, p)
 	}
 	limit, err := p.Paging()
 	if err != nil {

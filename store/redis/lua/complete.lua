@@ -13,7 +13,8 @@
 --   result JSON
 -- Returns {version, reply_1, ...}; a reply is {'LEASELOST'}, {'STORAGE',
 -- bytes} (the result would pass the tenant's storage budget; nothing
--- changed, the lease kept) or {'OK', HGETALL of the execution}.
+-- changed, the lease kept) or {'OK', HGETALL of the execution, family} (the
+-- ids of the other executions of its family it changed, lib.lua).
 
 -- The retention entries and freed quota slots of the group are written
 -- once per tenant at the end (lib.lua, finish): nothing in the run reads
@@ -28,8 +29,9 @@ local res = each_call(1, function(k, a)
   run_end(e, ARGV[a + 3], status) -- the outcomes are named as the statuses
   local result = nil
   if ARGV[a + 4] == '1' then result = ARGV[a + 5] end
+  local f0 = #family
   finish(e, status, ARGV[a + 3], result, '', ended)
-  return {'OK', redis.call('HGETALL', KEYS[k])}, true
+  return {'OK', redis.call('HGETALL', KEYS[k]), family_since(f0)}, true
 end)
 ended_flush(ended)
 return res

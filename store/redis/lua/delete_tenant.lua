@@ -12,8 +12,8 @@
 -- KEYS[8] ratelimits:<T>   KEYS[9] keyids:<T>
 --   derived: exec:<id> of each execution, the ready indexes, sched, due,
 --   running, wake, ck:<c>, ckparkg:<c> and ckpark:<c> of its keys, list,
---   done:<T>, each execution's flow records (steps, signames, sigbuf, sigkeys) and
---   attempt history (runs),
+--   done:<T>, each execution's flow records (steps, signames, sigbuf, sigkeys),
+--   attempt history (runs) and children's list and counters (kids, spawns),
 --   schedule:<s> and schedlive:<s> of its schedules, ratelimit:<c>,
 --   apikey:<hash>, queues:<T> and the queue statistics' keys, workers,
 --   activity and activity:<minute>

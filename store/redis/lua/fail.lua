@@ -11,7 +11,8 @@
 -- ARGV[5] now_us  ARGV[6] error  ARGV[7] retry (0/1)  ARGV[8] run_at_us of
 -- the retry  ARGV[9] ra (run_at as a queue member part)
 -- The error counts in the tenant's storage budget, never refused.
--- Returns {'LEASELOST'} (nothing changed) or {'OK', version, HGETALL}.
+-- Returns {'LEASELOST'} (nothing changed) or {'OK', version, HGETALL, family} (the ids of
+-- the other executions of its family it changed, lib.lua).
 
 local e = fence(ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 if not e then return {'LEASELOST'} end
@@ -24,4 +25,4 @@ elseif ARGV[7] == '1' and tonumber(e.attempt) < tonumber(e.maxatt) then
 else
   finish(e, 'failed', ARGV[5], nil, ARGV[6])
 end
-return {'OK', changed(), redis.call('HGETALL', KEYS[1])}
+return {'OK', changed(), redis.call('HGETALL', KEYS[1]), family}

@@ -31,8 +31,11 @@
 -- section below): journal ("1" once a step is recorded), resume, nbuf (the
 -- signals buffered, not yet consumed: absent is 0), and while
 -- suspended wake_at, waiting (the awaited signal) and sstep (the step the
--- suspension's outcome is recorded under); bytes, what the execution
--- counts in its tenant's storage budget (see charge; absent is 0).
+-- suspension's outcome is recorded under), and of a fan-in wait fcount
+-- and fbytes; bytes, what the execution counts in its tenant's storage
+-- budget (see charge; absent is 0); and of composition (see the children
+-- section below) parent pstep ponend depth of a child, kids ("1") of a
+-- parent.
 
 local NS = ARGV[1]
 
@@ -99,6 +102,10 @@ local function k_sigkeys(id) return NS .. ':sigkeys:' .. id end
 local function k_wake() return NS .. ':wake' end
 -- An execution's attempt history: its runs, oldest first (see run_start).
 local function k_runs(id) return NS .. ':runs:' .. id end
+-- A parent's children in spawn order and its per-spawn counters (see the
+-- children section).
+local function k_kids(id) return NS .. ':kids:' .. id end
+local function k_spawns(id) return NS .. ':spawns:' .. id end
 -- The queue statistics (see qs_enter), per scoped(tenant, queue): the
 -- queued and the scheduled executions by run_at, the suspended ones; and
 -- the queues of each tenant that have had any.
@@ -177,7 +184,7 @@ local function dedup_member(t, key) return tenant_tag(t) .. key end
 
 local FIELDS = {'tenant', 'queue', 'kind', 'status', 'ckey', 'climit', 'qp', 'ra',
   'parked', 'attempt', 'maxatt', 'cancel', 'token', 'dkey', 'lease_exp', 'run_at', 'due', 'rkey',
-  'resume', 'wake_at'}
+  'resume', 'wake_at', 'parent', 'pstep', 'ponend', 'kids'}
 
 -- LEASE_FIELDS are FIELDS and what a lease carries, so that a claim reads
 -- each candidate with one HMGET. (No unpack or ipairs: in the function
@@ -193,6 +200,23 @@ local SUSPEND_FIELDS = {}
 for i = 1, #FIELDS do SUSPEND_FIELDS[i] = FIELDS[i] end
 SUSPEND_FIELDS[#FIELDS + 1] = 'waiting'
 SUSPEND_FIELDS[#FIELDS + 2] = 'sstep'
+SUSPEND_FIELDS[#FIELDS + 3] = 'fcount'
+SUSPEND_FIELDS[#FIELDS + 4] = 'fbytes'
+
+-- child_end and parent_end are the children section's hooks (below), which
+-- finish calls. family lists the members of families they (and drop)
+-- changed in this run besides the execution a script is about, for the
+-- scripts to report (store.ChangeFeed): a parent a child's end resumed,
+-- children a parent's end cancelled, deleted or left without a parent.
+local child_end, parent_end
+local family = {}
+
+-- family_since returns the entries of family after its first n.
+local function family_since(n)
+  local out = {}
+  for i = n + 1, #family do out[#out + 1] = family[i] end
+  return out
+end
 
 -- load reads the fields the scripts decide on (fields, FIELDS when nil);
 -- nil if there is no such execution. Absent fields are false.
@@ -507,7 +531,7 @@ local function leave(e)
     end
   elseif e.status == 'suspended' then
     if e.wake_at then redis.call('ZREM', k_wake(), e.id) end
-    redis.call('HDEL', k_exec(e.id), 'wake_at', 'waiting', 'sstep')
+    redis.call('HDEL', k_exec(e.id), 'wake_at', 'waiting', 'sstep', 'fcount', 'fbytes')
   end
 end
 
@@ -531,7 +555,10 @@ end
 -- none) replaces it. With ended (a table from a script that ends many
 -- executions in one run, which nothing in the run reads back), the
 -- retention entry and the freed slot are added there, per tenant, and
--- ended_flush writes them with one ZADD and one HINCRBY a tenant.
+-- ended_flush writes them with one ZADD and one HINCRBY a tenant. A child
+-- gets no retention entry (it goes with its parent: see drop); its end may
+-- end its parent's fan-in wait (child_end), and a parent's end cancels its
+-- children (parent_end).
 local function finish(e, status, now, result, err, ended)
   leave(e)
   local ek = k_exec(e.id)
@@ -554,19 +581,23 @@ local function finish(e, status, now, result, err, ended)
       ended[e.tenant] = t
     end
     t.n = t.n + 1
-    t.done[#t.done + 1] = now
-    t.done[#t.done + 1] = e.id
+    if not e.parent then
+      t.done[#t.done + 1] = now
+      t.done[#t.done + 1] = e.id
+    end
   else
-    redis.call('ZADD', k_done(e.tenant), now, e.id)
+    if not e.parent then redis.call('ZADD', k_done(e.tenant), now, e.id) end
     redis.call('HINCRBY', k_tenant(e.tenant), 'inflight', -1)
   end
   e.status = status
   if e.ckey then ck_settle(ck_of(e)) end
+  if e.parent then child_end(e, now) end
+  if e.kids then parent_end(e, now) end
 end
 
 local function ended_flush(ended)
   for t, v in pairs(ended) do
-    zadd_pairs(k_done(t), v.done)
+    if #v.done > 0 then zadd_pairs(k_done(t), v.done) end
     redis.call('HINCRBY', k_tenant(t), 'inflight', -v.n)
   end
 end
@@ -701,15 +732,19 @@ end
 
 -- remove deletes an execution and every trace of it: list entries, the
 -- retention index, its dedup key if the key still names it
--- (compare-and-delete), its attempt history, and a flow's journal,
--- buffered signals and signal idempotency keys; and gives its bytes back
--- to its tenant's count. Its status must have been left (see leave) first.
+-- (compare-and-delete), its attempt history, a flow's journal, buffered
+-- signals and signal idempotency keys, a parent's list of children and
+-- counters and a child's entry in its parent's list; and gives its bytes
+-- back to its tenant's count. Its status must have been left (see leave)
+-- first. drop (the children section) removes a family.
 local function remove(e)
   local names = k_signames(e.id)
   for _, name in ipairs(redis.call('SMEMBERS', names)) do
     redis.call('DEL', k_sigbuf(scoped(e.id, name)))
   end
-  redis.call('DEL', names, k_steps(e.id), k_steporder(e.id), k_sigkeys(e.id), k_runs(e.id))
+  redis.call('DEL', names, k_steps(e.id), k_steporder(e.id), k_sigkeys(e.id), k_runs(e.id), k_kids(e.id),
+    k_spawns(e.id))
+  if e.parent then redis.call('ZREM', k_kids(e.parent), e.id) end
   redis.call('ZREM', k_list(), e.id)
   redis.call('ZREM', k_list_t(e.tenant), e.id)
   redis.call('ZREM', k_done(e.tenant), e.id)
@@ -759,7 +794,7 @@ end
 -- run_reset forgets what the previous run kept: in the function library
 -- this file's locals outlive a call.
 local function run_reset()
-  quotas, kinds_added, queues_added, tenant_tags, laned_delta = {}, {}, {}, {}, {}
+  quotas, kinds_added, queues_added, tenant_tags, laned_delta, family = {}, {}, {}, {}, {}, {}
   now_s, now_n = nil, nil
 end
 
@@ -787,8 +822,11 @@ end
 -- admit_new writes a new execution admitted at now (a string): x holds its
 -- fields (id tenant kind queue prio qp payload dkey ckey climit rkey maxatt
 -- timeout schedule run_at ra, '' for none, and trace, nil or '' for none)
--- and status is nil (queued, or scheduled when run_at is after now) or 'skipped' (a tick dropped by
--- overlap skip: terminal at once, finished at now, holding no quota slot).
+-- and status is nil (queued, or scheduled when run_at is after now),
+-- 'skipped' (a tick dropped by overlap skip) or 'cancelled' (a child
+-- spawned by a parent whose cancel was requested): terminal at once,
+-- finished at now, holding no quota slot. A child's x also holds parent,
+-- pstep, ponend and depth (spawn.lua).
 -- Together: the hash, its list entries, its queue, schedule or retention
 -- entry, its dedup mapping (for the tenant's dedup TTL) and, in flight, its
 -- quota slot in q (see quota) and its place in its schedule's live set.
@@ -818,7 +856,14 @@ local function admit_new(x, status, now, q)
   end
   if x.schedule ~= '' then h[#h + 1] = 'schedule'; h[#h + 1] = x.schedule end
   if x.trace and x.trace ~= '' then h[#h + 1] = 'trace'; h[#h + 1] = x.trace end
-  if status == 'skipped' then h[#h + 1] = 'finished'; h[#h + 1] = now end
+  if x.parent then
+    h[#h + 1] = 'parent'; h[#h + 1] = x.parent
+    h[#h + 1] = 'pstep'; h[#h + 1] = x.pstep
+    h[#h + 1] = 'ponend'; h[#h + 1] = x.ponend
+    h[#h + 1] = 'depth'; h[#h + 1] = x.depth
+  end
+  local live = status == 'queued' or status == 'scheduled'
+  if not live then h[#h + 1] = 'finished'; h[#h + 1] = now end
   redis.call('HSET', k_exec(x.id), unpack(h))
   redis.call('ZADD', k_list(), 0, x.id)
   redis.call('ZADD', k_list_t(x.tenant), 0, x.id)
@@ -828,7 +873,7 @@ local function admit_new(x, status, now, q)
   elseif status == 'scheduled' then
     redis.call('ZADD', k_sched(), x.run_at, x.id)
     qs_enter(e, status, x.run_at)
-  else
+  elseif not x.parent then
     redis.call('ZADD', k_done(x.tenant), now, x.id)
   end
   if x.dkey ~= '' then
@@ -836,7 +881,7 @@ local function admit_new(x, status, now, q)
     redis.call('HSET', k_dedup(x.tenant), x.dkey, expires .. ':' .. x.id)
     redis.call('ZADD', k_dedupexp(), expires, dedup_member(x.tenant, x.dkey))
   end
-  if status ~= 'skipped' then
+  if live then
     q.inflight = q.inflight + 1
     q.added = q.added + 1
     if x.schedule ~= '' then redis.call('SADD', k_schedlive(scoped(x.tenant, x.schedule)), x.id) end
@@ -1008,6 +1053,163 @@ local function run_end(e, now, outcome, err)
   local cur = redis.call('LINDEX', k, -1)
   if not cur or string.sub(cur, 1, 1) ~= ':' then return end
   redis.call('LSET', k, -1, outcome .. ':' .. now .. string.sub(cur, 2) .. (err or ''))
+end
+
+-- Children (store/children.go). A child's hash carries parent (its
+-- parent's id), pstep (the spawn step), ponend ('cancel' or 'abandon')
+-- and depth; a parent's carries kids ('1') once it has spawned.
+-- kids:<id> holds a parent's children scored by spawn order (1, 2, ...):
+-- List by parent pages it, a parent's end walks it. spawns:<id> counts
+-- the children ever spawned (n) and, per spawn step s, its children (t:s)
+-- and those of them that have ended (e:s: terminal or deleted, counted
+-- once, when the child leaves flight; Retry takes it back): so a child's
+-- end reads its parent's wait and two counters, never its siblings. A
+-- fan-in wait is a suspension with waiting CHILDREN_WAIT .. s, fcount
+-- (its count, 0 = all; its presence tells it from a wait for a signal of
+-- that name) and fbytes (the journal's bound of bytes its outcome is
+-- recorded within). A terminal child with a parent has no retention
+-- entry: it goes with its parent (drop), never alone.
+local CHILDREN_WAIT = 'children:' -- store.ChildrenWaitPrefix
+
+-- wait_holds is store.ChildrenWaitHolds.
+local function wait_holds(ended, total, count)
+  if count <= 0 or count > total then count = total end
+  return ended >= count
+end
+
+-- spawn_ids returns the ids a spawn step of execution id recorded, in
+-- spawn order, or nil when step is no spawn's.
+local function spawn_ids(id, step)
+  local entry = redis.call('HGET', k_steps(id), step)
+  if not entry then return nil end
+  local ok, r = pcall(cjson.decode, string.sub(entry, step_result_at(entry)))
+  if not ok or type(r) ~= 'table' or type(r.children) ~= 'table' then return nil end
+  return r.children
+end
+
+-- fanin_step is store.FanInStep for the wait of execution id on spawn
+-- step s, recorded as step name within the journal's bound of bytes:
+-- every child of the spawn as it is now (status 'deleted' when gone).
+local function fanin_step(id, s, name, timed_out, bound)
+  local ids = spawn_ids(id, s) or {}
+  local heads, results, errs = {}, {}, {}
+  for i, cid in ipairs(ids) do
+    local v = redis.call('HMGET', k_exec(cid), 'status', 'result', 'error')
+    heads[i] = '{"execution_id":' .. cjson.encode(cid) .. ',"status":' .. cjson.encode(v[1] or 'deleted')
+    results[i] = v[2]
+    errs[i] = ''
+    if v[3] and v[3] ~= '' then errs[i] = ',"error":' .. cjson.encode(v[3]) end
+  end
+  local tail = ',"timed_out":false}'
+  if timed_out then tail = ',"timed_out":true}' end
+  local room = tonumber(bound) - journal_size(id)
+  local parts = {}
+  for i = 1, #ids do
+    local r = ''
+    if results[i] then r = ',"result":' .. results[i] end
+    parts[i] = heads[i] .. r .. errs[i] .. '}'
+  end
+  local full = '{"children":[' .. table.concat(parts, ',') .. ']' .. tail
+  if #name + #full <= room then return full end
+  -- Without any result first; then results back in spawn order while
+  -- they fit.
+  tail = ',"timed_out":' .. tostring(timed_out) .. ',"results_omitted":true}'
+  for i = 1, #ids do parts[i] = heads[i] .. errs[i] .. '}' end
+  local used = #name + #('{"children":[' .. table.concat(parts, ',') .. ']' .. tail)
+  for i = 1, #ids do
+    if results[i] then
+      local extra = string.len(',"result":') + #results[i]
+      if used + extra > room then break end
+      parts[i] = heads[i] .. ',"result":' .. results[i] .. errs[i] .. '}'
+      used = used + extra
+    end
+  end
+  return '{"children":[' .. table.concat(parts, ',') .. ']' .. tail
+end
+
+-- fanin_end ends suspended execution p's fan-in wait at now (p loaded with
+-- SUSPEND_FIELDS): its step recorded (fanin_step; counted in the storage
+-- budget, never refused) and the execution queued again (a resume).
+local function fanin_end(p, timed_out, now)
+  local s = string.sub(p.waiting, string.len(CHILDREN_WAIT) + 1)
+  local result = fanin_step(p.id, s, p.sstep, timed_out, p.fbytes)
+  record(p, p.sstep, result, '', now)
+  charge(p, #result, true)
+  resume(p, now, time_lex(now))
+end
+
+-- fanin_wait reports whether p (loaded with SUSPEND_FIELDS) is suspended
+-- in a fan-in wait.
+local function fanin_wait(p)
+  return p.status == 'suspended' and p.fcount and p.waiting
+    and string.sub(p.waiting, 1, string.len(CHILDREN_WAIT)) == CHILDREN_WAIT
+end
+
+-- child_end counts child e's end (it left flight: terminal, or deleted
+-- while in flight) in its spawn's counter and ends its parent's fan-in
+-- wait on that spawn when the wait's condition now holds.
+child_end = function(e, now)
+  local sp = k_spawns(e.parent)
+  local ended = redis.call('HINCRBY', sp, 'e:' .. e.pstep, 1)
+  local p = load(e.parent, SUSPEND_FIELDS)
+  if not p or not fanin_wait(p) or p.waiting ~= CHILDREN_WAIT .. e.pstep then return end
+  local total = tonumber(redis.call('HGET', sp, 't:' .. e.pstep) or 0)
+  if wait_holds(ended, total, tonumber(p.fcount)) then
+    fanin_end(p, false, now)
+    family[#family + 1] = p.id
+  end
+end
+
+-- parent_end cancels the live children parent e spawned with 'cancel', and
+-- theirs in turn, at e's end (or its requested cancel): a queued,
+-- scheduled or suspended one is cancelled at once (finish, which goes on
+-- to its children), a running one gets its cancel requested, its children
+-- cancelled the same way. Children spawned with 'abandon' live on.
+parent_end = function(e, now)
+  for _, cid in ipairs(redis.call('ZRANGE', k_kids(e.id), 0, -1)) do
+    local c = load(cid)
+    if c and c.ponend ~= 'abandon' then
+      if c.status == 'queued' or c.status == 'scheduled' or c.status == 'suspended' then
+        family[#family + 1] = cid
+        finish(c, 'cancelled', now, nil, '')
+      elseif c.status == 'running' and c.cancel ~= '1' then
+        family[#family + 1] = cid
+        redis.call('HSET', k_exec(cid), 'cancel', 1)
+        c.cancel = '1'
+        if c.kids then parent_end(c, now) end
+      end
+    end
+  end
+end
+
+-- drop deletes execution e, whose status was left already if it was in
+-- flight, and its family: each child and theirs, those in flight out of
+-- their places and quota slots, but for a child spawned with 'abandon'
+-- still in flight, which stays without a parent. Returns how many
+-- executions went.
+local function drop(e)
+  local n = 1
+  if e.kids then
+    for _, cid in ipairs(redis.call('ZRANGE', k_kids(e.id), 0, -1)) do
+      local c = load(cid)
+      if c then
+        family[#family + 1] = cid
+        if in_flight(c.status) and c.ponend == 'abandon' then
+          redis.call('HDEL', k_exec(cid), 'parent', 'pstep')
+        else
+          if in_flight(c.status) then
+            leave(c)
+            redis.call('HINCRBY', k_tenant(c.tenant), 'inflight', -1)
+          end
+          c.parent = nil -- its parent's list goes whole
+          n = n + drop(c)
+          if in_flight(c.status) and c.ckey then ck_settle(ck_of(c)) end
+        end
+      end
+    end
+  end
+  remove(e)
+  return n
 end
 
 -- each_call runs a group of calls (see group.go for the protocol): for

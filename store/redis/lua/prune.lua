@@ -1,6 +1,8 @@
 -- prune.lua: Store.Prune — delete terminal executions finished more than
 -- their tenant's retention ago (up to limit), each with its dedup key if the
--- key still names it, then dedup keys whose TTL has passed (up to limit);
+-- key still names it and with its family (lib.lua, drop: a child has no
+-- retention entry of its own, so it goes with its parent only), then dedup
+-- keys whose TTL has passed (up to limit);
 -- forget the names of empty queues, servers and workers not seen for
 -- store.PresenceKept and activity minutes older than store.ActivityKept
 -- (bounds computed by the caller).
@@ -26,8 +28,12 @@ for _, t in ipairs(redis.call('SMEMBERS', KEYS[1])) do
     local bound = '(' .. istr(now - retention)
     for _, id in ipairs(redis.call('ZRANGEBYSCORE', k_done(t), '-inf', bound, 'LIMIT', 0, limit - pruned)) do
       local e = load(id)
-      if e then remove(e) else redis.call('ZREM', k_done(t), id) end
-      pruned = pruned + 1
+      if e then
+        pruned = pruned + drop(e)
+      else
+        redis.call('ZREM', k_done(t), id)
+        pruned = pruned + 1
+      end
     end
   end
 end

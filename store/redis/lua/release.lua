@@ -12,7 +12,8 @@
 -- ARGV[1] NS  ARGV[2] id  ARGV[3] tenant ('' = any)  ARGV[4] token
 -- ARGV[5] now_us  ARGV[6] ra (now as a queue member part)
 -- ARGV[7] unstarted ('1' or '0')
--- Returns {'LEASELOST'} (nothing changed) or {'OK', version, HGETALL}.
+-- Returns {'LEASELOST'} (nothing changed) or {'OK', version, HGETALL, family} (the ids of
+-- the other executions of its family it changed, lib.lua).
 
 local e = fence(ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 if not e then return {'LEASELOST'} end
@@ -27,4 +28,4 @@ elseif unstarted and was_resume then
 else
   requeue(e, ARGV[5], ARGV[6], ARGV[5], '')
 end
-return {'OK', changed(), redis.call('HGETALL', KEYS[1])}
+return {'OK', changed(), redis.call('HGETALL', KEYS[1]), family}

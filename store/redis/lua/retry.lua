@@ -1,7 +1,8 @@
 -- retry.lua: Store.Retry — queue a failed execution again at now, keeping
 -- its journal: attempt 0 (max_attempts applies afresh), error, result and
 -- finished cleared. It takes a quota slot, checked here like an
--- admission's, and joins its schedule's live set again.
+-- admission's, and joins its schedule's live set again. A child is in
+-- flight again: its spawn's count of ended children takes it back.
 --
 -- KEYS[1] exec:<id>
 --   derived: tenant:<T>, done:<T>, the ready indexes, ck:<c>,
@@ -18,6 +19,7 @@ local q = redis.call('HMGET', k_tenant(e.tenant), 'max_inflight', 'inflight')
 if not q[1] then return {'NOTFOUND'} end
 if tonumber(q[2]) + 1 > tonumber(q[1]) then return {'QUOTA', q[2]} end
 redis.call('ZREM', k_done(e.tenant), e.id)
+if e.parent then redis.call('HINCRBY', k_spawns(e.parent), 'e:' .. e.pstep, -1) end
 redis.call('HSET', KEYS[1], 'status', 'queued', 'attempt', 0, 'run_at', ARGV[4], 'ra', ARGV[5])
 redis.call('HDEL', KEYS[1], 'error', 'result', 'finished', 'resume')
 redis.call('HINCRBY', k_tenant(e.tenant), 'inflight', 1)

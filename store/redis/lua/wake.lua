@@ -1,6 +1,7 @@
 -- wake.lua: Store.Wake — end the suspensions whose wake_at is not after
 -- now (up to limit, earliest first): the step is recorded (null after a
--- sleep, timed_out after a wait) and the execution is queued again at now
+-- sleep, timed_out after a wait, the children as they are with timed_out
+-- after a fan-in wait: lib.lua, fanin_end) and the execution is queued again at now
 -- (a resume). A suspension a signal ended in the meantime has left the
 -- wake set in that script: each ends once (I11).
 --
@@ -19,10 +20,14 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0
   if not e or e.status ~= 'suspended' then
     redis.call('ZREM', KEYS[1], id) -- cannot happen; never block on it
   else
-    local result = 'null'
-    if e.waiting then result = ARGV[5] end
-    record(e, e.sstep, result, '', now)
-    resume(e, now, ARGV[4])
+    if fanin_wait(e) then
+      fanin_end(e, true, now)
+    else
+      local result = 'null'
+      if e.waiting then result = ARGV[5] end
+      record(e, e.sstep, result, '', now)
+      resume(e, now, ARGV[4])
+    end
     out[#out + 1] = id
   end
 end

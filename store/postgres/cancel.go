@@ -26,14 +26,11 @@ WHERE id = $1 RETURNING ` + executionColumnsPlain
 	sqlRequestCancel = `UPDATE latch_executions SET cancel_requested = true
 WHERE id = $1 RETURNING ` + executionColumnsPlain
 
-	// The dedup key goes with its execution, compare-and-delete: only while
-	// it still maps to this execution ($2 tenant, $3 key); its journal,
-	// signals and runs go too.
+	// The execution with its journal, signals and runs (its dedup key goes
+	// before, by sqlUnbindKeys).
 	sqlDeleteExecution = `
-WITH x AS (DELETE FROM latch_executions WHERE id = $1 RETURNING id
-), h AS (SELECT latch_delete_history(ARRAY[$1::uuid]) AS gone)
-DELETE FROM latch_dedup_keys d USING x
-WHERE d.tenant = $2 AND d.dedup_key = $3 AND d.execution_id = x.id AND (SELECT gone FROM h) IS NOT NULL`
+WITH x AS (DELETE FROM latch_executions WHERE id = $1)
+SELECT latch_delete_history(ARRAY[$1::uuid])`
 )
 
 // Cancel implements store.Store, as one transaction: the execution is
@@ -76,7 +73,10 @@ func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Execu
 
 // Delete implements store.Store, as one transaction: the row, its dedup key
 // (compare-and-delete) and, for an execution still in flight, its quota unit.
-// A worker holding its lease finds nothing to fence on from then on.
+// A worker holding its lease finds nothing to fence on from then on. The
+// locks come in the store's order (doc.go, "Lock order"): the row, its key,
+// the quota unit given back, and last the delete, whose trigger moves the
+// tenant's storage count.
 //
 // Without Force, an execution that is not terminal is refused on an
 // unlocked read, before any lock: a terminal execution never becomes
@@ -105,13 +105,18 @@ func (s *Store) Delete(ctx context.Context, p *store.DeleteParams) error {
 		if !cur.Status.Terminal() && !p.Force {
 			return false, fmt.Errorf("execution %s is %s: %w", cur.ID, cur.Status, store.ErrNotTerminal)
 		}
-		if _, err := tx.Exec(ctx, sqlDeleteExecution, id, cur.Tenant, cur.DedupKey); err != nil {
-			return false, err
+		if cur.DedupKey != "" {
+			if _, err := tx.Exec(ctx, sqlUnbindKeys, cur.Tenant, []string{cur.DedupKey}, []string{cur.ID}); err != nil {
+				return false, err
+			}
 		}
 		if cur.Status.Inflight() {
-			return true, returnQuota(ctx, tx, cur.Tenant, 1)
+			if err := returnQuota(ctx, tx, cur.Tenant, 1); err != nil {
+				return false, err
+			}
 		}
-		return true, nil
+		_, err = tx.Exec(ctx, sqlDeleteExecution, id)
+		return true, err
 	}))
 }
 

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -98,9 +99,30 @@ func (s *Store) endAttempt(ctx context.Context, name string, op *finishOp) (*sto
 	return op.exec, nil
 }
 
+// endAttemptTx ends the attempt in a transaction that takes its locks in
+// the store's order (doc.go, "Lock order"): the execution row (the probe:
+// the fence, locking the row, and whether the change will end the
+// execution), then the quota shards, waiting if need be (returnQuota),
+// then the change, whose trigger moves the tenant's storage count last.
+// Changing the row first would hold the storage row while waiting for a
+// shard, which an admission holding every shard waits for in turn.
 func (s *Store) endAttemptTx(ctx context.Context, op *finishOp) error {
 	return s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
-		st := buildFinish(op.op, []groupOp{op}, false)
+		st := buildFinish(op.op, []groupOp{op}, finishInTx)
+		var tenant string
+		var ends bool
+		err := tx.QueryRow(ctx, finishStatements[op.op].probe, st.args...).Scan(&tenant, &ends)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, nil // the fence failed: op.exec stays nil, the lease is lost
+		}
+		if err != nil {
+			return false, err
+		}
+		if ends {
+			if err := returnQuota(ctx, tx, tenant, 1); err != nil {
+				return false, err
+			}
+		}
 		rows, err := tx.Query(ctx, st.sql, st.args...)
 		if err != nil {
 			return false, err
@@ -108,9 +130,9 @@ func (s *Store) endAttemptTx(ctx context.Context, op *finishOp) error {
 		if err := st.read(rows); err != nil {
 			return false, err
 		}
-		if op.exec == nil || !op.exec.Status.Terminal() {
-			return op.exec != nil, nil
+		if op.exec == nil || op.exec.Status.Terminal() != ends {
+			return false, fmt.Errorf("postgres: execution %s changed under its lock", op.id)
 		}
-		return true, returnQuota(ctx, tx, op.exec.Tenant, 1)
+		return true, nil
 	})
 }

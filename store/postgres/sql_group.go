@@ -94,27 +94,51 @@ FROM u`
 // is the UPDATE's WHERE clause, so the check and the change are one step: a
 // concurrent change (a rescue, a force delete, another call with the same
 // token) is waited for and the fence re-checked on the row's newest version.
+//
+// In a group (sqlHeartbeatMany, the Many end-of-attempt statements) the
+// rows are first locked with SKIP LOCKED (sqlFenceLocked) and only those
+// are changed: a group never waits for an execution row, since it may hold
+// a quota shard and the storage row by then (the admissions go first), and
+// a transaction that holds an execution row may wait for those (doc.go,
+// "Lock order"). An operation that a group left unanswered (its row held
+// elsewhere, or its fence failed) runs again alone (Store.run), waiting
+// for the row.
 const (
 	sqlFenceInputs = `$1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[]`
 	sqlFenceNames  = `id, tok, tenant, now`
 	sqlFence       = `x.id = u.id AND x.status = 'running' AND x.lease_token = u.tok
       AND (u.tenant = '' OR x.tenant = u.tenant) AND x.lease_expires_at >= u.now`
 
-	// Heartbeat: u.expires, the new expiry.
-	sqlHeartbeatMany = `
+	// sqlFenceLocked is the CTE l, the fenced rows no other transaction
+	// holds, locked; sqlFenceHeld limits a change to them.
+	sqlFenceLocked = `, l AS MATERIALIZED (
+    SELECT x.id FROM u JOIN latch_executions x ON ` + sqlFence + `
+    FOR NO KEY UPDATE OF x SKIP LOCKED
+)`
+	sqlFenceHeld = ` AND x.id = ANY(ARRAY(SELECT id FROM l))`
+
+	// Heartbeat: u.expires, the new expiry. sqlHeartbeatMany is a group's
+	// (SKIP LOCKED), sqlHeartbeatAlone waits for the row.
+	sqlHeartbeatInputs = `
 WITH u AS (
     SELECT * FROM unnest(` + sqlFenceInputs + `, $5::timestamptz[])
     WITH ORDINALITY AS u(` + sqlFenceNames + `, expires, n)
-)
+)`
+	sqlHeartbeatUpdate = `
 UPDATE latch_executions x SET lease_expires_at = u.expires
-FROM u WHERE ` + sqlFence + `
+FROM u WHERE ` + sqlFence
+	sqlHeartbeatMany  = sqlHeartbeatInputs + sqlFenceLocked + sqlHeartbeatUpdate + sqlFenceHeld + sqlHeartbeatReturning
+	sqlHeartbeatAlone = sqlHeartbeatInputs + sqlHeartbeatUpdate + sqlHeartbeatReturning
+
+	sqlHeartbeatReturning = `
 RETURNING u.n, x.cancel_requested`
 
 	// Complete: u.result (NULL = none). A requested cancel wins: the
 	// execution ends cancelled, its result kept. A success clears the error
 	// an earlier attempt left.
-	sqlCompleteSet = `
-    status = CASE WHEN x.cancel_requested THEN 'cancelled' ELSE 'succeeded' END,
+	sqlCompleteStatus = `CASE WHEN x.cancel_requested THEN 'cancelled' ELSE 'succeeded' END`
+	sqlCompleteSet    = `
+    status = ` + sqlCompleteStatus + `,
     error = CASE WHEN x.cancel_requested THEN x.error END,
     result = u.result, finished_at = u.now,
     stored_bytes = x.stored_bytes + coalesce(octet_length(u.result), 0),
@@ -123,11 +147,12 @@ RETURNING u.n, x.cancel_requested`
 	// Fail: u.retry wanted, u.run_at of the retry, u.error (NULL = keep).
 	// Cancelled if requested; queued again (scheduled if run_at is later than
 	// now) while attempts remain and a retry is wanted; else failed.
-	sqlFailSet = `
-    status = CASE WHEN x.cancel_requested THEN 'cancelled'
+	sqlFailStatus = `CASE WHEN x.cancel_requested THEN 'cancelled'
                   WHEN u.retry AND x.attempt < x.max_attempts
                   THEN CASE WHEN u.run_at > u.now THEN 'scheduled' ELSE 'queued' END
-                  ELSE 'failed' END,
+                  ELSE 'failed' END`
+	sqlFailSet = `
+    status = ` + sqlFailStatus + `,
     run_at = CASE WHEN NOT x.cancel_requested AND u.retry AND x.attempt < x.max_attempts
                   THEN u.run_at ELSE x.run_at END,
     finished_at = CASE WHEN x.cancel_requested OR NOT (u.retry AND x.attempt < x.max_attempts)
@@ -140,8 +165,9 @@ RETURNING u.n, x.cancel_requested`
 	// still counts as a start, unless the handler never ran (u.unstarted):
 	// then the claim is undone, a resume's included (it counted no start
 	// and stays a resume).
-	sqlReleaseSet = `
-    status = CASE WHEN x.cancel_requested THEN 'cancelled' ELSE 'queued' END,
+	sqlReleaseStatus = `CASE WHEN x.cancel_requested THEN 'cancelled' ELSE 'queued' END`
+	sqlReleaseSet    = `
+    status = ` + sqlReleaseStatus + `,
     attempt = CASE WHEN u.unstarted AND NOT x.resume THEN x.attempt - 1 ELSE x.attempt END,
     resume = u.unstarted AND x.resume AND NOT x.cancel_requested,
     run_at = CASE WHEN x.cancel_requested THEN x.run_at ELSE u.now END,
@@ -172,27 +198,59 @@ SELECT e.*, CASE WHEN (SELECT count(*) FROM q) < (SELECT count(*) FROM g)
 FROM e, re`
 )
 
-// endAttemptSQL builds an end-of-attempt statement: the fenced UPDATE for
-// inputs (extra array parameters after the fence's four, and their names)
-// with set, ending the run under the lease (runs, from endRunsSQL) and
-// answering n, the execution after the change and its run number. With
-// giveBack it also returns quota units (the grouped fast path); without,
-// the caller returns them in its transaction (endAttemptTx).
-func endAttemptSQL(extraInputs, extraNames, set, runs string, giveBack bool) string {
-	update := `
+// finishMode is where an end-of-attempt statement runs.
+type finishMode int
+
+const (
+	// finishGrouped: in a group, passing the rows other transactions hold
+	// (sqlFenceLocked), giving quota units back (sqlGiveBackMany).
+	finishGrouped finishMode = iota
+	// finishAlone: alone, waiting for the row, giving quota units back.
+	finishAlone
+	// finishInTx: in endAttemptTx, which has locked the row (its probe) and
+	// given the unit back before: the change comes last, with the storage
+	// count its trigger moves.
+	finishInTx
+	numFinishModes
+)
+
+// finishSQL is one end-of-attempt kind's statements: the change by
+// finishMode, and endAttemptTx's probe.
+type finishSQL struct {
+	change [numFinishModes]string
+	probe  string
+}
+
+// newFinishSQL builds an end-of-attempt kind's statements: the fenced
+// UPDATE for inputs (extra array parameters after the fence's four, and
+// their names) with set, ending the run under the lease (runs, from
+// endRunsSQL) and answering n, the execution after the change and its run
+// number; status is the expression set gives status, which the probe
+// evaluates on the row it locks.
+func newFinishSQL(inputs, names, status, set, runs string) finishSQL {
+	with := `
 WITH u AS (
-    SELECT * FROM unnest(` + sqlFenceInputs + extraInputs + `)
-    WITH ORDINALITY AS u(` + sqlFenceNames + extraNames + `, n)
-), e AS (
+    SELECT * FROM unnest(` + sqlFenceInputs + inputs + `)
+    WITH ORDINALITY AS u(` + sqlFenceNames + names + `, n)
+)`
+	update := func(locked, held, end string) string {
+		return with + locked + `, e AS (
     UPDATE latch_executions x SET ` + set + `
-    FROM u WHERE ` + sqlFence + `
-    RETURNING u.n, ` + columns("x") + `, x.runs AS run` + runs
-	if giveBack {
-		return update + sqlGiveBackMany
+    FROM u WHERE ` + sqlFence + held + `
+    RETURNING u.n, ` + columns("x") + `, x.runs AS run` + runs + end
 	}
-	return update + `
+	inTx := `
 )
 SELECT e.*, NULL::boolean FROM e, re`
+	var f finishSQL
+	f.change[finishGrouped] = update(sqlFenceLocked, sqlFenceHeld, sqlGiveBackMany)
+	f.change[finishAlone] = update("", "", sqlGiveBackMany)
+	f.change[finishInTx] = update("", "", inTx)
+	f.probe = with + `
+SELECT x.tenant, (` + status + `) IN ('succeeded', 'failed', 'cancelled')
+FROM u JOIN latch_executions x ON ` + sqlFence + `
+FOR NO KEY UPDATE OF x`
+	return f
 }
 
 // The runs' ends: a Complete succeeded, a Fail failed with its error, a
@@ -203,16 +261,14 @@ var (
 	sqlReleaseRuns  = endRunsSQL(store.RunReleased, `NULL`)
 )
 
-var (
-	sqlCompleteMany, sqlCompleteOne = endAttemptSQL(`, $5::text[]`, `, result`, sqlCompleteSet, sqlCompleteRuns, true),
-		endAttemptSQL(`, $5::text[]`, `, result`, sqlCompleteSet, sqlCompleteRuns, false)
-	sqlFailMany, sqlFailOne = endAttemptSQL(`, $5::boolean[], $6::timestamptz[], $7::text[]`,
-		`, retry, run_at, error`, sqlFailSet, sqlFailRuns, true),
-		endAttemptSQL(`, $5::boolean[], $6::timestamptz[], $7::text[]`, `, retry, run_at, error`, sqlFailSet,
-			sqlFailRuns, false)
-	sqlReleaseMany, sqlReleaseOne = endAttemptSQL(`, $5::boolean[]`, `, unstarted`, sqlReleaseSet, sqlReleaseRuns, true),
-		endAttemptSQL(`, $5::boolean[]`, `, unstarted`, sqlReleaseSet, sqlReleaseRuns, false)
-)
+// finishStatements are the end-of-attempt statements of Complete, Fail and
+// Release.
+var finishStatements = map[opKind]finishSQL{
+	kindComplete: newFinishSQL(`, $5::text[]`, `, result`, sqlCompleteStatus, sqlCompleteSet, sqlCompleteRuns),
+	kindFail: newFinishSQL(`, $5::boolean[], $6::timestamptz[], $7::text[]`, `, retry, run_at, error`,
+		sqlFailStatus, sqlFailSet, sqlFailRuns),
+	kindRelease: newFinishSQL(`, $5::boolean[]`, `, unstarted`, sqlReleaseStatus, sqlReleaseSet, sqlReleaseRuns),
+}
 
 // admitOp is one submission for sqlAdmitMany: its input, and the slot
 // its group's statement answers in (out), which the generic grouping
@@ -268,18 +324,25 @@ func (*admitOp) kind() opKind     { return kindAdmit }
 func (*heartbeatOp) kind() opKind { return kindHeartbeat }
 func (o *finishOp) kind() opKind  { return o.op }
 
+// unanswered reports a fenced operation that its group did not change: its
+// lease is lost, or another transaction held its row (sqlFenceLocked).
+// Store.run runs it again alone, which waits for the row and decides.
+func (o *heartbeatOp) unanswered() bool { return !o.found }
+func (o *finishOp) unanswered() bool    { return o.exec == nil }
+
 // build makes the statement for ops, all of one kind, and resets their
-// outputs: an operation whose group was rolled back is built again alone.
-func build(k opKind, ops []groupOp) statement {
+// outputs: an operation whose group was rolled back, or left it
+// unanswered, is built again alone (grouped false).
+func build(k opKind, ops []groupOp, grouped bool) statement {
 	switch k {
 	case kindAdmit:
 		return buildAdmit(ops)
 	case kindHeartbeat:
-		return buildHeartbeat(ops)
+		return buildHeartbeat(ops, grouped)
 	case kindClaim:
 		return buildClaim(ops)
 	default:
-		return buildFinish(k, ops, true)
+		return buildFinish(k, ops, pick(grouped, finishGrouped, finishAlone))
 	}
 }
 
@@ -381,7 +444,7 @@ func buildAdmit(all []groupOp) statement {
 	}
 }
 
-func buildHeartbeat(ops []groupOp) statement {
+func buildHeartbeat(ops []groupOp, grouped bool) statement {
 	ids, toks, tenants, nows, expires := fenceArrays(ops)
 	for i, g := range ops {
 		o := g.(*heartbeatOp)
@@ -389,7 +452,7 @@ func buildHeartbeat(ops []groupOp) statement {
 		expires[i] = o.expires
 	}
 	return statement{
-		sql:  sqlHeartbeatMany,
+		sql:  pick(grouped, sqlHeartbeatMany, sqlHeartbeatAlone),
 		args: []any{ids, toks, tenants, nows, expires},
 		read: func(rows pgx.Rows) error {
 			var n int64
@@ -406,12 +469,11 @@ func buildHeartbeat(ops []groupOp) statement {
 	}
 }
 
-// buildFinish makes a Complete, Fail or Release statement; giveBack says
-// whether it returns quota units itself (see endAttemptSQL).
-func buildFinish(k opKind, ops []groupOp, giveBack bool) statement {
+// buildFinish makes a Complete, Fail or Release statement to run as mode
+// says (finishMode).
+func buildFinish(k opKind, ops []groupOp, mode finishMode) statement {
 	ids, toks, tenants, nows, _ := fenceArrays(ops)
 	args := []any{ids, toks, tenants, nows}
-	var sql string
 	switch k {
 	case kindComplete:
 		results := make([]*string, len(ops))
@@ -419,7 +481,6 @@ func buildFinish(k opKind, ops []groupOp, giveBack bool) statement {
 			results[i] = g.(*finishOp).result
 		}
 		args = append(args, results)
-		sql = pick(giveBack, sqlCompleteMany, sqlCompleteOne)
 	case kindFail:
 		retry, runAt, errMsg := make([]bool, len(ops)), make([]time.Time, len(ops)), make([]*string, len(ops))
 		for i, g := range ops {
@@ -427,20 +488,18 @@ func buildFinish(k opKind, ops []groupOp, giveBack bool) statement {
 			retry[i], runAt[i], errMsg[i] = o.retry, o.runAt, o.errMsg
 		}
 		args = append(args, retry, runAt, errMsg)
-		sql = pick(giveBack, sqlFailMany, sqlFailOne)
 	case kindRelease:
 		unstarted := make([]bool, len(ops))
 		for i, g := range ops {
 			unstarted[i] = g.(*finishOp).unstarted
 		}
 		args = append(args, unstarted)
-		sql = pick(giveBack, sqlReleaseMany, sqlReleaseOne)
 	}
 	for _, g := range ops {
 		g.(*finishOp).exec = nil
 	}
 	return statement{
-		sql:  sql,
+		sql:  finishStatements[k].change[mode],
 		args: args,
 		read: func(rows pgx.Rows) error {
 			defer rows.Close()
@@ -492,7 +551,7 @@ func (w wrapped) Scan(dest ...any) error {
 	return w.row.Scan(all...)
 }
 
-func pick(cond bool, a, b string) string {
+func pick[T any](cond bool, a, b T) T {
 	if cond {
 		return a
 	}

@@ -44,7 +44,7 @@
 // one execution and one quota unit exist per live key, whatever the timing.
 // A submission whose key is taken reads what it maps to (a read, deciding
 // nothing but the answer). A transaction that also takes quota holds that
-// execution (FOR SHARE, before it waits for quota shards) until it commits,
+// execution (FOR NO KEY UPDATE, before it waits for quota shards) until it commits,
 // so the answer shows it as it is at the commit, not as it was before a
 // change whose freed quota unit the same transaction then took. A key past its TTL is removed by compare-and-
 // delete — DELETE ... WHERE execution_id = the one read — and bound again, so
@@ -215,7 +215,8 @@
 // the fence: the execution is running, under this lease token, with a lease
 // not expired at Now, of this tenant. Check and change are one step; a
 // concurrent change of the row (a rescue, a force delete, a cancel) is waited
-// for and the fence re-checked on the row it left. RecordStep and Suspend
+// for and the fence re-checked on the row it left (in a group, the row is
+// passed by and the operation decided alone: see Lock order). RecordStep and Suspend
 // lock the row with the same conditions before they change anything.
 //
 // # Flows (I10, I11)
@@ -275,7 +276,8 @@
 // flush (group.go). With synchronous commits the flush is the main cost of
 // a write, so throughput is what each flush carries. If any statement of a
 // group fails, the whole group rolls back and every operation runs again
-// alone; if a statement cannot decide (no quota unit at hand without
+// alone; a fenced operation whose row another transaction holds is passed
+// by its group and runs alone (see Lock order); if a statement cannot decide (no quota unit at hand without
 // waiting, a key past its TTL, a concurrency key or a rate-limited key
 // among the claim's candidates) it aborts itself with latch_abort, or says
 // so, and the operation runs as a transaction that can wait. An Admit of several items
@@ -290,17 +292,65 @@
 // cancelled midway may still commit on the server after the client has
 // gone, and a caller that retried or read at once would race its own ghost.
 //
+// # Lock order
+//
+// The locks a transaction waits for come in one order, the same for every
+// operation, so that no two transactions wait for each other:
+//
+//  1. a schedule's row and advisory lock (a fire; an admission naming it);
+//  2. the tenant row (UpdateTenant, DeleteTenant);
+//  3. dedup keys, in key order (an admission binding them);
+//  4. execution rows, in id order where one statement waits for several
+//     (a dedup hit; a fenced operation, Cancel, Delete, Retry, Suspend,
+//     Signal, a step: one row);
+//  5. the tenant's quota shards, in shard order when waiting for them
+//     (the exact path of takeQuota, returnQuota, resetQuota);
+//  6. the tenant's storage row (latch_storage), last: storageRoom, or the
+//     trigger (migration 11) that moves the count at the end of any
+//     statement that inserts or deletes executions or changes their bytes.
+//
+// A lock taken with SKIP LOCKED never waits and may come out of order, but
+// it is held, and counts when its transaction waits next. So:
+//   - a transaction changes an execution's bytes in its last statement
+//     that can wait. endAttemptTx (a Complete, Fail or Release that found
+//     no quota shard at hand) locks the row and evaluates the change
+//     (whether it ends the execution) before it gives the unit back, and
+//     changes the row after; Delete unbinds the key and gives the unit back
+//     before it deletes; UpdateTenant re-spreads the quota before it sets
+//     the budget; admitTx takes its units before storageRoom. Changing the
+//     row first held the storage row while waiting for a shard, which an
+//     admission on the exact path, holding every shard, waited for in turn;
+//   - a group (group.go) sends the admissions' statement first: it waits
+//     for dedup keys holding nothing, then holds a quota shard and the
+//     storage row. Its fenced statements (Heartbeat, Complete, Fail,
+//     Release) lock their rows with SKIP LOCKED: an operation whose row
+//     another transaction holds is left unanswered, and runs again alone,
+//     where it waits for the row holding nothing else. A group that waited
+//     for the row held what the row's holder (a dedup hit, a step, a
+//     Delete) waits for next.
+//
+// Known exceptions, each a collision of rare timing: Delete and Prune
+// remove an execution's dedup key after locking its row (another
+// transaction holds that key row only to unbind it as expired, and an
+// admission doing so does not wait for that execution); Wake locks due suspensions in (wake_at, id)
+// order, not id order; DeleteTenant deletes its tenant's terminal
+// executions and dedup keys with every shard held; and a group's
+// statements touch several tenants' storage rows in statement order, not
+// tenant order (a group the server rolls back runs its operations alone:
+// no caller sees it).
+//
 // # Deadlocks
 //
-// The lock orders above leave deadlocks to unusual collisions (two calls
-// for one execution in two groups at once; a cancel racing a group while
-// every quota shard is held). PostgreSQL detects them; the store runs the
-// operation again (deadlock_detected and serialization_failure are retried a
-// few times). DeleteTenant takes its locks in the order the operations it
-// races take theirs — the tenant's schedules (as a fire), the tenant row,
-// its executions in flight (as a worker's complete), then every quota shard
-// (as an admission's exact path) — so while it decides no execution of the
-// tenant is added or ended, and a collision it cannot foresee is retried.
+// The lock order leaves deadlocks to the exceptions above. PostgreSQL
+// detects them; the store runs the operation again (deadlock_detected and
+// serialization_failure are retried a few times). DeleteTenant takes its
+// locks in the order the operations it races take theirs — the tenant's
+// schedules (as a fire), the tenant row, its executions in flight (as a
+// worker's complete), then every quota shard (as an admission's exact
+// path) — so while it decides no execution of the tenant is added or
+// ended, and a collision it cannot foresee is retried.
+// TestLockOrderNoDeadlock runs admissions at the quota limit against
+// completes, fails, deletes, cancels, steps and heartbeats, and finds none.
 //
 // # Observation
 //

@@ -233,7 +233,7 @@ func (s *Store) admitKeyed(ctx context.Context, tenant string, items []item, val
 		ops[j] = &admitOp{tenant: tenant, e: items[i].exec, t: t, strict: true}
 	}
 	err = s.write(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
-		st := build(kindAdmit, ops)
+		st := buildAdmit(ops)
 		rows, err := c.Query(ctx, st.sql, st.args...)
 		if err != nil {
 			return err

@@ -19,14 +19,11 @@ WHERE id = $1 RETURNING ` + executionColumnsPlain
 	sqlRequestCancel = `UPDATE latch_executions SET cancel_requested = true
 WHERE id = $1 RETURNING ` + executionColumnsPlain
 
-	// The dedup key goes with its execution, compare-and-delete: only while
-	// it still maps to this execution ($2 tenant, $3 key); its journal,
-	// signals and runs go too.
+	// The execution with its journal, signals and runs (its dedup key goes
+	// before, by sqlUnbindKeys).
 	sqlDeleteExecution = `
-WITH x AS (DELETE FROM latch_executions WHERE id = $1 RETURNING id
-), h AS (SELECT latch_delete_history(ARRAY[$1::uuid]) AS gone)
-DELETE FROM latch_dedup_keys d USING x
-WHERE d.tenant = $2 AND d.dedup_key = $3 AND d.execution_id = x.id AND (SELECT gone FROM h) IS NOT NULL`
+WITH x AS (DELETE FROM latch_executions WHERE id = $1)
+SELECT latch_delete_history(ARRAY[$1::uuid])`
 )
 
 // Cancel implements store.Store, as one transaction: the execution is
@@ -94,7 +91,11 @@ func (s *Store) Cancel(ctx context.Context, p *store.CancelParams) (*store.Execu
 // A worker holding its lease finds nothing to fence on from then on. A
 // parent goes with its family (family.go): its children and theirs, but for
 // the abandoned children in flight, which stay without a parent. A child
-// deleted in flight counts as ended for its parent's spawn.
+// deleted in flight counts as ended for its parent's spawn. The locks come
+// in the store's order (doc.go, "Lock order"): the family's rows (the
+// parent, the row, its descendants), the dedup keys unbound, the quota
+// units given back, and last the deletes, whose trigger moves the tenant's
+// storage count.
 //
 // Without Force, an execution that is not terminal is refused on an
 // unlocked read, before any lock: a terminal execution never becomes
@@ -132,8 +133,14 @@ func (s *Store) Delete(ctx context.Context, p *store.DeleteParams) error {
 				return false, err
 			}
 		}
-		// The quota units first, then the deletes, whose trigger moves the
-		// tenant's storage count (family.go).
+		if cur.DedupKey != "" {
+			if _, err := tx.Exec(ctx, sqlUnbindKeys, cur.Tenant, []string{cur.DedupKey}, []string{cur.ID}); err != nil {
+				return false, err
+			}
+		}
+		if err := fam.unbindKeys(ctx, tx); err != nil {
+			return false, err
+		}
 		freed := fam.freed()
 		if cur.Status.Inflight() {
 			freed++
@@ -141,7 +148,7 @@ func (s *Store) Delete(ctx context.Context, p *store.DeleteParams) error {
 		if err := returnQuota(ctx, tx, cur.Tenant, freed); err != nil {
 			return false, err
 		}
-		if _, err := tx.Exec(ctx, sqlDeleteExecution, id, cur.Tenant, cur.DedupKey); err != nil {
+		if _, err := tx.Exec(ctx, sqlDeleteExecution, id); err != nil {
 			return false, err
 		}
 		if _, err := fam.apply(ctx, tx); err != nil {

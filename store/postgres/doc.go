@@ -44,7 +44,7 @@
 // one execution and one quota unit exist per live key, whatever the timing.
 // A submission whose key is taken reads what it maps to (a read, deciding
 // nothing but the answer). A transaction that also takes quota holds that
-// execution (FOR SHARE, before it waits for quota shards) until it commits,
+// execution (FOR NO KEY UPDATE, before it waits for quota shards) until it commits,
 // so the answer shows it as it is at the commit, not as it was before a
 // change whose freed quota unit the same transaction then took. A key past its TTL is removed by compare-and-
 // delete — DELETE ... WHERE execution_id = the one read — and bound again, so
@@ -215,8 +215,10 @@
 // the fence: the execution is running, under this lease token, with a lease
 // not expired at Now, of this tenant. Check and change are one step; a
 // concurrent change of the row (a rescue, a force delete, a cancel) is waited
-// for and the fence re-checked on the row it left. RecordStep and Suspend
-// lock the row with the same conditions before they change anything.
+// for and the fence re-checked on the row it left (in a group, the row is
+// passed by and the operation decided alone: see Lock order). RecordStep
+// and Suspend lock the row with the same conditions before they change
+// anything.
 //
 // # Flows (I10, I11)
 //
@@ -260,19 +262,18 @@
 // takes them (takeQuota, then the storage row), all or none.
 //
 // Every operation that ends an execution of a family, or deletes one,
-// locks the family's rows in one order, ancestors first: the execution's
-// parent (sqlLockParent, by the parent_id it reads unlocked: a parent_id
-// only ever becomes NULL, when the parent is deleted), then the execution,
-// then the descendants its end changes, level by level, each level in id
-// order (lockCascade, lockDescendants); then the quota units its end
-// frees, given back at once (returnQuota, giveBack); then its changes,
-// whose triggers move the tenant's storage count, the storage row last.
-// So a child's end and its
-// parent's end wait for each other in that order and never deadlock:
-// whoever holds a child's row (a claim, a heartbeat, a step, the child's
-// own spawn) waits for no row of its family. Claims pass a held row by
-// (SKIP LOCKED): a child claimed before its parent's cascade locks it is
-// cancel-requested by it, one claimed after finds it cancelled.
+// locks the family's rows ancestors first (see Lock order): the
+// execution's parent (sqlLockParent, by the parent_id it reads unlocked: a
+// parent_id only ever becomes NULL, when the parent is deleted), then the
+// execution, then the descendants its end changes, level by level, each
+// level in id order (lockCascade, lockDescendants); only then does it give
+// back the quota units its end frees, all at once (returnQuota, giveBack),
+// and make its changes. So a child's end and its parent's end wait for
+// each other in that order and never deadlock: whoever holds a child's row
+// (a claim, a heartbeat, a step, the child's own spawn) waits for no row
+// of its family. Claims pass a held row by (SKIP LOCKED): a child claimed
+// before its parent's cascade locks it is cancel-requested by it, one
+// claimed after finds it cancelled.
 //
 // A child's end — Complete, Fail or Release that make it terminal, Cancel,
 // a cancelled Suspend, Rescue, a Delete in flight — adds one to its spawn's
@@ -332,11 +333,15 @@
 // flush (group.go). With synchronous commits the flush is the main cost of
 // a write, so throughput is what each flush carries. If any statement of a
 // group fails, the whole group rolls back and every operation runs again
-// alone; if a statement cannot decide (no quota unit at hand without
-// waiting, a key past its TTL, a concurrency key or a rate-limited key
-// among the claim's candidates) it aborts itself with latch_abort, or says
-// so, and the operation runs as a transaction that can wait. An Admit of several items
-// is first tried as one statement that admits all of them or nothing.
+// alone; a fenced operation whose row another transaction holds is passed
+// by its group and runs alone (see Lock order), as does a Complete, Fail or
+// Release of an execution of a family (see Children); if a statement
+// cannot decide (no quota unit at hand without waiting, a key past its
+// TTL, a concurrency key or a rate-limited key among the claim's
+// candidates) it aborts itself with latch_abort, or says so, and the
+// operation runs as a transaction that can wait. An Admit of several
+// items is first tried as one statement that admits all of them or
+// nothing.
 // Store.admit (admit.go) follows one submit through these paths in order.
 //
 // A worker of this process that waits for work can leave its next claim
@@ -353,18 +358,79 @@
 // cancelled midway may still commit on the server after the client has
 // gone, and a caller that retried or read at once would race its own ghost.
 //
+// # Lock order
+//
+// The locks a transaction waits for come in one order, the same for every
+// operation, so that no two transactions wait for each other:
+//
+//  1. a schedule's row and advisory lock (a fire; an admission naming it);
+//  2. the tenant row (UpdateTenant, DeleteTenant);
+//  3. dedup keys, in key order (an admission binding them);
+//  4. execution rows: a family's ancestors first — the parent, then the
+//     execution, then its descendants level by level (see Children) — and
+//     in id order where one statement waits for several (a dedup hit; a
+//     level of a family; a fenced operation, Cancel, Delete, Retry,
+//     Suspend, Signal, a step: one row, after its parent's);
+//  5. the tenant's quota shards, in shard order when waiting for them
+//     (the exact path of takeQuota, returnQuota, resetQuota; a
+//     transaction gives its units back once, giveBack, so it never holds
+//     one shard while it waits for another);
+//  6. the tenant's storage row (latch_storage), last: storageRoom, or the
+//     trigger (migration 11) that moves the count at the end of any
+//     statement that inserts or deletes executions or changes their bytes.
+//
+// A lock taken with SKIP LOCKED never waits and may come out of order, but
+// it is held, and counts when its transaction waits next. So:
+//   - a transaction changes an execution's bytes in its last statement
+//     that can wait; what follows touches only rows it holds (a family's,
+//     locked before) or guards (a spawn's counters, under its parent's
+//     lock). endAttemptTx (a Complete, Fail or Release that found no
+//     quota shard at hand, or of an execution of a family) locks the
+//     parent, the row (evaluating whether the change ends the execution)
+//     and the children its end cancels before it gives the units back, and
+//     changes the rows after; Cancel locks its family likewise before its
+//     units; Delete locks its family, unbinds the dedup keys of what it
+//     deletes and gives the units back before it deletes (pruneFamilies
+//     likewise); UpdateTenant re-spreads the quota before it sets the
+//     budget; admitTx takes its units before storageRoom. Changing a row
+//     first held the storage row while waiting for a shard, which an
+//     admission on the exact path, holding every shard, waited for in turn;
+//   - a group (group.go) sends the admissions' statement first: it waits
+//     for dedup keys holding nothing, then holds a quota shard and the
+//     storage row. Its fenced statements (Heartbeat, Complete, Fail,
+//     Release) lock their rows with SKIP LOCKED, and its Complete, Fail and
+//     Release neither lock nor change the rows of a family's executions:
+//     an operation whose row another transaction holds, or of a family, is
+//     left unanswered, and runs again alone (a Heartbeat as one statement,
+//     an end of attempt as endAttemptTx), where it waits for the rows
+//     holding nothing else. A group that waited for a row held what the
+//     row's holder (a dedup hit, a step, a Delete, a family's end) waits
+//     for next.
+//
+// Known exceptions, each a collision of rare timing: Delete and Prune
+// remove an execution's dedup key after locking its row (another
+// transaction holds that key row only to unbind it as expired, and an
+// admission doing so does not wait for that execution); Wake locks due
+// suspensions in (wake_at, id) order, not id order; DeleteTenant deletes
+// its tenant's terminal executions and dedup keys with every shard held;
+// and a group's statements touch several tenants' storage rows in
+// statement order, not tenant order (a group the server rolls back runs
+// its operations alone: no caller sees it).
+//
 // # Deadlocks
 //
-// The lock orders above leave deadlocks to unusual collisions (two calls
-// for one execution in two groups at once; a cancel racing a group while
-// every quota shard is held; a group's heartbeats of a child and of its
-// parent while a family's transaction holds the parent). PostgreSQL detects them; the store runs the
-// operation again (deadlock_detected and serialization_failure are retried a
-// few times). DeleteTenant takes its locks in the order the operations it
-// races take theirs — the tenant's schedules (as a fire), the tenant row,
-// its executions in flight (as a worker's complete), then every quota shard
-// (as an admission's exact path) — so while it decides no execution of the
-// tenant is added or ended, and a collision it cannot foresee is retried.
+// The lock order leaves deadlocks to the exceptions above. PostgreSQL
+// detects them; the store runs the operation again (deadlock_detected and
+// serialization_failure are retried a few times). DeleteTenant takes its
+// locks in the order the operations it races take theirs — the tenant's
+// schedules (as a fire), the tenant row, its executions in flight (as a
+// worker's complete), then every quota shard (as an admission's exact
+// path) — so while it decides no execution of the tenant is added or
+// ended, and a collision it cannot foresee is retried.
+// TestLockOrderNoDeadlock runs admissions at the quota limit against
+// completes, fails, deletes, cancels, steps and heartbeats, and finds none;
+// TestFamilyLockOrder runs the ends, spawns, heartbeats and fan-in waits
+// of one family at once, and finds none.
 //
 // # Observation
 //

@@ -86,10 +86,11 @@ func RunsPlanQueries(id, token string, now time.Time) map[string]PlanQuery {
 	ts := now.Format(time.RFC3339Nano)
 	later := now.Add(time.Hour).Format(time.RFC3339Nano)
 	return map[string]PlanQuery{
-		"complete":         {sqlCompleteMany, []any{ids, tok, "{acme}", at, "{NULL}"}},
-		"complete one":     {sqlCompleteOne, []any{ids, tok, "{acme}", at, "{NULL}"}},
-		"fail":             {sqlFailMany, []any{ids, tok, "{acme}", at, "{false}", at, "{boom}"}},
-		"release":          {sqlReleaseMany, []any{ids, tok, "{acme}", at, "{false}"}},
+		"complete":         {finishStatements[kindComplete].change[finishGrouped], []any{ids, tok, "{acme}", at, "{NULL}"}},
+		"complete alone":   {finishStatements[kindComplete].change[finishAlone], []any{ids, tok, "{acme}", at, "{NULL}"}},
+		"complete one":     {finishStatements[kindComplete].change[finishInTx], []any{ids, tok, "{acme}", at, "{NULL}"}},
+		"fail":             {finishStatements[kindFail].change[finishGrouped], []any{ids, tok, "{acme}", at, "{false}", at, "{boom}"}},
+		"release":          {finishStatements[kindRelease].change[finishGrouped], []any{ids, tok, "{acme}", at, "{false}"}},
 		"suspend":          {sqlSuspendWait, []any{id, later, "sleep", "s", ts, 1, 0}},
 		"child ended":      {sqlChildEnded, []any{id, "s", "children:s"}},
 		"fan-in children":  {sqlFanInChildren, []any{id, "s"}},
@@ -97,7 +98,7 @@ func RunsPlanQueries(id, token string, now time.Time) map[string]PlanQuery {
 		"rescue":           {sqlRescue, []any{later, 100, "lost"}},
 		"prune":            {sqlPruneExecutions, []any{later, 100}},
 		"delete tenant":    {sqlDeleteTenant, []any{"acme"}},
-		"delete execution": {sqlDeleteExecution, []any{id, "acme", "k"}},
+		"delete execution": {sqlDeleteExecution, []any{id}},
 	}
 }
 

@@ -74,15 +74,19 @@ WHERE parent_id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`
 	// whose parent is deleted.
 	sqlOrphan = `UPDATE latch_executions SET parent_id = NULL, parent_step = NULL WHERE id = ANY($1::uuid[])`
 
-	// sqlDeleteMembers deletes executions $1 with their dedup keys
-	// (compare-and-delete), journals, signals and runs, and answers how
-	// many it deleted.
+	// sqlUnbindMemberKeys removes the dedup keys of executions $1
+	// (compare-and-delete: only while a key still maps to its execution).
+	sqlUnbindMemberKeys = `
+DELETE FROM latch_dedup_keys d USING latch_executions x
+WHERE x.id = ANY($1::uuid[]) AND x.dedup_key IS NOT NULL
+  AND d.tenant = x.tenant AND d.dedup_key = x.dedup_key AND d.execution_id = x.id`
+
+	// sqlDeleteMembers deletes executions $1 with their journals, signals
+	// and runs (their dedup keys go before, by sqlUnbindMemberKeys), and
+	// answers how many it deleted.
 	sqlDeleteMembers = `
 WITH x AS (
-    DELETE FROM latch_executions WHERE id = ANY($1::uuid[]) RETURNING id, tenant, dedup_key
-), k AS (
-    DELETE FROM latch_dedup_keys d USING x
-    WHERE d.tenant = x.tenant AND d.dedup_key = x.dedup_key AND d.execution_id = x.id
+    DELETE FROM latch_executions WHERE id = ANY($1::uuid[]) RETURNING id
 ), h AS (
     SELECT latch_delete_history(ARRAY(SELECT id FROM x)) AS gone
 )
@@ -397,8 +401,20 @@ func (f *familyDelete) ids() []string {
 	return out
 }
 
+// unbindKeys removes the dedup keys of what f deletes: before the quota
+// units are given back and the deletes move the storage count (doc.go,
+// "Lock order").
+func (f *familyDelete) unbindKeys(ctx context.Context, tx pgx.Tx) error {
+	if f == nil || len(f.gone) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, sqlUnbindMemberKeys, f.gone)
+	return err
+}
+
 // apply deletes f's descendants and orphans its kept children (their
-// quota units are the caller's to give back: freed).
+// quota units are the caller's to give back: freed; their dedup keys the
+// caller's to unbind before: unbindKeys).
 func (f *familyDelete) apply(ctx context.Context, tx pgx.Tx) (int, error) {
 	if f == nil {
 		return 0, nil

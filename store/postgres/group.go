@@ -206,7 +206,7 @@ func statements(ops []groupOp) []statement {
 	slices.SortStableFunc(buckets, func(a, b *bucket) int { return int(a.kind) - int(b.kind) })
 	out := make([]statement, len(buckets))
 	for i, b := range buckets {
-		out[i] = build(b.kind, b.ops)
+		out[i] = build(b.kind, b.ops, true)
 	}
 	return out
 }
@@ -219,18 +219,22 @@ func isServerError(err error) bool {
 }
 
 // run runs op in a group (claims in their own lane), or alone when its
-// group was rolled back.
+// group was rolled back or left it unanswered (a Heartbeat whose row
+// another transaction held: the group passed it rather than wait).
 func (s *Store) run(ctx context.Context, op groupOp) error {
 	g := s.group
 	if op.kind() == kindClaim {
 		g = s.claims
 	}
 	err := g.do(ctx, op)
+	if u, ok := op.(interface{ unanswered() bool }); ok && err == nil && u.unanswered() {
+		err = errRegroup
+	}
 	if !errors.Is(err, errRegroup) {
 		return err
 	}
 	return s.write(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
-		st := build(op.kind(), []groupOp{op})
+		st := build(op.kind(), []groupOp{op}, false)
 		rows, err := c.Query(ctx, st.sql, st.args...)
 		if err == nil {
 			err = st.read(rows)

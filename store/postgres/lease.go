@@ -102,47 +102,35 @@ func (s *Store) endAttempt(ctx context.Context, name string, op *finishOp) (*sto
 	return op.exec, nil
 }
 
-// sqlEndLock is the fence (sqlFence's conditions) locking the row, for
-// endAttemptTx: $1 id, $2 token, $3 tenant, $4 now. It answers what
-// decides whether the end is the execution's (ends), and how many
-// children it spawned.
-const sqlEndLock = `SELECT tenant, cancel_requested, attempt < max_attempts, children FROM latch_executions
-WHERE id = $1 AND status = 'running' AND lease_token = $2 AND ($3 = '' OR tenant = $3)
-  AND lease_expires_at >= $4
-FOR UPDATE`
-
 // endAttemptTx ends the attempt as a transaction that can wait, taking
-// its locks in the store's order (family.go): the family's rows (the
-// parent, the execution, the children its end cancels), the quota units
-// its end frees, then the fenced statement, whose trigger moves the
-// tenant's storage count; and for an execution that became terminal its
-// family's part (finishFamily: the cascade, the parent's spawn).
+// its locks in the store's order (doc.go, "Lock order"): the family's rows
+// — the parent (lockParent), the execution (the probe: the fence, locking
+// the row, and whether the change will end the execution), the children
+// its end cancels (lockCascade) — then the quota units its end frees,
+// waiting for shards if need be (returnQuota), then the change, whose
+// trigger moves the tenant's storage count last; and for an execution that
+// became terminal its family's part (finishFamily: the cascade, the
+// parent's spawn), under the family's locks. Changing the row before giving the
+// units back would hold the storage row while waiting for a shard, which
+// an admission holding every shard waits for in turn.
 func (s *Store) endAttemptTx(ctx context.Context, op *finishOp) error {
 	return s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) (bool, error) {
-		op.exec, op.family = nil, nil
+		op.family = nil
+		st := buildFinish(op.op, []groupOp{op}, finishInTx) // resets op.exec
 		if err := lockParent(ctx, tx, op.id, op.tenant); err != nil {
 			return false, err
 		}
 		var (
-			tenant          string
-			cancel, retries bool
-			children        int
+			tenant   string
+			ends     bool
+			children int
 		)
-		err := tx.QueryRow(ctx, sqlEndLock, op.id, op.token, op.tenant, op.now).Scan(&tenant, &cancel, &retries, &children)
+		err := tx.QueryRow(ctx, finishStatements[op.op].probe, st.args...).Scan(&tenant, &ends, &children)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return false, nil // the fence did not hold
+			return false, nil // the fence failed: op.exec stays nil, the lease is lost
 		}
 		if err != nil {
 			return false, err
-		}
-		var ends bool // as the statement's SET decides (sqlCompleteSet, sqlFailSet, sqlReleaseSet)
-		switch op.op {
-		case kindComplete:
-			ends = true
-		case kindFail:
-			ends = cancel || !(op.retry && retries)
-		default:
-			ends = cancel
 		}
 		var fam *cascade
 		if ends && children > 0 {
@@ -155,7 +143,6 @@ func (s *Store) endAttemptTx(ctx context.Context, op *finishOp) error {
 				return false, err
 			}
 		}
-		st := buildFinish(op.op, []groupOp{op}, false)
 		rows, err := tx.Query(ctx, st.sql, st.args...)
 		if err != nil {
 			return false, err

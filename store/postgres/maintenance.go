@@ -343,8 +343,12 @@ func pruneFamilies(ctx context.Context, tx pgx.Tx, t time.Time, limit int) (int,
 		return 0, err
 	}
 	// The roots are terminal: only descendants give quota units back,
-	// before the deletes move the storage counts (family.go).
+	// after the keys are unbound and before the deletes move the storage
+	// counts (doc.go, "Lock order").
 	fam.gone = append(fam.gone, roots...)
+	if err := fam.unbindKeys(ctx, tx); err != nil {
+		return 0, err
+	}
 	if err := giveBack(ctx, tx, fam.live); err != nil {
 		return 0, err
 	}

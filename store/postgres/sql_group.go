@@ -96,27 +96,59 @@ FROM u`
 // is the UPDATE's WHERE clause, so the check and the change are one step: a
 // concurrent change (a rescue, a force delete, another call with the same
 // token) is waited for and the fence re-checked on the row's newest version.
+//
+// In a group (sqlHeartbeatMany, the Many end-of-attempt statements) the
+// rows are first locked with SKIP LOCKED (sqlFenceLocked) and only those
+// are changed: a group never waits for an execution row, since it may hold
+// a quota shard and the storage row by then (the admissions go first), and
+// a transaction that holds an execution row may wait for those (doc.go,
+// "Lock order"). An operation that a group left unanswered (its row held
+// elsewhere, its fence failed, or, for Complete, Fail and Release, an
+// execution of a family) runs again alone, waiting for the row: a
+// Heartbeat as sqlHeartbeatAlone (Store.run), an end of attempt as
+// endAttemptTx (endAttempt), which also takes the family's locks.
 const (
 	sqlFenceInputs = `$1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[]`
 	sqlFenceNames  = `id, tok, tenant, now`
 	sqlFence       = `x.id = u.id AND x.status = 'running' AND x.lease_token = u.tok
       AND (u.tenant = '' OR x.tenant = u.tenant) AND x.lease_expires_at >= u.now`
 
-	// Heartbeat: u.expires, the new expiry.
-	sqlHeartbeatMany = `
+	// sqlFenceLocked is the CTE l, the fenced rows no other transaction
+	// holds, locked; sqlFenceHeld limits a change to them.
+	// sqlFenceLockedNoFamily is l without the executions of a family (a
+	// child, or a parent), which a group neither locks nor changes.
+	sqlFenceLocked         = sqlFenceLockedOf + sqlFenceLockedEnd
+	sqlFenceLockedNoFamily = sqlFenceLockedOf + sqlNoFamily + sqlFenceLockedEnd
+	sqlFenceLockedOf       = `, l AS MATERIALIZED (
+    SELECT x.id FROM u JOIN latch_executions x ON ` + sqlFence
+	sqlFenceLockedEnd = `
+    FOR NO KEY UPDATE OF x SKIP LOCKED
+)`
+	sqlNoFamily  = ` AND x.parent_id IS NULL AND x.children = 0`
+	sqlFenceHeld = ` AND x.id = ANY(ARRAY(SELECT id FROM l))`
+
+	// Heartbeat: u.expires, the new expiry. sqlHeartbeatMany is a group's
+	// (SKIP LOCKED), sqlHeartbeatAlone waits for the row.
+	sqlHeartbeatInputs = `
 WITH u AS (
     SELECT * FROM unnest(` + sqlFenceInputs + `, $5::timestamptz[])
     WITH ORDINALITY AS u(` + sqlFenceNames + `, expires, n)
-)
+)`
+	sqlHeartbeatUpdate = `
 UPDATE latch_executions x SET lease_expires_at = u.expires
-FROM u WHERE ` + sqlFence + `
+FROM u WHERE ` + sqlFence
+	sqlHeartbeatMany  = sqlHeartbeatInputs + sqlFenceLocked + sqlHeartbeatUpdate + sqlFenceHeld + sqlHeartbeatReturning
+	sqlHeartbeatAlone = sqlHeartbeatInputs + sqlHeartbeatUpdate + sqlHeartbeatReturning
+
+	sqlHeartbeatReturning = `
 RETURNING u.n, x.cancel_requested`
 
 	// Complete: u.result (NULL = none). A requested cancel wins: the
 	// execution ends cancelled, its result kept. A success clears the error
 	// an earlier attempt left.
-	sqlCompleteSet = `
-    status = CASE WHEN x.cancel_requested THEN 'cancelled' ELSE 'succeeded' END,
+	sqlCompleteStatus = `CASE WHEN x.cancel_requested THEN 'cancelled' ELSE 'succeeded' END`
+	sqlCompleteSet    = `
+    status = ` + sqlCompleteStatus + `,
     error = CASE WHEN x.cancel_requested THEN x.error END,
     result = u.result, finished_at = u.now,
     stored_bytes = x.stored_bytes + coalesce(octet_length(u.result), 0),
@@ -125,11 +157,12 @@ RETURNING u.n, x.cancel_requested`
 	// Fail: u.retry wanted, u.run_at of the retry, u.error (NULL = keep).
 	// Cancelled if requested; queued again (scheduled if run_at is later than
 	// now) while attempts remain and a retry is wanted; else failed.
-	sqlFailSet = `
-    status = CASE WHEN x.cancel_requested THEN 'cancelled'
+	sqlFailStatus = `CASE WHEN x.cancel_requested THEN 'cancelled'
                   WHEN u.retry AND x.attempt < x.max_attempts
                   THEN CASE WHEN u.run_at > u.now THEN 'scheduled' ELSE 'queued' END
-                  ELSE 'failed' END,
+                  ELSE 'failed' END`
+	sqlFailSet = `
+    status = ` + sqlFailStatus + `,
     run_at = CASE WHEN NOT x.cancel_requested AND u.retry AND x.attempt < x.max_attempts
                   THEN u.run_at ELSE x.run_at END,
     finished_at = CASE WHEN x.cancel_requested OR NOT (u.retry AND x.attempt < x.max_attempts)
@@ -142,8 +175,9 @@ RETURNING u.n, x.cancel_requested`
 	// still counts as a start, unless the handler never ran (u.unstarted):
 	// then the claim is undone, a resume's included (it counted no start
 	// and stays a resume).
-	sqlReleaseSet = `
-    status = CASE WHEN x.cancel_requested THEN 'cancelled' ELSE 'queued' END,
+	sqlReleaseStatus = `CASE WHEN x.cancel_requested THEN 'cancelled' ELSE 'queued' END`
+	sqlReleaseSet    = `
+    status = ` + sqlReleaseStatus + `,
     attempt = CASE WHEN u.unstarted AND NOT x.resume THEN x.attempt - 1 ELSE x.attempt END,
     resume = u.unstarted AND x.resume AND NOT x.cancel_requested,
     run_at = CASE WHEN x.cancel_requested THEN x.run_at ELSE u.now END,
@@ -174,36 +208,67 @@ SELECT e.*, CASE WHEN (SELECT count(*) FROM q) < (SELECT count(*) FROM g)
 FROM e, re`
 )
 
-// endAttemptSQL builds an end-of-attempt statement: the fenced UPDATE for
-// inputs (extra array parameters after the fence's four, and their names)
-// with set, ending the run under the lease (runs, from endRunsSQL) and
-// answering n, the execution after the change and its run number. With
-// giveBack it also returns quota units (the grouped fast path); without,
-// the caller returns them in its transaction (endAttemptTx).
+// finishMode is where an end-of-attempt statement runs.
+type finishMode int
+
+const (
+	// finishGrouped: in a group, passing the rows other transactions hold
+	// (sqlFenceLocked), giving quota units back (sqlGiveBackMany).
+	finishGrouped finishMode = iota
+	// finishAlone: alone (its group rolled back), waiting for the row,
+	// giving quota units back.
+	finishAlone
+	// finishInTx: in endAttemptTx, which has locked the family's rows (its
+	// probe, the execution's) and given the units back before: the change
+	// comes last, with the storage count its trigger moves.
+	finishInTx
+	numFinishModes
+)
+
+// finishSQL is one end-of-attempt kind's statements: the change by
+// finishMode, and endAttemptTx's probe.
+type finishSQL struct {
+	change [numFinishModes]string
+	probe  string
+}
+
+// newFinishSQL builds an end-of-attempt kind's statements: the fenced
+// UPDATE for inputs (extra array parameters after the fence's four, and
+// their names) with set, ending the run under the lease (runs, from
+// endRunsSQL) and answering n, the execution after the change and its run
+// number; status is the expression set gives status, which the probe
+// evaluates on the row it locks, answering the tenant, whether the change
+// ends the execution and how many children it spawned.
 //
-// The grouped statement leaves out the executions of a family (a child,
-// or a parent): their ends lock the family's rows in its order and touch
-// them (family.go), which endAttemptTx does; they are answered as if the
-// fence had not held, and endAttempt sends them there.
-func endAttemptSQL(extraInputs, extraNames, set, runs string, giveBack bool) string {
-	fence := sqlFence
-	if giveBack {
-		fence += ` AND x.parent_id IS NULL AND x.children = 0`
-	}
-	update := `
+// The statements that give quota units back themselves (finishGrouped,
+// finishAlone) leave out the executions of a family (a child, or a
+// parent): their ends lock the family's rows in its order and touch them
+// (family.go), which endAttemptTx does; they are answered as if the fence
+// had not held, and endAttempt sends them there.
+func newFinishSQL(inputs, names, status, set, runs string) finishSQL {
+	with := `
 WITH u AS (
-    SELECT * FROM unnest(` + sqlFenceInputs + extraInputs + `)
-    WITH ORDINALITY AS u(` + sqlFenceNames + extraNames + `, n)
-), e AS (
+    SELECT * FROM unnest(` + sqlFenceInputs + inputs + `)
+    WITH ORDINALITY AS u(` + sqlFenceNames + names + `, n)
+)`
+	update := func(locked, held, end string) string {
+		return with + locked + `, e AS (
     UPDATE latch_executions x SET ` + set + `
-    FROM u WHERE ` + fence + `
-    RETURNING u.n, ` + columns("x") + `, x.runs AS run` + runs
-	if giveBack {
-		return update + sqlGiveBackMany
+    FROM u WHERE ` + sqlFence + held + `
+    RETURNING u.n, ` + columns("x") + `, x.runs AS run` + runs + end
 	}
-	return update + `
+	inTx := `
 )
 SELECT e.*, NULL::boolean FROM e, re`
+	var f finishSQL
+	f.change[finishGrouped] = update(sqlFenceLockedNoFamily, sqlFenceHeld+sqlNoFamily, sqlGiveBackMany)
+	f.change[finishAlone] = update("", sqlNoFamily, sqlGiveBackMany)
+	f.change[finishInTx] = update("", "", inTx)
+	f.probe = with + `
+SELECT x.tenant, (` + status + `) IN ('succeeded', 'failed', 'cancelled'), x.children
+FROM u JOIN latch_executions x ON ` + sqlFence + `
+FOR NO KEY UPDATE OF x`
+	return f
 }
 
 // The runs' ends: a Complete succeeded, a Fail failed with its error, a
@@ -214,16 +279,14 @@ var (
 	sqlReleaseRuns  = endRunsSQL(store.RunReleased, `NULL`)
 )
 
-var (
-	sqlCompleteMany, sqlCompleteOne = endAttemptSQL(`, $5::text[]`, `, result`, sqlCompleteSet, sqlCompleteRuns, true),
-		endAttemptSQL(`, $5::text[]`, `, result`, sqlCompleteSet, sqlCompleteRuns, false)
-	sqlFailMany, sqlFailOne = endAttemptSQL(`, $5::boolean[], $6::timestamptz[], $7::text[]`,
-		`, retry, run_at, error`, sqlFailSet, sqlFailRuns, true),
-		endAttemptSQL(`, $5::boolean[], $6::timestamptz[], $7::text[]`, `, retry, run_at, error`, sqlFailSet,
-			sqlFailRuns, false)
-	sqlReleaseMany, sqlReleaseOne = endAttemptSQL(`, $5::boolean[]`, `, unstarted`, sqlReleaseSet, sqlReleaseRuns, true),
-		endAttemptSQL(`, $5::boolean[]`, `, unstarted`, sqlReleaseSet, sqlReleaseRuns, false)
-)
+// finishStatements are the end-of-attempt statements of Complete, Fail and
+// Release.
+var finishStatements = map[opKind]finishSQL{
+	kindComplete: newFinishSQL(`, $5::text[]`, `, result`, sqlCompleteStatus, sqlCompleteSet, sqlCompleteRuns),
+	kindFail: newFinishSQL(`, $5::boolean[], $6::timestamptz[], $7::text[]`, `, retry, run_at, error`,
+		sqlFailStatus, sqlFailSet, sqlFailRuns),
+	kindRelease: newFinishSQL(`, $5::boolean[]`, `, unstarted`, sqlReleaseStatus, sqlReleaseSet, sqlReleaseRuns),
+}
 
 // admitOp is one submission for sqlAdmitMany: its input, and the slot
 // its group's statement answers in (out), which the generic grouping
@@ -280,18 +343,25 @@ func (*admitOp) kind() opKind     { return kindAdmit }
 func (*heartbeatOp) kind() opKind { return kindHeartbeat }
 func (o *finishOp) kind() opKind  { return o.op }
 
+// unanswered reports a Heartbeat that its group did not change: its lease
+// is lost, or another transaction held its row (sqlFenceLocked). Store.run
+// runs it again alone, which waits for the row and decides. (A Complete,
+// Fail or Release left unanswered is endAttempt's: endAttemptTx.)
+func (o *heartbeatOp) unanswered() bool { return !o.found }
+
 // build makes the statement for ops, all of one kind, and resets their
-// outputs: an operation whose group was rolled back is built again alone.
-func build(k opKind, ops []groupOp) statement {
+// outputs: an operation whose group was rolled back, or left it
+// unanswered, is built again alone (grouped false).
+func build(k opKind, ops []groupOp, grouped bool) statement {
 	switch k {
 	case kindAdmit:
 		return buildAdmit(ops)
 	case kindHeartbeat:
-		return buildHeartbeat(byID(ops))
+		return buildHeartbeat(byID(ops), grouped)
 	case kindClaim:
 		return buildClaim(ops)
 	default:
-		return buildFinish(k, byID(ops), true)
+		return buildFinish(k, byID(ops), pick(grouped, finishGrouped, finishAlone))
 	}
 }
 
@@ -299,7 +369,8 @@ func build(k opKind, ops []groupOp) statement {
 // (a nested loop over its arrays, on the primary key) locks the rows in
 // id order, as every statement that locks several executions of a family
 // locks them (family.go): a parent's row, older than its children's,
-// before theirs.
+// before theirs. A group's statement waits for none of them (SKIP LOCKED);
+// the order holds for the one that runs alone.
 func byID(ops []groupOp) []groupOp {
 	sorted := slices.Clone(ops)
 	id := func(g groupOp) []byte {
@@ -413,7 +484,7 @@ func buildAdmit(all []groupOp) statement {
 	}
 }
 
-func buildHeartbeat(ops []groupOp) statement {
+func buildHeartbeat(ops []groupOp, grouped bool) statement {
 	ids, toks, tenants, nows, expires := fenceArrays(ops)
 	for i, g := range ops {
 		o := g.(*heartbeatOp)
@@ -421,7 +492,7 @@ func buildHeartbeat(ops []groupOp) statement {
 		expires[i] = o.expires
 	}
 	return statement{
-		sql:  sqlHeartbeatMany,
+		sql:  pick(grouped, sqlHeartbeatMany, sqlHeartbeatAlone),
 		args: []any{ids, toks, tenants, nows, expires},
 		read: func(rows pgx.Rows) error {
 			var n int64
@@ -438,12 +509,11 @@ func buildHeartbeat(ops []groupOp) statement {
 	}
 }
 
-// buildFinish makes a Complete, Fail or Release statement; giveBack says
-// whether it returns quota units itself (see endAttemptSQL).
-func buildFinish(k opKind, ops []groupOp, giveBack bool) statement {
+// buildFinish makes a Complete, Fail or Release statement to run as mode
+// says (finishMode).
+func buildFinish(k opKind, ops []groupOp, mode finishMode) statement {
 	ids, toks, tenants, nows, _ := fenceArrays(ops)
 	args := []any{ids, toks, tenants, nows}
-	var sql string
 	switch k {
 	case kindComplete:
 		results := make([]*string, len(ops))
@@ -451,7 +521,6 @@ func buildFinish(k opKind, ops []groupOp, giveBack bool) statement {
 			results[i] = g.(*finishOp).result
 		}
 		args = append(args, results)
-		sql = pick(giveBack, sqlCompleteMany, sqlCompleteOne)
 	case kindFail:
 		retry, runAt, errMsg := make([]bool, len(ops)), make([]time.Time, len(ops)), make([]*string, len(ops))
 		for i, g := range ops {
@@ -459,20 +528,18 @@ func buildFinish(k opKind, ops []groupOp, giveBack bool) statement {
 			retry[i], runAt[i], errMsg[i] = o.retry, o.runAt, o.errMsg
 		}
 		args = append(args, retry, runAt, errMsg)
-		sql = pick(giveBack, sqlFailMany, sqlFailOne)
 	case kindRelease:
 		unstarted := make([]bool, len(ops))
 		for i, g := range ops {
 			unstarted[i] = g.(*finishOp).unstarted
 		}
 		args = append(args, unstarted)
-		sql = pick(giveBack, sqlReleaseMany, sqlReleaseOne)
 	}
 	for _, g := range ops {
 		g.(*finishOp).exec = nil
 	}
 	return statement{
-		sql:  sql,
+		sql:  finishStatements[k].change[mode],
 		args: args,
 		read: func(rows pgx.Rows) error {
 			defer rows.Close()
@@ -524,7 +591,7 @@ func (w wrapped) Scan(dest ...any) error {
 	return w.row.Scan(all...)
 }
 
-func pick(cond bool, a, b string) string {
+func pick[T any](cond bool, a, b T) T {
 	if cond {
 		return a
 	}

@@ -159,13 +159,15 @@ func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (
 		if _, err := tx.Exec(ctx, sqlUpdateTenant, p.Name, p.MaxInflight, ttl, ret, p.Disabled); err != nil {
 			return false, err
 		}
-		if p.MaxStoredBytes != nil {
-			if _, err := tx.Exec(ctx, sqlSetStorageBudget, p.Name, *p.MaxStoredBytes); err != nil {
+		// The quota shards before the storage row: the store's lock order
+		// (doc.go).
+		if p.MaxInflight != nil && *p.MaxInflight != cur {
+			if err := resetQuota(ctx, tx, p.Name, *p.MaxInflight); err != nil {
 				return false, err
 			}
 		}
-		if p.MaxInflight != nil && *p.MaxInflight != cur {
-			if err := resetQuota(ctx, tx, p.Name, *p.MaxInflight); err != nil {
+		if p.MaxStoredBytes != nil {
+			if _, err := tx.Exec(ctx, sqlSetStorageBudget, p.Name, *p.MaxStoredBytes); err != nil {
 				return false, err
 			}
 		}

@@ -58,13 +58,9 @@ WHERE s.execution_id = u.parent AND s.name = u.step`
 
 	// sqlChildEnded counts one more ended child of spawn $2 of parent $1,
 	// and answers the spawn's counters and the parent's wait.
-	sqlChildEnded = `WITH c AS (
-    UPDATE latch_steps SET ended = ended + 1 WHERE execution_id = $1 AND name = $2
-    RETURNING ended, spawned
-)
-SELECT c.ended, c.spawned, e.status = 'suspended' AND e.wait_count IS NOT NULL
+	sqlChildEnded = `SELECT c.n_ended, c.n_spawned, e.status = 'suspended' AND e.wait_count IS NOT NULL
         AND e.waiting_for = $3, coalesce(e.wait_count, 0), coalesce(e.suspend_step, '')
-FROM c, latch_executions e WHERE e.id = $1`
+FROM latch_child_ended($1, $2) c, latch_executions e WHERE e.id = $1`
 
 	// sqlLockChildren locks every child of $1, for a delete of the family.
 	sqlLockChildren = `SELECT id, tenant, status, coalesce(on_parent_end, ''), children FROM latch_executions
@@ -96,12 +92,10 @@ SELECT count(*) FROM x, h`
 	// $2, the journal's bytes and every child of the spawn in spawn order
 	// as it is now (a NULL status: deleted).
 	sqlFanInChildren = `
-SELECT c.id, x.status, x.result, coalesce(x.error, ''), ` + sqlJournalBytes + `
-FROM latch_steps s
-CROSS JOIN LATERAL jsonb_array_elements_text(s.result::jsonb -> 'children') WITH ORDINALITY AS c(id, n)
-LEFT JOIN latch_executions x ON x.id = c.id::uuid AND x.parent_id = $1
-WHERE s.execution_id = $1 AND s.name = $2
-ORDER BY c.n`
+SELECT c.child_id, x.status, x.result, coalesce(x.error, ''), latch_journal_bytes($1)
+FROM latch_spawn_children($1, $2) c
+LEFT JOIN latch_executions x ON x.id = c.child_id::uuid AND x.parent_id = $1
+ORDER BY c.ord`
 
 	// sqlFanInEnd ends the fan-in wait of $1 at $2: its step recorded with
 	// $3 (written by the store: it counts nothing in the storage budget),

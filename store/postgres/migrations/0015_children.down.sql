@@ -1,4 +1,7 @@
--- Back to schema version 13: no children.
+-- Back to schema version 14: no children.
+DROP FUNCTION latch_journal_bytes(uuid);
+DROP FUNCTION latch_spawn_children(uuid, text);
+DROP FUNCTION latch_child_ended(uuid, text);
 DROP INDEX latch_executions_finished;
 CREATE INDEX latch_executions_finished ON latch_executions (finished_at)
     WHERE finished_at IS NOT NULL;

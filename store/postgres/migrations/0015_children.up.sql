@@ -49,3 +49,47 @@ CREATE INDEX latch_executions_live_children ON latch_executions (parent_id)
 DROP INDEX latch_executions_finished;
 CREATE INDEX latch_executions_finished ON latch_executions (finished_at)
     WHERE finished_at IS NOT NULL AND parent_id IS NULL;
+
+-- A child's end and a fan-in wait read a spawn's step row and the parent's
+-- journal by key. As with the runs (schema 10), statements plan once per
+-- connection and keep the plan: one made while latch_steps looked empty
+-- would read the table whole on every child's end. These functions leave
+-- no sequential scan to choose.
+
+-- latch_child_ended counts one more ended child of spawn step of parent,
+-- answering the spawn's counters (no row: no such spawn).
+CREATE FUNCTION latch_child_ended(parent uuid, step text)
+RETURNS TABLE (n_ended integer, n_spawned integer)
+LANGUAGE sql VOLATILE
+SET enable_seqscan = off
+SET jit = off
+AS $$
+    UPDATE latch_steps s SET ended = s.ended + 1
+    WHERE s.execution_id = parent AND s.name = step
+    RETURNING s.ended, s.spawned
+$$;
+
+-- latch_spawn_children answers the children a spawn step of parent
+-- recorded, in spawn order.
+CREATE FUNCTION latch_spawn_children(parent uuid, step text)
+RETURNS TABLE (child_id text, ord bigint)
+LANGUAGE sql STABLE
+SET enable_seqscan = off
+SET jit = off
+AS $$
+    SELECT c.id, c.n FROM latch_steps s
+    CROSS JOIN LATERAL jsonb_array_elements_text(s.result::jsonb -> 'children') WITH ORDINALITY AS c(id, n)
+    WHERE s.execution_id = parent AND s.name = step
+$$;
+
+-- latch_journal_bytes answers the bytes of parent's journal (names and
+-- results).
+CREATE FUNCTION latch_journal_bytes(parent uuid)
+RETURNS bigint
+LANGUAGE sql STABLE
+SET enable_seqscan = off
+SET jit = off
+AS $$
+    SELECT coalesce(sum(octet_length(s.name) + octet_length(s.result)), 0)::bigint
+    FROM latch_steps s WHERE s.execution_id = parent
+$$;

@@ -111,6 +111,21 @@ func (e *env) fanInOf(id, name string) *store.FanInResult {
 		if err := json.Unmarshal(s.Result, &r); err != nil {
 			e.t.Fatalf("fan-in step %s of %s: result %s: %v", name, id, s.Result, err)
 		}
+		// The contract's shape: every child has each of execution_id,
+		// status, result and error, null when it has none.
+		var raw struct {
+			Children []map[string]json.RawMessage `json:"children"`
+		}
+		if err := json.Unmarshal(s.Result, &raw); err != nil {
+			e.t.Fatalf("fan-in step %s of %s: result %s: %v", name, id, s.Result, err)
+		}
+		for i, c := range raw.Children {
+			for _, k := range []string{"execution_id", "status", "result", "error"} {
+				if _, ok := c[k]; !ok {
+					e.t.Errorf("fan-in step %s of %s: child %d has no %q (want it, null when none): %s", name, id, i, k, s.Result)
+				}
+			}
+		}
 		return &r
 	}
 	e.t.Fatalf("execution %s has no step %q", id, name)

@@ -1096,31 +1096,31 @@ local function fanin_step(id, s, name, timed_out, bound)
   for i, cid in ipairs(ids) do
     local v = redis.call('HMGET', k_exec(cid), 'status', 'result', 'error')
     heads[i] = '{"execution_id":' .. cjson.encode(cid) .. ',"status":' .. cjson.encode(v[1] or 'deleted')
-    results[i] = v[2]
-    errs[i] = ''
-    if v[3] and v[3] ~= '' then errs[i] = ',"error":' .. cjson.encode(v[3]) end
+    if v[2] and v[2] ~= '' then results[i] = v[2] end
+    errs[i] = ',"error":null}'
+    if v[3] and v[3] ~= '' then errs[i] = ',"error":' .. cjson.encode(v[3]) .. '}' end
   end
+  -- Every child has "result" and "error", null when it has none (the
+  -- contract's shape, as store.FanInChild encodes it).
   local tail = ',"timed_out":false}'
   if timed_out then tail = ',"timed_out":true}' end
   local room = tonumber(bound) - journal_size(id)
   local parts = {}
   for i = 1, #ids do
-    local r = ''
-    if results[i] then r = ',"result":' .. results[i] end
-    parts[i] = heads[i] .. r .. errs[i] .. '}'
+    parts[i] = heads[i] .. ',"result":' .. (results[i] or 'null') .. errs[i]
   end
   local full = '{"children":[' .. table.concat(parts, ',') .. ']' .. tail
   if #name + #full <= room then return full end
-  -- Without any result first; then results back in spawn order while
-  -- they fit.
+  -- Every result null first; then results back in spawn order while they
+  -- fit.
   tail = ',"timed_out":' .. tostring(timed_out) .. ',"results_omitted":true}'
-  for i = 1, #ids do parts[i] = heads[i] .. errs[i] .. '}' end
+  for i = 1, #ids do parts[i] = heads[i] .. ',"result":null' .. errs[i] end
   local used = #name + #('{"children":[' .. table.concat(parts, ',') .. ']' .. tail)
   for i = 1, #ids do
     if results[i] then
-      local extra = string.len(',"result":') + #results[i]
+      local extra = #results[i] - #'null'
       if used + extra > room then break end
-      parts[i] = heads[i] .. ',"result":' .. results[i] .. errs[i] .. '}'
+      parts[i] = heads[i] .. ',"result":' .. results[i] .. errs[i]
       used = used + extra
     end
   end

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/latch-run/latch/internal/storemetrics"
 	"github.com/latch-run/latch/internal/storewrap"
@@ -177,23 +178,8 @@ func TestMetricsObserveEnds(t *testing.T) {
 // sum reads a histogram's sample sum; -1 when absent.
 func sum(t *testing.T, g prometheus.Gatherer, name string, labels map[string]string) float64 {
 	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metrics:
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if labels[l.GetName()] != l.GetValue() {
-					continue metrics
-				}
-			}
-			return m.GetHistogram().GetSampleSum()
-		}
+	if m := series(t, g, name, labels); m != nil {
+		return m.GetHistogram().GetSampleSum()
 	}
 	return -1
 }
@@ -201,6 +187,22 @@ func sum(t *testing.T, g prometheus.Gatherer, name string, labels map[string]str
 // value reads a series from g: a counter's or gauge's value, a
 // histogram's count; -1 when absent.
 func value(t *testing.T, g prometheus.Gatherer, name string, labels map[string]string) float64 {
+	t.Helper()
+	m := series(t, g, name, labels)
+	switch {
+	case m == nil:
+	case m.Counter != nil:
+		return m.Counter.GetValue()
+	case m.Gauge != nil:
+		return m.Gauge.GetValue()
+	case m.Histogram != nil:
+		return float64(m.Histogram.GetSampleCount())
+	}
+	return -1
+}
+
+// series finds the series of name with exactly labels in g; nil when absent.
+func series(t *testing.T, g prometheus.Gatherer, name string, labels map[string]string) *dto.Metric {
 	t.Helper()
 	mfs, err := g.Gather()
 	if err != nil {
@@ -220,17 +222,10 @@ func value(t *testing.T, g prometheus.Gatherer, name string, labels map[string]s
 					continue metrics
 				}
 			}
-			switch {
-			case m.Counter != nil:
-				return m.Counter.GetValue()
-			case m.Gauge != nil:
-				return m.Gauge.GetValue()
-			case m.Histogram != nil:
-				return float64(m.Histogram.GetSampleCount())
-			}
+			return m
 		}
 	}
-	return -1
+	return nil
 }
 
 // clock is a settable clock.

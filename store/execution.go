@@ -158,6 +158,9 @@ type Tenant struct {
 	// executions count in it (storage.go).
 	MaxStoredBytes int64
 	StoredBytes    int64
+	// EventRetention is how long the tenant's events are kept after their
+	// publish (events.go).
+	EventRetention time.Duration
 }
 
 // NewExecution is the execution Admit creates for sub in tenant, named id:

@@ -62,8 +62,8 @@ type RecordStepResult struct {
 }
 
 // SuspendParams are the arguments of Store.Suspend. Exactly one of Until
-// (a sleep), Signal (a wait for a signal) and Children (a fan-in wait) is
-// set.
+// (a sleep), Signal (a wait for a signal), Children (a fan-in wait) and
+// Event (a wait for an event) is set.
 type SuspendParams struct {
 	ExecutionID string
 	Tenant      string // "" = any tenant
@@ -77,6 +77,13 @@ type SuspendParams struct {
 	// wait ends when Count of that spawn's children have ended (0 = all).
 	Children string
 	Count    int
+	// Event names the event a wait for an event waits for (events.go);
+	// EventKey, when set, matches only events published with that key;
+	// Since (zero = the execution's CreatedAt) matches only events
+	// published at or after it.
+	Event    string
+	EventKey string
+	Since    time.Time
 	// Timeout bounds a wait: it ends with TimedOut (a fan-in wait: its
 	// FanInResult with TimedOut) at Now+Timeout. 0 = no timeout.
 	Timeout time.Duration
@@ -253,21 +260,22 @@ func CheckSignalName(name string) error {
 }
 
 // Check reports whether p is a valid suspension: a step name, and exactly
-// one of a sleep (Until), a wait for a signal (Signal) or a fan-in wait
-// (Children, with a Count not below zero), a wait's Timeout not below
+// one of a sleep (Until), a wait for a signal (Signal), a fan-in wait
+// (Children, with a Count not below zero) or a wait for an event (Event,
+// with an EventKey within MaxEventKeyLen), a wait's Timeout not below
 // zero.
 func (p *SuspendParams) Check() error {
 	if err := CheckStepName(p.Step); err != nil {
 		return err
 	}
 	kinds := 0
-	for _, set := range []bool{!p.Until.IsZero(), p.Signal != "", p.Children != ""} {
+	for _, set := range []bool{!p.Until.IsZero(), p.Signal != "", p.Children != "", p.Event != ""} {
 		if set {
 			kinds++
 		}
 	}
 	if kinds != 1 {
-		return fieldError("until", "a suspension is a sleep (until), a wait for a signal (signal) or for children (children): exactly one of them")
+		return fieldError("until", "a suspension is a sleep (until), a wait for a signal (signal), for children (children) or for an event (event): exactly one of them")
 	}
 	if p.Until.IsZero() && p.Timeout < 0 {
 		return fieldError("timeout_seconds", "must not be negative")
@@ -275,6 +283,14 @@ func (p *SuspendParams) Check() error {
 	switch {
 	case p.Signal != "":
 		return CheckSignalName(p.Signal)
+	case p.Event != "":
+		if err := CheckSignalName(p.Event); err != nil {
+			return &FieldError{Field: "event", Rule: err.Error()}
+		}
+		if p.EventKey != "" {
+			return CheckText("key", p.EventKey, MaxEventKeyLen)
+		}
+		return nil
 	case p.Children != "":
 		if p.Count < 0 {
 			return fieldError("count", "must not be negative")

@@ -13,6 +13,7 @@ var Refusals = []error{
 	ErrNotFound, ErrExists, ErrQuotaExceeded, ErrDedupKeyReused, ErrLeaseLost,
 	ErrNotTerminal, ErrNotActive, ErrTooManySteps, ErrJournalTooLarge, ErrSignalBufferFull,
 	ErrStorageExceeded, ErrNotFailed, ErrScheduleLimit, ErrInvalid, ErrTooManyChildren,
+	ErrTooManySubscriptions,
 }
 
 // IsRefusal reports whether err wraps one of Refusals.

@@ -130,7 +130,9 @@ type Store interface {
 
 	// Prune deletes terminal executions finished more than their tenant's
 	// retention ago, together with their dedup keys, journals and signals,
-	// and dedup keys whose TTL has passed; servers and workers not seen for
+	// dedup keys whose TTL has passed, and events whose ExpiresAt has come
+	// (with their idempotency keys; their EventSize leaves the tenant's
+	// stored bytes); servers and workers not seen for
 	// PresenceKept and activity minutes older than ActivityKept.
 	Prune(ctx context.Context, p *PruneParams) (*PruneResult, error)
 
@@ -165,10 +167,18 @@ type Store interface {
 	//     of them (0 = all) have ended already (terminal or deleted), the
 	//     step is recorded (FanInStep, TimedOut false, within the journal's
 	//     room) and the execution is queued again at once.
+	//   - A wait for an event (Event): when a retained event of the
+	//     tenant matches it (EventMatches; not consumed by this execution
+	//     before), the oldest such is consumed: the step is recorded
+	//     (EventStepWithin the journal's room) and the execution is queued
+	//     again at once.
 	//   - Else it becomes suspended: WakeAt Until for a sleep; for a wait,
-	//     WaitingFor Signal (ChildrenWaitFor(Children) for a fan-in wait)
-	//     and WakeAt Now+Timeout (nil without a timeout). A fan-in wait
-	//     ends when a child's end makes its condition hold (children.go).
+	//     WaitingFor Signal (ChildrenWaitFor(Children) for a fan-in wait,
+	//     EventWaitFor(Event) for a wait for an event, its EventKey and
+	//     Since kept with it) and WakeAt Now+Timeout (nil without a
+	//     timeout). A fan-in wait ends when a child's end makes its
+	//     condition hold (children.go); a wait for an event when a
+	//     Publish matches it (events.go).
 	//
 	// An execution queued again by a flow's own progress (here, Signal and
 	// Wake) is a resume: its next claim does not count a start, so the run
@@ -199,6 +209,40 @@ type Store interface {
 	// cancelled (FinishedAt Now, no quota slot taken), as its Cancel would
 	// have cancelled them: none is ever claimed.
 	Spawn(ctx context.Context, p *SpawnParams) (*SpawnResult, error)
+
+	// Publish publishes an event of Tenant (I14, events.go) in one atomic
+	// step. With an IdempotencyKey already used by a retained event of
+	// the tenant it answers that publish's answer (Replayed) and changes
+	// nothing. Otherwise it records the event (ExpiresAt = Now + the
+	// tenant's EventRetention), counting EventSize in the storage budget
+	// (ErrStorageExceeded past it, nothing written); resumes every
+	// execution of the tenant suspended waiting for the event's name that
+	// the event matches (EventMatches with the wait's key and since),
+	// recording EventStepWithin the journal's room as its step (the
+	// event without its data when it does not fit, so a wait's outcome
+	// always lands) and marking the event consumed by it; and admits,
+	// for each Enabled
+	// subscription of the tenant on the name in name order, its
+	// StartSubmission as Admit would (a start refused by the quota or the
+	// storage budget is answered in its EventStart and does not fail the
+	// publish). ErrNotFound for an unknown tenant; ErrInvalid for invalid
+	// params (PublishParams.Check).
+	Publish(ctx context.Context, p *PublishParams) (*PublishResult, error)
+
+	// PutSubscription creates (Created) or replaces a tenant's
+	// subscription, CreatedAt kept by a replace, UpdatedAt Now.
+	// ErrNotFound for an unknown tenant; ErrInvalid when
+	// Subscription.Check refuses it; ErrTooManySubscriptions when it
+	// would create one more than p.SubscriptionBound().
+	PutSubscription(ctx context.Context, p *PutSubscriptionParams) (*PutSubscriptionResult, error)
+	// GetSubscription reads one; ErrNotFound if the tenant has none of
+	// that name.
+	GetSubscription(ctx context.Context, p *GetSubscriptionParams) (*Subscription, error)
+	// ListSubscriptions reads subscriptions ordered by tenant then name.
+	ListSubscriptions(ctx context.Context, p *ListSubscriptionsParams) ([]*Subscription, error)
+	// DeleteSubscription removes one: later publishes start nothing for
+	// it; executions it started stay. ErrNotFound if there is none.
+	DeleteSubscription(ctx context.Context, p *DeleteSubscriptionParams) error
 
 	// Signal sends a signal to an execution (I11). With an IdempotencyKey
 	// already used for this execution it answers the first call's answer
@@ -357,7 +401,8 @@ type Store interface {
 	// tenant.
 	UpdateTenant(ctx context.Context, p *UpdateTenantParams) (*Tenant, error)
 	// DeleteTenant removes a tenant and everything it owns in one atomic
-	// step: its keys, schedules, rate limits, executions (with their quota
+	// step: its keys, schedules, rate limits, events, subscriptions,
+	// executions (with their quota
 	// slots, concurrency-key counts and queue entries), dedup keys, and its
 	// workers and activity minutes.
 	// ErrNotTerminal while an execution of the tenant is in flight
@@ -696,6 +741,8 @@ type CreateTenantParams struct {
 	Retention   time.Duration
 	// MaxStoredBytes is the storage budget (0 = DefaultMaxStoredBytes).
 	MaxStoredBytes int64
+	// EventRetention keeps its events (0 = DefaultEventRetention).
+	EventRetention time.Duration
 	KeyHash        string // the first API key, hashed; "" creates the tenant without a key
 	KeyID          string // the first key's public id (with KeyHash)
 	Now            time.Time
@@ -739,6 +786,9 @@ type UpdateTenantParams struct {
 	// MaxStoredBytes below the tenant's StoredBytes refuses what adds
 	// bytes until enough are released; nothing is removed.
 	MaxStoredBytes *int64
+	// EventRetention applies to events published from then on; an event
+	// already kept keeps its ExpiresAt.
+	EventRetention *time.Duration
 }
 
 // DeleteTenantParams are the arguments of Store.DeleteTenant.

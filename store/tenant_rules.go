@@ -54,11 +54,15 @@ func (p *CreateTenantParams) NewTenant(now time.Time) (*Tenant, error) {
 		CreatedAt:   now,
 
 		MaxStoredBytes: orDefault(p.MaxStoredBytes, DefaultMaxStoredBytes),
+		EventRetention: orDefault(p.EventRetention, DefaultEventRetention),
 	}
 	if err := checkTenantSettings(&t.MaxInflight, &t.DedupTTL, &t.Retention); err != nil {
 		return nil, err
 	}
 	if err := checkMaxStoredBytes(&t.MaxStoredBytes); err != nil {
+		return nil, err
+	}
+	if err := checkEventRetention(&t.EventRetention); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -68,6 +72,9 @@ func (p *CreateTenantParams) NewTenant(now time.Time) (*Tenant, error) {
 // backend's UpdateTenant starts with it.
 func (p *UpdateTenantParams) Validate() error {
 	if err := checkTenantSettings(p.MaxInflight, p.DedupTTL, p.Retention); err != nil {
+		return err
+	}
+	if err := checkEventRetention(p.EventRetention); err != nil {
 		return err
 	}
 	return checkMaxStoredBytes(p.MaxStoredBytes)

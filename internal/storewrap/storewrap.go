@@ -482,6 +482,41 @@ func (w *wrapped) Spawn(ctx context.Context, p *store.SpawnParams) (*store.Spawn
 	return r, err
 }
 
+func (w *wrapped) Publish(ctx context.Context, p *store.PublishParams) (*store.PublishResult, error) {
+	start := time.Now()
+	r, err := w.s.Publish(ctx, p)
+	w.done("Publish", start, p, r, err)
+	return r, err
+}
+
+func (w *wrapped) PutSubscription(ctx context.Context, p *store.PutSubscriptionParams) (*store.PutSubscriptionResult, error) {
+	start := time.Now()
+	r, err := w.s.PutSubscription(ctx, p)
+	w.done("PutSubscription", start, p, r, err)
+	return r, err
+}
+
+func (w *wrapped) GetSubscription(ctx context.Context, p *store.GetSubscriptionParams) (*store.Subscription, error) {
+	start := time.Now()
+	r, err := w.s.GetSubscription(ctx, p)
+	w.done("GetSubscription", start, p, r, err)
+	return r, err
+}
+
+func (w *wrapped) ListSubscriptions(ctx context.Context, p *store.ListSubscriptionsParams) ([]*store.Subscription, error) {
+	start := time.Now()
+	r, err := w.s.ListSubscriptions(ctx, p)
+	w.done("ListSubscriptions", start, p, r, err)
+	return r, err
+}
+
+func (w *wrapped) DeleteSubscription(ctx context.Context, p *store.DeleteSubscriptionParams) error {
+	start := time.Now()
+	err := w.s.DeleteSubscription(ctx, p)
+	w.done("DeleteSubscription", start, p, nil, err)
+	return err
+}
+
 func (w *wrapped) Steps(ctx context.Context, p *store.StepsParams) (*store.StepsPage, error) {
 	start := time.Now()
 	r, err := w.s.Steps(ctx, p)

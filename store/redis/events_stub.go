@@ -1,0 +1,33 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/latch-run/latch/store"
+)
+
+// Publish is not built on this backend yet.
+func (s *Store) Publish(context.Context, *store.PublishParams) (*store.PublishResult, error) {
+	return nil, fmt.Errorf("redis: publish: %w", store.ErrUnsupported)
+}
+
+// PutSubscription is not built on this backend yet.
+func (s *Store) PutSubscription(context.Context, *store.PutSubscriptionParams) (*store.PutSubscriptionResult, error) {
+	return nil, fmt.Errorf("redis: put subscription: %w", store.ErrUnsupported)
+}
+
+// GetSubscription is not built on this backend yet.
+func (s *Store) GetSubscription(context.Context, *store.GetSubscriptionParams) (*store.Subscription, error) {
+	return nil, fmt.Errorf("redis: get subscription: %w", store.ErrUnsupported)
+}
+
+// ListSubscriptions is not built on this backend yet.
+func (s *Store) ListSubscriptions(context.Context, *store.ListSubscriptionsParams) ([]*store.Subscription, error) {
+	return nil, fmt.Errorf("redis: list subscriptions: %w", store.ErrUnsupported)
+}
+
+// DeleteSubscription is not built on this backend yet.
+func (s *Store) DeleteSubscription(context.Context, *store.DeleteSubscriptionParams) error {
+	return fmt.Errorf("redis: delete subscription: %w", store.ErrUnsupported)
+}

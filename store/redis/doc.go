@@ -65,8 +65,10 @@
 //	{p}:tenant:<T>            hash   name max_inflight inflight dedup_ttl retention created turn,
 //	                                 disabled ("1", only while disabled), max_bytes stored
 //	                                 (the storage budget and the sum of the executions'
-//	                                 bytes fields; lib.lua, charge), laned (the members
-//	                                 of its lanes, ready:tk)
+//	                                 and events' bytes fields; lib.lua, charge), laned
+//	                                 (the members of its lanes, ready:tk), event_ret
+//	                                 (the event retention, us; absent: the default)
+//	                                 and evseq (its events' publish order)
 //	{p}:apikey:<hash>         hash   tenant key_id created used | admin key_id created
 //	{p}:keyids:<T>            hash   a tenant's keys: key id -> key hash
 //	{p}:session:<id hash>     hash   a console session: key (hash), exp; expires
@@ -128,6 +130,29 @@
 //	{p}:spawns:<id>           hash   its counters: n (children ever spawned),
 //	                                 t:<step> and e:<step> (a spawn's children
 //	                                 and those that ended; lib.lua, children)
+//	{p}:event:<id>            hash   one event: id tenant name key pub exp seq bytes idem,
+//	                                 step (store.EventStep) and lean (without its data)
+//	{p}:evname:<len(T)>:<T><name>
+//	                          zset   a tenant's events of one name, members
+//	                                 <16 hex seq><id> scored by published_at
+//	{p}:evkey:<len(T)>:<T><len(name)>:<name><key>
+//	                          zset   the same, of one name and key
+//	{p}:evexp:<T>             zset   a tenant's event ids by expiry (Prune)
+//	{p}:evidem:<T>            hash   publish idempotency key -> the kept answer
+//	                                 (store.MarshalPublishAnswer's JSON)
+//	{p}:evwait:<len(T)>:<T><name>
+//	                          zset   executions suspended waiting for the event
+//	                                 with no key, scored by their since
+//	{p}:evwaitk:<len(T)>:<T><len(name)>:<name><key>
+//	                          zset   the same, of waits that name the key
+//	{p}:evdone:<id>           set    the event ids an execution consumed
+//	{p}:sub:<len(T)>:<T><name>
+//	                          hash   one subscription: its settings and the
+//	                                 template of the execution it starts (x_*, qp)
+//	{p}:subs:<T>              zset   a tenant's subscription names (all scores 0)
+//	{p}:subev:<len(T)>:<T><event>
+//	                          zset   the subscription names on one event (all
+//	                                 scores 0: name order)
 //	{p}:runs:<id>             list   an execution's attempt history, oldest
 //	                                 run first, at most store.MaxRunsKept
 //	                                 (lib.lua, run_start)

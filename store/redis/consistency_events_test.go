@@ -81,7 +81,11 @@ func (s *Store) checkEvents(ctx context.Context, all map[string]bool, execs map[
 		if got := string(store.EventStepWithin("", e, 0)); got != m["lean"] {
 			report("event %s: lean %s, want %s", id, m["lean"], got)
 		}
-		size := store.EventSize(name, key, e.Data)
+		// Data published as null or as nothing are the same step.
+		size := store.EventSize(name, key, rec.Data)
+		if string(rec.Data) == "null" && m["bytes"] == strconv.FormatInt(store.EventSize(name, key, nil), 10) {
+			size = store.EventSize(name, key, nil)
+		}
 		if m["bytes"] != strconv.FormatInt(size, 10) {
 			report("event %s: bytes %q, want store.EventSize %d", id, m["bytes"], size)
 		}
@@ -93,12 +97,10 @@ func (s *Store) checkEvents(ctx context.Context, all map[string]bool, execs map[
 			expect(s.k.eventsByKey(eventKeyScope(t, name, key)), member, num(m["pub"]))
 		}
 		expect(s.k.eventExp(t), id, num(m["exp"]))
-		if idem := m["idem"]; idem != "" {
-			if a, err := s.rdb.HGet(ctx, s.k.eventIdem(t), idem).Result(); err != nil || !strings.HasPrefix(a, `{"event_id":"`+id+`"`) {
-				report("event %s: its idempotency key %q keeps %q (%v)", id, idem, a, err)
-			}
-		}
 	}
+	// An idempotency key answers for an event that kept it. (An event may
+	// have lost its key's answer to a later publish of the key, made
+	// after its expiry and before Prune.)
 	for key := range all {
 		t, ok := strings.CutPrefix(key, s.k.eventIdem(""))
 		if !ok {

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -43,6 +44,9 @@ func (s *Store) Publish(ctx context.Context, p *store.PublishParams) (*store.Pub
 	}
 	if err := p.Check(maxStorePayload); err != nil {
 		return nil, err
+	}
+	if len(p.Data) > 0 && !json.Valid(p.Data) {
+		return nil, &store.FieldError{Field: "data", Rule: "must be JSON"}
 	}
 	nowUS := us(now(p.Now))
 	e := &store.Event{ID: uuid.Must(uuid.NewV7()).String(), Tenant: p.Tenant, Name: p.Name, Key: p.Key,

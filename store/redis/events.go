@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -28,10 +27,6 @@ import (
 // suspend.lua's, its timeout wake.lua's; Prune and DeleteTenant delete
 // events with their indexes and give their bytes back.
 
-// maxStorePayload is the store's backstop bound of an event's data: the
-// callers hold it to their configured payload limit (PublishParams.Check).
-const maxStorePayload = math.MaxInt32
-
 // Publish implements store.Store with one script (publish.lua): the
 // idempotency key's lookup, the storage check, the event, the waits it
 // ends and the subscriptions' starts are one step. The script is told the
@@ -42,7 +37,7 @@ func (s *Store) Publish(ctx context.Context, p *store.PublishParams) (*store.Pub
 	if p.Tenant == "" {
 		return nil, fmt.Errorf("%w: an event needs its tenant", store.ErrInvalid)
 	}
-	if err := p.Check(maxStorePayload); err != nil {
+	if err := p.Check(store.DefaultMaxPayloadBytes); err != nil {
 		return nil, err
 	}
 	if len(p.Data) > 0 && !json.Valid(p.Data) {

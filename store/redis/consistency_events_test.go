@@ -6,7 +6,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"testing"
+	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/latch-run/latch/internal/testdb"
 	"github.com/latch-run/latch/store"
 )
 
@@ -177,4 +182,74 @@ func (s *Store) checkEvents(ctx context.Context, all map[string]bool, execs map[
 func (s *Store) eventPrefixes() []string {
 	return []string{s.k.eventsByName(""), s.k.eventsByKey(""), s.k.eventExp(""), s.k.eventWaits(""),
 		s.k.eventWaitsKey(""), s.k.subscriptions(""), s.k.subsByEvent("")}
+}
+
+// TestCheckEventsFindsCorruption shows the check can fail: each way of
+// breaking the events' records it is meant to see is reported.
+func TestCheckEventsFindsCorruption(t *testing.T) {
+	ns := testdb.Redis(t, "latchtest-", "the consistency check of events")
+	ctx := context.Background()
+	s, err := Open(ctx, ns.URL, WithPrefix(ns.Prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := s.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme", Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Publish(ctx, &store.PublishParams{Tenant: "acme", Name: "paid", Key: "k", Data: json.RawMessage(`1`),
+		IdempotencyKey: "i", Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Admit(ctx, &store.AdmitParams{Tenant: "acme", Items: []store.Submission{{Kind: "flow"}}, Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Claim(ctx, &store.ClaimParams{WorkerID: "w", Max: 1, LeaseDuration: time.Hour, Now: now})
+	if err != nil || len(c.Leases) != 1 {
+		t.Fatalf("claim: %v %v", c, err)
+	}
+	id := c.Leases[0].ExecutionID
+	if _, err := s.Suspend(ctx, &store.SuspendParams{ExecutionID: id, Token: c.Leases[0].Token, Step: "w", Event: "paid",
+		EventKey: "other", Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	if bad, err := s.checkConsistency(ctx); err != nil || len(bad) != 0 {
+		t.Fatalf("a consistent namespace: %q %v", bad, err)
+	}
+	waits := s.k.eventWaitsKey(eventKeyScope("acme", "paid", "other"))
+	member := eventMember(1, res.EventID)
+	for _, tc := range []struct {
+		name          string
+		break_, mend_ func() error
+	}{
+		{"stored", func() error { return s.rdb.HIncrBy(ctx, s.k.tenant("acme"), "stored", 1).Err() },
+			func() error { return s.rdb.HIncrBy(ctx, s.k.tenant("acme"), "stored", -1).Err() }},
+		{"index", func() error { return s.rdb.ZRem(ctx, s.k.eventsByName(scoped("acme", "paid")), member).Err() },
+			func() error {
+				return s.rdb.ZAdd(ctx, s.k.eventsByName(scoped("acme", "paid")), goredis.Z{Score: float64(us(now)), Member: member}).Err()
+			}},
+		{"waiter", func() error { return s.rdb.ZRem(ctx, waits, id).Err() },
+			func() error { return s.rdb.ZAdd(ctx, waits, goredis.Z{Score: float64(us(now.Add(-time.Second))), Member: id}).Err() }},
+		{"answer", func() error { return s.rdb.HSet(ctx, s.k.eventIdem("acme"), "j", `{"event_id":"x","resumed":0,"started":[]}`).Err() },
+			func() error { return s.rdb.HDel(ctx, s.k.eventIdem("acme"), "j").Err() }},
+		{"bytes", func() error { return s.rdb.HSet(ctx, s.k.event(res.EventID), "bytes", 1).Err() },
+			func() error {
+				return s.rdb.HSet(ctx, s.k.event(res.EventID), "bytes", store.EventSize("paid", "k", json.RawMessage(`1`))).Err()
+			}},
+	} {
+		if err := tc.break_(); err != nil {
+			t.Fatal(err)
+		}
+		if bad, err := s.checkConsistency(ctx); err != nil || len(bad) == 0 {
+			t.Errorf("%s broken: the check reports nothing (%v)", tc.name, err)
+		}
+		if err := tc.mend_(); err != nil {
+			t.Fatal(err)
+		}
+		if bad, err := s.checkConsistency(ctx); err != nil || len(bad) != 0 {
+			t.Fatalf("%s mended: %q %v", tc.name, bad, err)
+		}
+	}
 }

@@ -231,8 +231,12 @@ func TestCheckEventsFindsCorruption(t *testing.T) {
 				return s.rdb.ZAdd(ctx, s.k.eventsByName(scoped("acme", "paid")), goredis.Z{Score: float64(us(now)), Member: member}).Err()
 			}},
 		{"waiter", func() error { return s.rdb.ZRem(ctx, waits, id).Err() },
-			func() error { return s.rdb.ZAdd(ctx, waits, goredis.Z{Score: float64(us(now.Add(-time.Second))), Member: id}).Err() }},
-		{"answer", func() error { return s.rdb.HSet(ctx, s.k.eventIdem("acme"), "j", `{"event_id":"x","resumed":0,"started":[]}`).Err() },
+			func() error {
+				return s.rdb.ZAdd(ctx, waits, goredis.Z{Score: float64(us(now)), Member: id}).Err()
+			}},
+		{"answer", func() error {
+			return s.rdb.HSet(ctx, s.k.eventIdem("acme"), "j", `{"event_id":"x","resumed":0,"started":[]}`).Err()
+		},
 			func() error { return s.rdb.HDel(ctx, s.k.eventIdem("acme"), "j").Err() }},
 		{"bytes", func() error { return s.rdb.HSet(ctx, s.k.event(res.EventID), "bytes", 1).Err() },
 			func() error {

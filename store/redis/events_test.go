@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/latch-run/latch/store"
+	"github.com/latch-run/latch/store/redis"
 )
 
 // The Redis backend's own tests of events (the shared Events family is
@@ -370,4 +373,43 @@ func TestEventsPublishRacesSuspend(t *testing.T) {
 			t.Errorf("%d consumed at their suspend, %d resumed by the publish: want %d in all", atSuspend, res.Resumed, n)
 		}
 	})
+}
+
+// Through the tenant router, a publish that resumed a wait and started a
+// subscription's execution lowers its tenant's claim hint, so that a claim
+// over every tenant finds both after the hint was cleared for want of
+// work; a signal of the wait's name ("event:<name>") does not end it.
+func TestRouterPublishLowersClaimHint(t *testing.T) {
+	url := clusterURL(t)
+	r := openRouter(t, url, newClusterPrefix(t, url))
+	t.Cleanup(func() { r.Close() })
+	t.Cleanup(func() { redis.CheckRouterConsistency(t, r) })
+	ctx := context.Background()
+	evTenant(t, r, "acme", 10)
+	if _, err := r.PutSubscription(ctx, &store.PutSubscriptionParams{Subscription: store.Subscription{Tenant: "acme", Name: "s",
+		Event: "paid", Kind: "bill", Enabled: true}, Now: evT0}); err != nil {
+		t.Fatal(err)
+	}
+	l := evRunning(t, r, "acme", 1, evT0)
+	if e, err := r.Suspend(ctx, &store.SuspendParams{ExecutionID: l[0].ExecutionID, Token: l[0].Token, Step: "w", Event: "paid", Now: evT0}); err != nil || e.Status != store.StatusSuspended {
+		t.Fatalf("suspend: %v %v", e, err)
+	}
+	if res, err := r.Signal(ctx, &store.SignalParams{ExecutionID: l[0].ExecutionID, Name: store.EventWaitFor("paid"), Now: evT0}); err != nil || res.Delivered {
+		t.Fatalf("a signal named as the wait: %+v %v, want kept, not delivered", res, err)
+	}
+	c, err := r.Claim(ctx, &store.ClaimParams{WorkerID: "w", Max: 10, LeaseDuration: time.Hour, Now: evT0})
+	if err != nil || len(c.Leases) != 0 {
+		t.Fatalf("claim with nothing ready: %v %v", c, err)
+	}
+	if err := r.RawClient().ZScore(ctx, r.HintKey("claim"), "acme").Err(); !errors.Is(err, goredis.Nil) {
+		t.Fatalf("claim hint after a claim that found nothing: %v, want none", err)
+	}
+	res, err := r.Publish(ctx, &store.PublishParams{Tenant: "acme", Name: "paid", Now: evT0.Add(time.Second)})
+	if err != nil || res.Resumed != 1 || len(res.Started) != 1 || res.Started[0].Err != nil {
+		t.Fatalf("publish: %+v %v", res, err)
+	}
+	c, err = r.Claim(ctx, &store.ClaimParams{WorkerID: "w", Max: 10, LeaseDuration: time.Hour, Now: evT0.Add(time.Second)})
+	if err != nil || len(c.Leases) != 2 {
+		t.Fatalf("claim after the publish: %v %v, want the resumed wait and the started execution", c, err)
+	}
 }

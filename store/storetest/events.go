@@ -45,7 +45,6 @@ func testEventsPublish(t *testing.T, ns NewStore) {
 			"no name":         {Name: "", Now: now},
 			"long key":        {Name: "payment", Key: strings.Repeat("k", store.MaxEventKeyLen+1), Now: now},
 			"long idem key":   {Name: "payment", IdempotencyKey: strings.Repeat("k", store.MaxKeyLen+1), Now: now},
-			"big data":        {Name: "payment", Data: mustJSON(`"` + strings.Repeat("d", store.DefaultMaxPayloadBytes) + `"`), Now: now},
 			"bad traceparent": {Name: "payment", TraceParent: "nope", Now: now},
 		} {
 			_, err := e.publishWith(p)
@@ -186,7 +185,7 @@ func testEventsWait(t *testing.T, ns NewStore) {
 		e.wantWaitEvent(l2, at(2*time.Second), "paid", "payment", "", base, store.StatusQueued)
 		e.wantEventStep(l2.ExecutionID, "paid", eventOf(res, "payment", "", `1`, base))
 		// Since after it: not matched, however old the execution.
-		l3 := e.runKind(acme, "c", at(-time.Hour))
+		l3 := e.runCreated(acme, "c", at(-time.Hour), at(2*time.Second))
 		e.wantWaitEvent(l3, at(2*time.Second), "paid", "payment", "", at(time.Millisecond), store.StatusSuspended)
 		e.wantEventState(acme, 3, eventSize("payment", "", `1`))
 	})
@@ -444,7 +443,7 @@ func testEventsRetention(t *testing.T, ns NewStore) {
 		e.prune(at(time.Hour), 100)
 		e.wantEventState(acme, 0, 0)
 		// A wait after the prune does not see it.
-		l := e.run(acme, at(-time.Hour), job("flow"))
+		l := e.runCreated(acme, "flow", at(-time.Hour), at(time.Hour+time.Second))
 		e.wantWaitEvent(l, at(time.Hour+time.Second), "paid", "payment", "", time.Time{}, store.StatusSuspended)
 		// Its idempotency key went with it.
 		p.Now = at(2 * time.Hour)
@@ -513,7 +512,7 @@ func testEventsRetention(t *testing.T, ns NewStore) {
 		}
 		_, err = e.s.GetSubscription(e.ctx, &store.GetSubscriptionParams{Tenant: acme, Name: "audit"})
 		wantErr(t, "GetSubscription of the deleted tenant's", err, store.ErrNotFound)
-		l := e.run(acme, at(-time.Hour), job("flow"))
+		l := e.runCreated(acme, "flow", at(-time.Hour), at(4*time.Second))
 		e.wantWaitEvent(l, at(4*time.Second), "paid", "payment", "", time.Time{}, store.StatusSuspended)
 		p.Now = at(5 * time.Second)
 		again, err := e.publishWith(p)

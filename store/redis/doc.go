@@ -398,6 +398,33 @@
 // the child's script finds the wait that suspend.lua wrote. A terminal
 // child has no retention entry (done:<T>): it goes with its parent only.
 //
+// # Events
+//
+// Events and subscriptions (store/events.go, I14) are a tenant's, so all
+// of a tenant's events, its waits for them and the executions a publish
+// starts are in one namespace: one slot, one node even through the tenant
+// router, where Publish runs on the tenant's namespace and lowers its
+// claim hint when it queued work. Publish is one script (publish.lua): the
+// idempotency key's kept answer, the storage budget, the event with its
+// indexes, every wait it matches ended (read from the waits of its name,
+// and of its name and key, by their since: exactly the ones it ends), and
+// each enabled subscription's start admitted as Admit admits one, its
+// refusal answered; the answer is kept under the idempotency key as
+// store.MarshalPublishAnswer encodes it. A wait for an event is
+// suspend.lua's: it consumes the oldest retained match (the index of the
+// name, or of name and key, from its since, skipping the events the
+// execution consumed) or joins the waits of its name. A publish and a
+// suspend of one tenant's event are two scripts on one slot, so one of
+// them sees the other: the suspend the event, or the publish the wait
+// (never a lost wake-up). A wait's timeout (wake.lua), a cancel or a
+// delete takes it out of the waits (lib.lua, leave), so a wait ends once.
+// An event counts store.EventSize in its tenant's stored until Prune
+// deletes it at its expiry, with its index entries and its idempotency
+// key (lib.lua, ev_drop); DeleteTenant deletes its events and
+// subscriptions. The step an event records and the payload it gives are
+// encoded in Go at the publish (store.EventStep, kept in the event's
+// hash with the same without its data), never in Lua.
+//
 // # Attempt history
 //
 // Each lease is a run in its execution's runs list, written by the scripts

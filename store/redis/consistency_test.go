@@ -195,6 +195,16 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 	bad = append(bad, s.checkFlows(ctx, all, execs)...)
 	bad = append(bad, s.checkChildren(ctx, all, execs)...)
 	bad = append(bad, s.checkRuns(ctx, all, execs)...)
+	evBad, evWant, evBytes := s.checkEvents(ctx, all, execs)
+	bad = append(bad, evBad...)
+	for key, ms := range evWant {
+		for m, score := range ms {
+			expect(key, m, score)
+		}
+	}
+	for t, b := range evBytes {
+		stored[t] += b // events count in the storage budget too
+	}
 	// Schedules: each in its tenant's name index, and in nextrun exactly
 	// while enabled, scored by its next run; each index entry names one.
 	schedules, err := hashes(s.k.schedule(""))
@@ -263,6 +273,7 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 	zsetPrefixes := []string{s.k.listTenant(""), s.k.readyTenant(""), s.k.readyQueue(""), s.k.readyKind(""),
 		strings.TrimSuffix(s.k.readyTenantKind("", ""), scoped("", "")),
 		s.k.concPark(""), s.k.concParkOld(""), s.k.concRun(""), s.k.done(""), s.k.schedules(""), s.k.qQueued(""), s.k.qSched("")}
+	zsetPrefixes = append(zsetPrefixes, s.eventPrefixes()...)
 	for key := range all {
 		isZ := slices.Contains(zsetKeys, key)
 		for _, p := range zsetPrefixes {
@@ -348,7 +359,7 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 			return nil, err
 		}
 		if b != stored[t] {
-			report("tenant %s: stored %d bytes, but its executions count %d", t, b, stored[t])
+			report("tenant %s: stored %d bytes, but its executions and events count %d", t, b, stored[t])
 		}
 		l, err := r.HGet(ctx, s.k.tenant(t), "laned").Int()
 		if err != nil && !errors.Is(err, goredis.Nil) {
@@ -512,7 +523,8 @@ func (s *Store) checkConsistency(ctx context.Context) ([]string, error) {
 		}
 	}
 	for _, prefix := range []string{s.k.keyIDs(""), s.k.rateLimits(""), s.k.schedules(""), s.k.dedup(""),
-		s.k.listTenant(""), s.k.done(""), s.k.readyTenant(""), s.k.queues("")} {
+		s.k.listTenant(""), s.k.done(""), s.k.readyTenant(""), s.k.queues(""), s.k.eventExp(""), s.k.eventIdem(""),
+		s.k.subscriptions("")} {
 		for key := range all {
 			if t, ok := strings.CutPrefix(key, prefix); ok && !isTenant[t] {
 				report("%s left behind by tenant %q", key, t)

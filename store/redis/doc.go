@@ -65,8 +65,10 @@
 //	{p}:tenant:<T>            hash   name max_inflight inflight dedup_ttl retention created turn,
 //	                                 disabled ("1", only while disabled), max_bytes stored
 //	                                 (the storage budget and the sum of the executions'
-//	                                 bytes fields; lib.lua, charge), laned (the members
-//	                                 of its lanes, ready:tk)
+//	                                 and events' bytes fields; lib.lua, charge), laned
+//	                                 (the members of its lanes, ready:tk), event_ret
+//	                                 (the event retention, us; absent: the default)
+//	                                 and evseq (its events' publish order)
 //	{p}:apikey:<hash>         hash   tenant key_id created used | admin key_id created
 //	{p}:keyids:<T>            hash   a tenant's keys: key id -> key hash
 //	{p}:session:<id hash>     hash   a console session: key (hash), exp; expires
@@ -128,6 +130,29 @@
 //	{p}:spawns:<id>           hash   its counters: n (children ever spawned),
 //	                                 t:<step> and e:<step> (a spawn's children
 //	                                 and those that ended; lib.lua, children)
+//	{p}:event:<id>            hash   one event: id tenant name key pub exp seq bytes idem,
+//	                                 step (store.EventStep) and lean (without its data)
+//	{p}:evname:<len(T)>:<T><name>
+//	                          zset   a tenant's events of one name, members
+//	                                 <16 hex seq><id> scored by published_at
+//	{p}:evkey:<len(T)>:<T><len(name)>:<name><key>
+//	                          zset   the same, of one name and key
+//	{p}:evexp:<T>             zset   a tenant's event ids by expiry (Prune)
+//	{p}:evidem:<T>            hash   publish idempotency key -> the kept answer
+//	                                 (store.MarshalPublishAnswer's JSON)
+//	{p}:evwait:<len(T)>:<T><name>
+//	                          zset   executions suspended waiting for the event
+//	                                 with no key, scored by their since
+//	{p}:evwaitk:<len(T)>:<T><len(name)>:<name><key>
+//	                          zset   the same, of waits that name the key
+//	{p}:evdone:<id>           set    the event ids an execution consumed
+//	{p}:sub:<len(T)>:<T><name>
+//	                          hash   one subscription: its settings and the
+//	                                 template of the execution it starts (x_*, qp)
+//	{p}:subs:<T>              zset   a tenant's subscription names (all scores 0)
+//	{p}:subev:<len(T)>:<T><event>
+//	                          zset   the subscription names on one event (all
+//	                                 scores 0: name order)
 //	{p}:runs:<id>             list   an execution's attempt history, oldest
 //	                                 run first, at most store.MaxRunsKept
 //	                                 (lib.lua, run_start)
@@ -372,6 +397,33 @@
 // other: suspend.lua reads the counter that the child's script wrote, or
 // the child's script finds the wait that suspend.lua wrote. A terminal
 // child has no retention entry (done:<T>): it goes with its parent only.
+//
+// # Events
+//
+// Events and subscriptions (store/events.go, I14) are a tenant's, so all
+// of a tenant's events, its waits for them and the executions a publish
+// starts are in one namespace: one slot, one node even through the tenant
+// router, where Publish runs on the tenant's namespace and lowers its
+// claim hint when it queued work. Publish is one script (publish.lua): the
+// idempotency key's kept answer, the storage budget, the event with its
+// indexes, every wait it matches ended (read from the waits of its name,
+// and of its name and key, by their since: exactly the ones it ends), and
+// each enabled subscription's start admitted as Admit admits one, its
+// refusal answered; the answer is kept under the idempotency key as
+// store.MarshalPublishAnswer encodes it. A wait for an event is
+// suspend.lua's: it consumes the oldest retained match (the index of the
+// name, or of name and key, from its since, skipping the events the
+// execution consumed) or joins the waits of its name. A publish and a
+// suspend of one tenant's event are two scripts on one slot, so one of
+// them sees the other: the suspend the event, or the publish the wait
+// (never a lost wake-up). A wait's timeout (wake.lua), a cancel or a
+// delete takes it out of the waits (lib.lua, leave), so a wait ends once.
+// An event counts store.EventSize in its tenant's stored until Prune
+// deletes it at its expiry, with its index entries and its idempotency
+// key (lib.lua, ev_drop); DeleteTenant deletes its events and
+// subscriptions. The step an event records and the payload it gives are
+// encoded in Go at the publish (store.EventStep, kept in the event's
+// hash with the same without its data), never in Lua.
 //
 // # Attempt history
 //

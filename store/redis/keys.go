@@ -137,6 +137,32 @@ func (k keys) runs(id string) string { return k.ns + ":runs:" + id }
 func (k keys) kids(id string) string   { return k.ns + ":kids:" + id }
 func (k keys) spawns(id string) string { return k.ns + ":spawns:" + id }
 
+// Events and subscriptions (events.go; lib.lua's events section). c is
+// scoped(tenant, event name), ck is scoped(tenant, scoped(name, key)) for
+// an event's correlation key, sc is scoped(tenant, subscription name).
+func (k keys) event(id string) string        { return k.ns + ":event:" + id }
+func (k keys) eventsByName(c string) string  { return k.ns + ":evname:" + c }
+func (k keys) eventsByKey(ck string) string  { return k.ns + ":evkey:" + ck }
+func (k keys) eventExp(tenant string) string { return k.ns + ":evexp:" + tenant }
+func (k keys) eventIdem(tenant string) string {
+	return k.ns + ":evidem:" + tenant
+}
+func (k keys) eventWaits(c string) string     { return k.ns + ":evwait:" + c }
+func (k keys) eventWaitsKey(ck string) string { return k.ns + ":evwaitk:" + ck }
+func (k keys) consumed(id string) string      { return k.ns + ":evdone:" + id }
+func (k keys) subscription(sc string) string  { return k.ns + ":sub:" + sc }
+func (k keys) subscriptions(tenant string) string {
+	return k.ns + ":subs:" + tenant
+}
+func (k keys) subsByEvent(c string) string { return k.ns + ":subev:" + c }
+
+// eventKeyScope is ck for tenant t's events of name with key.
+func eventKeyScope(t, name, key string) string { return scoped(t, scoped(name, key)) }
+
+// eventMember is an event's member in its indexes (lib.lua, ev_member):
+// 16 hex digits of its tenant's publish sequence, then its id.
+func eventMember(seq int64, id string) string { return fmt.Sprintf("%016x", seq) + id }
+
 // The queue statistics (lib.lua's qs_enter), scope scoped(tenant, queue):
 // the queued and the scheduled executions by run_at, the suspended ones,
 // and a tenant's queues that have had any.

@@ -71,7 +71,11 @@ return {k_exec('id-1'), k_tenant('acme'), k_dedup('acme'), k_dedupexp(), k_ready
   k_qsusp(scoped('acme', 'mail')), k_queues('acme'), k_servers(), k_server('h:1'), k_workers(), k_activity(),
   k_activity_m('1931245200000000'), worker_member('h:1', 'acme', 'w:1'), k_ready_tk('acme', 'h:1'),
   worker_tenant(worker_member('h:1', 'acme', 'w:1')), worker_tenant(worker_member('', '', '')),
-  k_ckrun(scoped('acme', 'c:1')), k_workerclaims(), k_kids('id-1'), k_spawns('id-1')}`
+  k_ckrun(scoped('acme', 'c:1')), k_workerclaims(), k_kids('id-1'), k_spawns('id-1'),
+  k_event('id-1'), k_evname(scoped('acme', 'e:1')), k_evkey(scoped('acme', scoped('e:1', 'k:1'))), k_evexp('acme'),
+  k_evidem('acme'), k_evwait(scoped('acme', 'e:1')), k_evwaitk(scoped('acme', scoped('e:1', 'k:1'))), k_evdone('id-1'),
+  k_sub(scoped('acme', 's:1')), k_subs('acme'), k_subev(scoped('acme', 'e:1')),
+  string.sub(ev_member(300, 'id-1'), EV_MEMBER_ID), ev_member(300, 'id-1')}`
 	got, err := rdb.Eval(context.Background(), body, nil, k.ns).StringSlice()
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +91,11 @@ return {k_exec('id-1'), k_tenant('acme'), k_dedup('acme'), k_dedupexp(), k_ready
 		k.runs("id-1"), k.qQueued(scoped("acme", "mail")), k.qSched(scoped("acme", "mail")),
 		k.qSusp(scoped("acme", "mail")), k.queues("acme"), k.servers(), k.server("h:1"), k.workers(), k.activity(),
 		k.activityMinute(1931245200000000), workerMember("h:1", "acme", "w:1"), k.readyTenantKind("acme", "h:1"), "acme", "",
-		k.concRun(scoped("acme", "c:1")), k.workerClaims(), k.kids("id-1"), k.spawns("id-1")}
+		k.concRun(scoped("acme", "c:1")), k.workerClaims(), k.kids("id-1"), k.spawns("id-1"),
+		k.event("id-1"), k.eventsByName(scoped("acme", "e:1")), k.eventsByKey(eventKeyScope("acme", "e:1", "k:1")), k.eventExp("acme"),
+		k.eventIdem("acme"), k.eventWaits(scoped("acme", "e:1")), k.eventWaitsKey(eventKeyScope("acme", "e:1", "k:1")), k.consumed("id-1"),
+		k.subscription(scoped("acme", "s:1")), k.subscriptions("acme"), k.subsByEvent(scoped("acme", "e:1")),
+		"id-1", eventMember(300, "id-1")}
 	if len(got) != len(want) {
 		t.Fatalf("Lua built %d names, want %d: %q", len(got), len(want), got)
 	}

@@ -76,6 +76,9 @@ var (
 	scriptReadyKinds      = mustReadScript("ready_kinds")
 	scriptHintSet         = mustScript("hint_set")
 	scriptSpawn           = mustScript("spawn")
+	scriptPublish         = mustScript("publish")
+	scriptPutSubscription = mustScript("put_subscription")
+	scriptDelSubscription = mustScript("delete_subscription")
 
 	allScripts = []*luaScript{
 		scriptAdmit, scriptClaim, scriptHeartbeat, scriptComplete, scriptFail, scriptRelease,
@@ -86,6 +89,7 @@ var (
 		scriptSeedTurns, scriptStep, scriptSteps, scriptSuspend, scriptSignal, scriptWake, scriptRetry,
 		scriptQueueStats, scriptReportServer, scriptPresence, scriptActivity, scriptListRateLimits,
 		scriptConcurrencyKeys, scriptExplain, scriptReadyKinds, scriptHintSet, scriptSpawn,
+		scriptPublish, scriptPutSubscription, scriptDelSubscription,
 	}
 
 	// libName and librarySource are the function library that holds every

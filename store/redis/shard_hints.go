@@ -80,7 +80,8 @@ func (r *Router) unsure(err error) {
 func refusal(err error) bool {
 	for _, e := range []error{store.ErrNotFound, store.ErrExists, store.ErrQuotaExceeded, store.ErrDedupKeyReused,
 		store.ErrLeaseLost, store.ErrNotTerminal, store.ErrNotActive, store.ErrTooManySteps,
-		store.ErrJournalTooLarge, store.ErrSignalBufferFull, store.ErrNotFailed, store.ErrScheduleLimit, store.ErrInvalid, store.ErrTooManyChildren} {
+		store.ErrJournalTooLarge, store.ErrSignalBufferFull, store.ErrNotFailed, store.ErrScheduleLimit, store.ErrInvalid, store.ErrTooManyChildren,
+		store.ErrTooManySubscriptions, store.ErrStorageExceeded} {
 		if errors.Is(err, e) {
 			return true
 		}

@@ -10,8 +10,10 @@ import (
 // Complete: whether the execution sleeps, waits, or goes on at once (a
 // step already recorded, a sleep already over, a signal already buffered)
 // is decided in the same step that ends the lease; so is whether a fan-in
-// wait's condition holds already. A child's end that makes it hold later
-// ends the wait in the child's own script (lib.lua, child_end).
+// wait's condition holds already, and whether a retained event matches a
+// wait for an event. A child's end that makes it hold later ends the wait
+// in the child's own script (lib.lua, child_end); a publish that matches
+// it, in publish.lua.
 func (s *Store) Suspend(ctx context.Context, p *store.SuspendParams) (*store.Execution, error) {
 	if err := p.Check(); err != nil {
 		return nil, err
@@ -19,13 +21,13 @@ func (s *Store) Suspend(ctx context.Context, p *store.SuspendParams) (*store.Exe
 	t := now(p.Now)
 	nowUS := us(t)
 	timeoutAt := ""
-	if (p.Signal != "" || p.Children != "") && p.Timeout > 0 {
+	if (p.Signal != "" || p.Children != "" || p.Event != "") && p.Timeout > 0 {
 		timeoutAt = itoa(us(t.Add(p.Timeout)))
 	}
 	return s.feed.Execution(s.runExec(ctx, "suspend", scriptSuspend, p.ExecutionID,
 		[]string{s.k.exec(p.ExecutionID), s.k.steps(p.ExecutionID), s.k.wake()},
 		s.k.ns, p.ExecutionID, p.Tenant, p.Token, itoa(nowUS), timeLex(nowUS), p.Step, optUS(p.Until), p.Signal, timeoutAt,
-		p.StepBound(), p.ByteBound(), len(store.TimedOut), p.Children, p.Count))
+		p.StepBound(), p.ByteBound(), len(store.TimedOut), p.Children, p.Count, p.Event, p.EventKey, optUS(p.Since)))
 }
 
 // Wake implements store.Store (wake.lua): each suspension ends in the

@@ -19,13 +19,14 @@ func (s *Store) CreateTenant(ctx context.Context, p *store.CreateTenantParams) (
 	}
 	ten.DedupTTL = fromDurUS(durUS(ten.DedupTTL))
 	ten.Retention = fromDurUS(durUS(ten.Retention))
+	ten.EventRetention = fromDurUS(durUS(ten.EventRetention))
 	keys := []string{s.k.tenant(p.Name), s.k.tenants()}
 	if p.KeyHash != "" {
 		keys = append(keys, s.k.apiKey(p.KeyHash), s.k.keyIDs(p.Name))
 	}
 	arr, err := s.run(ctx, "create tenant", scriptCreateTenant, keys, s.k.ns, p.Name,
 		ten.MaxInflight, itoa(durUS(ten.DedupTTL)), itoa(durUS(ten.Retention)), itoa(us(ten.CreatedAt)), p.KeyHash,
-		store.KeyIDOrNew(p.KeyID), itoa(ten.MaxStoredBytes))
+		store.KeyIDOrNew(p.KeyID), itoa(ten.MaxStoredBytes), itoa(durUS(ten.EventRetention)))
 	if err != nil {
 		return nil, err
 	}
@@ -47,6 +48,7 @@ func parseTenant(m map[string]string) *store.Tenant {
 		// A tenant created before the storage budget has the default.
 		MaxStoredBytes: store.DefaultMaxStoredBytes,
 		StoredBytes:    hashInt(m, "stored"),
+		EventRetention: eventRetention(m),
 	}
 	if _, ok := m["max_bytes"]; ok {
 		t.MaxStoredBytes = hashInt(m, "max_bytes")
@@ -123,14 +125,17 @@ func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (
 	if p.Retention != nil {
 		retention = durUS(*p.Retention)
 	}
-	var maxBytes int64
+	var maxBytes, eventRet int64
 	if p.MaxStoredBytes != nil {
 		maxBytes = *p.MaxStoredBytes
+	}
+	if p.EventRetention != nil {
+		eventRet = durUS(*p.EventRetention)
 	}
 	arr, err := s.run(ctx, "update tenant", scriptUpdateTenant, []string{s.k.tenant(p.Name)}, s.k.ns,
 		flag(p.MaxInflight != nil), maxInflight, flag(p.DedupTTL != nil), itoa(ttl),
 		flag(p.Retention != nil), itoa(retention), flag(p.Disabled != nil), flag(p.Disabled != nil && *p.Disabled),
-		flag(p.MaxStoredBytes != nil), itoa(maxBytes))
+		flag(p.MaxStoredBytes != nil), itoa(maxBytes), flag(p.EventRetention != nil), itoa(eventRet))
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,8 @@
 --
 -- KEYS[1] exec:<id>
 --   derived: sched, wake, the ready indexes, tenant:<T>, done:<T>, ck:<c>,
---   ckparkg:<c>, ckpark:<c>, kids:<id> and the same of each child; of its
+--   ckparkg:<c>, ckpark:<c>, the waiters of its event (evwait:<c> or
+--   evwaitk:<ck>), kids:<id> and the same of each child; of its
 --   parent, spawns:<id>, exec:<id> and steps:<id>
 -- ARGV[1] NS  ARGV[2] id  ARGV[3] tenant ('' = any)  ARGV[4] now_us
 -- Returns {'NOTFOUND'} or {'OK', version, HGETALL, family} (family: the ids

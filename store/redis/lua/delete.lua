@@ -12,7 +12,8 @@
 --   derived: list, list:<T>, done:<T>, dedup:<T>, dedupexp, tenant:<T>,
 --   sched, running, wake, the ready indexes, ck:<c>, ckparkg:<c>,
 --   ckpark:<c>, steps:<id>, signames:<id>, sigbuf:<scoped(id, name)>,
---   sigkeys:<id>, runs:<id>, kids:<id>, spawns:<id>, and those of each
+--   sigkeys:<id>, runs:<id>, kids:<id>, spawns:<id>, evdone:<id>, the
+--   waiters of its event (evwait:<c> or evwaitk:<ck>), and those of each
 --   child dropped with it; of its parent, kids:<id>, spawns:<id>, exec:<id>
 --   and steps:<id> (a fan-in wait's end)
 -- ARGV[1] NS  ARGV[2] id  ARGV[3] tenant ('' = any)  ARGV[4] force (0/1)

@@ -3,7 +3,8 @@
 -- out of its queue, lease and concurrency-key places, its list, retention
 -- and dedup entries), its concurrency-key counters and parks, every dedup
 -- mapping, its schedules with their index entries and live sets, its rate
--- limits, its API keys, its workers and activity counts and the tenant
+-- limits, its events (with their indexes and idempotency keys) and
+-- subscriptions, its API keys, its workers and activity counts and the tenant
 -- record. Without force, refused while
 -- an execution is in flight, before anything is written.
 --
@@ -15,7 +16,9 @@
 --   done:<T>, each execution's flow records (steps, signames, sigbuf, sigkeys),
 --   attempt history (runs) and children's list and counters (kids, spawns),
 --   schedule:<s> and schedlive:<s> of its schedules, ratelimit:<c>,
---   apikey:<hash>, queues:<T> and the queue statistics' keys, workers,
+--   apikey:<hash>, evexp:<T>, evidem:<T>, event:<id> and the indexes of
+--   its events, subs:<T>, sub:<sc> and subev:<c> of its subscriptions,
+--   queues:<T> and the queue statistics' keys, workers,
 --   activity and activity:<minute>
 -- ARGV[1] NS  ARGV[2] tenant  ARGV[3] force (0/1)
 -- Returns {'NOTFOUND'}, {'NOTTERMINAL', n} (nothing written) or
@@ -65,6 +68,18 @@ for _, rk in ipairs(redis.call('SMEMBERS', KEYS[8])) do
   redis.call('DEL', k_ratelimit(scoped(t, rk)))
 end
 redis.call('DEL', KEYS[8])
+
+-- Its events and subscriptions (the waits for its events left with their
+-- executions).
+for _, eid in ipairs(redis.call('ZRANGE', k_evexp(t), 0, -1)) do ev_drop(eid) end
+redis.call('DEL', k_evexp(t), k_evidem(t))
+for _, name in ipairs(redis.call('ZRANGE', k_subs(t), 0, -1)) do
+  local sc = scoped(t, name)
+  local ev = redis.call('HGET', k_sub(sc), 'event')
+  if ev then redis.call('ZREM', k_subev(scoped(t, ev)), name) end
+  redis.call('DEL', k_sub(sc))
+end
+redis.call('DEL', k_subs(t))
 
 -- The queue statistics' keys are empty now that its executions are gone,
 -- but for entries of executions admitted before them (lib.lua, qs_enter).

@@ -32,7 +32,8 @@
 -- signals buffered, not yet consumed: absent is 0), and while
 -- suspended wake_at, waiting (the awaited signal) and sstep (the step the
 -- suspension's outcome is recorded under), and of a fan-in wait fcount
--- and fbytes; bytes, what the execution counts in its tenant's storage
+-- and fbytes, and of a wait for an event esince and ekey (see the events
+-- section); bytes, what the execution counts in its tenant's storage
 -- budget (see charge; absent is 0); and of composition (see the children
 -- section below) parent pstep ponend depth of a child, kids ("1") of a
 -- parent.
@@ -106,6 +107,20 @@ local function k_runs(id) return NS .. ':runs:' .. id end
 -- children section).
 local function k_kids(id) return NS .. ':kids:' .. id end
 local function k_spawns(id) return NS .. ':spawns:' .. id end
+-- Events and subscriptions (see the events section): c is scoped(tenant,
+-- event name), ck scoped(tenant, scoped(name, key)), sc scoped(tenant,
+-- subscription name).
+local function k_event(id) return NS .. ':event:' .. id end
+local function k_evname(c) return NS .. ':evname:' .. c end
+local function k_evkey(ck) return NS .. ':evkey:' .. ck end
+local function k_evexp(t) return NS .. ':evexp:' .. t end
+local function k_evidem(t) return NS .. ':evidem:' .. t end
+local function k_evwait(c) return NS .. ':evwait:' .. c end
+local function k_evwaitk(ck) return NS .. ':evwaitk:' .. ck end
+local function k_evdone(id) return NS .. ':evdone:' .. id end
+local function k_sub(sc) return NS .. ':sub:' .. sc end
+local function k_subs(t) return NS .. ':subs:' .. t end
+local function k_subev(c) return NS .. ':subev:' .. c end
 -- The queue statistics (see qs_enter), per scoped(tenant, queue): the
 -- queued and the scheduled executions by run_at, the suspended ones; and
 -- the queues of each tenant that have had any.
@@ -202,6 +217,8 @@ SUSPEND_FIELDS[#FIELDS + 1] = 'waiting'
 SUSPEND_FIELDS[#FIELDS + 2] = 'sstep'
 SUSPEND_FIELDS[#FIELDS + 3] = 'fcount'
 SUSPEND_FIELDS[#FIELDS + 4] = 'fbytes'
+SUSPEND_FIELDS[#FIELDS + 5] = 'esince'
+SUSPEND_FIELDS[#FIELDS + 6] = 'ekey'
 
 -- child_end and parent_end are the children section's hooks (below), which
 -- finish calls. family lists the members of families they (and drop)
@@ -491,6 +508,22 @@ local function qs_leave(e)
   end
 end
 
+-- ev_unwait takes a suspended execution e out of the waiters of the
+-- event its wait is for, if it waits for an event (see the events
+-- section): the wait's fields are read here, as leave's callers load
+-- e with FIELDS.
+local EVENT_WAIT = 'event:' -- store.EventWaitPrefix
+local function ev_unwait(e)
+  local w = redis.call('HMGET', k_exec(e.id), 'waiting', 'esince', 'ekey')
+  if not w[1] or not w[2] then return end
+  local name = string.sub(w[1], string.len(EVENT_WAIT) + 1)
+  if w[3] then
+    redis.call('ZREM', k_evwaitk(scoped(e.tenant, scoped(name, w[3]))), e.id)
+  else
+    redis.call('ZREM', k_evwait(scoped(e.tenant, name)), e.id)
+  end
+end
+
 -- Where an in-flight execution is, by status:
 --   queued              the ready indexes, or its key's park (parked=1)
 --   scheduled           sched, until a claim finds its run_at come; then
@@ -500,8 +533,9 @@ end
 --                       it): a claim changes nothing it does not lease.
 --   running             the running set
 --   suspended           the wake set while it has a wake_at, else nowhere
---                       (it waits for a signal); it holds its quota slot
---                       but no lease and no concurrency-key slot
+--                       (it waits for a signal); waiting for an event, in
+--                       its name's waiters (ev_unwait); it holds its quota
+--                       slot but no lease and no concurrency-key slot
 -- and, but for running, the queue statistics (qs_enter).
 -- leave takes it out of there. The caller settles its concurrency key once
 -- the execution is placed anew.
@@ -531,7 +565,8 @@ local function leave(e)
     end
   elseif e.status == 'suspended' then
     if e.wake_at then redis.call('ZREM', k_wake(), e.id) end
-    redis.call('HDEL', k_exec(e.id), 'wake_at', 'waiting', 'sstep', 'fcount', 'fbytes')
+    ev_unwait(e)
+    redis.call('HDEL', k_exec(e.id), 'wake_at', 'waiting', 'sstep', 'fcount', 'fbytes', 'esince', 'ekey')
   end
 end
 
@@ -743,7 +778,7 @@ local function remove(e)
     redis.call('DEL', k_sigbuf(scoped(e.id, name)))
   end
   redis.call('DEL', names, k_steps(e.id), k_steporder(e.id), k_sigkeys(e.id), k_runs(e.id), k_kids(e.id),
-    k_spawns(e.id))
+    k_spawns(e.id), k_evdone(e.id))
   if e.parent then redis.call('ZREM', k_kids(e.parent), e.id) end
   redis.call('ZREM', k_list(), e.id)
   redis.call('ZREM', k_list_t(e.tenant), e.id)
@@ -1230,4 +1265,88 @@ local function each_call(fixed, one)
   end
   if any then res[1] = changed() end
   return res
+end
+
+-- Events (store/events.go). An event is a hash, event:<id>: id tenant
+-- name key (absent: none) pub and exp (published and expires, us) seq
+-- (its tenant's publish order: the tenant hash's evseq) bytes
+-- (store.EventSize, counted in its tenant's stored) idem (absent: none)
+-- step (store.EventStep of it: the step a wait records, the payload of an
+-- execution it starts) and lean (the same without its data, the step a
+-- wait records when step does not fit its journal). Its indexes, each in
+-- its tenant's slot: evname:<c> and, with a key, evkey:<ck> hold it as
+-- ev_member (16 hex digits of seq, then the id) scored by pub, so a
+-- range by score from a wait's since, in member order, is oldest first
+-- (published, then publish order); evexp:<T> holds its id by exp
+-- (Prune); evidem:<T> maps an idempotency key to its publish's answer
+-- (store.MarshalPublishAnswer's JSON, which starts with the event's id).
+-- evdone:<id> is the set of events execution id consumed (one per step
+-- it recorded; removed with it). A wait for an event is a suspension with
+-- waiting EVENT_WAIT .. name, esince (us; its presence tells it from a
+-- wait for a signal of that name), ekey when it names a key, and fbytes
+-- (the journal's bound its outcome is recorded within); it is in
+-- evwait:<c> (no key) or evwaitk:<ck> (a key), scored by esince, so that
+-- a publish reads exactly the waits it matches.
+local EV_MEMBER_ID = 17 -- ev_member: 16 hex digits of seq, then the id
+
+local function ev_member(seq, id) return string.format('%016x', seq) .. id end
+
+-- ev_consume records event eid (its hash's step and lean) as suspended or
+-- running execution p's step name, within bound bytes of journal: step
+-- when it fits, else lean (never refused); counts it in the storage
+-- budget, marks the event consumed by p and queues p again (a resume).
+-- Returns the bytes it counted.
+local function ev_consume(p, name, eid, step, lean, bound, now)
+  local result = step
+  if #name + #step > tonumber(bound) - journal_size(p.id) then result = lean end
+  record(p, name, result, '', now)
+  charge(p, #result, true)
+  redis.call('SADD', k_evdone(p.id), eid)
+  resume(p, now, time_lex(now))
+  return #result
+end
+
+-- ev_find returns the oldest retained event of tenant t named name (and
+-- key, unless '') published at or after since that execution id has not
+-- consumed, or nil: its index from since, skipping the consumed ones (at
+-- most one per step of id's journal) and expired ones Prune has not
+-- deleted yet.
+local function ev_find(t, id, name, key, since, now)
+  local idx = k_evname(scoped(t, name))
+  if key ~= '' then idx = k_evkey(scoped(t, scoped(name, key))) end
+  local off, n = 0, tonumber(now)
+  while true do
+    local ms = redis.call('ZRANGEBYSCORE', idx, since, '+inf', 'LIMIT', off, 64)
+    if #ms == 0 then return nil end
+    for _, m in ipairs(ms) do
+      local eid = string.sub(m, EV_MEMBER_ID)
+      if redis.call('SISMEMBER', k_evdone(id), eid) == 0 then
+        local exp = redis.call('HGET', k_event(eid), 'exp')
+        if exp and tonumber(exp) > n then return eid end
+      end
+    end
+    off = off + #ms
+  end
+end
+
+-- ev_drop deletes event eid: its hash, its index entries, its idempotency
+-- key if that still answers for it, and its bytes from its tenant's
+-- stored. Returns false when there is no such event.
+local function ev_drop(eid)
+  local v = redis.call('HMGET', k_event(eid), 'tenant', 'name', 'key', 'seq', 'bytes', 'idem')
+  if not v[1] then return false end
+  local t, m = v[1], ev_member(tonumber(v[4]), eid)
+  redis.call('ZREM', k_evname(scoped(t, v[2])), m)
+  if v[3] then redis.call('ZREM', k_evkey(scoped(t, scoped(v[2], v[3]))), m) end
+  redis.call('ZREM', k_evexp(t), eid)
+  if v[6] then
+    local a = redis.call('HGET', k_evidem(t), v[6])
+    if a and string.sub(a, 1, 14 + #eid) == '{"event_id":"' .. eid .. '"' then
+      redis.call('HDEL', k_evidem(t), v[6])
+    end
+  end
+  local b = tonumber(v[5] or 0)
+  if b ~= 0 and redis.call('EXISTS', k_tenant(t)) == 1 then redis.call('HINCRBY', k_tenant(t), 'stored', -b) end
+  redis.call('DEL', k_event(eid))
+  return true
 end

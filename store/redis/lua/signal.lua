@@ -31,7 +31,7 @@ if idem ~= '' then
 end
 if not in_flight(e.status) then return {'NOTACTIVE', e.status} end
 local delivered = 0
-local waited = e.status == 'suspended' and e.waiting == name and not e.fcount
+local waited = e.status == 'suspended' and e.waiting == name and not e.fcount and not e.esince
 if waited then
   if not journal_fits(e.id, e.sstep, #data, ARGV[10]) then
     return {'JOURNALTOOLARGE', journal_size(e.id)}

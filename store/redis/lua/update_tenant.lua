@@ -6,7 +6,7 @@
 -- ARGV[1] NS  ARGV[2..3] has_max_inflight (0/1), max_inflight
 -- ARGV[4..5] has_dedup_ttl, dedup_ttl_us  ARGV[6..7] has_retention,
 -- retention_us  ARGV[8..9] has_disabled, disabled (0/1)  ARGV[10..11]
--- has_max_bytes, max_bytes
+-- has_max_bytes, max_bytes  ARGV[12..13] has_event_ret, event_ret_us
 -- Returns {'NOTFOUND'} or {'OK', HGETALL}.
 
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'NOTFOUND'} end
@@ -14,6 +14,7 @@ if ARGV[2] == '1' then redis.call('HSET', KEYS[1], 'max_inflight', ARGV[3]) end
 if ARGV[4] == '1' then redis.call('HSET', KEYS[1], 'dedup_ttl', ARGV[5]) end
 if ARGV[6] == '1' then redis.call('HSET', KEYS[1], 'retention', ARGV[7]) end
 if ARGV[10] == '1' then redis.call('HSET', KEYS[1], 'max_bytes', ARGV[11]) end
+if ARGV[12] == '1' then redis.call('HSET', KEYS[1], 'event_ret', ARGV[13]) end
 if ARGV[8] == '1' then
   -- Absent means enabled: the field is there only while it is "1".
   -- A disabled tenant leaves turns (lib.lua), so claims pass its work by;

@@ -6,8 +6,8 @@
 -- wake set in that script: each ends once (I11).
 --
 -- KEYS[1] wake
---   derived: exec:<id> and steps:<id> of each woken execution, the ready
---   indexes, ck:<c>
+--   derived: exec:<id> and steps:<id> of each woken execution, the waiters
+--   of its event (evwait:<c> or evwaitk:<ck>), the ready indexes, ck:<c>
 -- ARGV[1] NS  ARGV[2] now_us  ARGV[3] limit  ARGV[4] ra (now as a queue
 -- member part)  ARGV[5] the result recorded for a wait that timed out
 -- Returns {version, id_1, ..., id_n}, the ids woken; version 0 when

@@ -14,8 +14,13 @@ func filtered(title, tenant string) string {
 	return title + " · " + tenant
 }
 
-func (loginPage) PageTitle() string       { return "Log in" }
-func (executionsPage) PageTitle() string  { return "Executions" }
+func (loginPage) PageTitle() string { return "Log in" }
+func (p executionsPage) PageTitle() string {
+	if p.Filter.Parent != "" {
+		return "children of exec " + p.Filter.Parent
+	}
+	return "Executions"
+}
 func (schedulesPage) PageTitle() string   { return "Schedules" }
 func (tenantsPage) PageTitle() string     { return "Tenants" }
 func (p overviewPage) PageTitle() string  { return filtered("Overview", p.Tenant) }

@@ -115,7 +115,8 @@ type executionPage struct {
 	StepsShown int
 	// Family: its parent and its children (family.go).
 	Family *family
-	// WaitsFor is what a suspended execution waits for, in words.
+	// WaitsFor is what a suspended execution waits for, in words, when
+	// it waits for children or an event; "" else.
 	WaitsFor string
 }
 
@@ -142,7 +143,11 @@ func (c *Console) showExecution(w http.ResponseWriter, r *http.Request) {
 	}
 	page := executionPage{Now: c.cfg.Now(), E: e, Payload: viewJSON(e.Payload), Result: viewJSON(e.Result),
 		Runs: runs, Timeline: timeline, StepsCut: cut, StepsShown: stepsIn(timeline), Signal: signalFormOf(e, ""),
-		Family: fam, WaitsFor: waitWords(e)}
+		Family: fam}
+	if e.WaitingFor != "" && !waitsForSignal(e) {
+		// A wait for a signal says so in its form, a sleep in Wakes.
+		page.WaitsFor = waitWords(e)
+	}
 	if page.Waiting = e.Status.Waiting(); page.Waiting {
 		x, err := c.cfg.Store.Explain(ctx, &store.ExplainParams{Tenant: tenant, ID: e.ID, Now: page.Now})
 		if err != nil {
@@ -153,7 +158,7 @@ func (c *Console) showExecution(w http.ResponseWriter, r *http.Request) {
 		for i := range page.Gates {
 			// The store's sentence names every wait a signal; the
 			// console says a wait for children or an event as such.
-			if g := &page.Gates[i]; g.Gate == store.GateWaiting && e.WaitingFor != "" && !waitsForSignal(e) {
+			if g := &page.Gates[i]; g.Gate == store.GateWaiting && page.WaitsFor != "" {
 				g.Detail = page.WaitsFor
 			}
 		}

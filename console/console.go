@@ -173,6 +173,7 @@ func New(cfg Config) *Console {
 	mux.Handle("GET /overview", c.session(c.overview))
 	mux.Handle("GET /tenants", c.session(c.tenants))
 	mux.Handle("GET /limits", c.session(c.limits))
+	mux.Handle("GET /subscriptions", c.session(c.listSubscriptions))
 	mux.Handle("GET /live", c.session(c.live))
 	mux.HandleFunc("/", c.notFound)
 	c.handler = http.NewCrossOriginProtection().Handler(mux)

@@ -16,6 +16,7 @@ type executionFilter struct {
 	Queue    string
 	DedupKey string
 	Schedule string
+	Parent   string // an execution id: its children, in spawn order
 }
 
 type executionsPage struct {
@@ -59,7 +60,7 @@ func scope(r *http.Request, filter string) string {
 func (c *Console) listExecutions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := executionFilter{Tenant: q.Get("tenant"), Status: q.Get("status"), Kind: q.Get("kind"),
-		Queue: q.Get("queue"), DedupKey: q.Get("dedup_key"), Schedule: q.Get("schedule")}
+		Queue: q.Get("queue"), DedupKey: q.Get("dedup_key"), Schedule: q.Get("schedule"), Parent: q.Get("parent_id")}
 	page := executionsPage{Admin: identityFrom(r.Context()).Admin, Filter: f, Statuses: allStatuses,
 		Deleted: deletedID(q.Get("deleted"))}
 	if f.Status != "" && !store.Status(f.Status).Valid() {
@@ -67,8 +68,13 @@ func (c *Console) listExecutions(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusBadRequest, "executions", page)
 		return
 	}
+	if f.Parent != "" && !store.IsExecutionID(f.Parent) {
+		page.Problem = "Parent " + f.Parent + " is not an execution id."
+		c.render(w, r, http.StatusBadRequest, "executions", page)
+		return
+	}
 	p := store.ListParams{Tenant: scope(r, f.Tenant), Status: store.Status(f.Status), Kind: f.Kind,
-		Queue: f.Queue, DedupKey: f.DedupKey, Schedule: f.Schedule, Limit: pageSize,
+		Queue: f.Queue, DedupKey: f.DedupKey, Schedule: f.Schedule, ParentID: f.Parent, Limit: pageSize,
 		After: q.Get("after"), MaxBytes: maxListBytes, Scan: c.cfg.ListScan}
 	ctx, cancel := c.storeCtx(r)
 	defer cancel()
@@ -107,6 +113,11 @@ type executionPage struct {
 	// ones the Timeline shows (history).
 	StepsCut   bool
 	StepsShown int
+	// Family: its parent and its children (family.go).
+	Family *family
+	// WaitsFor is what a suspended execution waits for, in words, when
+	// it waits for children or an event; "" else.
+	WaitsFor string
 }
 
 // showExecution is GET /executions/{id}: the execution, its runs and its
@@ -120,13 +131,23 @@ func (c *Console) showExecution(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	runs, timeline, cut, err := c.history(ctx, tenant, e)
+	runs, timeline, spawns, cut, err := c.history(ctx, tenant, e)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	fam, err := c.readFamily(ctx, tenant, e, spawns)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
 	page := executionPage{Now: c.cfg.Now(), E: e, Payload: viewJSON(e.Payload), Result: viewJSON(e.Result),
-		Runs: runs, Timeline: timeline, StepsCut: cut, StepsShown: stepsIn(timeline), Signal: signalFormOf(e, "")}
+		Runs: runs, Timeline: timeline, StepsCut: cut, StepsShown: stepsIn(timeline), Signal: signalFormOf(e, ""),
+		Family: fam}
+	if e.WaitingFor != "" && !waitsForSignal(e) {
+		// A wait for a signal says so in its form, a sleep in Wakes.
+		page.WaitsFor = waitWords(e)
+	}
 	if page.Waiting = e.Status.Waiting(); page.Waiting {
 		x, err := c.cfg.Store.Explain(ctx, &store.ExplainParams{Tenant: tenant, ID: e.ID, Now: page.Now})
 		if err != nil {
@@ -134,6 +155,13 @@ func (c *Console) showExecution(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		page.Gates = x.Gates
+		for i := range page.Gates {
+			// The store's sentence names every wait a signal; the
+			// console says a wait for children or an event as such.
+			if g := &page.Gates[i]; g.Gate == store.GateWaiting && page.WaitsFor != "" {
+				g.Detail = page.WaitsFor
+			}
+		}
 	}
 	page.Payload.Raw = executionJSONURL(e.ID, "payload")
 	page.Result.Raw = executionJSONURL(e.ID, "result")

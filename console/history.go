@@ -65,17 +65,18 @@ const (
 
 // history reads the runs and the first steps (stepsShown) of execution x,
 // scoped to tenant like the read of the execution itself: the attempts
-// table, and for a flow (an execution with steps) its timeline. more says
-// the journal holds steps after those shown.
-func (c *Console) history(ctx context.Context, tenant string, x *store.Execution) (rr []runRow, tl []timelineRow, more bool, err error) {
+// table, and for a flow (an execution with steps) its timeline and the
+// spawn steps among those steps. more says the journal holds steps after
+// those shown.
+func (c *Console) history(ctx context.Context, tenant string, x *store.Execution) (rr []runRow, tl []timelineRow, spawns []spawnTotal, more bool, err error) {
 	runs, err := c.cfg.Store.Runs(ctx, &store.RunsParams{Tenant: tenant, ID: x.ID})
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, nil, false, err
 	}
 	page, err := c.cfg.Store.Steps(ctx, &store.StepsParams{Tenant: tenant, ID: x.ID, Limit: stepsShown,
 		MaxBytes: stepsShownBytes})
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, nil, false, err
 	}
 	steps := page.Items
 	rr = make([]runRow, 0, len(runs))
@@ -91,9 +92,9 @@ func (c *Console) history(ctx context.Context, tenant string, x *store.Execution
 		rr = append(rr, row)
 	}
 	if len(steps) == 0 {
-		return rr, nil, false, nil
+		return rr, nil, nil, false, nil
 	}
-	return rr, timeline(x, runs, steps), page.Next != 0, nil
+	return rr, timeline(x, runs, steps), spawnTotals(steps), page.Next != 0, nil
 }
 
 // runNote says how run r follows run prev: "resumed" after a wait, "after
@@ -186,6 +187,8 @@ func waitingFor(x *store.Execution) string {
 	s := ""
 	if step, ok := store.ChildrenWaitStep(x.WaitingFor); ok {
 		s = ", waiting for the children of step " + step
+	} else if name, ok := store.EventWaitName(x.WaitingFor); ok {
+		s = ", waiting for event " + name
 	} else if x.WaitingFor != "" {
 		s = ", waiting for signal " + x.WaitingFor
 	}

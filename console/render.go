@@ -14,7 +14,7 @@ import (
 // pageNames are the templates under templates/, each rendered inside
 // layout.html.
 var pageNames = []string{"login", "executions", "execution", "schedules", "schedule", "overview", "tenants",
-	"limits", "confirm", "error"}
+	"limits", "subscriptions", "confirm", "error"}
 
 var funcs = template.FuncMap{
 	// when is a time in UTC to the second; "" for none.

@@ -83,12 +83,16 @@ type signalForm struct {
 }
 
 // signalFormOf is x's signal form, nil unless x waits for a signal (a
-// wait for children is ended by them, not by a signal of its name).
+// wait for children is ended by them, a wait for an event by a publish,
+// neither by a signal of its name).
 func signalFormOf(x *store.Execution, data string) *signalForm {
 	if x.Status != store.StatusSuspended || x.WaitingFor == "" {
 		return nil
 	}
 	if _, children := store.ChildrenWaitStep(x.WaitingFor); children {
+		return nil
+	}
+	if _, event := store.EventWaitName(x.WaitingFor); event {
 		return nil
 	}
 	return &signalForm{ID: x.ID, Name: x.WaitingFor, WakeAt: x.WakeAt, Data: data}

@@ -33,7 +33,7 @@ const (
 	// GateRunAt: it is scheduled for later.
 	GateRunAt GateKind = "run_at"
 	// GateWaiting: it is a suspended flow, sleeping or waiting for a
-	// signal.
+	// signal, the children of a spawn step or an event.
 	GateWaiting GateKind = "waiting"
 	// GateFairTurn: tenants ahead of its tenant in the claim's turn order
 	// have ready work, and are served first.
@@ -201,7 +201,17 @@ func waitingGate(x *Execution) Gate {
 		g.WakeAt = &t
 	}
 	var b strings.Builder
+	step, children := ChildrenWaitStep(x.WaitingFor)
+	event, isEvent := EventWaitName(x.WaitingFor)
 	switch {
+	case children && x.WakeAt != nil:
+		fmt.Fprintf(&b, "Waiting for the children of spawn step %q, or until its timeout at %s.", step, stamp(*x.WakeAt))
+	case children:
+		fmt.Fprintf(&b, "Waiting for the children of spawn step %q (no timeout).", step)
+	case isEvent && x.WakeAt != nil:
+		fmt.Fprintf(&b, "Waiting for event %q, or until its timeout at %s.", event, stamp(*x.WakeAt))
+	case isEvent:
+		fmt.Fprintf(&b, "Waiting for event %q (no timeout).", event)
 	case x.WaitingFor == "" && x.WakeAt != nil:
 		fmt.Fprintf(&b, "Sleeping until %s.", stamp(*x.WakeAt))
 	case x.WaitingFor == "":

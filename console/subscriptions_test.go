@@ -1,0 +1,141 @@
+package console_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/latch-run/latch/console"
+	"github.com/latch-run/latch/store"
+)
+
+// subscribe puts subscription name of tenant on event, starting kind in
+// queue.
+func (e *env) subscribe(tenant, name, event, kind, queue string, enabled bool) {
+	e.t.Helper()
+	if _, err := e.store.PutSubscription(context.Background(), &store.PutSubscriptionParams{Subscription: store.Subscription{
+		Tenant: tenant, Name: name, Event: event, Kind: kind, Queue: queue, Enabled: enabled}, Now: time.Now()}); err != nil {
+		e.t.Fatalf("put subscription %s/%s: %v", tenant, name, err)
+	}
+}
+
+// rows are the subscription rows of a subscriptions page, each as its
+// cells' text joined by "|".
+func subscriptionRows(body string) []string {
+	var out []string
+	t := block(body, `<table class="subscriptions">`)
+	for _, tr := range strings.Split(t, "<tr")[2:] {
+		if strings.Contains(tr, `class="empty"`) {
+			continue
+		}
+		var cells []string
+		for _, td := range strings.Split(tr, "<td")[1:] {
+			td = td[strings.Index(td, ">")+1:]
+			cells = append(cells, td[:strings.Index(td, "</td>")])
+		}
+		out = append(out, strings.Join(cells, "|"))
+	}
+	return out
+}
+
+// TestSubscriptionsPage: a tenant's page lists its own subscriptions in
+// name order (event, kind, queue, enabled), none of another tenant's; the
+// admin's lists every tenant's, or one tenant's with the filter.
+func TestSubscriptionsPage(t *testing.T) {
+	e := newEnv(t)
+	key := e.tenant("a")
+	e.tenant("b")
+	e.subscribe("a", "ship-paid", "order-paid", "ship-order", "orders", true)
+	e.subscribe("a", "audit-paid", "order-paid", "audit", "", false)
+	e.subscribe("b", "b-secret-sub", "b-secret-event", "echo", "", true)
+
+	b := e.browser()
+	b.login(key)
+	p := b.do("GET", "/subscriptions", nil)
+	want := []string{"audit-paid|order-paid|audit|default|no", "ship-paid|order-paid|ship-order|orders|yes"}
+	if got := subscriptionRows(p.body); p.status != http.StatusOK || len(got) != 2 ||
+		!strings.HasPrefix(got[0], want[0]) || !strings.HasPrefix(got[1], want[1]) {
+		t.Errorf("tenant a's subscriptions: %d %q, want %q", p.status, got, want)
+	}
+	if strings.Contains(p.body, "b-secret") {
+		t.Error("tenant a's page shows tenant b's subscription")
+	}
+	if p := b.do("GET", "/subscriptions?tenant=b", nil); strings.Contains(p.body, "b-secret") {
+		t.Error("tenant a's page filtered on b shows tenant b's subscription")
+	}
+
+	admin := e.browser()
+	admin.login(e.admin)
+	got := subscriptionRows(admin.do("GET", "/subscriptions", nil).body)
+	if len(got) != 3 || !strings.HasPrefix(got[0], "a|audit-paid|") || !strings.HasPrefix(got[2], "b|b-secret-sub|b-secret-event|echo|default|yes") {
+		t.Errorf("the admin's subscriptions: %q", got)
+	}
+	if got := subscriptionRows(admin.do("GET", "/subscriptions?tenant=b", nil).body); len(got) != 1 || !strings.HasPrefix(got[0], "b|b-secret-sub|") {
+		t.Errorf("the admin's subscriptions of b: %q", got)
+	}
+}
+
+// noSubscriptions is a store whose backend keeps no subscriptions yet.
+type noSubscriptions struct{ store.Store }
+
+func (noSubscriptions) ListSubscriptions(context.Context, *store.ListSubscriptionsParams) ([]*store.Subscription, error) {
+	return nil, fmt.Errorf("test: %w", store.ErrUnsupported)
+}
+
+// TestSubscriptionsPageOfAStoreWithoutThem: a store that answers
+// ErrUnsupported gives a page that says so, not an error.
+func TestSubscriptionsPageOfAStoreWithoutThem(t *testing.T) {
+	e := newEnv(t, func(cfg *console.Config) { cfg.Store = noSubscriptions{cfg.Store} })
+	key := e.tenant("a")
+	b := e.browser()
+	b.login(key)
+	p := b.do("GET", "/subscriptions", nil)
+	if p.status != http.StatusOK || !strings.Contains(p.body, "keeps no subscriptions yet") {
+		t.Errorf("the subscriptions page of a store without them: %d\n%s", p.status, p.body)
+	}
+}
+
+// TestExecutionWaitingForEvent: a flow suspended waiting for an event
+// says so in words, in its settings and in Why it waits, and offers no
+// signal form (a signal of that name would not end it); the event's
+// publish ends the wait and a subscription on it starts an execution.
+func TestExecutionWaitingForEvent(t *testing.T) {
+	e := newEnv(t)
+	key := e.tenant("a")
+	e.subscribe("a", "ship-paid", "order-paid", "ship-order", "orders", true)
+	x := e.submit("a", store.Submission{Kind: "checkout"})
+	l := e.claimID("a", x.ID)
+	ctx := context.Background()
+	if _, err := e.store.Suspend(ctx, &store.SuspendParams{ExecutionID: x.ID, Token: l.Token, Step: "paid",
+		Event: "order-paid", Timeout: time.Hour, Now: time.Now()}); err != nil {
+		t.Fatalf("suspend for the event: %v", err)
+	}
+	if got := e.get(x.ID); got.Status != store.StatusSuspended {
+		t.Fatalf("after the suspend for an event: %s", got.Status)
+	}
+	b := e.browser()
+	b.login(key)
+	p := b.do("GET", "/executions/"+x.ID, nil)
+	if !strings.Contains(p.body, `<dd class="waits-for">Waiting for event order-paid until `) {
+		t.Errorf("the page does not say it waits for the event:\n%s", p.body)
+	}
+	if why := block(p.body, `<section class="gates">`); !strings.Contains(why, "Waiting for event order-paid until ") ||
+		strings.Contains(why, "signal") {
+		t.Errorf("Why it waits:\n%s", why)
+	}
+	if strings.Contains(p.body, `class="signal"`) {
+		t.Error("a wait for an event offers the signal form")
+	}
+	res, err := e.store.Publish(ctx, &store.PublishParams{Tenant: "a", Name: "order-paid", Data: []byte(`{"order":7}`),
+		Now: time.Now()})
+	if err != nil || res.Resumed != 1 || len(res.Started) != 1 {
+		t.Fatalf("publish: %v %+v", err, res)
+	}
+	p = b.do("GET", "/executions/"+x.ID, nil)
+	if strings.Contains(p.body, "Waiting for event") || !strings.Contains(p.body, `<span class="status queued">`) {
+		t.Errorf("after the publish the page still waits:\n%s", p.body)
+	}
+}

@@ -15,9 +15,9 @@ from .errors import (ERRORS, Conflict, DedupKeyReused, Forbidden, HeadersTooLarg
                      ScheduleTooFrequent, SignalBufferFull, StorageExceeded, TenantDisabled, TenantExists, TooManyChildren,
                      TooManyRequests, TooManySteps, TransportError, Unimplemented, Unauthorized, Unfinished,
                      Unavailable, UnsupportedMediaType, error_for)
-from .types import (APIKey, APIKeyInfo, Attempt, HeartbeatResponse, Lease, RateLimit, Schedule, SignalResponse, Step,
-                    StepRecorded, StreamTicket, SubmitResponse, Tenant, TenantCreated)
-from .worker import TIMED_OUT, Fail, Job, JobCancelled, Suspended, WaitTimedOut, Worker
+from .types import (APIKey, APIKeyInfo, Attempt, ChildRef, HeartbeatResponse, Lease, RateLimit, Schedule,
+                    SignalResponse, Spawned, Step, StepRecorded, StreamTicket, SubmitResponse, Tenant, TenantCreated)
+from .worker import TIMED_OUT, ChildrenTimedOut, Fail, Job, JobCancelled, Suspended, WaitTimedOut, Worker
 
 __version__ = "0.1.0"
 
@@ -29,7 +29,7 @@ __all__ = [
     "SignalBufferFull", "StorageExceeded",
     "TenantDisabled", "TenantExists", "TooManyChildren", "TooManyRequests", "TooManySteps", "TransportError", "Unauthorized",
     "Unfinished", "Unimplemented", "Unavailable", "UnsupportedMediaType",
-    "error_for", "APIKey", "APIKeyInfo", "Attempt", "HeartbeatResponse", "Lease", "RateLimit", "Schedule",
-    "SignalResponse", "Step", "StepRecorded", "StreamTicket", "SubmitResponse", "Tenant", "TenantCreated", "Fail", "Job",
-    "JobCancelled", "Suspended", "WaitTimedOut", "Worker",
+    "error_for", "APIKey", "APIKeyInfo", "Attempt", "ChildRef", "HeartbeatResponse", "Lease", "RateLimit", "Schedule",
+    "SignalResponse", "Spawned", "Step", "StepRecorded", "StreamTicket", "SubmitResponse", "Tenant", "TenantCreated", "Fail", "Job",
+    "JobCancelled", "Suspended", "WaitTimedOut", "ChildrenTimedOut", "Worker",
 ]

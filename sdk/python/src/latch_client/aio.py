@@ -14,7 +14,7 @@ from typing import Any, AsyncIterator, Callable, List, Mapping, Optional, Sequen
 
 from .client import JSON, BatchItem, Client, Page, TimeLike
 from .types import (APIKey, APIKeyInfo, Attempt, Execution, HeartbeatResponse, Lease, RateLimit, Schedule,
-                    SignalResponse, Step, StepRecorded, StreamTicket, SubmitResponse, Tenant, TenantCreated)
+                    SignalResponse, Spawned, Step, StepRecorded, StreamTicket, SubmitResponse, Tenant, TenantCreated)
 
 _END = object()
 _T = TypeVar("_T")
@@ -75,12 +75,16 @@ class AsyncClient:
 
     async def list_executions(self, *, status: Optional[str] = None, kind: Optional[str] = None,
                               queue: Optional[str] = None, dedup_key: Optional[str] = None,
-                              schedule: Optional[str] = None, limit: Optional[int] = None,
-                              cursor: Optional[str] = None) -> Page:
+                              schedule: Optional[str] = None, parent_id: Optional[str] = None,
+                              limit: Optional[int] = None, cursor: Optional[str] = None) -> Page:
         """Client.list_executions, awaited."""
         return await self._run(
             self.sync.list_executions, status=status, kind=kind, queue=queue, dedup_key=dedup_key,
-            schedule=schedule, limit=limit, cursor=cursor)
+            schedule=schedule, parent_id=parent_id, limit=limit, cursor=cursor)
+
+    async def children(self, execution_id: str) -> List[Execution]:
+        """Client.children, awaited."""
+        return await self._run(self.sync.children, execution_id)
 
     async def execution_pages(self, **filters: Any) -> AsyncIterator[Page]:
         """Client.execution_pages, awaited (each item in a thread)."""
@@ -224,11 +228,18 @@ class AsyncClient:
             self.sync.record_step, execution_id, lease_token, name, result, started_at=started_at)
 
     async def suspend(self, execution_id: str, lease_token: str, step: str, *, until: Optional[TimeLike] = None,
-                      signal: Optional[str] = None, timeout_seconds: Optional[int] = None) -> Execution:
+                      signal: Optional[str] = None, children: Optional[str] = None, count: Optional[int] = None,
+                      timeout_seconds: Optional[int] = None) -> Execution:
         """Client.suspend, awaited."""
         return await self._run(
-            self.sync.suspend, execution_id, lease_token, step, until=until, signal=signal,
-            timeout_seconds=timeout_seconds)
+            self.sync.suspend, execution_id, lease_token, step, until=until, signal=signal, children=children,
+            count=count, timeout_seconds=timeout_seconds)
+
+    async def spawn_children(self, execution_id: str, lease_token: str, step: str,
+                             items: Sequence[Mapping[str, Any]], *, on_parent_end: Optional[str] = None) -> Spawned:
+        """Client.spawn_children, awaited."""
+        return await self._run(
+            self.sync.spawn_children, execution_id, lease_token, step, items, on_parent_end=on_parent_end)
 
     async def create_tenant(self, name: str, *, max_inflight: Optional[int] = None,
                             dedup_ttl_seconds: Optional[int] = None,

@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 from .errors import LatchError, TransportError, Unfinished, error_for
 
 from .types import (APIKey, APIKeyInfo, Attempt, Execution, HeartbeatResponse, Lease, RateLimit, Schedule,
-                    SignalResponse, Step, StepRecorded, StreamTicket, SubmitResponse, Tenant, TenantCreated)
+                    SignalResponse, Spawned, Step, StepRecorded, StreamTicket, SubmitResponse, Tenant, TenantCreated)
 
 JSON = Any
 
@@ -254,13 +254,20 @@ class Client:
 
     def list_executions(self, *, status: Optional[str] = None, kind: Optional[str] = None,
                         queue: Optional[str] = None, dedup_key: Optional[str] = None,
-                        schedule: Optional[str] = None, limit: Optional[int] = None,
-                        cursor: Optional[str] = None) -> Page:
-        """One page of the caller's executions, newest first."""
+                        schedule: Optional[str] = None, parent_id: Optional[str] = None,
+                        limit: Optional[int] = None, cursor: Optional[str] = None) -> Page:
+        """One page of the caller's executions, newest first; with parent_id,
+        the children of that execution, in spawn order."""
         ans = self._call("GET", "/api/executions", retry=True,
                          query={"status": status, "kind": kind, "queue": queue, "dedup_key": dedup_key,
-                                "schedule": schedule, "limit": limit, "cursor": cursor})
+                                "schedule": schedule, "parent_id": parent_id, "limit": limit, "cursor": cursor})
         return Page(items=ans["items"], next_cursor=ans.get("next_cursor"))
+
+    def children(self, execution_id: str) -> List[Execution]:
+        """Every child the execution spawned, in spawn order, each as it is
+        now (list_executions with parent_id, page after page). Another
+        tenant's execution has none."""
+        return list(self.iter_executions(parent_id=execution_id, limit=500))
 
     def execution_pages(self, **filters: Any) -> Iterator[Page]:
         """Every page of list_executions(**filters), following the cursors."""
@@ -464,17 +471,34 @@ class Client:
         return self._call("POST", f"/api/executions/{_seg(execution_id)}/steps", body, retry=True)
 
     def suspend(self, execution_id: str, lease_token: str, step: str, *, until: Optional[TimeLike] = None,
-                signal: Optional[str] = None, timeout_seconds: Optional[int] = None) -> Execution:
-        """Ends the attempt as a flow's sleep (until) or wait (signal); answers
-        the execution, suspended or queued again at once."""
+                signal: Optional[str] = None, children: Optional[str] = None, count: Optional[int] = None,
+                timeout_seconds: Optional[int] = None) -> Execution:
+        """Ends the attempt as a flow's sleep (until), wait for a signal
+        (signal) or wait for children (children: the spawn step; count of
+        them, default all); answers the execution, suspended or queued again
+        at once."""
         body: Dict[str, Any] = {"lease_token": lease_token, "step": step}
         if until is not None:
             body["until"] = format_time(until)
-        if signal is not None:
-            body["signal"] = signal
-        if timeout_seconds is not None:
-            body["timeout_seconds"] = timeout_seconds
+        for k, v in (("signal", signal), ("children", children), ("count", count),
+                     ("timeout_seconds", timeout_seconds)):
+            if v is not None:
+                body[k] = v
         return self._call("POST", f"/api/executions/{_seg(execution_id)}/suspend", body, retry=True)
+
+    def spawn_children(self, execution_id: str, lease_token: str, step: str, items: Sequence[Mapping[str, Any]], *,
+                       on_parent_end: Optional[str] = None) -> Spawned:
+        """Admits items (each a submit body without dedup_key: {"kind",
+        "payload", ...}) as children of the execution, all or none, recorded
+        as the flow step `step`; answers {"step", "recorded", "children":
+        [{"execution_id", "status"}]}. A repeat of the step admits nothing
+        and answers the first spawn's children with recorded False, so it is
+        retried safely. on_parent_end: "cancel" (default) or "abandon"."""
+        body: Dict[str, Any] = {"lease_token": lease_token, "step": step,
+                                "items": [_child_body(it) for it in items]}
+        if on_parent_end is not None:
+            body["on_parent_end"] = on_parent_end
+        return self._call("POST", f"/api/executions/{_seg(execution_id)}/children", body, retry=True)
 
     # ---------------------------------------------------------- tenants (admin)
 
@@ -538,6 +562,13 @@ def _submit_body(kind: str, payload: JSON, **opts: Any) -> Dict[str, Any]:
         if v is not None:
             body[k] = format_time(v) if k == "run_at" else v
     return body
+
+
+def _child_body(item: Mapping[str, Any]) -> Dict[str, Any]:
+    d = dict(item)
+    if isinstance(d.get("run_at"), datetime.datetime):
+        d["run_at"] = format_time(d["run_at"])
+    return d
 
 
 def _pages(fetch: Callable[..., Page], filters: Dict[str, Any]) -> Iterator[Page]:

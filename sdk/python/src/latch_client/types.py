@@ -7,7 +7,7 @@ optional here; a field it allows null is Optional. tests/test_types.py
 holds these to the document, field by field, both ways.
 """
 
-from typing import Any, Dict, Optional, TypedDict
+from typing import Any, Dict, List, Optional, TypedDict
 
 
 class _ExecutionFields(TypedDict):
@@ -202,3 +202,18 @@ class SignalResponse(TypedDict):
     """The answer to a signal: delivered is True when it ended a wait at once."""
 
     delivered: bool
+
+
+class ChildRef(TypedDict):
+    """One child of a spawn's answer: its id and its status then."""
+
+    execution_id: str
+    status: str
+
+
+class Spawned(TypedDict):
+    """The answer to a spawn: recorded is False when the step was recorded before (nothing admitted)."""
+
+    step: str
+    recorded: bool
+    children: List[ChildRef]

@@ -3,9 +3,9 @@
 
 import { errorFor, LatchError, TransportError, Unfinished } from "./errors.js";
 import type {
-  APIKey, APIKeyInfo, Attempt, BatchSubmitItem, Execution, ExecutionList, ExecutionStatus, HeartbeatResponse,
-  JSONValue, Lease, RateLimit, Schedule, ScheduleRequest, SignalResponse, Step, StepRecorded, StreamTicket,
-  SubmitOptions, SubmitResponse, Tenant, TenantCreated,
+  APIKey, APIKeyInfo, Attempt, BatchSubmitItem, ChildItem, Execution, ExecutionList, ExecutionStatus,
+  HeartbeatResponse, JSONValue, Lease, OnParentEnd, RateLimit, Schedule, ScheduleRequest, SignalResponse, Spawned,
+  Step, StepRecorded, StreamTicket, SubmitOptions, SubmitResponse, Tenant, TenantCreated,
 } from "./types.js";
 import { TERMINAL } from "./types.js";
 
@@ -95,6 +95,8 @@ export interface ListFilters {
   queue?: string;
   dedup_key?: string;
   schedule?: string;
+  /** The children of this execution, in spawn order. */
+  parent_id?: string;
   limit?: number;
   cursor?: string;
 }
@@ -356,6 +358,16 @@ export class Client {
   /** Every execution the filters find, page after page: `for await (const e of client.list({status: "failed"}))`. */
   async *list(filters: ListFilters = {}, opts: { signal?: AbortSignal } = {}): AsyncGenerator<Execution> {
     for await (const page of this.pages(filters, opts)) yield* page.items;
+  }
+
+  /**
+   * Every child the execution spawned, in spawn order, each as it is now
+   * (list with parent_id, page after page). Another tenant's execution has none.
+   */
+  async children(id: string, opts: { signal?: AbortSignal } = {}): Promise<Execution[]> {
+    const out: Execution[] = [];
+    for await (const e of this.list({ parent_id: id, limit: 500 }, opts)) out.push(e);
+    return out;
   }
 
   /** Cancels: at once unless running; a running one ends when its worker stops. Retried: a repeat changes nothing. */
@@ -625,14 +637,33 @@ export class Client {
     return this.call("POST", `/api/executions/${seg(id)}/steps`, body, { retry: true });
   }
 
-  /** Ends the attempt as a flow's sleep (`until`) or wait (`signal`); answers the execution, suspended or queued again at once. */
+  /**
+   * Ends the attempt as a flow's sleep (`until`), wait for a signal
+   * (`signal`) or wait for children (`children`: the spawn step; `count` of
+   * them, default all); answers the execution, suspended or queued again at once.
+   */
   suspend(id: string, leaseToken: string, step: string,
-    opts: { until?: string | Date; signal?: string; timeout_seconds?: number }): Promise<Execution> {
+    opts: { until?: string | Date; signal?: string; children?: string; count?: number; timeout_seconds?: number }): Promise<Execution> {
     const body = stripUndefined({
       lease_token: leaseToken, step, until: opts.until === undefined ? undefined : formatTime(opts.until),
-      signal: opts.signal, timeout_seconds: opts.timeout_seconds,
+      signal: opts.signal, children: opts.children, count: opts.count, timeout_seconds: opts.timeout_seconds,
     });
     return this.call("POST", `/api/executions/${seg(id)}/suspend`, body, { retry: true });
+  }
+
+  /**
+   * Admits `items` as children of the execution, all or none, recorded as
+   * the flow step `step`; answers {step, recorded, children: [{execution_id,
+   * status}]}. A repeat of the step admits nothing and answers the first
+   * spawn's children with `recorded` false, so it is retried safely.
+   * `on_parent_end`: "cancel" (default) or "abandon".
+   */
+  spawnChildren(id: string, leaseToken: string, step: string, items: ChildItem[],
+    opts: { on_parent_end?: OnParentEnd } = {}): Promise<Spawned> {
+    const body = stripUndefined({
+      lease_token: leaseToken, step, items: items.map((it) => submitBody(it)), on_parent_end: opts.on_parent_end,
+    });
+    return this.call("POST", `/api/executions/${seg(id)}/children`, body, { retry: true });
   }
 
   // ------------------------------------------------------- tenants (admin)

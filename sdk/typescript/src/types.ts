@@ -233,6 +233,44 @@ export interface SignalResponse {
   delivered: boolean;
 }
 
+/** One child of a spawn's answer: its id and its status then. */
+export interface ChildRef {
+  execution_id: string;
+  status: ExecutionStatus;
+}
+
+/** The answer to a spawn: `recorded` is false when the step was recorded before (nothing admitted). */
+export interface Spawned {
+  step: string;
+  recorded: boolean;
+  /** The spawn's children in item order. */
+  children: ChildRef[];
+}
+
+/**
+ * One child as a wait for children saw it: terminal for the children that
+ * ended, another status for those a count or a timeout did not wait for,
+ * "deleted" for a child deleted meanwhile. `result` and `error` are null
+ * when the child has none.
+ */
+export interface ChildOutcome {
+  execution_id: string;
+  status: ExecutionStatus | "deleted";
+  result: JSONValue;
+  error: string | null;
+}
+
+/** What a wait for children records: every child of the spawn, in spawn order. */
+export interface FanIn {
+  children: ChildOutcome[];
+  timed_out: boolean;
+  /** true when the children's results did not all fit in the journal (read the rest with Client.get). */
+  results_omitted?: boolean;
+}
+
+/** What a child gets when its parent ends: cancelled (the default) or left to run. */
+export type OnParentEnd = "cancel" | "abandon";
+
 /** The fields of a submit (docs/api.md, "Submit"), as options of Client.submit and items of submitBatch. */
 export interface SubmitOptions {
   dedup_key?: string;
@@ -251,3 +289,6 @@ export interface BatchSubmitItem extends SubmitOptions {
   kind: string;
   payload?: JSONValue;
 }
+
+/** A child of a spawn: a submit without dedup_key (the spawn step makes it once-only). */
+export type ChildItem = Omit<BatchSubmitItem, "dedup_key">;

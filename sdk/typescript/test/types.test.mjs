@@ -116,3 +116,28 @@ w.handle("untyped", (job) => job.payload.n);
   assert.match(errs, /Type 'number' is not assignable to type 'string \| Promise<string>'/);
   assert.match(errs, /'job\.payload' is possibly 'null'/, "an untyped payload stays JSONValue");
 });
+
+test("children: the compiler refuses a child's dedup_key and types the outcomes", () => {
+  const typed = `
+import { Client, Worker, type ChildOutcome } from "./index.js";
+const w = new Worker(new Client({ baseUrl: "http://x", key: "k" }));
+w.handle("parent", async (job) => {
+  const ids: string[] = await job.spawn("kids", [{ kind: "a", payload: { n: 1 }, max_attempts: 2 }], { on_parent_end: "abandon" });
+  const outs: ChildOutcome[] = await job.waitChildren("all", "kids", { count: 1, timeout: 5 });
+  const mapped = await job.map("m", "a", [1, 2], { child: { queue: "q" } });
+  return { ids, s: outs.map((o) => o.status), e: mapped.map((o) => o.error) };
+});
+`;
+  assert.deepEqual(diagnose(typed), []);
+  const wrong = `
+import { Client, Worker } from "./index.js";
+const w = new Worker(new Client({ baseUrl: "http://x", key: "k" }));
+w.handle("parent", async (job) => {
+  await job.spawn("kids", [{ kind: "a", dedup_key: "once" }]);
+  await job.spawn("kids2", [{ kind: "a" }], { on_parent_end: "orphan" });
+});
+`;
+  const errs = diagnose(wrong).join("\n");
+  assert.match(errs, /'dedup_key' does not exist/);
+  assert.match(errs, /"orphan"/);
+});

@@ -147,19 +147,20 @@ func golden(t *testing.T, path, got string) {
 func TestProblemFor(t *testing.T) {
 	t.Parallel()
 	for err, code := range map[error]Code{
-		fmt.Errorf("x: %w", store.ErrNotFound):         CodeNotFound,
-		fmt.Errorf("x: %w", store.ErrTenantExists):     CodeTenantExists,
-		fmt.Errorf("x: %w", store.ErrQuotaExceeded):    CodeQuotaExceeded,
-		fmt.Errorf("x: %w", store.ErrDedupKeyReused):   CodeDedupKeyReused,
-		fmt.Errorf("x: %w", store.ErrLeaseLost):        CodeLeaseLost,
-		fmt.Errorf("x: %w", store.ErrNotTerminal):      CodeNotTerminal,
-		fmt.Errorf("x: %w", store.ErrTooManySteps):     CodeTooManySteps,
-		fmt.Errorf("x: %w", store.ErrSignalBufferFull): CodeSignalBufferFull,
-		fmt.Errorf("x: %w", store.ErrInvalid):          CodeInvalidRequest,
-		&http.MaxBytesError{Limit: 5}:                  CodePayloadTooLarge,
-		fmt.Errorf("x: %w", store.ErrUnavailable):      CodeUnavailable,
-		fmt.Errorf("x: %w", context.DeadlineExceeded):  CodeUnavailable,
-		errors.New("boom"):                             CodeInternal,
+		fmt.Errorf("x: %w", store.ErrNotFound):             CodeNotFound,
+		fmt.Errorf("x: %w", store.ErrTenantExists):         CodeTenantExists,
+		fmt.Errorf("x: %w", store.ErrQuotaExceeded):        CodeQuotaExceeded,
+		fmt.Errorf("x: %w", store.ErrDedupKeyReused):       CodeDedupKeyReused,
+		fmt.Errorf("x: %w", store.ErrLeaseLost):            CodeLeaseLost,
+		fmt.Errorf("x: %w", store.ErrNotTerminal):          CodeNotTerminal,
+		fmt.Errorf("x: %w", store.ErrTooManySteps):         CodeTooManySteps,
+		fmt.Errorf("x: %w", store.ErrSignalBufferFull):     CodeSignalBufferFull,
+		fmt.Errorf("x: %w", store.ErrInvalid):              CodeInvalidRequest,
+		fmt.Errorf("x: %w", store.ErrTooManySubscriptions): CodeTooManySubscriptions,
+		&http.MaxBytesError{Limit: 5}:                      CodePayloadTooLarge,
+		fmt.Errorf("x: %w", store.ErrUnavailable):          CodeUnavailable,
+		fmt.Errorf("x: %w", context.DeadlineExceeded):      CodeUnavailable,
+		errors.New("boom"):                                 CodeInternal,
 	} {
 		p := problemFor(err)
 		if p.Code != code || p.Status != codeInfo[code].status || p.Type != problemTypeBase+string(code) {

@@ -170,6 +170,8 @@ type tenant struct {
 	Disabled         bool   `json:"disabled"`
 	MaxStoredBytes   int64  `json:"max_stored_bytes"`
 	StoredBytes      int64  `json:"stored_bytes"`
+	// EventRetentionSeconds keeps the tenant's events.
+	EventRetentionSeconds int64 `json:"event_retention_seconds"`
 }
 
 func toTenant(t *store.Tenant) *tenant {
@@ -182,6 +184,8 @@ func toTenant(t *store.Tenant) *tenant {
 		Disabled:         t.Disabled,
 		MaxStoredBytes:   t.MaxStoredBytes,
 		StoredBytes:      t.StoredBytes,
+
+		EventRetentionSeconds: int64(t.EventRetention / time.Second),
 	}
 }
 

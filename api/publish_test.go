@@ -211,7 +211,7 @@ func TestEventsInvalid(t *testing.T) {
 		{"PUT", "/api/subscriptions/s", `{"event":"a b","kind":"k"}`, "event", nil},
 		{"PUT", "/api/subscriptions/s", `{"event":"go","kind":"k","concurrency_limit":2}`, "concurrency_limit", nil},
 		{"PUT", "/api/subscriptions/s", `{"event":"go","kind":"k","max_attempts":0}`, "max_attempts", nil},
-		{"PUT", "/api/subscriptions/s", `{"event":"go","kind":"k","priority":5000}`, "priority", nil},
+		{"PUT", "/api/subscriptions/s", `{"event":"go","kind":"k","priority":2147483648}`, "priority", nil},
 		{"PUT", "/api/subscriptions/s", `{"event":"go","kind":"k","name":"t"}`, "name", nil},
 		{"PUT", "/api/subscriptions/s", `{"event":"go","kind":"k","payload":{}}`, "payload", nil},
 		{"PUT", "/api/subscriptions/bad%20name", `{"event":"go","kind":"k"}`, "name", nil},

@@ -1,6 +1,7 @@
 package latch
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -232,7 +233,7 @@ func fromStoreTenant(t *store.Tenant) *Tenant {
 
 		MaxStoredBytes: t.MaxStoredBytes,
 		StoredBytes:    t.StoredBytes,
-		EventRetention: t.EventRetention,
+		EventRetention: cmp.Or(t.EventRetention, store.DefaultEventRetention), // a store without events keeps none
 	}
 }
 

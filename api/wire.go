@@ -185,7 +185,9 @@ func toTenant(t *store.Tenant) *tenant {
 		MaxStoredBytes:   t.MaxStoredBytes,
 		StoredBytes:      t.StoredBytes,
 
-		EventRetentionSeconds: int64(t.EventRetention / time.Second),
+		// A store without events keeps none: the default is what it
+		// would apply, and what a GET answer PATCHed back may send.
+		EventRetentionSeconds: int64(cmp.Or(t.EventRetention, store.DefaultEventRetention) / time.Second),
 	}
 }
 

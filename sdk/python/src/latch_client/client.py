@@ -16,7 +16,8 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 from .errors import LatchError, TransportError, Unfinished, error_for
 
 from .types import (APIKey, APIKeyInfo, Attempt, Execution, HeartbeatResponse, Lease, RateLimit, Schedule,
-                    SignalResponse, Spawned, Step, StepRecorded, StreamTicket, SubmitResponse, Tenant, TenantCreated)
+                    PublishResponse, SignalResponse, Spawned, Step, StepRecorded, StreamTicket, SubmitResponse,
+                    Subscription, Tenant, TenantCreated)
 
 JSON = Any
 
@@ -406,6 +407,45 @@ class Client:
         answers it unchanged."""
         return self._call("POST", f"/api/schedules/{_seg(name)}/resume", retry=True)
 
+    # ---------------------------------------------------------- events
+
+    def publish(self, name: str, data: JSON = None, *, key: Optional[str] = None,
+                idempotency_key: Optional[str] = None) -> PublishResponse:
+        """Publishes the event name with data (and a correlation key): in one
+        operation it resumes every execution of the tenant waiting for it
+        (for that key, when its wait named one) and starts one execution per
+        enabled subscription on the name. Answers {"event_id", "resumed",
+        "started": [{"subscription", "execution_id"}, ...]} (a start refused
+        by the quota carries "error" instead). Without idempotency_key a
+        fresh one is sent, so the call's own retries are one event; a repeat
+        of a key answers the first answer and changes nothing."""
+        body: Dict[str, Any] = {"name": name, "data": data}
+        if key is not None:
+            body["key"] = key
+        k = idempotency_key if idempotency_key is not None else new_key()
+        return self._call("POST", "/api/events", body, headers={"Idempotency-Key": k}, retry=True)
+
+    def put_subscription(self, name: str, subscription: Optional[Mapping[str, Any]] = None,
+                         **fields: Any) -> Subscription:
+        """Creates or replaces the subscription name: {"event", "kind",
+        "queue", "priority", "max_attempts", "timeout_seconds",
+        "concurrency_key", "concurrency_limit", "enabled"} as a mapping,
+        keywords, or both. Each event of that name then starts an execution
+        of kind, its payload the event."""
+        body = dict(subscription or {})
+        body.update(fields)
+        return self._call("PUT", "/api/subscriptions/" + _seg(name), body, retry=True)
+
+    def get_subscription(self, name: str) -> Subscription:
+        return self._call("GET", "/api/subscriptions/" + _seg(name), retry=True)
+
+    def list_subscriptions(self) -> List[Subscription]:
+        """Every subscription of the tenant (at most 100)."""
+        return self._call("GET", "/api/subscriptions", retry=True)["items"]
+
+    def delete_subscription(self, name: str) -> None:
+        self._call("DELETE", "/api/subscriptions/" + _seg(name))
+
     # ---------------------------------------------------------- rate limits
 
     def put_rate_limit(self, key: str, rate: int, per_seconds: int, burst: Optional[int] = None) -> RateLimit:
@@ -472,16 +512,19 @@ class Client:
 
     def suspend(self, execution_id: str, lease_token: str, step: str, *, until: Optional[TimeLike] = None,
                 signal: Optional[str] = None, children: Optional[str] = None, count: Optional[int] = None,
+                event: Optional[str] = None, key: Optional[str] = None, since: Optional[TimeLike] = None,
                 timeout_seconds: Optional[int] = None) -> Execution:
         """Ends the attempt as a flow's sleep (until), wait for a signal
-        (signal) or wait for children (children: the spawn step; count of
-        them, default all); answers the execution, suspended or queued again
-        at once."""
+        (signal), wait for children (children: the spawn step; count of
+        them, default all) or wait for an event (event, with key and since);
+        answers the execution, suspended or queued again at once."""
         body: Dict[str, Any] = {"lease_token": lease_token, "step": step}
         if until is not None:
             body["until"] = format_time(until)
-        for k, v in (("signal", signal), ("children", children), ("count", count),
-                     ("timeout_seconds", timeout_seconds)):
+        if since is not None:
+            body["since"] = format_time(since)
+        for k, v in (("signal", signal), ("children", children), ("count", count), ("event", event),
+                     ("key", key), ("timeout_seconds", timeout_seconds)):
             if v is not None:
                 body[k] = v
         return self._call("POST", f"/api/executions/{_seg(execution_id)}/suspend", body, retry=True)
@@ -505,11 +548,13 @@ class Client:
     def create_tenant(self, name: str, *, max_inflight: Optional[int] = None,
                       dedup_ttl_seconds: Optional[int] = None,
                       retention_seconds: Optional[int] = None,
-                      max_stored_bytes: Optional[int] = None) -> TenantCreated:
+                      max_stored_bytes: Optional[int] = None,
+                      event_retention_seconds: Optional[int] = None) -> TenantCreated:
         """Creates a tenant (admin key); the answer holds its first api_key."""
         body: Dict[str, Any] = {"name": name}
         for k, v in (("max_inflight", max_inflight), ("dedup_ttl_seconds", dedup_ttl_seconds),
-                     ("retention_seconds", retention_seconds), ("max_stored_bytes", max_stored_bytes)):
+                     ("retention_seconds", retention_seconds), ("max_stored_bytes", max_stored_bytes),
+                     ("event_retention_seconds", event_retention_seconds)):
             if v is not None:
                 body[k] = v
         return self._call("POST", "/api/tenants", body)
@@ -518,7 +563,8 @@ class Client:
         return self._call("GET", "/api/tenants/" + _seg(name), retry=True)
 
     def update_tenant(self, name: str, **fields: Any) -> Tenant:
-        """PATCH: any of max_inflight, dedup_ttl_seconds, retention_seconds, max_stored_bytes, disabled."""
+        """PATCH: any of max_inflight, dedup_ttl_seconds, retention_seconds, max_stored_bytes,
+        event_retention_seconds, disabled."""
         return self._call("PATCH", "/api/tenants/" + _seg(name), fields, retry=True)
 
     def delete_tenant(self, name: str, *, force: bool = False) -> None:

@@ -21,7 +21,7 @@ Handler = Callable[["Job"], Any]
 
 
 class Suspended(BaseException):
-    """Raised by Job.sleep, Job.wait_signal and Job.wait_children (so by
+    """Raised by Job.sleep, Job.wait_signal, Job.wait_event and Job.wait_children (so by
     spawn_and_wait and map) when the flow suspends: the attempt ends there,
     without complete or fail. It derives from BaseException so that a
     handler's ``except Exception`` lets it through; the worker catches it."""
@@ -32,7 +32,7 @@ class Suspended(BaseException):
 
 
 class WaitTimedOut(Exception):
-    """Job.wait_signal: the wait's timeout passed before the signal came."""
+    """Job.wait_signal, Job.wait_event: the wait's timeout passed before the signal or event came."""
 
 
 class ChildrenTimedOut(WaitTimedOut):
@@ -155,6 +155,27 @@ class Job:
             return v
         t = None if timeout is None else max(1, int(math.ceil(timeout)))
         e = self.client.suspend(self.execution_id, self.lease_token, name, signal=signal, timeout_seconds=t)
+        raise Suspended(e)
+
+    def wait_event(self, name: str, event: str, *, key: Optional[str] = None,
+                   since: Optional[Union[str, datetime.datetime]] = None, timeout: Optional[float] = None) -> Any:
+        """Waits under the step name for an event its tenant publishes
+        (Client.publish) and returns it: {"event_id", "name", "key", "data",
+        "published_at"}. It matches an event of that name (and key, when
+        given) published at or after since (default: the execution's
+        creation) that this execution has not consumed in an earlier wait:
+        the oldest retained one is consumed at once; otherwise the execution
+        is suspended and this run ends (Suspended is raised) until one is
+        published. WaitTimedOut when timeout seconds passed first (None: no
+        timeout)."""
+        if self._recorded(name):
+            v = self.steps[name]
+            if v == TIMED_OUT:
+                raise WaitTimedOut(f"{name}: no event {event!r} within the timeout")
+            return v
+        t = None if timeout is None else max(1, int(math.ceil(timeout)))
+        e = self.client.suspend(self.execution_id, self.lease_token, name, event=event, key=key, since=since,
+                                timeout_seconds=t)
         raise Suspended(e)
 
     # ---------------------------------------------------------- children

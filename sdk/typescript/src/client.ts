@@ -4,8 +4,9 @@
 import { errorFor, LatchError, TransportError, Unfinished } from "./errors.js";
 import type {
   APIKey, APIKeyInfo, Attempt, BatchSubmitItem, ChildItem, Execution, ExecutionList, ExecutionStatus,
-  HeartbeatResponse, JSONValue, Lease, OnParentEnd, RateLimit, Schedule, ScheduleRequest, SignalResponse, Spawned,
-  Step, StepRecorded, StreamTicket, SubmitOptions, SubmitResponse, Tenant, TenantCreated,
+  HeartbeatResponse, JSONValue, Lease, OnParentEnd, PublishResponse, RateLimit, Schedule, ScheduleRequest,
+  SignalResponse, Spawned, Step, StepRecorded, StreamTicket, SubmitOptions, SubmitResponse, Subscription,
+  SubscriptionRequest, Tenant, TenantCreated,
 } from "./types.js";
 import { TERMINAL } from "./types.js";
 
@@ -574,6 +575,40 @@ export class Client {
     return this.call("POST", `/api/schedules/${seg(name)}/resume`, NO_BODY, { retry: true });
   }
 
+  // ---------------------------------------------------------------- events
+
+  /**
+   * Publishes the event `name` with data (and a correlation `key`): in one
+   * operation it resumes every execution of the tenant waiting for it (for
+   * that key, when its wait named one) and starts one execution per enabled
+   * subscription on the name. Without `idempotencyKey` a fresh one is sent,
+   * so the call's own retries are one event; a repeat of a key answers the
+   * first answer and changes nothing.
+   */
+  publish(name: string, data: JSONValue = null, opts: { key?: string; idempotencyKey?: string; signal?: AbortSignal } = {}): Promise<PublishResponse> {
+    return this.call("POST", "/api/events", stripUndefined({ name, data, key: opts.key }), {
+      headers: { "Idempotency-Key": opts.idempotencyKey ?? newKey() }, retry: true, signal: opts.signal,
+    });
+  }
+
+  /** Creates or replaces the subscription `name`: {event, kind, queue?, priority?, ...}. */
+  putSubscription(name: string, subscription: SubscriptionRequest): Promise<Subscription> {
+    return this.call("PUT", "/api/subscriptions/" + seg(name), subscription, { retry: true });
+  }
+
+  getSubscription(name: string): Promise<Subscription> {
+    return this.call("GET", "/api/subscriptions/" + seg(name), NO_BODY, { retry: true });
+  }
+
+  /** Every subscription of the tenant (at most 100). */
+  async subscriptions(): Promise<Subscription[]> {
+    return (await this.call<{ items: Subscription[] }>("GET", "/api/subscriptions", NO_BODY, { retry: true })).items;
+  }
+
+  async deleteSubscription(name: string): Promise<void> {
+    await this.call("DELETE", "/api/subscriptions/" + seg(name));
+  }
+
   // ----------------------------------------------------------- rate limits
 
   putRateLimit(key: string, limit: { rate: number; per_seconds: number; burst?: number }): Promise<RateLimit> {
@@ -639,14 +674,19 @@ export class Client {
 
   /**
    * Ends the attempt as a flow's sleep (`until`), wait for a signal
-   * (`signal`) or wait for children (`children`: the spawn step; `count` of
-   * them, default all); answers the execution, suspended or queued again at once.
+   * (`signal`), wait for children (`children`: the spawn step; `count` of
+   * them, default all) or wait for an event (`event`, with `key` and
+   * `since`); answers the execution, suspended or queued again at once.
    */
   suspend(id: string, leaseToken: string, step: string,
-    opts: { until?: string | Date; signal?: string; children?: string; count?: number; timeout_seconds?: number }): Promise<Execution> {
+    opts: {
+      until?: string | Date; signal?: string; children?: string; count?: number; event?: string; key?: string;
+      since?: string | Date; timeout_seconds?: number;
+    }): Promise<Execution> {
     const body = stripUndefined({
       lease_token: leaseToken, step, until: opts.until === undefined ? undefined : formatTime(opts.until),
-      signal: opts.signal, children: opts.children, count: opts.count, timeout_seconds: opts.timeout_seconds,
+      signal: opts.signal, children: opts.children, count: opts.count, event: opts.event, key: opts.key,
+      since: opts.since === undefined ? undefined : formatTime(opts.since), timeout_seconds: opts.timeout_seconds,
     });
     return this.call("POST", `/api/executions/${seg(id)}/suspend`, body, { retry: true });
   }
@@ -671,7 +711,10 @@ export class Client {
   /** Creates a tenant (admin key); the answer holds its first api_key. */
   createTenant(
     name: string,
-    opts: { max_inflight?: number; dedup_ttl_seconds?: number; retention_seconds?: number; max_stored_bytes?: number } = {},
+    opts: {
+      max_inflight?: number; dedup_ttl_seconds?: number; retention_seconds?: number; max_stored_bytes?: number;
+      event_retention_seconds?: number;
+    } = {},
   ): Promise<TenantCreated> {
     return this.call("POST", "/api/tenants", stripUndefined({ name, ...opts }));
   }
@@ -680,7 +723,7 @@ export class Client {
     return this.call("GET", "/api/tenants/" + seg(name), NO_BODY, { retry: true });
   }
 
-  /** PATCH: any of max_inflight, dedup_ttl_seconds, retention_seconds, disabled. */
+  /** PATCH: any of max_inflight, dedup_ttl_seconds, retention_seconds, max_stored_bytes, event_retention_seconds, disabled. */
   updateTenant(name: string, fields: Partial<Omit<Tenant, "name" | "inflight">>): Promise<Tenant> {
     return this.call("PATCH", "/api/tenants/" + seg(name), fields, { retry: true });
   }

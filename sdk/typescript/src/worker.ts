@@ -3,7 +3,9 @@
 
 import { Client, formatTime, sleep } from "./client.js";
 import { JournalTooLarge, LatchError, LeaseLost, StorageExceeded, TooManyChildren, TooManySteps } from "./errors.js";
-import type { ChildItem, ChildOutcome, Execution, FanIn, JSONValue, Lease, OnParentEnd, SubmitOptions } from "./types.js";
+import type {
+  ChildItem, ChildOutcome, EventRecord, Execution, FanIn, JSONValue, Lease, OnParentEnd, SubmitOptions,
+} from "./types.js";
 
 /**
  * A handler: gets the job, answers its result (JSON; undefined stores null).
@@ -15,7 +17,7 @@ import type { ChildItem, ChildOutcome, Execution, FanIn, JSONValue, Lease, OnPar
 export type Handler<P = JSONValue, R = unknown> = (job: Job<P>) => R | Promise<R>;
 
 /**
- * Thrown by Job.sleep, Job.waitSignal and Job.waitChildren (so by
+ * Thrown by Job.sleep, Job.waitSignal, Job.waitEvent and Job.waitChildren (so by
  * spawnAndWait and map) when the flow suspends: the attempt
  * ends there, without complete or fail. Let it through (rethrow it from a
  * catch): the worker ends the run as suspended even when a handler swallows
@@ -30,7 +32,7 @@ export class Suspended extends Error {
   }
 }
 
-/** Job.waitSignal: the wait's timeout passed before the signal came. */
+/** Job.waitSignal, Job.waitEvent: the wait's timeout passed before the signal or event came. */
 export class WaitTimedOut extends Error {
   constructor(message: string) {
     super(message);
@@ -208,6 +210,30 @@ export class Job<P = JSONValue> {
     }
     const t = opts.timeout === undefined ? undefined : Math.max(1, Math.ceil(opts.timeout));
     const e = await this.client.suspend(this.executionId, this.leaseToken, name, { signal, timeout_seconds: t });
+    this.suspended = true;
+    throw new Suspended(e);
+  }
+
+  /**
+   * Waits under the step `name` for an event its tenant publishes
+   * (Client.publish) and answers it: {event_id, name, key, data,
+   * published_at}. It matches an event of that name (and `key`, when given)
+   * published at or after `since` (default: the execution's creation) that
+   * this execution has not consumed in an earlier wait: the oldest retained
+   * one is consumed at once; otherwise the execution is suspended and this
+   * run ends (Suspended is thrown) until one is published. WaitTimedOut when
+   * `timeout` seconds passed first (none: no timeout).
+   */
+  async waitEvent(name: string, event: string,
+    opts: { key?: string; since?: string | Date; timeout?: number } = {}): Promise<EventRecord> {
+    if (await this.recorded(name)) {
+      const v = this.steps[name];
+      if (isTimedOut(v)) throw new WaitTimedOut(`${name}: no event ${JSON.stringify(event)} within the timeout`);
+      return v as unknown as EventRecord;
+    }
+    const t = opts.timeout === undefined ? undefined : Math.max(1, Math.ceil(opts.timeout));
+    const e = await this.client.suspend(this.executionId, this.leaseToken, name,
+      { event, key: opts.key, since: opts.since, timeout_seconds: t });
     this.suspended = true;
     throw new Suspended(e);
   }

@@ -141,3 +141,32 @@ w.handle("parent", async (job) => {
   assert.match(errs, /'dedup_key' does not exist/);
   assert.match(errs, /"orphan"/);
 });
+
+test("events: waitEvent answers an EventRecord, publish a PublishResponse", () => {
+  const typed = `
+import { Client, Worker, type EventStart } from "./index.js";
+const c = new Client({ baseUrl: "http://x", key: "k" });
+const w = new Worker(c);
+w.handle("order", async (job) => {
+  const ev = await job.waitEvent("paid", "payment", { key: "o-7", since: new Date(), timeout: 5 });
+  const key: string | null = ev.key;
+  const at: string = ev.published_at;
+  return { key, at, data: ev.data };
+});
+async function f() {
+  const p = await c.publish("payment", { amount: 1 }, { key: "o-7", idempotencyKey: "i" });
+  const s: EventStart[] = p.started;
+  const n: number = p.resumed;
+  const sub = await c.putSubscription("s", { event: "payment", kind: "k", concurrency_key: null });
+  return [s, n, sub.tenant];
+}
+f();
+`;
+  assert.deepEqual(diagnose(typed), []);
+  const wrong = `
+import { Client } from "./index.js";
+const c = new Client({ baseUrl: "http://x", key: "k" });
+c.putSubscription("s", { event: "payment" });
+`;
+  assert.match(diagnose(wrong).join("\n"), /'kind' is missing/);
+});

@@ -319,6 +319,9 @@ type TenantOptions struct {
 	Retention   time.Duration // default 7 days
 	// MaxStoredBytes is the storage budget in bytes; default 1 GiB.
 	MaxStoredBytes int64
+	// EventRetention keeps the tenant's events (and the idempotency keys
+	// of their publishes); default 24 hours.
+	EventRetention time.Duration
 }
 
 // TenantUpdate changes the non-nil settings of a tenant.
@@ -329,6 +332,8 @@ type TenantUpdate struct {
 	// MaxStoredBytes below StoredBytes refuses what adds bytes until
 	// enough are released.
 	MaxStoredBytes *int64
+	// EventRetention applies to events published from then on.
+	EventRetention *time.Duration
 }
 
 func validTenantName(name string) error {
@@ -353,6 +358,7 @@ func (c *Client) CreateTenant(ctx context.Context, name string, opts TenantOptio
 		Now:         time.Now(),
 
 		MaxStoredBytes: opts.MaxStoredBytes,
+		EventRetention: opts.EventRetention,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("latch: create tenant %s: %w", name, err)
@@ -388,6 +394,7 @@ func (c *Client) UpdateTenant(ctx context.Context, name string, u TenantUpdate) 
 		Retention:   u.Retention,
 
 		MaxStoredBytes: u.MaxStoredBytes,
+		EventRetention: u.EventRetention,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("latch: update tenant %s: %w", name, err)

@@ -1,6 +1,7 @@
 package latch
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -44,12 +45,14 @@ var (
 	ErrTimeout = engine.ErrTimeout
 
 	// ErrSuspended: returned by Job.Sleep, Job.WaitSignal, Job.WaitChildren,
-	// Job.SpawnAndWait and Map when the execution was suspended. The
-	// handler must return it at once.
+	// Job.SpawnAndWait, Map and Job.WaitEvent when the execution was
+	// suspended (or, for a wait for an event already published, queued
+	// again at once). The handler must return it at once.
 	ErrSuspended = engine.ErrSuspended
 	// ErrWaitTimedOut: returned by Job.WaitSignal when the wait's timeout
-	// passed before the signal came, and by Job.WaitChildren when it passed
-	// before enough children ended.
+	// passed before the signal came, by Job.WaitChildren when it passed
+	// before enough children ended, and by Job.WaitEvent when it passed
+	// before a matching event was published.
 	ErrWaitTimedOut = engine.ErrWaitTimedOut
 	// ErrNotActive: Signal to an execution that has ended. Retry: no.
 	ErrNotActive = store.ErrNotActive
@@ -215,6 +218,8 @@ type Tenant struct {
 	// and failure texts).
 	MaxStoredBytes int64
 	StoredBytes    int64
+	// EventRetention is how long the tenant's events are kept.
+	EventRetention time.Duration
 }
 
 func fromStoreTenant(t *store.Tenant) *Tenant {
@@ -228,6 +233,7 @@ func fromStoreTenant(t *store.Tenant) *Tenant {
 
 		MaxStoredBytes: t.MaxStoredBytes,
 		StoredBytes:    t.StoredBytes,
+		EventRetention: cmp.Or(t.EventRetention, store.DefaultEventRetention), // a store without events keeps none
 	}
 }
 

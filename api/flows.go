@@ -94,8 +94,9 @@ func (s *Server) recordStep(ctx context.Context, req *stepRequest) (*stepRecord,
 }
 
 // suspendRequest is the body of POST /api/executions/{id}/suspend: a sleep
-// (until), a wait for a signal (signal, timeout_seconds) or a fan-in wait
-// for the children of a spawn step (children, count, timeout_seconds).
+// (until), a wait for a signal (signal, timeout_seconds), a fan-in wait
+// for the children of a spawn step (children, count, timeout_seconds) or
+// a wait for an event (event, key, since, timeout_seconds).
 type suspendRequest struct {
 	tokenRequest
 	Step           *string `json:"step"`
@@ -103,7 +104,12 @@ type suspendRequest struct {
 	Signal         *string `json:"signal"`
 	Children       *string `json:"children"`
 	Count          *int64  `json:"count"`
+	Event          *string `json:"event"`
+	Key            *string `json:"key"`
+	Since          *string `json:"since"`
 	TimeoutSeconds *int64  `json:"timeout_seconds"`
+
+	since time.Time
 }
 
 func (r *suspendRequest) validate() error {
@@ -117,27 +123,47 @@ func (r *suspendRequest) validate() error {
 		return err
 	}
 	given := 0
-	for _, set := range []bool{r.Until != nil, r.Signal != nil, r.Children != nil} {
+	for _, set := range []bool{r.Until != nil, r.Signal != nil, r.Children != nil, r.Event != nil} {
 		if set {
 			given++
 		}
 	}
 	switch {
 	case given > 1:
-		return invalid("until", "give one of until (a sleep), signal (a wait for a signal) and children (a wait for children)")
+		return invalid("until", "give one of until (a sleep), signal (a wait for a signal), children (a wait for children) and event (a wait for an event)")
 	case given == 0:
-		return invalid("until", "required for a sleep; a wait gives signal or children instead")
+		return invalid("until", "required for a sleep; a wait gives signal, children or event instead")
 	case r.Count != nil && r.Children == nil:
 		return invalid("count", "counts the children a wait for children waits for: only with children")
+	case r.Key != nil && r.Event == nil:
+		return invalid("key", "the correlation key of a wait for an event: only with event")
+	case r.Since != nil && r.Event == nil:
+		return invalid("since", "bounds a wait for an event: only with event")
 	case r.Until != nil:
 		if r.TimeoutSeconds != nil {
-			return invalid("timeout_seconds", "bounds a wait: only with signal or children")
+			return invalid("timeout_seconds", "bounds a wait: only with signal, children or event")
 		}
 		_, err := parseTime("until", *r.Until)
 		return err
 	case r.Signal != nil:
 		if err := fieldProblem(store.CheckSignalName(*r.Signal)); err != nil {
 			return err
+		}
+	case r.Event != nil:
+		if err := fieldProblem(renamed(store.CheckSignalName(*r.Event), "event")); err != nil {
+			return err
+		}
+		if r.Key != nil {
+			if err := fieldProblem(store.CheckText("key", *r.Key, store.MaxEventKeyLen)); err != nil {
+				return err
+			}
+		}
+		if r.Since != nil {
+			t, err := parseTime("since", *r.Since)
+			if err != nil {
+				return err
+			}
+			r.since = t
 		}
 	default:
 		if err := fieldProblem(renamed(store.CheckStepName(*r.Children), "children")); err != nil {
@@ -152,7 +178,8 @@ func (r *suspendRequest) validate() error {
 
 // suspend is POST /api/executions/{id}/suspend, fenced by the lease: the
 // attempt ends suspended, or queued at once when the sleep is over, the
-// signal already came or the children waited for have ended.
+// signal already came, the children waited for have ended or a retained
+// event matches the wait (it is consumed).
 func (s *Server) suspend(ctx context.Context, req *suspendRequest) (*execution, error) {
 	now := s.cfg.Now()
 	p := store.SuspendParams{
@@ -170,6 +197,13 @@ func (s *Server) suspend(ctx context.Context, req *suspendRequest) (*execution, 
 		}
 	case req.Signal != nil:
 		p.Signal = *req.Signal
+		p.Timeout = time.Duration(orDefault(req.TimeoutSeconds, 0)) * time.Second
+	case req.Event != nil:
+		p.Event = *req.Event
+		if req.Key != nil {
+			p.EventKey = *req.Key
+		}
+		p.Since = req.since
 		p.Timeout = time.Duration(orDefault(req.TimeoutSeconds, 0)) * time.Second
 	default:
 		p.Children = *req.Children

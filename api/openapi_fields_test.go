@@ -25,6 +25,11 @@ func TestOpenAPIFieldsMatchCode(t *testing.T) {
 		{"Execution", reflect.TypeFor[execution](), []string{"deduplicated"}},
 		{"Lease", reflect.TypeFor[lease](), nil},
 		{"Explanation", reflect.TypeFor[explainResponse](), nil},
+		{"Subscription", reflect.TypeFor[subscriptionView](), nil},
+		{"PublishResponse", reflect.TypeFor[publishResponse](), nil},
+		{"EventStart", reflect.TypeFor[eventStart](), nil},
+		{"Tenant", reflect.TypeFor[tenant](), nil},
+		{"TenantCreated", reflect.TypeFor[createdTenant](), nil},
 	} {
 		props, _ := dig(root, "components", "schemas", c.schema, "properties").(map[string]any)
 		var required []string

@@ -54,6 +54,9 @@ const (
 	CodeHeadersTooLarge      Code = "headers_too_large"
 	CodeTooManyChildren      Code = "too_many_children"
 	CodeNotImplemented       Code = "not_implemented"
+	// CodeTooManySubscriptions: a tenant's subscriptions at
+	// store.MaxSubscriptions.
+	CodeTooManySubscriptions Code = "too_many_subscriptions"
 )
 
 // codeInfo is the fixed status and title of each code.
@@ -89,6 +92,8 @@ var codeInfo = map[Code]struct {
 	// A spawn's bounds (store.MaxSpawnItems, store.MaxChildren,
 	// store.MaxSpawnDepth) never free with time either.
 	CodeTooManyChildren: {http.StatusConflict, "Too many children"},
+	// A tenant's subscriptions free only when one is deleted.
+	CodeTooManySubscriptions: {http.StatusConflict, "Too many subscriptions"},
 	// 409 too: stored bytes free when executions are deleted or pruned
 	// (days, at the default retention) or the budget is raised, not after
 	// a Retry-After.
@@ -189,6 +194,9 @@ func problemFor(err error) *Problem {
 	case errors.Is(err, store.ErrTooManyChildren):
 		return problem(CodeTooManyChildren, "the spawn would pass a bound: %d children in one spawn, %d children of one execution, or a family %d deep; nothing was written",
 			store.MaxSpawnItems, store.MaxChildren, store.MaxSpawnDepth)
+	case errors.Is(err, store.ErrTooManySubscriptions):
+		return problem(CodeTooManySubscriptions, "the tenant has %d subscriptions, as many as it may; delete one first (replacing one is allowed)",
+			store.MaxSubscriptions)
 	case errors.Is(err, store.ErrUnsupported):
 		return problem(CodeNotImplemented, "this server's store does not support the operation")
 	case errors.Is(err, store.ErrNotFailed):

@@ -52,6 +52,9 @@ func TestProblemGolden(t *testing.T) {
 	ll := low.claimOne(lkey)
 	low.record(lkey, ll, `"name":"one"`).want(http.StatusOK)
 	low.signal(lkey, ll.ExecutionID, "go", nil).want(http.StatusAccepted)
+	few := newEnv(t, func(c *Config) { c.Store = fewSubscriptions{c.Store} })
+	fkey := few.tenant("acme")
+	few.do("PUT", "/api/subscriptions/first", fkey, `{"event":"e","kind":"k"}`).want(http.StatusCreated)
 
 	for _, c := range []struct {
 		name string
@@ -99,6 +102,7 @@ func TestProblemGolden(t *testing.T) {
 		{"not_active", func() *resp { return e.do("POST", "/api/executions/"+l.ExecutionID+"/signals/go", key, `{}`) }},
 		{"too_many_steps", func() *resp { return low.record(lkey, ll, `"name":"two"`) }},
 		{"signal_buffer_full", func() *resp { return low.signal(lkey, ll.ExecutionID, "go", nil) }},
+		{"too_many_subscriptions", func() *resp { return few.do("PUT", "/api/subscriptions/second", fkey, `{"event":"e","kind":"k"}`) }},
 		{"not_failed", func() *resp { return e.do("POST", "/api/executions/"+l.ExecutionID+"/retry", key, nil) }},
 		{"method_not_allowed", func() *resp { return e.do("PUT", "/api/executions", key, nil) }},
 		{"internal", func() *resp { return broken.do("GET", "/api/executions/x", bkey, nil) }},
@@ -147,19 +151,20 @@ func golden(t *testing.T, path, got string) {
 func TestProblemFor(t *testing.T) {
 	t.Parallel()
 	for err, code := range map[error]Code{
-		fmt.Errorf("x: %w", store.ErrNotFound):         CodeNotFound,
-		fmt.Errorf("x: %w", store.ErrTenantExists):     CodeTenantExists,
-		fmt.Errorf("x: %w", store.ErrQuotaExceeded):    CodeQuotaExceeded,
-		fmt.Errorf("x: %w", store.ErrDedupKeyReused):   CodeDedupKeyReused,
-		fmt.Errorf("x: %w", store.ErrLeaseLost):        CodeLeaseLost,
-		fmt.Errorf("x: %w", store.ErrNotTerminal):      CodeNotTerminal,
-		fmt.Errorf("x: %w", store.ErrTooManySteps):     CodeTooManySteps,
-		fmt.Errorf("x: %w", store.ErrSignalBufferFull): CodeSignalBufferFull,
-		fmt.Errorf("x: %w", store.ErrInvalid):          CodeInvalidRequest,
-		&http.MaxBytesError{Limit: 5}:                  CodePayloadTooLarge,
-		fmt.Errorf("x: %w", store.ErrUnavailable):      CodeUnavailable,
-		fmt.Errorf("x: %w", context.DeadlineExceeded):  CodeUnavailable,
-		errors.New("boom"):                             CodeInternal,
+		fmt.Errorf("x: %w", store.ErrNotFound):             CodeNotFound,
+		fmt.Errorf("x: %w", store.ErrTenantExists):         CodeTenantExists,
+		fmt.Errorf("x: %w", store.ErrQuotaExceeded):        CodeQuotaExceeded,
+		fmt.Errorf("x: %w", store.ErrDedupKeyReused):       CodeDedupKeyReused,
+		fmt.Errorf("x: %w", store.ErrLeaseLost):            CodeLeaseLost,
+		fmt.Errorf("x: %w", store.ErrNotTerminal):          CodeNotTerminal,
+		fmt.Errorf("x: %w", store.ErrTooManySteps):         CodeTooManySteps,
+		fmt.Errorf("x: %w", store.ErrSignalBufferFull):     CodeSignalBufferFull,
+		fmt.Errorf("x: %w", store.ErrInvalid):              CodeInvalidRequest,
+		fmt.Errorf("x: %w", store.ErrTooManySubscriptions): CodeTooManySubscriptions,
+		&http.MaxBytesError{Limit: 5}:                      CodePayloadTooLarge,
+		fmt.Errorf("x: %w", store.ErrUnavailable):          CodeUnavailable,
+		fmt.Errorf("x: %w", context.DeadlineExceeded):      CodeUnavailable,
+		errors.New("boom"):                                 CodeInternal,
 	} {
 		p := problemFor(err)
 		if p.Code != code || p.Status != codeInfo[code].status || p.Type != problemTypeBase+string(code) {

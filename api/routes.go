@@ -67,6 +67,12 @@ func (s *Server) routes() []route {
 		{"POST /api/schedules/{name}/resume", endpoint(s, spec{}, s.resumeSchedule)},
 		{"DELETE /api/schedules/{name}", endpoint(s, spec{}, s.deleteSchedule)},
 
+		{"POST /api/events", endpoint(s, body, s.publish)},
+		{"PUT /api/subscriptions/{name}", endpoint(s, body, s.putSubscription)},
+		{"GET /api/subscriptions", endpoint(s, spec{}, s.listSubscriptions)},
+		{"GET /api/subscriptions/{name}", endpoint(s, spec{}, s.getSubscription)},
+		{"DELETE /api/subscriptions/{name}", endpoint(s, spec{}, s.deleteSubscription)},
+
 		{"PUT /api/rate-limits/{key}", endpoint(s, body, s.putRateLimit)},
 		{"GET /api/rate-limits/{key}", endpoint(s, spec{}, s.getRateLimit)},
 		{"DELETE /api/rate-limits/{key}", endpoint(s, spec{}, s.deleteRateLimit)},

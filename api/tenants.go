@@ -15,6 +15,8 @@ type tenantSettings struct {
 	DedupTTLSeconds  *int64 `json:"dedup_ttl_seconds"`
 	RetentionSeconds *int64 `json:"retention_seconds"`
 	MaxStoredBytes   *int64 `json:"max_stored_bytes"`
+	// EventRetentionSeconds keeps the tenant's events (default 86400).
+	EventRetentionSeconds *int64 `json:"event_retention_seconds"`
 }
 
 func (t *tenantSettings) validate() error {
@@ -25,6 +27,9 @@ func (t *tenantSettings) validate() error {
 		return err
 	}
 	if err := optRange("dedup_ttl_seconds", t.DedupTTLSeconds, 1, maxDuration); err != nil {
+		return err
+	}
+	if err := optRange("event_retention_seconds", t.EventRetentionSeconds, 1, maxDuration); err != nil {
 		return err
 	}
 	return optRange("retention_seconds", t.RetentionSeconds, 1, maxDuration)
@@ -56,6 +61,8 @@ type createdTenant struct {
 	DedupTTLSeconds  int64  `json:"dedup_ttl_seconds"`
 	RetentionSeconds int64  `json:"retention_seconds"`
 	MaxStoredBytes   int64  `json:"max_stored_bytes"`
+	// EventRetentionSeconds keeps the tenant's events.
+	EventRetentionSeconds int64 `json:"event_retention_seconds"`
 }
 
 func (*createdTenant) statusCode() int { return http.StatusCreated }
@@ -72,6 +79,7 @@ func (s *Server) createTenant(ctx context.Context, req *createTenantRequest) (*c
 		DedupTTL:       seconds(req.DedupTTLSeconds, store.DefaultDedupTTL),
 		Retention:      seconds(req.RetentionSeconds, store.DefaultRetention),
 		MaxStoredBytes: orDefault(req.MaxStoredBytes, store.DefaultMaxStoredBytes),
+		EventRetention: seconds(req.EventRetentionSeconds, store.DefaultEventRetention),
 		KeyHash:        HashKey(key),
 		KeyID:          keyID,
 		Now:            s.cfg.Now(),
@@ -91,6 +99,8 @@ func (s *Server) createTenant(ctx context.Context, req *createTenantRequest) (*c
 		DedupTTLSeconds:  v.DedupTTLSeconds,
 		RetentionSeconds: v.RetentionSeconds,
 		MaxStoredBytes:   v.MaxStoredBytes,
+
+		EventRetentionSeconds: v.EventRetentionSeconds,
 	}, nil
 }
 
@@ -163,6 +173,10 @@ func (s *Server) patchTenant(ctx context.Context, req *patchTenantRequest) (*ten
 	if req.RetentionSeconds != nil {
 		d := seconds(req.RetentionSeconds, 0)
 		p.Retention = &d
+	}
+	if req.EventRetentionSeconds != nil {
+		d := seconds(req.EventRetentionSeconds, 0)
+		p.EventRetention = &d
 	}
 	p.MaxStoredBytes = req.MaxStoredBytes
 	t, err := s.cfg.Store.UpdateTenant(ctx, p)

@@ -170,6 +170,8 @@ type tenant struct {
 	Disabled         bool   `json:"disabled"`
 	MaxStoredBytes   int64  `json:"max_stored_bytes"`
 	StoredBytes      int64  `json:"stored_bytes"`
+	// EventRetentionSeconds keeps the tenant's events.
+	EventRetentionSeconds int64 `json:"event_retention_seconds"`
 }
 
 func toTenant(t *store.Tenant) *tenant {
@@ -182,6 +184,10 @@ func toTenant(t *store.Tenant) *tenant {
 		Disabled:         t.Disabled,
 		MaxStoredBytes:   t.MaxStoredBytes,
 		StoredBytes:      t.StoredBytes,
+
+		// A store without events keeps none: the default is what it
+		// would apply, and what a GET answer PATCHed back may send.
+		EventRetentionSeconds: int64(cmp.Or(t.EventRetention, store.DefaultEventRetention) / time.Second),
 	}
 }
 

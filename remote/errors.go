@@ -64,6 +64,7 @@ var (
 	ErrSignalBufferFull     = newSentinel("signal_buffer_full")
 	ErrStorageExceeded      = newSentinel("storage_exceeded")
 	ErrTooManyChildren      = newSentinel("too_many_children")
+	ErrTooManySubscriptions = newSentinel("too_many_subscriptions")
 	ErrTenantExists         = newSentinel("tenant_exists")
 	ErrScheduleLimit        = newSentinel("schedule_limit")
 	ErrScheduleTooFrequent  = newSentinel("schedule_too_frequent")

@@ -55,6 +55,12 @@ var wireTypes = map[string]any{
 	"SpawnRequest":        SpawnRequest{},
 	"Spawned":             Spawned{},
 	"ChildRef":            ChildRef{},
+	"PublishRequest":      publishRequest{},
+	"PublishResponse":     Published{},
+	"EventStart":          EventStart{},
+	"SubscriptionRequest": SubscriptionSpec{},
+	"Subscription":        Subscription{},
+	"SubscriptionList":    SubscriptionList{},
 }
 
 // notWire are the schemas that are no object of their own: enums, and

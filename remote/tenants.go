@@ -16,6 +16,8 @@ type TenantSpec struct {
 	DedupTTLSeconds  *int64 `json:"dedup_ttl_seconds,omitempty"`
 	RetentionSeconds *int64 `json:"retention_seconds,omitempty"`
 	MaxStoredBytes   *int64 `json:"max_stored_bytes,omitempty"`
+	// EventRetentionSeconds keeps the tenant's events (default 86400).
+	EventRetentionSeconds *int64 `json:"event_retention_seconds,omitempty"`
 }
 
 // TenantCreated is a new tenant with its first key, shown only here.
@@ -28,6 +30,8 @@ type TenantCreated struct {
 	DedupTTLSeconds  int64  `json:"dedup_ttl_seconds"`
 	RetentionSeconds int64  `json:"retention_seconds"`
 	MaxStoredBytes   int64  `json:"max_stored_bytes"`
+	// EventRetentionSeconds keeps the tenant's events.
+	EventRetentionSeconds int64 `json:"event_retention_seconds"`
 }
 
 // Tenant is a tenant's settings and use.
@@ -41,6 +45,8 @@ type Tenant struct {
 	Disabled         bool   `json:"disabled"`
 	MaxStoredBytes   int64  `json:"max_stored_bytes"`
 	StoredBytes      int64  `json:"stored_bytes"`
+	// EventRetentionSeconds keeps the tenant's events.
+	EventRetentionSeconds int64 `json:"event_retention_seconds"`
 }
 
 // TenantPatch changes the settings given (nil: unchanged).
@@ -51,6 +57,8 @@ type TenantPatch struct {
 	RetentionSeconds *int64 `json:"retention_seconds,omitempty"`
 	Disabled         *bool  `json:"disabled,omitempty"`
 	MaxStoredBytes   *int64 `json:"max_stored_bytes,omitempty"`
+	// EventRetentionSeconds applies to events published from then on.
+	EventRetentionSeconds *int64 `json:"event_retention_seconds,omitempty"`
 }
 
 // APIKey is a new key, shown only once.

@@ -133,21 +133,29 @@ func (c *Client) RecordStep(ctx context.Context, id string, req StepRequest) (*S
 }
 
 // SuspendRequest ends an attempt as a flow's sleep (Until), wait for a
-// signal (Signal) or wait for children (Children: a spawn step of this
-// execution; Count of them ended, 0 = all), a wait with an optional
+// signal (Signal), wait for children (Children: a spawn step of this
+// execution; Count of them ended, 0 = all) or wait for an event (Event,
+// Key, Since), a wait with an optional
 // TimeoutSeconds, its outcome recorded under Step.
 type SuspendRequest struct {
-	LeaseToken     string     `json:"lease_token"`
-	Step           string     `json:"step"`
-	Until          *time.Time `json:"until,omitempty"`
-	Signal         string     `json:"signal,omitempty"`
-	Children       string     `json:"children,omitempty"`
-	Count          int        `json:"count,omitempty"`
+	LeaseToken string     `json:"lease_token"`
+	Step       string     `json:"step"`
+	Until      *time.Time `json:"until,omitempty"`
+	Signal     string     `json:"signal,omitempty"`
+	Children   string     `json:"children,omitempty"`
+	Count      int        `json:"count,omitempty"`
+	// Event waits for an event of this name (POST /api/events): with Key,
+	// only one published with that correlation key; with Since, only one
+	// published at or after it (default: the execution's created_at).
+	Event          string     `json:"event,omitempty"`
+	Key            string     `json:"key,omitempty"`
+	Since          *time.Time `json:"since,omitempty"`
 	TimeoutSeconds int        `json:"timeout_seconds,omitempty"`
 }
 
 // Suspend suspends execution id: it answers the execution suspended, or
-// queued again at once (a due sleep, a signal already kept).
+// queued again at once (a due sleep, a signal already kept, a retained
+// event that matches).
 func (c *Client) Suspend(ctx context.Context, id string, req SuspendRequest) (*Execution, error) {
 	return c.executionCall(ctx, http.MethodPost, "/api/executions/"+seg(id)+"/suspend", req, true)
 }

@@ -75,6 +75,13 @@ var commands = []command{
 		{"resume", "NAME", "tick a paused schedule again, from its next tick after now"},
 		{"rm", "NAME", "delete a schedule"},
 	}},
+	{name: "publish", args: "NAME", summary: "publish an event: it resumes the flows waiting for it and starts the subscriptions on its name", run: runPublish},
+	{name: "subscriptions", summary: "manage subscriptions, which start an execution for every event of a name: ls, get, put, rm", run: runSubscriptions, subs: []subcommand{
+		{"ls", "", "list the tenant's subscriptions"},
+		{"get", "NAME", "show a subscription"},
+		{"put", "NAME", "create or replace a subscription (--event, --kind and the started executions' settings)"},
+		{"rm", "NAME", "delete a subscription; the executions it started stay"},
+	}},
 	{name: "bench", summary: "measure submit and drain throughput against a store", run: runBench},
 	{name: "prove", summary: "soak a store with steady mixed load, then check the invariants and for leaks", run: runProve},
 	{name: "migrate", summary: "apply, revert or show a store's schema migrations: up, down, status", run: runMigrate, subs: []subcommand{

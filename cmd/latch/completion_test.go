@@ -36,11 +36,14 @@ func TestCompletion(t *testing.T) {
 		want  []string
 	}{
 		{[]string{""}, []string{"serve", "submit", "get", "ls", "wait", "cancel", "rm", "signal", "retry", "steps",
-			"children", "attempts", "why", "version", "tenant", "schedule", "bench", "prove", "migrate", "completion", "help"}},
+			"children", "attempts", "why", "version", "tenant", "schedule", "publish", "subscriptions", "bench", "prove", "migrate", "completion", "help"}},
 		{[]string{"tenant", ""}, []string{"create", "get", "update", "disable", "enable", "rm", "key", "keys"}},
 		{[]string{"tenant", "key", ""}, []string{"rm"}},
 		{[]string{"schedule", ""}, []string{"ls", "get", "apply", "trigger", "pause", "resume", "rm"}},
 		{[]string{"migrate", ""}, []string{"up", "down", "status"}},
+		{[]string{"subscriptions", ""}, []string{"ls", "get", "put", "rm"}},
+		{[]string{"publish", "--"}, []string{"--data", "--correlation-key", "--idempotency-key"}},
+		{[]string{"subscriptions", "put", "--"}, []string{"--event", "--kind", "--queue", "--timeout", "--disabled"}},
 		{[]string{"completion", ""}, []string{"bash", "zsh", "fish"}},
 		{[]string{"ls", "--"}, []string{"--status", "--kind", "--queue", "--limit", "--json", "--url", "--key", "--tenant"}},
 		{[]string{"submit", "--"}, []string{"--dedup-key", "--queue", "--max-attempts", "--concurrency-key"}},

@@ -189,8 +189,8 @@ func flagCases(t *testing.T) map[string]flagCase {
 			}},
 		"attempts":         {args: []string{id}, flags: []string{"--output", "table"}, check: tableOut("ATTEMPT")},
 		"why":              {args: []string{id}, flags: []string{"-o", "table"}, check: tableOut("GATE")},
-		"tenant create":    {args: []string{"acme"}, flags: []string{"--max-inflight", "5", "--dedup-ttl-seconds", "1h"}, check: sentSettings("POST", map[string]any{"name": "acme", "max_inflight": 5.0, "dedup_ttl_seconds": 3600.0})},
-		"tenant update":    {args: []string{"acme"}, flags: []string{"--max_inflight", "5", "--retention-seconds", "60"}, check: sentSettings("PATCH", map[string]any{"max_inflight": 5.0, "retention_seconds": 60.0})},
+		"tenant create":    {args: []string{"acme"}, flags: []string{"--max-inflight", "5", "--dedup-ttl-seconds", "1h", "--event-retention-seconds", "2h"}, check: sentSettings("POST", map[string]any{"name": "acme", "max_inflight": 5.0, "dedup_ttl_seconds": 3600.0, "event_retention_seconds": 7200.0})},
+		"tenant update":    {args: []string{"acme"}, flags: []string{"--max_inflight", "5", "--retention-seconds", "60", "--event-retention-seconds", "90"}, check: sentSettings("PATCH", map[string]any{"max_inflight": 5.0, "retention_seconds": 60.0, "event_retention_seconds": 90.0})},
 		"tenant get":       {args: []string{"acme"}, flags: []string{"-o", "table"}, check: tableOut("NAME")},
 		"tenant keys":      {args: []string{"acme"}, flags: []string{"-o", "table"}, check: tableOut("KEY_ID")},
 		"tenant disable":   {args: []string{"acme"}, check: justSent},
@@ -210,6 +210,33 @@ func flagCases(t *testing.T) map[string]flagCase {
 				t.Errorf("%s %s, want the file's schedule PUT", r.method, r.path)
 			}
 		}},
+		"publish": {args: []string{"order.paid"}, flags: []string{"--data", `{"amount":12}`, "--correlation-key", "o-1", "--idempotency-key", "p1"},
+			check: func(t *testing.T, reqs []recorded, code int, out, errOut string) {
+				wantCode(t, code, 0, errOut)
+				r := sent(t, reqs)
+				if r.method != "POST" || r.path != "/api/events" || r.header.Get("Idempotency-Key") != "p1" {
+					t.Errorf("%s %s with Idempotency-Key %q", r.method, r.path, r.header.Get("Idempotency-Key"))
+				}
+				bodyIs(t, r, "name", "order.paid")
+				bodyIs(t, r, "key", "o-1")
+				if d, _ := r.body["data"].(map[string]any); d["amount"] != 12.0 {
+					t.Errorf("data %v", r.body["data"])
+				}
+			}},
+		"subscriptions ls":  {flags: []string{"-o", "table"}, check: tableOut("NAME")},
+		"subscriptions get": {args: []string{"s1"}, flags: []string{"-o", "table"}, check: tableOut("NAME")},
+		"subscriptions put": {args: []string{"s1"}, flags: []string{"--event", "order.paid", "--kind", "ship", "--timeout", "2m", "--priority", "5", "--disabled"},
+			check: func(t *testing.T, reqs []recorded, code int, out, errOut string) {
+				wantCode(t, code, 0, errOut)
+				r := sent(t, reqs)
+				if r.method != "PUT" || r.path != "/api/subscriptions/s1" {
+					t.Errorf("%s %s, want PUT /api/subscriptions/s1", r.method, r.path)
+				}
+				for k, v := range map[string]any{"event": "order.paid", "kind": "ship", "timeout_seconds": 120.0, "priority": 5.0, "enabled": false} {
+					bodyIs(t, r, k, v)
+				}
+			}},
+		"subscriptions rm": {args: []string{"s1"}, check: justSent},
 		// The commands that open a store, not a server: the flag named a
 		// store the default is not.
 		"serve": {local: true, flags: []string{"--print-config", "--addr", "127.0.0.1:9999"},

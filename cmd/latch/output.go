@@ -164,7 +164,7 @@ var (
 		{"ERROR", "error"}, {"RESULT", "result"}}
 	tenantColumns = []column{{"NAME", "name"}, {"DISABLED", "disabled"}, {"MAX_INFLIGHT", "max_inflight"},
 		{"INFLIGHT", "inflight"}, {"DEDUP_TTL_SECONDS", "dedup_ttl_seconds"}, {"RETENTION_SECONDS", "retention_seconds"},
-		{"MAX_STORED_BYTES", "max_stored_bytes"}, {"STORED_BYTES", "stored_bytes"}}
+		{"MAX_STORED_BYTES", "max_stored_bytes"}, {"STORED_BYTES", "stored_bytes"}, {"EVENT_RETENTION_SECONDS", "event_retention_seconds"}}
 	keyColumns      = []column{{"KEY_ID", "key_id"}, {"CREATED", "created_at"}, {"LAST_USED", "last_used_at"}}
 	scheduleColumns = []column{{"NAME", "name"}, {"CRON", "cron"}, {"EVERY", "every"}, {"KIND", "kind"},
 		{"QUEUE", "queue"}, {"ENABLED", "enabled"}, {"NEXT_RUN", "next_run_at"}, {"LAST_RUN", "last_run_at"}}

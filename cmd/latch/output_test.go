@@ -43,7 +43,7 @@ func TestOutputFormats(t *testing.T) {
 		{[]string{"steps"}, []string{x.ID}, true, []string{"STEP", "ATTEMPT", "RECORDED", "RESULT"}},
 		{[]string{"tenant", "get"}, []string{"--key", testAdminKey, "acme"}, false,
 			[]string{"NAME", "DISABLED", "MAX_INFLIGHT", "INFLIGHT", "DEDUP_TTL_SECONDS", "RETENTION_SECONDS",
-				"MAX_STORED_BYTES", "STORED_BYTES"}},
+				"MAX_STORED_BYTES", "STORED_BYTES", "EVENT_RETENTION_SECONDS"}},
 		{[]string{"tenant", "keys"}, []string{"--key", testAdminKey, "acme"}, false, []string{"KEY_ID", "CREATED", "LAST_USED"}},
 		{[]string{"schedule", "ls"}, nil, false, []string{"NAME", "CRON", "EVERY", "KIND", "QUEUE", "ENABLED", "NEXT_RUN", "LAST_RUN"}},
 		{[]string{"schedule", "get"}, []string{"sweep-oslo"}, false, []string{"NAME", "CRON", "EVERY", "KIND", "QUEUE", "ENABLED", "NEXT_RUN", "LAST_RUN"}},

@@ -21,6 +21,7 @@ var tenantSettings = []struct {
 	{"max-inflight", "max_inflight", false, "executions the tenant may have queued, running or suspended at once"},
 	{"dedup-ttl-seconds", "dedup_ttl_seconds", true, "how long a dedup key is kept: a duration (168h) or seconds"},
 	{"retention-seconds", "retention_seconds", true, "how long a terminal execution is kept: a duration (168h) or seconds"},
+	{"event-retention-seconds", "event_retention_seconds", true, "how long a published event is kept for the waits that begin later: a duration (24h) or seconds"},
 }
 
 func runTenant(ctx context.Context, args []string, out io.Writer) error {
@@ -99,12 +100,14 @@ func runTenant(ctx context.Context, args []string, out io.Writer) error {
 	switch sub {
 	case "create":
 		keep(api.CreateTenant(ctx, remote.TenantSpec{Name: name, MaxInflight: maxInflight, DedupTTLSeconds: setting("dedup_ttl_seconds"),
-			RetentionSeconds: setting("retention_seconds"), MaxStoredBytes: setting("max_stored_bytes")}))
+			RetentionSeconds: setting("retention_seconds"), MaxStoredBytes: setting("max_stored_bytes"),
+			EventRetentionSeconds: setting("event_retention_seconds")}))
 	case "get":
 		keep(api.GetTenant(ctx, name))
 	case "update":
 		keep(api.UpdateTenant(ctx, name, remote.TenantPatch{MaxInflight: maxInflight, DedupTTLSeconds: setting("dedup_ttl_seconds"),
-			RetentionSeconds: setting("retention_seconds"), MaxStoredBytes: setting("max_stored_bytes")}))
+			RetentionSeconds: setting("retention_seconds"), MaxStoredBytes: setting("max_stored_bytes"),
+			EventRetentionSeconds: setting("event_retention_seconds")}))
 	case "key":
 		keep(api.AddKey(ctx, name))
 	case "keys":

@@ -55,6 +55,32 @@ class AsyncClientTest(unittest.TestCase):
             return loop.time() - t0
         self.assertLess(asyncio.run(run()), 5)
 
+    def test_children_events_and_subscriptions(self) -> None:
+        async def run() -> None:
+            sub = await self.c.put_subscription("on-go", event="go", kind="gone")
+            self.assertEqual(sub["kind"], "gone")
+            self.assertEqual([s["name"] for s in await self.c.list_subscriptions()], ["on-go"])
+            self.assertEqual((await self.c.get_subscription("on-go"))["event"], "go")
+            pub = await self.c.publish("go", {"n": 1}, key="k", idempotency_key="go-1")
+            self.assertEqual(await self.c.publish("go", {"n": 1}, key="k", idempotency_key="go-1"), pub)
+            [start] = pub["started"]
+            [lease] = await self.c.claim("aio-worker", kinds=["gone"], max=1, wait_seconds=2)
+            self.assertEqual(lease["execution_id"], start["execution_id"])
+            spawned = await self.c.spawn_children(lease["execution_id"], lease["lease_token"], "kids",
+                                                  [{"kind": "kid", "payload": {"i": i}} for i in range(2)])
+            self.assertIs(spawned["recorded"], True)
+            kids = await self.c.children(lease["execution_id"])
+            self.assertEqual([k["execution_id"] for k in kids], [k["execution_id"] for k in spawned["children"]])
+            page = await self.c.list_executions(parent_id=lease["execution_id"], limit=1)
+            self.assertEqual([k["execution_id"] for k in page.items], [kids[0]["execution_id"]])
+            e = await self.c.suspend(lease["execution_id"], lease["lease_token"], "all", children="kids", count=1,
+                                     timeout_seconds=60)
+            self.assertEqual((e["status"], e["waiting_for"]), ("suspended", "children:kids"))
+            await self.c.delete_subscription("on-go")
+            with self.assertRaises(NotFound):
+                await self.c.get_subscription("on-go")
+        asyncio.run(run())
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -27,7 +27,7 @@ class ExamplesTest(unittest.TestCase):
     def test_readme_shows_the_examples(self) -> None:
         with open(os.path.join(latchserver.SDK, "README.md")) as f:
             blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
-        for name in ("client_example.py", "worker_example.py", "flow_example.py"):
+        for name in ("client_example.py", "worker_example.py", "flow_example.py", "children_example.py"):
             with open(os.path.join(EXAMPLES, name)) as f:
                 self.assertIn(f.read(), blocks, f"README.md does not show examples/{name} as it is")
 
@@ -64,6 +64,17 @@ class ExamplesTest(unittest.TestCase):
             "suspended",
             "succeeded {'seat': {'order': 7, 'seat': '12A'}, 'shipped': {'by': 'ann'}}",
             "['reserve', 'approval', 'ship']",
+        ])
+
+    def test_children_example(self) -> None:
+        c = self.srv.new_tenant("example")
+        p = run_example(self.srv, c.key, "children_example.py")
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertEqual(out.splitlines(), [
+            "children:resize",
+            "succeeded {'errors': ['width must be positive'], 'resized': [{'width': 320}, {'width': 512}]}",
+            "['succeeded', 'failed', 'succeeded']",
         ])
 
 

@@ -13,7 +13,7 @@ DOC = os.path.join(os.path.dirname(__file__), "..", "..", "..", "api", "openapi.
 
 CHECKED = ["Execution", "SubmitResponse", "Lease", "HeartbeatResponse", "Tenant", "TenantCreated", "APIKey",
            "APIKeyInfo", "Schedule", "RateLimit", "StepRecorded", "Step", "Attempt", "StreamTicket",
-           "SignalResponse"]
+           "SignalResponse", "ChildRef", "Spawned", "EventStart", "PublishResponse", "Subscription"]
 
 
 class TypesTest(unittest.TestCase):

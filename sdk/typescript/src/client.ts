@@ -3,9 +3,10 @@
 
 import { errorFor, LatchError, TransportError, Unfinished } from "./errors.js";
 import type {
-  APIKey, APIKeyInfo, Attempt, BatchSubmitItem, Execution, ExecutionList, ExecutionStatus, HeartbeatResponse,
-  JSONValue, Lease, RateLimit, Schedule, ScheduleRequest, SignalResponse, Step, StepRecorded, StreamTicket,
-  SubmitOptions, SubmitResponse, Tenant, TenantCreated,
+  APIKey, APIKeyInfo, Attempt, BatchSubmitItem, ChildItem, Execution, ExecutionList, ExecutionStatus,
+  HeartbeatResponse, JSONValue, Lease, OnParentEnd, PublishResponse, RateLimit, Schedule, ScheduleRequest,
+  SignalResponse, Spawned, Step, StepRecorded, StreamTicket, SubmitOptions, SubmitResponse, Subscription,
+  SubscriptionRequest, Tenant, TenantCreated,
 } from "./types.js";
 import { TERMINAL } from "./types.js";
 
@@ -95,6 +96,8 @@ export interface ListFilters {
   queue?: string;
   dedup_key?: string;
   schedule?: string;
+  /** The children of this execution, in spawn order. */
+  parent_id?: string;
   limit?: number;
   cursor?: string;
 }
@@ -358,6 +361,16 @@ export class Client {
     for await (const page of this.pages(filters, opts)) yield* page.items;
   }
 
+  /**
+   * Every child the execution spawned, in spawn order, each as it is now
+   * (list with parent_id, page after page). Another tenant's execution has none.
+   */
+  async children(id: string, opts: { signal?: AbortSignal } = {}): Promise<Execution[]> {
+    const out: Execution[] = [];
+    for await (const e of this.list({ parent_id: id, limit: 500 }, opts)) out.push(e);
+    return out;
+  }
+
   /** Cancels: at once unless running; a running one ends when its worker stops. Retried: a repeat changes nothing. */
   cancel(id: string): Promise<Execution> {
     return this.call("POST", `/api/executions/${seg(id)}/cancel`, NO_BODY, { retry: true });
@@ -562,6 +575,40 @@ export class Client {
     return this.call("POST", `/api/schedules/${seg(name)}/resume`, NO_BODY, { retry: true });
   }
 
+  // ---------------------------------------------------------------- events
+
+  /**
+   * Publishes the event `name` with data (and a correlation `key`): in one
+   * operation it resumes every execution of the tenant waiting for it (for
+   * that key, when its wait named one) and starts one execution per enabled
+   * subscription on the name. Without `idempotencyKey` a fresh one is sent,
+   * so the call's own retries are one event; a repeat of a key answers the
+   * first answer and changes nothing.
+   */
+  publish(name: string, data: JSONValue = null, opts: { key?: string; idempotencyKey?: string; signal?: AbortSignal } = {}): Promise<PublishResponse> {
+    return this.call("POST", "/api/events", stripUndefined({ name, data, key: opts.key }), {
+      headers: { "Idempotency-Key": opts.idempotencyKey ?? newKey() }, retry: true, signal: opts.signal,
+    });
+  }
+
+  /** Creates or replaces the subscription `name`: {event, kind, queue?, priority?, ...}. */
+  putSubscription(name: string, subscription: SubscriptionRequest): Promise<Subscription> {
+    return this.call("PUT", "/api/subscriptions/" + seg(name), subscription, { retry: true });
+  }
+
+  getSubscription(name: string): Promise<Subscription> {
+    return this.call("GET", "/api/subscriptions/" + seg(name), NO_BODY, { retry: true });
+  }
+
+  /** Every subscription of the tenant (at most 100). */
+  async subscriptions(): Promise<Subscription[]> {
+    return (await this.call<{ items: Subscription[] }>("GET", "/api/subscriptions", NO_BODY, { retry: true })).items;
+  }
+
+  async deleteSubscription(name: string): Promise<void> {
+    await this.call("DELETE", "/api/subscriptions/" + seg(name));
+  }
+
   // ----------------------------------------------------------- rate limits
 
   putRateLimit(key: string, limit: { rate: number; per_seconds: number; burst?: number }): Promise<RateLimit> {
@@ -625,14 +672,38 @@ export class Client {
     return this.call("POST", `/api/executions/${seg(id)}/steps`, body, { retry: true });
   }
 
-  /** Ends the attempt as a flow's sleep (`until`) or wait (`signal`); answers the execution, suspended or queued again at once. */
+  /**
+   * Ends the attempt as a flow's sleep (`until`), wait for a signal
+   * (`signal`), wait for children (`children`: the spawn step; `count` of
+   * them, default all) or wait for an event (`event`, with `key` and
+   * `since`); answers the execution, suspended or queued again at once.
+   */
   suspend(id: string, leaseToken: string, step: string,
-    opts: { until?: string | Date; signal?: string; timeout_seconds?: number }): Promise<Execution> {
+    opts: {
+      until?: string | Date; signal?: string; children?: string; count?: number; event?: string; key?: string;
+      since?: string | Date; timeout_seconds?: number;
+    }): Promise<Execution> {
     const body = stripUndefined({
       lease_token: leaseToken, step, until: opts.until === undefined ? undefined : formatTime(opts.until),
-      signal: opts.signal, timeout_seconds: opts.timeout_seconds,
+      signal: opts.signal, children: opts.children, count: opts.count, event: opts.event, key: opts.key,
+      since: opts.since === undefined ? undefined : formatTime(opts.since), timeout_seconds: opts.timeout_seconds,
     });
     return this.call("POST", `/api/executions/${seg(id)}/suspend`, body, { retry: true });
+  }
+
+  /**
+   * Admits `items` as children of the execution, all or none, recorded as
+   * the flow step `step`; answers {step, recorded, children: [{execution_id,
+   * status}]}. A repeat of the step admits nothing and answers the first
+   * spawn's children with `recorded` false, so it is retried safely.
+   * `on_parent_end`: "cancel" (default) or "abandon".
+   */
+  spawnChildren(id: string, leaseToken: string, step: string, items: ChildItem[],
+    opts: { on_parent_end?: OnParentEnd } = {}): Promise<Spawned> {
+    const body = stripUndefined({
+      lease_token: leaseToken, step, items: items.map((it) => submitBody(it)), on_parent_end: opts.on_parent_end,
+    });
+    return this.call("POST", `/api/executions/${seg(id)}/children`, body, { retry: true });
   }
 
   // ------------------------------------------------------- tenants (admin)
@@ -640,7 +711,10 @@ export class Client {
   /** Creates a tenant (admin key); the answer holds its first api_key. */
   createTenant(
     name: string,
-    opts: { max_inflight?: number; dedup_ttl_seconds?: number; retention_seconds?: number; max_stored_bytes?: number } = {},
+    opts: {
+      max_inflight?: number; dedup_ttl_seconds?: number; retention_seconds?: number; max_stored_bytes?: number;
+      event_retention_seconds?: number;
+    } = {},
   ): Promise<TenantCreated> {
     return this.call("POST", "/api/tenants", stripUndefined({ name, ...opts }));
   }
@@ -649,7 +723,7 @@ export class Client {
     return this.call("GET", "/api/tenants/" + seg(name), NO_BODY, { retry: true });
   }
 
-  /** PATCH: any of max_inflight, dedup_ttl_seconds, retention_seconds, disabled. */
+  /** PATCH: any of max_inflight, dedup_ttl_seconds, retention_seconds, max_stored_bytes, event_retention_seconds, disabled. */
   updateTenant(name: string, fields: Partial<Omit<Tenant, "name" | "inflight">>): Promise<Tenant> {
     return this.call("PATCH", "/api/tenants/" + seg(name), fields, { retry: true });
   }

@@ -157,6 +157,10 @@ export class StorageExceeded extends Conflict {
 export class TooManyChildren extends Conflict {
   static override readonly codeName = "too_many_children";
 }
+/** 409: a new subscription past the tenant's 100. Nothing was written; delete one first (replacing one is allowed). */
+export class TooManySubscriptions extends Conflict {
+  static override readonly codeName = "too_many_subscriptions";
+}
 /** 409: creating a tenant whose name is taken. */
 export class TenantExists extends Conflict {
   static override readonly codeName = "tenant_exists";
@@ -210,7 +214,7 @@ export const ERRORS: Readonly<Record<string, ErrorClass>> = Object.freeze(
     [
       InvalidRequest, Unauthorized, InvalidTicket, Forbidden, TenantDisabled, NotFound, MethodNotAllowed,
       NotTerminal, LeaseLost, NotActive, NotFailed, TooManySteps, JournalTooLarge, SignalBufferFull, StorageExceeded,
-      TooManyChildren, TenantExists, ScheduleLimit, ScheduleTooFrequent, PayloadTooLarge,
+      TooManyChildren, TooManySubscriptions, TenantExists, ScheduleLimit, ScheduleTooFrequent, PayloadTooLarge,
       UnsupportedMediaType, DedupKeyReused, QuotaExceeded, TooManyRequests, HeadersTooLarge, InternalError,
       Unimplemented, Unavailable,
     ].map((cls) => [cls.codeName, cls as ErrorClass]),

@@ -18,7 +18,7 @@ export type ProblemCode =
   | "dedup_key_reused" | "tenant_exists" | "schedule_limit" | "not_terminal" | "lease_lost" | "not_active"
   | "not_failed" | "too_many_steps" | "journal_too_large" | "signal_buffer_full" | "method_not_allowed" | "internal"
   | "unavailable" | "headers_too_large" | "storage_exceeded" | "schedule_too_frequent" | "too_many_children"
-  | "not_implemented";
+  | "not_implemented" | "too_many_subscriptions";
 
 /** An RFC 9457 problem document: every error answer. */
 export interface Problem {
@@ -115,6 +115,8 @@ export interface Tenant {
   /** The storage budget in bytes, and what the tenant's executions hold of it. */
   max_stored_bytes: number;
   stored_bytes: number;
+  /** How long the tenant's events are kept after their publish. */
+  event_retention_seconds: number;
 }
 
 export interface TenantCreated {
@@ -125,6 +127,7 @@ export interface TenantCreated {
   dedup_ttl_seconds: number;
   retention_seconds: number;
   max_stored_bytes: number;
+  event_retention_seconds: number;
 }
 
 export interface APIKey {
@@ -233,6 +236,111 @@ export interface SignalResponse {
   delivered: boolean;
 }
 
+/** One child of a spawn's answer: its id and its status then. */
+export interface ChildRef {
+  execution_id: string;
+  status: ExecutionStatus;
+}
+
+/** The answer to a spawn: `recorded` is false when the step was recorded before (nothing admitted). */
+export interface Spawned {
+  step: string;
+  recorded: boolean;
+  /** The spawn's children in item order. */
+  children: ChildRef[];
+}
+
+/**
+ * One child as a wait for children saw it: terminal for the children that
+ * ended, another status for those a count or a timeout did not wait for,
+ * "deleted" for a child deleted meanwhile. `result` and `error` are null
+ * when the child has none.
+ */
+export interface ChildOutcome {
+  execution_id: string;
+  status: ExecutionStatus | "deleted";
+  result: JSONValue;
+  error: string | null;
+}
+
+/** What a wait for children records: every child of the spawn, in spawn order. */
+export interface FanIn {
+  children: ChildOutcome[];
+  timed_out: boolean;
+  /** true when the children's results did not all fit in the journal (read the rest with Client.get). */
+  results_omitted?: boolean;
+}
+
+/** What a child gets when its parent ends: cancelled (the default) or left to run. */
+export type OnParentEnd = "cancel" | "abandon";
+
+/**
+ * One enabled subscription's start in a publish's answer: `execution_id`, the
+ * execution it started, or `error`, the refusal that kept it from starting.
+ */
+export interface EventStart {
+  subscription: string;
+  execution_id?: string;
+  error?: "quota_exceeded" | "storage_exceeded";
+}
+
+/** The answer to a publish. */
+export interface PublishResponse {
+  event_id: string;
+  /** How many executions waiting for the event it resumed. */
+  resumed: number;
+  /** One entry per enabled subscription on the name, in subscription name order. */
+  started: EventStart[];
+}
+
+/**
+ * An event as a wait for it records it, and as the payload of an execution
+ * a subscription starts. `data` null and `data_omitted` true when the event
+ * did not fit in the journal.
+ */
+export interface EventRecord {
+  event_id: string;
+  name: string;
+  key: string | null;
+  data: JSONValue;
+  published_at: string;
+  data_omitted?: boolean;
+}
+
+/** A tenant's subscription: each event named `event` starts an execution of `kind`. */
+export interface Subscription {
+  name: string;
+  tenant: string;
+  event: string;
+  kind: string;
+  queue: string;
+  priority: number;
+  max_attempts: number;
+  timeout_seconds: number;
+  concurrency_key: string | null;
+  concurrency_limit: number | null;
+  enabled: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+/** The body of PUT /api/subscriptions/{name}: a Subscription's writable fields (a GET answer may be sent back). */
+export interface SubscriptionRequest {
+  name?: string;
+  event: string;
+  kind: string;
+  queue?: string;
+  priority?: number;
+  max_attempts?: number;
+  timeout_seconds?: number;
+  concurrency_key?: string | null;
+  concurrency_limit?: number | null;
+  enabled?: boolean;
+  tenant?: string;
+  created_at?: string;
+  updated_at?: string;
+}
+
 /** The fields of a submit (docs/api.md, "Submit"), as options of Client.submit and items of submitBatch. */
 export interface SubmitOptions {
   dedup_key?: string;
@@ -251,3 +359,6 @@ export interface BatchSubmitItem extends SubmitOptions {
   kind: string;
   payload?: JSONValue;
 }
+
+/** A child of a spawn: a submit without dedup_key (the spawn step makes it once-only). */
+export type ChildItem = Omit<BatchSubmitItem, "dedup_key">;

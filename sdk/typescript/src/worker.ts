@@ -1,9 +1,11 @@
 // A worker over latch's HTTP API: claims, heartbeats, completes and fails,
-// and runs flows (steps, sleeps, signal waits) with the journal its lease carries.
+// and runs flows (steps, sleeps, signal waits, children) with the journal its lease carries.
 
 import { Client, formatTime, sleep } from "./client.js";
-import { JournalTooLarge, LatchError, LeaseLost, StorageExceeded, TooManySteps } from "./errors.js";
-import type { Execution, JSONValue, Lease } from "./types.js";
+import { JournalTooLarge, LatchError, LeaseLost, StorageExceeded, TooManyChildren, TooManySteps } from "./errors.js";
+import type {
+  ChildItem, ChildOutcome, EventRecord, Execution, FanIn, JSONValue, Lease, OnParentEnd, SubmitOptions,
+} from "./types.js";
 
 /**
  * A handler: gets the job, answers its result (JSON; undefined stores null).
@@ -15,7 +17,8 @@ import type { Execution, JSONValue, Lease } from "./types.js";
 export type Handler<P = JSONValue, R = unknown> = (job: Job<P>) => R | Promise<R>;
 
 /**
- * Thrown by Job.sleep and Job.waitSignal when the flow suspends: the attempt
+ * Thrown by Job.sleep, Job.waitSignal, Job.waitEvent and Job.waitChildren (so by
+ * spawnAndWait and map) when the flow suspends: the attempt
  * ends there, without complete or fail. Let it through (rethrow it from a
  * catch): the worker ends the run as suspended even when a handler swallows
  * it, since the suspend already ended the lease.
@@ -29,11 +32,24 @@ export class Suspended extends Error {
   }
 }
 
-/** Job.waitSignal: the wait's timeout passed before the signal came. */
+/** Job.waitSignal, Job.waitEvent: the wait's timeout passed before the signal or event came. */
 export class WaitTimedOut extends Error {
   constructor(message: string) {
     super(message);
     this.name = "WaitTimedOut";
+  }
+}
+
+/**
+ * Job.waitChildren: the wait's timeout passed before enough children ended.
+ * `children` holds every child of the spawn as it was then.
+ */
+export class ChildrenTimedOut extends WaitTimedOut {
+  readonly children: ChildOutcome[];
+  constructor(message: string, children: ChildOutcome[]) {
+    super(message);
+    this.name = "ChildrenTimedOut";
+    this.children = children;
   }
 }
 
@@ -196,6 +212,103 @@ export class Job<P = JSONValue> {
     const e = await this.client.suspend(this.executionId, this.leaseToken, name, { signal, timeout_seconds: t });
     this.suspended = true;
     throw new Suspended(e);
+  }
+
+  /**
+   * Waits under the step `name` for an event its tenant publishes
+   * (Client.publish) and answers it: {event_id, name, key, data,
+   * published_at}. It matches an event of that name (and `key`, when given)
+   * published at or after `since` (default: the execution's creation) that
+   * this execution has not consumed in an earlier wait: the oldest retained
+   * one is consumed at once; otherwise the execution is suspended and this
+   * run ends (Suspended is thrown) until one is published. WaitTimedOut when
+   * `timeout` seconds passed first (none: no timeout).
+   */
+  async waitEvent(name: string, event: string,
+    opts: { key?: string; since?: string | Date; timeout?: number } = {}): Promise<EventRecord> {
+    if (await this.recorded(name)) {
+      const v = this.steps[name];
+      if (isTimedOut(v)) throw new WaitTimedOut(`${name}: no event ${JSON.stringify(event)} within the timeout`);
+      return v as unknown as EventRecord;
+    }
+    const t = opts.timeout === undefined ? undefined : Math.max(1, Math.ceil(opts.timeout));
+    const e = await this.client.suspend(this.executionId, this.leaseToken, name,
+      { event, key: opts.key, since: opts.since, timeout_seconds: t });
+    this.suspended = true;
+    throw new Suspended(e);
+  }
+
+  /**
+   * Admits child executions under the flow step `name`, all of them or
+   * none, and answers their ids in the order given. Each item is a submit
+   * without dedup_key ({kind, payload, queue, priority, ...}): an ordinary
+   * execution of the tenant that knows its parent (parent_id, parent_step).
+   * When the journal has `name` (a replay after a crash, a retry or a
+   * resume), nothing is admitted and the first spawn's ids are answered.
+   *
+   * `on_parent_end`: "cancel" (default: the parent's end cancels its live
+   * children in the same operation) or "abandon" (they outlive it).
+   * QuotaExceeded when the tenant's quota has no room for them all (nothing
+   * admitted: let it through and the attempt is retried later);
+   * TooManyChildren past the bounds fails the execution for good.
+   */
+  async spawn(name: string, items: ChildItem[], opts: { on_parent_end?: OnParentEnd } = {}): Promise<string[]> {
+    if (await this.recorded(name)) return [...((this.steps[name] as { children: string[] }).children)];
+    const ans = await this.client.spawnChildren(this.executionId, this.leaseToken, name, items, opts);
+    const ids = ans.children.map((c) => c.execution_id);
+    this.steps[name] = { children: ids };
+    return ids;
+  }
+
+  /**
+   * Waits, as the flow step `name`, for the children of the spawn step
+   * `spawn`: until `count` of them (default: all) have ended, or `timeout`
+   * seconds passed. Answers every child of the spawn as it was when the wait
+   * ended, in spawn order. A child that failed does not fail the wait: its
+   * status and error say so, and the flow decides. Children that ended
+   * before the wait count: when enough have, it does not suspend. Until then
+   * the execution is suspended and this run ends (Suspended is thrown).
+   * When the timeout ended the wait, ChildrenTimedOut (a WaitTimedOut) is
+   * thrown, holding the children as they were.
+   */
+  async waitChildren(name: string, spawn: string, opts: { count?: number; timeout?: number } = {}): Promise<ChildOutcome[]> {
+    if (!(await this.recorded(name))) {
+      const t = opts.timeout === undefined ? undefined : Math.max(1, Math.ceil(opts.timeout));
+      const e = await this.client.suspend(this.executionId, this.leaseToken, name,
+        { children: spawn, count: opts.count, timeout_seconds: t });
+      this.suspended = true;
+      throw new Suspended(e);
+    }
+    const v = (this.steps[name] ?? {}) as unknown as Partial<FanIn>;
+    const children = [...(v.children ?? [])];
+    if (v.timed_out) throw new ChildrenTimedOut(`${name}: the children of ${JSON.stringify(spawn)} had not ended within the timeout`, children);
+    return children;
+  }
+
+  /**
+   * spawn under the step `name`, then waitChildren for all of them under the
+   * step `name + "/wait"`: their outcomes in the order given, once all have
+   * ended (Suspended is thrown until then).
+   */
+  async spawnAndWait(name: string, items: ChildItem[], opts: { on_parent_end?: OnParentEnd } = {}): Promise<ChildOutcome[]> {
+    await this.spawn(name, items, opts);
+    return this.waitChildren(name + "/wait", name);
+  }
+
+  /**
+   * Runs one child execution of `kind` per item, its payload the item, in
+   * parallel, and answers their outcomes in item order once all have ended:
+   * spawnAndWait under the step `name`. `opts.child`: submit fields every
+   * child gets (queue, priority, max_attempts, ...). Suspended is thrown
+   * until they have all ended.
+   *
+   *     const outs = await job.map("ship", "ship-parcel", parcels);
+   *     const failed = outs.filter((o) => o.status !== "succeeded");
+   */
+  map(name: string, kind: string, items: JSONValue[],
+    opts: { on_parent_end?: OnParentEnd; child?: Omit<SubmitOptions, "dedup_key"> } = {}): Promise<ChildOutcome[]> {
+    return this.spawnAndWait(name, items.map((payload) => ({ ...opts.child, kind, payload })),
+      { on_parent_end: opts.on_parent_end });
   }
 }
 
@@ -412,8 +525,8 @@ export class Worker {
           await c.fail(id, tok, job.signal.reason instanceof Error ? job.signal.reason.message : "cancel requested", { retry: false });
           return "failed";
         }
-        if (err instanceof TooManySteps || err instanceof JournalTooLarge) {
-          // The journal never shrinks: no later attempt could record the step.
+        if (err instanceof TooManySteps || err instanceof JournalTooLarge || err instanceof TooManyChildren) {
+          // The bounds never shrink: no later attempt could go on.
           await c.fail(id, tok, `${err.name}: ${err.message}`, { retry: false });
           return "failed";
         }

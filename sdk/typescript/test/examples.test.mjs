@@ -31,7 +31,7 @@ describe("README examples", () => {
   test("README.md shows the examples as they are", () => {
     const readme = fs.readFileSync(path.join(SDK, "README.md"), "utf8");
     const blocks = [...readme.matchAll(/```(?:js|html)\n([\s\S]*?)```/g)].map((m) => m[1]);
-    for (const f of ["examples/client.mjs", "examples/worker.mjs", "examples/flow.mjs", "test/browser/page.mjs", "test/browser/index.html"]) {
+    for (const f of ["examples/client.mjs", "examples/worker.mjs", "examples/flow.mjs", "examples/children.mjs", "test/browser/page.mjs", "test/browser/index.html"]) {
       assert.ok(blocks.includes(fs.readFileSync(path.join(SDK, f), "utf8")), `README.md does not show ${f} as it is`);
     }
   });
@@ -68,6 +68,17 @@ describe("README examples", () => {
       "suspended",
       'succeeded {"seat":{"order":7,"seat":"12A"},"shipped":{"by":"ann"}}',
       "reserve approval ship",
+    ]);
+  });
+
+  test("children", async () => {
+    const c = await srv.newTenant("example");
+    const { code, out, err } = await runExample(srv, c.key, "children.mjs").done;
+    assert.equal(code, 0, err);
+    assert.deepEqual(out.trim().split("\n"), [
+      "children:resize",
+      'succeeded {"errors":["width must be positive"],"resized":[{"width":320},{"width":512}]}',
+      "succeeded failed succeeded",
     ]);
   });
 });

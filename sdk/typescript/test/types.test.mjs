@@ -116,3 +116,57 @@ w.handle("untyped", (job) => job.payload.n);
   assert.match(errs, /Type 'number' is not assignable to type 'string \| Promise<string>'/);
   assert.match(errs, /'job\.payload' is possibly 'null'/, "an untyped payload stays JSONValue");
 });
+
+test("children: the compiler refuses a child's dedup_key and types the outcomes", () => {
+  const typed = `
+import { Client, Worker, type ChildOutcome } from "./index.js";
+const w = new Worker(new Client({ baseUrl: "http://x", key: "k" }));
+w.handle("parent", async (job) => {
+  const ids: string[] = await job.spawn("kids", [{ kind: "a", payload: { n: 1 }, max_attempts: 2 }], { on_parent_end: "abandon" });
+  const outs: ChildOutcome[] = await job.waitChildren("all", "kids", { count: 1, timeout: 5 });
+  const mapped = await job.map("m", "a", [1, 2], { child: { queue: "q" } });
+  return { ids, s: outs.map((o) => o.status), e: mapped.map((o) => o.error) };
+});
+`;
+  assert.deepEqual(diagnose(typed), []);
+  const wrong = `
+import { Client, Worker } from "./index.js";
+const w = new Worker(new Client({ baseUrl: "http://x", key: "k" }));
+w.handle("parent", async (job) => {
+  await job.spawn("kids", [{ kind: "a", dedup_key: "once" }]);
+  await job.spawn("kids2", [{ kind: "a" }], { on_parent_end: "orphan" });
+});
+`;
+  const errs = diagnose(wrong).join("\n");
+  assert.match(errs, /'dedup_key' does not exist/);
+  assert.match(errs, /"orphan"/);
+});
+
+test("events: waitEvent answers an EventRecord, publish a PublishResponse", () => {
+  const typed = `
+import { Client, Worker, type EventStart } from "./index.js";
+const c = new Client({ baseUrl: "http://x", key: "k" });
+const w = new Worker(c);
+w.handle("order", async (job) => {
+  const ev = await job.waitEvent("paid", "payment", { key: "o-7", since: new Date(), timeout: 5 });
+  const key: string | null = ev.key;
+  const at: string = ev.published_at;
+  return { key, at, data: ev.data };
+});
+async function f() {
+  const p = await c.publish("payment", { amount: 1 }, { key: "o-7", idempotencyKey: "i" });
+  const s: EventStart[] = p.started;
+  const n: number = p.resumed;
+  const sub = await c.putSubscription("s", { event: "payment", kind: "k", concurrency_key: null });
+  return [s, n, sub.tenant];
+}
+f();
+`;
+  assert.deepEqual(diagnose(typed), []);
+  const wrong = `
+import { Client } from "./index.js";
+const c = new Client({ baseUrl: "http://x", key: "k" });
+c.putSubscription("s", { event: "payment" });
+`;
+  assert.match(diagnose(wrong).join("\n"), /'kind' is missing/);
+});

@@ -13,11 +13,13 @@ from .errors import (ERRORS, Conflict, DedupKeyReused, Forbidden, HeadersTooLarg
                      InvalidRequest, InvalidTicket, JournalTooLarge, LatchError, LeaseLost, MethodNotAllowed, NotActive,
                      NotFailed, NotFound, NotTerminal, PayloadTooLarge, QuotaExceeded, ScheduleLimit,
                      ScheduleTooFrequent, SignalBufferFull, StorageExceeded, TenantDisabled, TenantExists, TooManyChildren,
+                     TooManySubscriptions,
                      TooManyRequests, TooManySteps, TransportError, Unimplemented, Unauthorized, Unfinished,
                      Unavailable, UnsupportedMediaType, error_for)
-from .types import (APIKey, APIKeyInfo, Attempt, HeartbeatResponse, Lease, RateLimit, Schedule, SignalResponse, Step,
-                    StepRecorded, StreamTicket, SubmitResponse, Tenant, TenantCreated)
-from .worker import TIMED_OUT, Fail, Job, JobCancelled, Suspended, WaitTimedOut, Worker
+from .types import (APIKey, APIKeyInfo, Attempt, ChildRef, EventStart, HeartbeatResponse, Lease, PublishResponse,
+                    RateLimit, Schedule, SignalResponse, Spawned, Step, StepRecorded, StreamTicket, SubmitResponse,
+                    Subscription, Tenant, TenantCreated)
+from .worker import TIMED_OUT, ChildrenTimedOut, Fail, Job, JobCancelled, Suspended, WaitTimedOut, Worker
 
 __version__ = "0.1.0"
 
@@ -27,9 +29,9 @@ __all__ = [
     "Invalid", "InvalidRequest", "InvalidTicket", "JournalTooLarge", "LatchError", "LeaseLost", "MethodNotAllowed", "NotActive",
     "NotFailed", "NotFound", "NotTerminal", "PayloadTooLarge", "QuotaExceeded", "ScheduleLimit", "ScheduleTooFrequent",
     "SignalBufferFull", "StorageExceeded",
-    "TenantDisabled", "TenantExists", "TooManyChildren", "TooManyRequests", "TooManySteps", "TransportError", "Unauthorized",
+    "TenantDisabled", "TenantExists", "TooManyChildren", "TooManySubscriptions", "TooManyRequests", "TooManySteps", "TransportError", "Unauthorized",
     "Unfinished", "Unimplemented", "Unavailable", "UnsupportedMediaType",
-    "error_for", "APIKey", "APIKeyInfo", "Attempt", "HeartbeatResponse", "Lease", "RateLimit", "Schedule",
-    "SignalResponse", "Step", "StepRecorded", "StreamTicket", "SubmitResponse", "Tenant", "TenantCreated", "Fail", "Job",
-    "JobCancelled", "Suspended", "WaitTimedOut", "Worker",
+    "error_for", "APIKey", "APIKeyInfo", "Attempt", "ChildRef", "EventStart", "HeartbeatResponse", "PublishResponse", "Subscription", "Lease", "RateLimit", "Schedule",
+    "SignalResponse", "Spawned", "Step", "StepRecorded", "StreamTicket", "SubmitResponse", "Tenant", "TenantCreated", "Fail", "Job",
+    "JobCancelled", "Suspended", "WaitTimedOut", "ChildrenTimedOut", "Worker",
 ]

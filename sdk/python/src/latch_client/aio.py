@@ -14,7 +14,8 @@ from typing import Any, AsyncIterator, Callable, List, Mapping, Optional, Sequen
 
 from .client import JSON, BatchItem, Client, Page, TimeLike
 from .types import (APIKey, APIKeyInfo, Attempt, Execution, HeartbeatResponse, Lease, RateLimit, Schedule,
-                    SignalResponse, Step, StepRecorded, StreamTicket, SubmitResponse, Tenant, TenantCreated)
+                    PublishResponse, SignalResponse, Spawned, Step, StepRecorded, StreamTicket, SubmitResponse,
+                    Subscription, Tenant, TenantCreated)
 
 _END = object()
 _T = TypeVar("_T")
@@ -75,12 +76,16 @@ class AsyncClient:
 
     async def list_executions(self, *, status: Optional[str] = None, kind: Optional[str] = None,
                               queue: Optional[str] = None, dedup_key: Optional[str] = None,
-                              schedule: Optional[str] = None, limit: Optional[int] = None,
-                              cursor: Optional[str] = None) -> Page:
+                              schedule: Optional[str] = None, parent_id: Optional[str] = None,
+                              limit: Optional[int] = None, cursor: Optional[str] = None) -> Page:
         """Client.list_executions, awaited."""
         return await self._run(
             self.sync.list_executions, status=status, kind=kind, queue=queue, dedup_key=dedup_key,
-            schedule=schedule, limit=limit, cursor=cursor)
+            schedule=schedule, parent_id=parent_id, limit=limit, cursor=cursor)
+
+    async def children(self, execution_id: str) -> List[Execution]:
+        """Client.children, awaited."""
+        return await self._run(self.sync.children, execution_id)
 
     async def execution_pages(self, **filters: Any) -> AsyncIterator[Page]:
         """Client.execution_pages, awaited (each item in a thread)."""
@@ -181,6 +186,28 @@ class AsyncClient:
         """Client.resume_schedule, awaited."""
         return await self._run(self.sync.resume_schedule, name)
 
+    async def publish(self, name: str, data: JSON = None, *, key: Optional[str] = None,
+                      idempotency_key: Optional[str] = None) -> PublishResponse:
+        """Client.publish, awaited."""
+        return await self._run(self.sync.publish, name, data, key=key, idempotency_key=idempotency_key)
+
+    async def put_subscription(self, name: str, subscription: Optional[Mapping[str, Any]] = None,
+                               **fields: Any) -> Subscription:
+        """Client.put_subscription, awaited."""
+        return await self._run(self.sync.put_subscription, name, subscription, **fields)
+
+    async def get_subscription(self, name: str) -> Subscription:
+        """Client.get_subscription, awaited."""
+        return await self._run(self.sync.get_subscription, name)
+
+    async def list_subscriptions(self) -> List[Subscription]:
+        """Client.list_subscriptions, awaited."""
+        return await self._run(self.sync.list_subscriptions)
+
+    async def delete_subscription(self, name: str) -> None:
+        """Client.delete_subscription, awaited."""
+        await self._run(self.sync.delete_subscription, name)
+
     async def put_rate_limit(self, key: str, rate: int, per_seconds: int, burst: Optional[int] = None) -> RateLimit:
         """Client.put_rate_limit, awaited."""
         return await self._run(self.sync.put_rate_limit, key, rate, per_seconds, burst)
@@ -224,21 +251,30 @@ class AsyncClient:
             self.sync.record_step, execution_id, lease_token, name, result, started_at=started_at)
 
     async def suspend(self, execution_id: str, lease_token: str, step: str, *, until: Optional[TimeLike] = None,
-                      signal: Optional[str] = None, timeout_seconds: Optional[int] = None) -> Execution:
+                      signal: Optional[str] = None, children: Optional[str] = None, count: Optional[int] = None,
+                      event: Optional[str] = None, key: Optional[str] = None, since: Optional[TimeLike] = None,
+                      timeout_seconds: Optional[int] = None) -> Execution:
         """Client.suspend, awaited."""
         return await self._run(
-            self.sync.suspend, execution_id, lease_token, step, until=until, signal=signal,
-            timeout_seconds=timeout_seconds)
+            self.sync.suspend, execution_id, lease_token, step, until=until, signal=signal, children=children,
+            count=count, event=event, key=key, since=since, timeout_seconds=timeout_seconds)
+
+    async def spawn_children(self, execution_id: str, lease_token: str, step: str,
+                             items: Sequence[Mapping[str, Any]], *, on_parent_end: Optional[str] = None) -> Spawned:
+        """Client.spawn_children, awaited."""
+        return await self._run(
+            self.sync.spawn_children, execution_id, lease_token, step, items, on_parent_end=on_parent_end)
 
     async def create_tenant(self, name: str, *, max_inflight: Optional[int] = None,
                             dedup_ttl_seconds: Optional[int] = None,
                             retention_seconds: Optional[int] = None,
-                            max_stored_bytes: Optional[int] = None) -> TenantCreated:
+                            max_stored_bytes: Optional[int] = None,
+                            event_retention_seconds: Optional[int] = None) -> TenantCreated:
         """Client.create_tenant, awaited."""
         return await self._run(
             self.sync.create_tenant, name, max_inflight=max_inflight,
             dedup_ttl_seconds=dedup_ttl_seconds, retention_seconds=retention_seconds,
-            max_stored_bytes=max_stored_bytes)
+            max_stored_bytes=max_stored_bytes, event_retention_seconds=event_retention_seconds)
 
     async def get_tenant(self, name: str) -> Tenant:
         """Client.get_tenant, awaited."""

@@ -16,7 +16,8 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 from .errors import LatchError, TransportError, Unfinished, error_for
 
 from .types import (APIKey, APIKeyInfo, Attempt, Execution, HeartbeatResponse, Lease, RateLimit, Schedule,
-                    SignalResponse, Step, StepRecorded, StreamTicket, SubmitResponse, Tenant, TenantCreated)
+                    PublishResponse, SignalResponse, Spawned, Step, StepRecorded, StreamTicket, SubmitResponse,
+                    Subscription, Tenant, TenantCreated)
 
 JSON = Any
 
@@ -254,13 +255,20 @@ class Client:
 
     def list_executions(self, *, status: Optional[str] = None, kind: Optional[str] = None,
                         queue: Optional[str] = None, dedup_key: Optional[str] = None,
-                        schedule: Optional[str] = None, limit: Optional[int] = None,
-                        cursor: Optional[str] = None) -> Page:
-        """One page of the caller's executions, newest first."""
+                        schedule: Optional[str] = None, parent_id: Optional[str] = None,
+                        limit: Optional[int] = None, cursor: Optional[str] = None) -> Page:
+        """One page of the caller's executions, newest first; with parent_id,
+        the children of that execution, in spawn order."""
         ans = self._call("GET", "/api/executions", retry=True,
                          query={"status": status, "kind": kind, "queue": queue, "dedup_key": dedup_key,
-                                "schedule": schedule, "limit": limit, "cursor": cursor})
+                                "schedule": schedule, "parent_id": parent_id, "limit": limit, "cursor": cursor})
         return Page(items=ans["items"], next_cursor=ans.get("next_cursor"))
+
+    def children(self, execution_id: str) -> List[Execution]:
+        """Every child the execution spawned, in spawn order, each as it is
+        now (list_executions with parent_id, page after page). Another
+        tenant's execution has none."""
+        return list(self.iter_executions(parent_id=execution_id, limit=500))
 
     def execution_pages(self, **filters: Any) -> Iterator[Page]:
         """Every page of list_executions(**filters), following the cursors."""
@@ -399,6 +407,45 @@ class Client:
         answers it unchanged."""
         return self._call("POST", f"/api/schedules/{_seg(name)}/resume", retry=True)
 
+    # ---------------------------------------------------------- events
+
+    def publish(self, name: str, data: JSON = None, *, key: Optional[str] = None,
+                idempotency_key: Optional[str] = None) -> PublishResponse:
+        """Publishes the event name with data (and a correlation key): in one
+        operation it resumes every execution of the tenant waiting for it
+        (for that key, when its wait named one) and starts one execution per
+        enabled subscription on the name. Answers {"event_id", "resumed",
+        "started": [{"subscription", "execution_id"}, ...]} (a start refused
+        by the quota carries "error" instead). Without idempotency_key a
+        fresh one is sent, so the call's own retries are one event; a repeat
+        of a key answers the first answer and changes nothing."""
+        body: Dict[str, Any] = {"name": name, "data": data}
+        if key is not None:
+            body["key"] = key
+        k = idempotency_key if idempotency_key is not None else new_key()
+        return self._call("POST", "/api/events", body, headers={"Idempotency-Key": k}, retry=True)
+
+    def put_subscription(self, name: str, subscription: Optional[Mapping[str, Any]] = None,
+                         **fields: Any) -> Subscription:
+        """Creates or replaces the subscription name: {"event", "kind",
+        "queue", "priority", "max_attempts", "timeout_seconds",
+        "concurrency_key", "concurrency_limit", "enabled"} as a mapping,
+        keywords, or both. Each event of that name then starts an execution
+        of kind, its payload the event."""
+        body = dict(subscription or {})
+        body.update(fields)
+        return self._call("PUT", "/api/subscriptions/" + _seg(name), body, retry=True)
+
+    def get_subscription(self, name: str) -> Subscription:
+        return self._call("GET", "/api/subscriptions/" + _seg(name), retry=True)
+
+    def list_subscriptions(self) -> List[Subscription]:
+        """Every subscription of the tenant (at most 100)."""
+        return self._call("GET", "/api/subscriptions", retry=True)["items"]
+
+    def delete_subscription(self, name: str) -> None:
+        self._call("DELETE", "/api/subscriptions/" + _seg(name))
+
     # ---------------------------------------------------------- rate limits
 
     def put_rate_limit(self, key: str, rate: int, per_seconds: int, burst: Optional[int] = None) -> RateLimit:
@@ -464,28 +511,50 @@ class Client:
         return self._call("POST", f"/api/executions/{_seg(execution_id)}/steps", body, retry=True)
 
     def suspend(self, execution_id: str, lease_token: str, step: str, *, until: Optional[TimeLike] = None,
-                signal: Optional[str] = None, timeout_seconds: Optional[int] = None) -> Execution:
-        """Ends the attempt as a flow's sleep (until) or wait (signal); answers
-        the execution, suspended or queued again at once."""
+                signal: Optional[str] = None, children: Optional[str] = None, count: Optional[int] = None,
+                event: Optional[str] = None, key: Optional[str] = None, since: Optional[TimeLike] = None,
+                timeout_seconds: Optional[int] = None) -> Execution:
+        """Ends the attempt as a flow's sleep (until), wait for a signal
+        (signal), wait for children (children: the spawn step; count of
+        them, default all) or wait for an event (event, with key and since);
+        answers the execution, suspended or queued again at once."""
         body: Dict[str, Any] = {"lease_token": lease_token, "step": step}
         if until is not None:
             body["until"] = format_time(until)
-        if signal is not None:
-            body["signal"] = signal
-        if timeout_seconds is not None:
-            body["timeout_seconds"] = timeout_seconds
+        if since is not None:
+            body["since"] = format_time(since)
+        for k, v in (("signal", signal), ("children", children), ("count", count), ("event", event),
+                     ("key", key), ("timeout_seconds", timeout_seconds)):
+            if v is not None:
+                body[k] = v
         return self._call("POST", f"/api/executions/{_seg(execution_id)}/suspend", body, retry=True)
+
+    def spawn_children(self, execution_id: str, lease_token: str, step: str, items: Sequence[Mapping[str, Any]], *,
+                       on_parent_end: Optional[str] = None) -> Spawned:
+        """Admits items (each a submit body without dedup_key: {"kind",
+        "payload", ...}) as children of the execution, all or none, recorded
+        as the flow step `step`; answers {"step", "recorded", "children":
+        [{"execution_id", "status"}]}. A repeat of the step admits nothing
+        and answers the first spawn's children with recorded False, so it is
+        retried safely. on_parent_end: "cancel" (default) or "abandon"."""
+        body: Dict[str, Any] = {"lease_token": lease_token, "step": step,
+                                "items": [_child_body(it) for it in items]}
+        if on_parent_end is not None:
+            body["on_parent_end"] = on_parent_end
+        return self._call("POST", f"/api/executions/{_seg(execution_id)}/children", body, retry=True)
 
     # ---------------------------------------------------------- tenants (admin)
 
     def create_tenant(self, name: str, *, max_inflight: Optional[int] = None,
                       dedup_ttl_seconds: Optional[int] = None,
                       retention_seconds: Optional[int] = None,
-                      max_stored_bytes: Optional[int] = None) -> TenantCreated:
+                      max_stored_bytes: Optional[int] = None,
+                      event_retention_seconds: Optional[int] = None) -> TenantCreated:
         """Creates a tenant (admin key); the answer holds its first api_key."""
         body: Dict[str, Any] = {"name": name}
         for k, v in (("max_inflight", max_inflight), ("dedup_ttl_seconds", dedup_ttl_seconds),
-                     ("retention_seconds", retention_seconds), ("max_stored_bytes", max_stored_bytes)):
+                     ("retention_seconds", retention_seconds), ("max_stored_bytes", max_stored_bytes),
+                     ("event_retention_seconds", event_retention_seconds)):
             if v is not None:
                 body[k] = v
         return self._call("POST", "/api/tenants", body)
@@ -494,7 +563,8 @@ class Client:
         return self._call("GET", "/api/tenants/" + _seg(name), retry=True)
 
     def update_tenant(self, name: str, **fields: Any) -> Tenant:
-        """PATCH: any of max_inflight, dedup_ttl_seconds, retention_seconds, max_stored_bytes, disabled."""
+        """PATCH: any of max_inflight, dedup_ttl_seconds, retention_seconds, max_stored_bytes,
+        event_retention_seconds, disabled."""
         return self._call("PATCH", "/api/tenants/" + _seg(name), fields, retry=True)
 
     def delete_tenant(self, name: str, *, force: bool = False) -> None:
@@ -538,6 +608,13 @@ def _submit_body(kind: str, payload: JSON, **opts: Any) -> Dict[str, Any]:
         if v is not None:
             body[k] = format_time(v) if k == "run_at" else v
     return body
+
+
+def _child_body(item: Mapping[str, Any]) -> Dict[str, Any]:
+    d = dict(item)
+    if isinstance(d.get("run_at"), datetime.datetime):
+        d["run_at"] = format_time(d["run_at"])
+    return d
 
 
 def _pages(fetch: Callable[..., Page], filters: Dict[str, Any]) -> Iterator[Page]:

@@ -174,6 +174,13 @@ class TooManyChildren(Conflict):
     code_name = "too_many_children"
 
 
+class TooManySubscriptions(Conflict):
+    """409: a new subscription past the tenant's 100. Nothing was written;
+    delete one first (replacing one is allowed)."""
+
+    code_name = "too_many_subscriptions"
+
+
 class TenantExists(Conflict):
     """409: creating a tenant whose name is taken."""
 
@@ -244,7 +251,7 @@ ERRORS: Dict[str, Type[LatchError]] = {
     cls.code_name: cls
     for cls in (InvalidRequest, Unauthorized, InvalidTicket, Forbidden, TenantDisabled, NotFound,
                 MethodNotAllowed, NotTerminal, LeaseLost, NotActive, NotFailed, TooManySteps,
-                JournalTooLarge, SignalBufferFull, StorageExceeded, TooManyChildren, TenantExists,
+                JournalTooLarge, SignalBufferFull, StorageExceeded, TooManyChildren, TooManySubscriptions, TenantExists,
                 ScheduleLimit, ScheduleTooFrequent, PayloadTooLarge, UnsupportedMediaType, DedupKeyReused, QuotaExceeded,
                 TooManyRequests, HeadersTooLarge, InternalError, Unimplemented, Unavailable)
 }

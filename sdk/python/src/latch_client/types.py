@@ -7,7 +7,7 @@ optional here; a field it allows null is Optional. tests/test_types.py
 holds these to the document, field by field, both ways.
 """
 
-from typing import Any, Dict, Optional, TypedDict
+from typing import Any, Dict, List, Optional, TypedDict
 
 
 class _ExecutionFields(TypedDict):
@@ -94,6 +94,7 @@ class Tenant(TypedDict):
     disabled: bool
     max_stored_bytes: int
     stored_bytes: int
+    event_retention_seconds: int
 
 
 class TenantCreated(TypedDict):
@@ -106,6 +107,7 @@ class TenantCreated(TypedDict):
     dedup_ttl_seconds: int
     retention_seconds: int
     max_stored_bytes: int
+    event_retention_seconds: int
 
 
 class APIKey(TypedDict):
@@ -202,3 +204,57 @@ class SignalResponse(TypedDict):
     """The answer to a signal: delivered is True when it ended a wait at once."""
 
     delivered: bool
+
+
+class ChildRef(TypedDict):
+    """One child of a spawn's answer: its id and its status then."""
+
+    execution_id: str
+    status: str
+
+
+class Spawned(TypedDict):
+    """The answer to a spawn: recorded is False when the step was recorded before (nothing admitted)."""
+
+    step: str
+    recorded: bool
+    children: List[ChildRef]
+
+
+class _EventStartFields(TypedDict):
+    subscription: str
+
+
+class EventStart(_EventStartFields, total=False):
+    """One subscription's start in a publish's answer: execution_id, the execution it started, or
+    error, the refusal ("quota_exceeded" or "storage_exceeded") that kept it from starting."""
+
+    execution_id: str
+    error: str
+
+
+class PublishResponse(TypedDict):
+    """The answer to a publish: the event, how many waiting executions it resumed, and what each
+    enabled subscription on its name started."""
+
+    event_id: str
+    resumed: int
+    started: List[EventStart]
+
+
+class Subscription(TypedDict):
+    """A tenant's subscription: each event named event starts an execution of kind."""
+
+    name: str
+    tenant: str
+    event: str
+    kind: str
+    queue: str
+    priority: int
+    max_attempts: int
+    timeout_seconds: int
+    concurrency_key: Optional[str]
+    concurrency_limit: Optional[int]
+    enabled: bool
+    created_at: str
+    updated_at: str

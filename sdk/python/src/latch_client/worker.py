@@ -1,5 +1,6 @@
 """A worker over latch's HTTP API: claims, heartbeats, completes and fails,
-and runs flows (steps, sleeps, signal waits) with the journal its lease carries."""
+and runs flows (steps, sleeps, signal waits, children) with the journal its
+lease carries."""
 
 import datetime
 import json
@@ -12,7 +13,7 @@ import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from .client import Client, format_time
-from .errors import JournalTooLarge, LatchError, LeaseLost, StorageExceeded, TooManySteps
+from .errors import JournalTooLarge, LatchError, LeaseLost, StorageExceeded, TooManyChildren, TooManySteps
 
 log = logging.getLogger("latch_client")
 
@@ -20,10 +21,10 @@ Handler = Callable[["Job"], Any]
 
 
 class Suspended(BaseException):
-    """Raised by Job.sleep and Job.wait_signal when the flow suspends: the
-    attempt ends there, without complete or fail. It derives from
-    BaseException so that a handler's ``except Exception`` lets it through;
-    the worker catches it."""
+    """Raised by Job.sleep, Job.wait_signal, Job.wait_event and Job.wait_children (so by
+    spawn_and_wait and map) when the flow suspends: the attempt ends there,
+    without complete or fail. It derives from BaseException so that a
+    handler's ``except Exception`` lets it through; the worker catches it."""
 
     def __init__(self, execution: Dict[str, Any]) -> None:
         super().__init__(f"suspended ({execution.get('status')})")
@@ -31,7 +32,17 @@ class Suspended(BaseException):
 
 
 class WaitTimedOut(Exception):
-    """Job.wait_signal: the wait's timeout passed before the signal came."""
+    """Job.wait_signal, Job.wait_event: the wait's timeout passed before the signal or event came."""
+
+
+class ChildrenTimedOut(WaitTimedOut):
+    """Job.wait_children: the wait's timeout passed before enough children
+    ended. children holds every child of the spawn as it was then (see
+    Job.wait_children)."""
+
+    def __init__(self, message: str, children: List[Dict[str, Any]]) -> None:
+        super().__init__(message)
+        self.children = children
 
 
 class JobCancelled(Exception):
@@ -145,6 +156,98 @@ class Job:
         t = None if timeout is None else max(1, int(math.ceil(timeout)))
         e = self.client.suspend(self.execution_id, self.lease_token, name, signal=signal, timeout_seconds=t)
         raise Suspended(e)
+
+    def wait_event(self, name: str, event: str, *, key: Optional[str] = None,
+                   since: Optional[Union[str, datetime.datetime]] = None, timeout: Optional[float] = None) -> Any:
+        """Waits under the step name for an event its tenant publishes
+        (Client.publish) and returns it: {"event_id", "name", "key", "data",
+        "published_at"}. It matches an event of that name (and key, when
+        given) published at or after since (default: the execution's
+        creation) that this execution has not consumed in an earlier wait:
+        the oldest retained one is consumed at once; otherwise the execution
+        is suspended and this run ends (Suspended is raised) until one is
+        published. WaitTimedOut when timeout seconds passed first (None: no
+        timeout)."""
+        if self._recorded(name):
+            v = self.steps[name]
+            if v == TIMED_OUT:
+                raise WaitTimedOut(f"{name}: no event {event!r} within the timeout")
+            return v
+        t = None if timeout is None else max(1, int(math.ceil(timeout)))
+        e = self.client.suspend(self.execution_id, self.lease_token, name, event=event, key=key, since=since,
+                                timeout_seconds=t)
+        raise Suspended(e)
+
+    # ---------------------------------------------------------- children
+
+    def spawn(self, name: str, items: Sequence[Mapping[str, Any]], *,
+              on_parent_end: Optional[str] = None) -> List[str]:
+        """Admits child executions under the flow step name, all of them or
+        none, and returns their ids in the order given. Each item is a submit
+        body without dedup_key ({"kind", "payload", "queue", "priority",
+        ...}): an ordinary execution of the tenant that knows its parent
+        (parent_id, parent_step). When the journal has name (a replay after
+        a crash, a retry or a resume), nothing is admitted and the first
+        spawn's ids are returned.
+
+        on_parent_end: "cancel" (default: the parent's end cancels its live
+        children in the same operation) or "abandon" (they outlive it).
+        QuotaExceeded when the tenant's quota has no room for them all
+        (nothing admitted: let it through and the attempt is retried later);
+        TooManyChildren past the bounds fails the execution for good."""
+        if self._recorded(name):
+            return list(self.steps[name]["children"])
+        ans = self.client.spawn_children(self.execution_id, self.lease_token, name, items,
+                                         on_parent_end=on_parent_end)
+        ids = [c["execution_id"] for c in ans["children"]]
+        self.steps[name] = {"children": ids}
+        return ids
+
+    def wait_children(self, name: str, spawn: str, *, count: Optional[int] = None,
+                      timeout: Optional[float] = None) -> List[Dict[str, Any]]:
+        """Waits, as the flow step name, for the children of the spawn step
+        spawn: until count of them (None: all) have ended, or timeout seconds
+        passed. Returns every child of the spawn as it was when the wait
+        ended, in spawn order: {"execution_id", "status", "result",
+        "error"} each (status "deleted" for a child deleted meanwhile). A
+        child that failed does not fail the wait: its status and error say
+        so, and the flow decides. Children that ended before the wait count:
+        when enough have, it does not suspend. Until then the execution is
+        suspended and this run ends (Suspended is raised). When the timeout
+        ended the wait, ChildrenTimedOut (a WaitTimedOut) is raised, holding
+        the children as they were."""
+        if not self._recorded(name):
+            t = None if timeout is None else max(1, int(math.ceil(timeout)))
+            e = self.client.suspend(self.execution_id, self.lease_token, name, children=spawn, count=count,
+                                    timeout_seconds=t)
+            raise Suspended(e)
+        v = self.steps[name] or {}
+        children = list(v.get("children") or [])
+        if v.get("timed_out"):
+            raise ChildrenTimedOut(f"{name}: the children of {spawn!r} had not ended within the timeout", children)
+        return children
+
+    def spawn_and_wait(self, name: str, items: Sequence[Mapping[str, Any]], *,
+                       on_parent_end: Optional[str] = None) -> List[Dict[str, Any]]:
+        """spawn under the step name, then wait_children for all of them
+        under the step name + "/wait": their outcomes in the order given, once
+        all have ended (Suspended is raised until then)."""
+        self.spawn(name, items, on_parent_end=on_parent_end)
+        return self.wait_children(name + "/wait", name)
+
+    def map(self, name: str, kind: str, items: Sequence[Any], *, on_parent_end: Optional[str] = None,
+            **child: Any) -> List[Dict[str, Any]]:
+        """Runs one child execution of kind per item, its payload the item,
+        in parallel, and returns their outcomes in item order once all have
+        ended: spawn_and_wait under the step name. child: submit fields
+        every child gets (queue, priority, max_attempts, timeout_seconds,
+        ...). Suspended is raised until they have all ended.
+
+            outs = job.map("ship", "ship-parcel", parcels)
+            failed = [o for o in outs if o["status"] != "succeeded"]
+        """
+        return self.spawn_and_wait(name, [dict(child, kind=kind, payload=it) for it in items],
+                                   on_parent_end=on_parent_end)
 
 
 class Worker:
@@ -308,7 +411,7 @@ class Worker:
                     return "lease_lost"
                 c.fail(eid, tok, str(e), retry=False)
                 return "failed"
-            except (TooManySteps, JournalTooLarge) as e:  # the journal never shrinks: no attempt could go on
+            except (TooManySteps, JournalTooLarge, TooManyChildren) as e:  # bounds never shrink: no attempt could go on
                 if job.lease_lost.is_set():
                     return "lease_lost"
                 c.fail(eid, tok, f"{type(e).__name__}: {e}", retry=False)

@@ -1,0 +1,84 @@
+package remote_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/latch-run/latch/remote"
+)
+
+// TestEventCalls: a flow waits for an event by key through Suspend, a
+// subscription is put, read, listed and deleted, a Publish resumes the
+// wait and starts the subscription's execution, and a repeat of its
+// idempotency key answers the first answer. Bad input is ErrInvalidRequest.
+func TestEventCalls(t *testing.T) {
+	ctx := context.Background()
+	s := newServer(t)
+	ret := int64(3600)
+	c := s.tenant(t, remote.TenantSpec{Name: "acme", EventRetentionSeconds: &ret})
+	if tn := must(c.GetTenant(ctx, "acme"))(t); tn.EventRetentionSeconds != 3600 {
+		t.Fatalf("tenant: %+v", tn)
+	}
+
+	sub, created, err := c.PutSubscription(ctx, "on-paid", remote.SubscriptionSpec{Event: "order.paid", Kind: "ship", Queue: "jobs"})
+	if err != nil || !created || sub.Event != "order.paid" || sub.MaxAttempts != 3 || !sub.Enabled {
+		t.Fatalf("put: %+v %v %v", sub, created, err)
+	}
+	off := false
+	if _, created, err := c.PutSubscription(ctx, "off", remote.SubscriptionSpec{Event: "order.paid", Kind: "x", Enabled: &off}); err != nil || !created {
+		t.Fatalf("put off: %v", err)
+	}
+	if got := must(c.GetSubscription(ctx, "on-paid"))(t); got.Queue != "jobs" || !got.CreatedAt.Equal(sub.CreatedAt) {
+		t.Fatalf("get: %+v", got)
+	}
+	if l := must(c.ListSubscriptions(ctx))(t); len(l.Items) != 2 || l.Items[0].Name != "off" {
+		t.Fatalf("list: %+v", l.Items)
+	}
+
+	e := must(c.Submit(ctx, remote.SubmitRequest{Kind: "flow"}))(t)
+	leases := must(c.Claim(ctx, remote.ClaimRequest{WorkerID: "w1", Kinds: []string{"flow"}, WaitSeconds: 2}))(t)
+	if len(leases) != 1 {
+		t.Fatalf("claimed %d", len(leases))
+	}
+	since := e.CreatedAt
+	w := must(c.Suspend(ctx, e.ExecutionID, remote.SuspendRequest{LeaseToken: leases[0].LeaseToken, Step: "paid",
+		Event: "order.paid", Key: "o-1", Since: &since, TimeoutSeconds: 600}))(t)
+	if w.Status != remote.StatusSuspended || w.WaitingFor == nil || *w.WaitingFor != "event:order.paid" {
+		t.Fatalf("suspend: %+v", w)
+	}
+
+	pub := must(c.Publish(ctx, "order.paid", map[string]int{"amount": 12}, remote.PublishOptions{Key: "o-1", IdempotencyKey: "p1"}))(t)
+	if pub.EventID == "" || pub.Resumed != 1 || len(pub.Started) != 1 || pub.Started[0].Subscription != "on-paid" ||
+		pub.Started[0].ExecutionID == "" || pub.Started[0].Error != "" {
+		t.Fatalf("publish: %+v", pub)
+	}
+	started := must(c.Get(ctx, pub.Started[0].ExecutionID))(t)
+	var payload struct {
+		EventID string          `json:"event_id"`
+		Key     string          `json:"key"`
+		Data    json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(started.Payload, &payload); err != nil || payload.EventID != pub.EventID || payload.Key != "o-1" ||
+		string(payload.Data) != `{"amount":12}` || started.Kind != "ship" {
+		t.Fatalf("started: %+v %s", started, started.Payload)
+	}
+	if g := must(c.Get(ctx, e.ExecutionID))(t); g.Status != remote.StatusQueued {
+		t.Fatalf("the wait did not resume: %+v", g)
+	}
+	again := must(c.Publish(ctx, "order.paid", map[string]int{"amount": 12}, remote.PublishOptions{Key: "o-1", IdempotencyKey: "p1"}))(t)
+	if again.EventID != pub.EventID || again.Started[0].ExecutionID != pub.Started[0].ExecutionID {
+		t.Fatalf("repeat: %+v", again)
+	}
+
+	if err := c.DeleteSubscription(ctx, "on-paid"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.GetSubscription(ctx, "on-paid")
+	wantCode(t, err, remote.ErrNotFound, http.StatusNotFound)
+	_, err = c.Publish(ctx, "bad name", nil, remote.PublishOptions{})
+	wantCode(t, err, remote.ErrInvalidRequest, http.StatusBadRequest)
+	_, _, err = c.PutSubscription(ctx, "x", remote.SubscriptionSpec{Event: "e"})
+	wantCode(t, err, remote.ErrInvalidRequest, http.StatusBadRequest)
+}

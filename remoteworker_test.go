@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -424,5 +425,85 @@ func TestRemoteWorkerIsAWorker(t *testing.T) {
 	}
 	if err := w.HandleBuiltins(kinds.Options{}); err == nil {
 		t.Error("HandleBuiltins on a remote worker: no error")
+	}
+}
+
+// Slots bound the handlers running at once, and every execution runs once:
+// 30 executions on a worker of 3 slots, with a second worker beside it.
+func TestRemoteWorkerSlots(t *testing.T) {
+	t.Parallel()
+	c := open(t)
+	url := serveHTTP(t, c, nil)
+	ctx := t.Context()
+	var running, most, runs atomic.Int32
+	var seen sync.Map
+	handler := func(ctx context.Context, job *latch.Job) (any, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		if _, dup := seen.LoadOrStore(job.ID, true); dup {
+			t.Errorf("%s ran twice", job.ID)
+		}
+		runs.Add(1)
+		time.Sleep(20 * time.Millisecond)
+		return job.ID, nil
+	}
+	for range 2 {
+		startRemote(t, url, latch.WorkerOptions{Slots: 3}, func(w *latch.Worker) { w.Handle("work", handler) })
+	}
+	var ids []string
+	for range 30 {
+		x, _, err := c.Submit(ctx, "acme", latch.SubmitRequest{Kind: "work"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, x.ID)
+	}
+	for _, id := range ids {
+		if got := wait(t, c, id); got.Status != latch.StatusSucceeded || string(got.Result) != `"`+id+`"` {
+			t.Fatalf("%s: %s %s", id, got.Status, got.Result)
+		}
+	}
+	if runs.Load() != 30 || most.Load() > 6 {
+		t.Fatalf("%d runs, at most %d at once; want 30, at most 6 (two workers of 3 slots)", runs.Load(), most.Load())
+	}
+}
+
+// A handler that ignores its cancelled context past the grace is
+// abandoned: Stop says so, and its lease is handed back all the same.
+func TestRemoteWorkerAbandonsAHandlerThatIgnoresCancellation(t *testing.T) {
+	t.Parallel()
+	c := open(t)
+	url := serveHTTP(t, c, nil)
+	ctx := t.Context()
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	defer close(release)
+	w := latch.NewRemoteWorker(remote.New(url, remoteAdminKey), latch.WorkerOptions{Logger: slog.New(slog.DiscardHandler), PollInterval: 10 * time.Millisecond})
+	w.Handle("stubborn", func(ctx context.Context, job *latch.Job) (any, error) {
+		started <- struct{}{}
+		<-release // ignores ctx
+		return nil, nil
+	})
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	x, _, err := c.Submit(ctx, "acme", latch.SubmitRequest{Kind: "stubborn"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	within(t, started)
+	stopCtx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	err = w.Stop(stopCtx)
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), "did not return") {
+		t.Fatalf("Stop: %v, want the abandoned handler reported", err)
+	}
+	if got, _ := c.Get(ctx, "acme", x.ID); got.Status != latch.StatusQueued {
+		t.Fatalf("after the abandon: %s, want queued (handed back)", got.Status)
 	}
 }

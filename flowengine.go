@@ -27,3 +27,13 @@ var (
 	_ flowEngine = (*engine.Job)(nil)
 	_ flowEngine = (*remoteFlow)(nil)
 )
+
+// flow is the job's flowEngine. A Job not made by a worker (a test's) has
+// none: its flow calls answer the engine's error for a job without a
+// flow, as a nil *engine.Job does.
+func (j *Job) flow() flowEngine {
+	if j.engine == nil {
+		return (*engine.Job)(nil)
+	}
+	return j.engine
+}

@@ -507,3 +507,19 @@ func TestRemoteWorkerAbandonsAHandlerThatIgnoresCancellation(t *testing.T) {
 		t.Fatalf("after the abandon: %s, want queued (handed back)", got.Status)
 	}
 }
+
+// A Job made outside a worker (a handler's unit test) has no flow: its
+// flow calls answer an error, they do not panic.
+func TestJobWithoutAWorker(t *testing.T) {
+	t.Parallel()
+	job := &latch.Job{ID: "x", Payload: []byte(`{}`)}
+	if _, err := job.Step(t.Context(), "one", func(context.Context) (any, error) { return 1, nil }); err == nil {
+		t.Error("Step of a Job without a worker: no error")
+	}
+	if err := job.Sleep(t.Context(), "nap", time.Second); err == nil {
+		t.Error("Sleep of a Job without a worker: no error")
+	}
+	if _, err := job.WaitChildren(t.Context(), "w", "s", latch.WaitOptions{}); err == nil {
+		t.Error("WaitChildren of a Job without a worker: no error")
+	}
+}

@@ -123,7 +123,7 @@ func (j *Job) Spawn(ctx context.Context, name string, children []SubmitRequest, 
 		}
 		items[i] = sub
 	}
-	return j.engine.Spawn(ctx, name, items, opts.ends())
+	return j.flow().Spawn(ctx, name, items, opts.ends())
 }
 
 // WaitChildren waits, as the flow step name, for the children of the spawn
@@ -136,7 +136,7 @@ func (j *Job) Spawn(ctx context.Context, name string, children []SubmitRequest, 
 // have, it does not suspend. A child that failed does not fail the wait:
 // its outcome says so, and the flow decides.
 func (j *Job) WaitChildren(ctx context.Context, name, spawn string, opts WaitOptions) (*FanIn, error) {
-	res, err := j.engine.WaitChildren(ctx, name, spawn, opts.Count, opts.Timeout)
+	res, err := j.flow().WaitChildren(ctx, name, spawn, opts.Count, opts.Timeout)
 	if res == nil {
 		return nil, err
 	}

@@ -73,7 +73,7 @@ func TestSpawnReplaysToTheSameIDs(t *testing.T) {
 		}
 		return ids, nil
 	}
-	crashed := c.NewWorker(latch.WorkerOptions{Logger: slog.New(slog.DiscardHandler), PollInterval: 10 * time.Millisecond, Queues: []string{"default"}})
+	crashed := newWorker(t, c, latch.WorkerOptions{Logger: slog.New(slog.DiscardHandler), PollInterval: 10 * time.Millisecond, Queues: []string{"default"}})
 	crashed.Handle("order", handler)
 	if err := crashed.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestSpawnReplaysToTheSameIDs(t *testing.T) {
 
 	// A new process runs the parent (and, like the first, not the
 	// children: they stay queued).
-	w := c.NewWorker(latch.WorkerOptions{Logger: slog.New(slog.DiscardHandler), PollInterval: 10 * time.Millisecond, Queues: []string{"default"}})
+	w := newWorker(t, c, latch.WorkerOptions{Logger: slog.New(slog.DiscardHandler), PollInterval: 10 * time.Millisecond, Queues: []string{"default"}})
 	w.Handle("order", handler)
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)

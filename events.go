@@ -112,7 +112,7 @@ func (j *Job) WaitEvent(ctx context.Context, name, event string, opts WaitEventO
 			return nil, Permanent(fmt.Errorf("latch: wait %q: %w", name, err))
 		}
 	}
-	raw, err := j.engine.WaitEvent(ctx, name, event, opts.Key, opts.Since, opts.Timeout)
+	raw, err := j.flow().WaitEvent(ctx, name, event, opts.Key, opts.Since, opts.Timeout)
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,7 @@ import (
 // again. Make its effect idempotent with the execution id and the step
 // name, e.g. as the idempotency key of the service it calls.
 func (j *Job) Step(ctx context.Context, name string, fn func(ctx context.Context) (any, error)) (json.RawMessage, error) {
-	return j.engine.Step(ctx, name, func(ctx context.Context) (json.RawMessage, error) {
+	return j.flow().Step(ctx, name, func(ctx context.Context) (json.RawMessage, error) {
 		v, err := fn(ctx)
 		if err != nil {
 			return nil, err
@@ -53,7 +53,7 @@ func StepValue[T any](ctx context.Context, j *Job, name string, fn func(ctx cont
 // suspended, holding no worker, and Sleep returns ErrSuspended: return it
 // from the handler at once. d <= 0 records the step and returns nil.
 func (j *Job) Sleep(ctx context.Context, name string, d time.Duration) error {
-	return j.engine.Sleep(ctx, name, d)
+	return j.flow().Sleep(ctx, name, d)
 }
 
 // WaitSignal waits, as the step name, for the signal called signal (see
@@ -62,7 +62,7 @@ func (j *Job) Sleep(ctx context.Context, name string, d time.Duration) error {
 // worker, and WaitSignal returns ErrSuspended: return it from the handler
 // at once. A signal sent before the wait is kept and ends it at once.
 func (j *Job) WaitSignal(ctx context.Context, name, signal string, timeout time.Duration) (json.RawMessage, error) {
-	return j.engine.WaitSignal(ctx, name, signal, timeout)
+	return j.flow().WaitSignal(ctx, name, signal, timeout)
 }
 
 // SignalOptions change Signal.

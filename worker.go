@@ -25,7 +25,7 @@ type Job struct {
 	Attempt     int // 1 for the first attempt
 	MaxAttempts int
 
-	engine *engine.Job // its flow: Step, Sleep, WaitSignal, Spawn, WaitChildren
+	engine flowEngine // its flow: Step, Sleep, WaitSignal, Spawn, WaitChildren
 }
 
 // Decode unmarshals the job's payload into v.
@@ -83,6 +83,8 @@ type Worker struct {
 	engine   *engine.Worker
 	services *engine.Group
 	reporter *engine.Reporter
+
+	remote *remoteWorker // set by NewRemoteWorker: none of the above
 }
 
 // NewWorker returns a worker on the client's store.
@@ -111,10 +113,19 @@ func (c *Client) NewWorker(opts WorkerOptions) *Worker {
 }
 
 // ID returns the worker's id.
-func (w *Worker) ID() string { return w.engine.ID() }
+func (w *Worker) ID() string {
+	if w.remote != nil {
+		return w.remote.id
+	}
+	return w.engine.ID()
+}
 
 // Handle registers fn for kind. Call it before Start.
 func (w *Worker) Handle(kind string, fn HandlerFunc) {
+	if w.remote != nil {
+		w.remote.handle(kind, fn)
+		return
+	}
 	w.engine.Handle(kind, func(ctx context.Context, j *engine.Job) (json.RawMessage, error) {
 		result, err := fn(ctx, &Job{
 			ID:          j.ID,
@@ -150,11 +161,17 @@ func marshalResult(v any) (json.RawMessage, error) {
 // HandleBuiltins registers the built-in kinds echo, sleep and http (see
 // package kinds).
 func (w *Worker) HandleBuiltins(opts kinds.Options) error {
+	if w.remote != nil {
+		return errors.New("latch: HandleBuiltins: a remote worker runs the handlers given to Handle; the server's own workers (latch serve --workers) run the built-in kinds")
+	}
 	return kinds.Register(w.engine, opts)
 }
 
 // Start starts claiming. It fails without any handler.
 func (w *Worker) Start(ctx context.Context) error {
+	if w.remote != nil {
+		return w.remote.start(ctx)
+	}
 	if err := w.reporter.Start(ctx); err != nil {
 		return err
 	}
@@ -168,6 +185,9 @@ func (w *Worker) Start(ctx context.Context) error {
 // then it cancels them (cause ErrShutdown) and hands their executions back
 // to the store, so another worker runs them at once. Idempotent.
 func (w *Worker) Stop(ctx context.Context) error {
+	if w.remote != nil {
+		return w.remote.stop(ctx)
+	}
 	err := w.services.Stop(ctx)
 	// The last report, with the last counts, once the rest has stopped.
 	return errors.Join(err, w.reporter.Stop(ctx))

@@ -129,7 +129,7 @@ func FuzzWorkerCallDecode(f *testing.F) {
 	f.Add([]byte(`{"lease_token":"t","result":{"a":1}}`))
 	f.Add([]byte(`{"lease_token":"t","error":"boom","retry":false,"retry_after_seconds":3}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		for _, req := range []interface{ validate() error }{&heartbeatRequest{}, &completeRequest{}, &failRequest{}} {
+		for _, req := range []interface{ validate() error }{&heartbeatRequest{}, &completeRequest{}, &failRequest{}, &releaseRequest{}} {
 			err := decodeJSON(body, req, "")
 			if err == nil {
 				err = req.validate()

@@ -51,6 +51,7 @@ func (s *Server) routes() []route {
 		{"POST /api/executions/{id}/heartbeat", endpoint(s, leased, s.heartbeat)},
 		{"POST /api/executions/{id}/complete", endpoint(s, leased, s.complete)},
 		{"POST /api/executions/{id}/fail", endpoint(s, leased, s.failAttempt)},
+		{"POST /api/executions/{id}/release", endpoint(s, leased, s.release)},
 
 		{"POST /api/executions/{id}/steps", endpoint(s, leased, s.recordStep)},
 		{"POST /api/executions/{id}/suspend", endpoint(s, leased, s.suspend)},

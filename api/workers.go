@@ -259,6 +259,31 @@ func (s *Server) failAttempt(ctx context.Context, req *failRequest) (done *execu
 	return toExecution(e), nil
 }
 
+// releaseRequest is the body of POST /api/executions/{id}/release.
+type releaseRequest struct {
+	tokenRequest
+	Unstarted *bool `json:"unstarted"`
+}
+
+// release hands an attempt back unfinished (a worker's shutdown): the
+// execution is queued again at once and runs again even if its attempts
+// are spent, or ends cancelled when a cancel was requested. unstarted says
+// the handler never ran (a lease claimed as the worker stopped): its start
+// is given back.
+func (s *Server) release(ctx context.Context, req *releaseRequest) (*execution, error) {
+	e, err := s.cfg.Store.Release(ctx, &store.ReleaseParams{
+		ExecutionID: req.id,
+		Tenant:      principalFrom(ctx).scope(),
+		Token:       *req.LeaseToken,
+		Unstarted:   req.Unstarted != nil && *req.Unstarted,
+		Now:         s.cfg.Now(),
+	})
+	if err != nil {
+		return nil, executionErr(err, req.id)
+	}
+	return toExecution(e), nil
+}
+
 // bind for the fenced calls: the id from the path, no query parameters. An
 // id that cannot exist is answered like any other unknown execution of a
 // fenced call: lease_lost.

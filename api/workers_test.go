@@ -53,6 +53,7 @@ func TestWorkerLifecycle(t *testing.T) {
 		{"heartbeat", `{"lease_token":"` + l.LeaseToken + `"}`},
 		{"complete", `{"lease_token":"` + l.LeaseToken + `"}`},
 		{"fail", `{"lease_token":"` + l.LeaseToken + `","error":"x"}`},
+		{"release", `{"lease_token":"` + l.LeaseToken + `"}`},
 	} {
 		e.do("POST", "/api/executions/"+x.ExecutionID+"/"+c.op, key, c.body).problem(http.StatusConflict, CodeLeaseLost)
 	}
@@ -199,6 +200,9 @@ func TestWorkerInvalid(t *testing.T) {
 		{"fail", `{` + tok + `}`, "error"},
 		{"fail", `{` + tok + `,"error":"x","retry":"no"}`, "retry"},
 		{"fail", `{` + tok + `,"error":"x","retry_after_seconds":-1}`, "retry_after_seconds"},
+		{"release", `{}`, "lease_token"},
+		{"release", `{` + tok + `,"unstarted":"yes"}`, "unstarted"},
+		{"release", `{` + tok + `,"extra":1}`, "extra"},
 	} {
 		p := e.do("POST", "/api/executions/"+id+"/"+c.op, key, c.body).problem(http.StatusBadRequest, CodeInvalidRequest)
 		detailHas(t, p, c.field)
@@ -238,5 +242,6 @@ func TestWorkerUnknownExecution(t *testing.T) {
 		e.do("POST", "/api/executions/"+id+"/heartbeat", key, `{"lease_token":"t"}`).problem(http.StatusConflict, CodeLeaseLost)
 		e.do("POST", "/api/executions/"+id+"/complete", key, `{"lease_token":"t"}`).problem(http.StatusConflict, CodeLeaseLost)
 		e.do("POST", "/api/executions/"+id+"/fail", key, `{"lease_token":"t","error":"x"}`).problem(http.StatusConflict, CodeLeaseLost)
+		e.do("POST", "/api/executions/"+id+"/release", key, `{"lease_token":"t"}`).problem(http.StatusConflict, CodeLeaseLost)
 	}
 }

@@ -27,20 +27,28 @@ func (j *Job) WaitEvent(ctx context.Context, name, event, key string, since time
 	if r, ok, err := j.flow.recorded(ctx, name); err != nil {
 		return nil, err
 	} else if ok {
-		var rec struct {
-			EventID  string `json:"event_id"`
-			TimedOut bool   `json:"timed_out"`
-		}
-		if err := json.Unmarshal(r, &rec); err != nil {
-			return nil, Permanent(fmt.Errorf("step %q is recorded, but not by a wait for an event: %w", name, store.ErrInvalid))
-		}
-		if rec.EventID == "" {
-			if rec.TimedOut {
-				return nil, ErrWaitTimedOut
-			}
-			return nil, Permanent(fmt.Errorf("step %q is recorded, but not by a wait for an event: %w", name, store.ErrInvalid))
-		}
-		return r, nil
+		return RecordedEvent(name, r)
 	}
 	return nil, j.flow.suspend(ctx, &store.SuspendParams{Step: name, Event: event, EventKey: key, Since: since, Timeout: max(timeout, 0)})
+}
+
+// RecordedEvent is what a wait for an event whose step name recorded r
+// answers on a replay: r when an event ended it, ErrWaitTimedOut when its
+// timeout did, and a Permanent error when the step was recorded by
+// something other than a wait for an event.
+func RecordedEvent(name string, r json.RawMessage) (json.RawMessage, error) {
+	var rec struct {
+		EventID  string `json:"event_id"`
+		TimedOut bool   `json:"timed_out"`
+	}
+	if err := json.Unmarshal(r, &rec); err != nil {
+		return nil, Permanent(fmt.Errorf("step %q is recorded, but not by a wait for an event: %w", name, store.ErrInvalid))
+	}
+	if rec.EventID == "" {
+		if rec.TimedOut {
+			return nil, ErrWaitTimedOut
+		}
+		return nil, Permanent(fmt.Errorf("step %q is recorded, but not by a wait for an event: %w", name, store.ErrInvalid))
+	}
+	return r, nil
 }

@@ -2,7 +2,8 @@
 // tenant's service, holding an API key rather than the store's credentials,
 // uses to submit, read and change executions, to manage schedules, rate
 // limits, tenants and keys, and to make the raw worker calls (claim,
-// heartbeat, complete, fail, steps, suspend).
+// heartbeat, complete, fail, release, steps, suspend, spawn), on which
+// latch.NewRemoteWorker runs the root package's handlers.
 //
 // Every method takes a context first and typed requests and answers; the
 // lists (List, Steps, Schedules) and an execution's event stream (Events)

@@ -34,6 +34,7 @@ var wireTypes = map[string]any{
 	"HeartbeatResponse":   HeartbeatResponse{},
 	"CompleteRequest":     CompleteRequest{},
 	"FailRequest":         FailRequest{},
+	"ReleaseRequest":      ReleaseRequest{},
 	"Health":              Health{},
 	"ScheduleRequest":     ScheduleSpec{},
 	"Schedule":            Schedule{},

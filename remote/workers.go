@@ -159,3 +159,18 @@ type SuspendRequest struct {
 func (c *Client) Suspend(ctx context.Context, id string, req SuspendRequest) (*Execution, error) {
 	return c.executionCall(ctx, http.MethodPost, "/api/executions/"+seg(id)+"/suspend", req, true)
 }
+
+// ReleaseRequest hands an attempt back unfinished. Unstarted says its
+// handler never ran: the start is given back.
+type ReleaseRequest struct {
+	LeaseToken string `json:"lease_token"`
+	Unstarted  bool   `json:"unstarted,omitempty"`
+}
+
+// Release hands the attempt of execution id back, as a worker that stops
+// before its handler returned does: it answers the execution queued again
+// (it runs again even if its attempts are spent), or cancelled when a
+// cancel was requested.
+func (c *Client) Release(ctx context.Context, id string, req ReleaseRequest) (*Execution, error) {
+	return c.executionCall(ctx, http.MethodPost, "/api/executions/"+seg(id)+"/release", req, true)
+}

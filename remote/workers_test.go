@@ -118,6 +118,36 @@ func TestWorkerCalls(t *testing.T) {
 		t.Fatalf("a due sleep: %s", slept.Status)
 	}
 
+	// Release hands a lease back: queued again, the start given back when
+	// unstarted; the token is spent.
+	r := must(c.Submit(ctx, remote.SubmitRequest{Kind: "hand-back", MaxAttempts: 1}))(t)
+	claimBack := func() remote.Lease {
+		t.Helper()
+		leases := must(c.Claim(ctx, remote.ClaimRequest{WorkerID: "w1", Kinds: []string{"hand-back"}, WaitSeconds: 2}))(t)
+		if len(leases) != 1 {
+			t.Fatalf("claimed %d leases", len(leases))
+		}
+		return leases[0]
+	}
+	l5 := claimBack()
+	if l5.ExecutionID != r.ExecutionID || l5.Attempt != 1 {
+		t.Fatalf("claimed %s attempt %d, want %s attempt 1", l5.ExecutionID, l5.Attempt, r.ExecutionID)
+	}
+	if back := must(c.Release(ctx, l5.ExecutionID, remote.ReleaseRequest{LeaseToken: l5.LeaseToken}))(t); back.Status != remote.StatusQueued || back.Attempt != 1 {
+		t.Fatalf("release: %s attempt %d, want queued attempt 1", back.Status, back.Attempt)
+	}
+	_, err = c.Release(ctx, l5.ExecutionID, remote.ReleaseRequest{LeaseToken: l5.LeaseToken})
+	wantCode(t, err, remote.ErrLeaseLost, http.StatusConflict)
+	l6 := claimBack() // its attempts are spent, yet a released execution runs again
+	if l6.ExecutionID != r.ExecutionID || l6.Attempt != 2 {
+		t.Fatalf("claimed %s attempt %d after the release, want %s attempt 2", l6.ExecutionID, l6.Attempt, r.ExecutionID)
+	}
+	if back := must(c.Release(ctx, l6.ExecutionID, remote.ReleaseRequest{LeaseToken: l6.LeaseToken, Unstarted: true}))(t); back.Status != remote.StatusQueued || back.Attempt != 1 {
+		t.Fatalf("unstarted release: %s attempt %d, want queued attempt 1", back.Status, back.Attempt)
+	}
+	l7 := claimBack()
+	must(c.Complete(ctx, l7.ExecutionID, remote.CompleteRequest{LeaseToken: l7.LeaseToken}))(t)
+
 	// A claim that finds nothing within its wait answers none.
 	if leases := must(c.Claim(ctx, remote.ClaimRequest{WorkerID: "w1", Kinds: []string{"none"}, WaitSeconds: 1}))(t); len(leases) != 0 {
 		t.Fatalf("claimed %d of a kind never submitted", len(leases))

@@ -256,6 +256,13 @@ func startWorkerProc(t *testing.T, storeURL, effect string, hang bool) *workerPr
 	if hang {
 		cmd.Env = append(cmd.Env, "HANG=1")
 	}
+	return startProc(t, cmd)
+}
+
+// startProc starts cmd as a worker process, its stdout read line by line,
+// killed when the test ends.
+func startProc(t *testing.T, cmd *exec.Cmd) *workerProc {
+	t.Helper()
 	p := &workerProc{cmd: cmd, lines: make(chan string, 16), stderr: new(lockedBuffer), exited: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

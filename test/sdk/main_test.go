@@ -20,6 +20,9 @@ func TestMain(m *testing.M) {
 	if storeURL := os.Getenv(scenarioWorkerEnv); storeURL != "" {
 		os.Exit(scenarioWorkerMain(storeURL))
 	}
+	if url := os.Getenv(remoteScenarioWorkerEnv); url != "" {
+		os.Exit(remoteScenarioWorkerMain(url))
+	}
 	dir, err := os.MkdirTemp("", "latch-sdk-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -76,7 +76,10 @@ func TestPublishResumesAndStarts(t *testing.T) {
 	if g := e.get(key, b.ExecutionID); g.Status != store.StatusSuspended {
 		t.Fatalf("a wait for another key resumed: %+v", g)
 	}
-	l := e.claimOne(key)
+	l := e.claimOne(key, `,"queues":["default"]`)
+	if l.ExecutionID != a.ExecutionID {
+		t.Fatalf("claimed %s, want the resumed %s", l.ExecutionID, a.ExecutionID)
+	}
 	var step map[string]any
 	if err := json.Unmarshal(l.Steps["paid"], &step); err != nil || step["event_id"] != res.EventID || step["key"] != "o-1" {
 		t.Fatalf("the wait's step: %s", l.Steps["paid"])

@@ -317,3 +317,30 @@ func TestPublishRacesWait(t *testing.T) {
 		}
 	}
 }
+
+// TestPublishTenantsApart: another tenant's publish of the same name and
+// key resumes nothing and starts nothing of this tenant's; the admin
+// publishes for the tenant it names.
+func TestPublishTenantsApart(t *testing.T) {
+	t.Parallel()
+	e, _, key := flowEnv(t)
+	other := e.tenant("other")
+	e.do("PUT", "/api/subscriptions/s", key, `{"event":"go","kind":"k","queue":"subs"}`).want(http.StatusCreated)
+	x := e.submit(key, `{"kind":"flow"}`, http.StatusCreated)
+	l := e.claimOne(key)
+	e.suspendOn(key, l, `"step":"w","event":"go","key":"k1"`).want(http.StatusOK)
+
+	if res := e.publishAs(other, `{"name":"go","key":"k1"}`); res.Resumed != 0 || len(res.Started) != 0 {
+		t.Fatalf("another tenant's publish: %+v", res)
+	}
+	if g := e.get(key, x.ExecutionID); g.Status != store.StatusSuspended {
+		t.Fatalf("another tenant's event resumed it: %+v", g)
+	}
+	if n := e.count(); n != 1 {
+		t.Fatalf("%d executions: another tenant's publish started one", n)
+	}
+	res := e.publishAs(e.admin, `{"name":"go","key":"k1"}`, "Latch-Tenant", "acme")
+	if res.Resumed != 1 || len(res.Started) != 1 {
+		t.Fatalf("the admin's publish for acme: %+v", res)
+	}
+}

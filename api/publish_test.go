@@ -344,3 +344,25 @@ func TestPublishTenantsApart(t *testing.T) {
 		t.Fatalf("the admin's publish for acme: %+v", res)
 	}
 }
+
+// TestPublishStartRefused: a start the quota refuses is answered in its
+// entry with "error": "quota_exceeded", no execution id, and the publish
+// succeeds.
+func TestPublishStartRefused(t *testing.T) {
+	t.Parallel()
+	e, _, key := flowEnv(t, `,"max_inflight":1`)
+	e.submit(key, `{"kind":"busy"}`, http.StatusCreated)
+	e.do("PUT", "/api/subscriptions/s", key, `{"event":"go","kind":"k"}`).want(http.StatusCreated)
+	r := e.do("POST", "/api/events", key, `{"name":"go"}`).want(http.StatusAccepted)
+	var raw struct {
+		Started []map[string]any `json:"started"`
+	}
+	r.decode(&raw)
+	if len(raw.Started) != 1 || raw.Started[0]["subscription"] != "s" || raw.Started[0]["error"] != "quota_exceeded" ||
+		raw.Started[0]["execution_id"] != nil {
+		t.Fatalf("publish at the quota: %s", r.body)
+	}
+	if n := e.count(); n != 1 {
+		t.Fatalf("%d executions", n)
+	}
+}

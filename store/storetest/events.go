@@ -190,6 +190,19 @@ func testEventsWait(t *testing.T, ns NewStore) {
 		e.wantEventState(acme, 3, eventSize("payment", "", `1`))
 	})
 
+	t.Run("SinceLaterThanThePublish", func(t *testing.T) {
+		e := start(t, ns)
+		l := e.run(acme, base, job("flow"))
+		e.wantWaitEvent(l, at(time.Second), "paid", "payment", "", at(time.Hour), store.StatusSuspended)
+		early := e.publish(acme, "payment", "", `1`, at(2*time.Second))
+		wantPublished(t, "Publish before the wait's since", early, 0)
+		e.wantSuspended(l.ExecutionID, "paid", "event:payment", time.Time{})
+		late := e.publish(acme, "payment", "", `2`, at(time.Hour))
+		wantPublished(t, "Publish at the wait's since", late, 1)
+		e.wantEventStep(l.ExecutionID, "paid", eventOf(late, "payment", "", `2`, at(time.Hour)))
+		e.wantEventState(acme, 1, 2*eventSize("payment", "", `1`))
+	})
+
 	t.Run("KeyMatching", func(t *testing.T) {
 		e := start(t, ns)
 		keyedW := e.runKind(acme, "keyed", base)
@@ -315,6 +328,24 @@ func testEventsWait(t *testing.T, ns NewStore) {
 			t.Errorf("Wake after the event ended the wait woke %d", n)
 		}
 		e.wantJournal(l.ExecutionID, [2]string{"paid", string(store.EventStep(eventOf(res, "payment", "", `1`, at(2*time.Second))))})
+	})
+
+	t.Run("SignalsAndEventsDoNotCross", func(t *testing.T) {
+		e := start(t, ns)
+		// A signal may be named like a wait for an event's WaitingFor; a
+		// wait for an event ends by an event or its timeout only, and a
+		// wait for a signal by a signal.
+		ev := e.runKind(acme, "ev", base)
+		sig := e.runKind(acme, "sig", base)
+		e.wantWaitEvent(ev, at(time.Second), "paid", "payment", "", time.Time{}, store.StatusSuspended)
+		_, err := e.wait(sig, at(time.Second), "paid", store.EventWaitFor("payment"), 0)
+		e.must(err, "Suspend for a signal named event:payment")
+		e.wantSignal(ev.ExecutionID, store.EventWaitFor("payment"), `"signal"`, at(2*time.Second), false)
+		e.wantSuspended(ev.ExecutionID, "paid", "event:payment", time.Time{})
+		res := e.publish(acme, "payment", "", `1`, at(3*time.Second))
+		wantPublished(t, "Publish", res, 1)
+		e.wantEventStep(ev.ExecutionID, "paid", eventOf(res, "payment", "", `1`, at(3*time.Second)))
+		e.wantSuspended(sig.ExecutionID, "paid", "event:payment", time.Time{})
 	})
 
 	t.Run("CancelledWaiterIsNotResumed", func(t *testing.T) {

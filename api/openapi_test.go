@@ -169,6 +169,11 @@ func TestOpenAPIStatesBehaviour(t *testing.T) {
 		{[]string{"paths", "/api/rate-limits/{key}", "put", "description"}, "Answers 200 whether it created or replaced"},
 		{[]string{"components", "schemas", "ScheduleRequest", "properties", "running", "description"}, "ignored"},
 		{[]string{"paths", "/api/workers/claim", "post", "description"}, "tenants with ready work take turns"},
+		{[]string{"paths", "/api/events", "post", "description"}, "in the same store operation"},
+		{[]string{"paths", "/api/events", "post", "description"}, "answers the first answer and changes nothing"},
+		{[]string{"paths", "/api/events", "post", "description"}, "does not fail the publish"},
+		{[]string{"components", "schemas", "SuspendRequest", "properties", "event", "description"}, "is never missed"},
+		{[]string{"paths", "/api/subscriptions/{name}", "put", "description"}, "409 too_many_subscriptions, nothing written"},
 		{[]string{"paths", "/api/workers/claim", "post", "description"}, "priority orders a tenant's own executions"},
 	} {
 		if s := text(c.at...); !strings.Contains(s, c.want) {

@@ -76,7 +76,10 @@ func TestPublishResumesAndStarts(t *testing.T) {
 	if g := e.get(key, b.ExecutionID); g.Status != store.StatusSuspended {
 		t.Fatalf("a wait for another key resumed: %+v", g)
 	}
-	l := e.claimOne(key)
+	l := e.claimOne(key, `,"queues":["default"]`)
+	if l.ExecutionID != a.ExecutionID {
+		t.Fatalf("claimed %s, want the resumed %s", l.ExecutionID, a.ExecutionID)
+	}
 	var step map[string]any
 	if err := json.Unmarshal(l.Steps["paid"], &step); err != nil || step["event_id"] != res.EventID || step["key"] != "o-1" {
 		t.Fatalf("the wait's step: %s", l.Steps["paid"])
@@ -312,5 +315,54 @@ func TestPublishRacesWait(t *testing.T) {
 		if g := e.get(key, l.ExecutionID); g.Status != store.StatusQueued {
 			t.Fatalf("a wait lost its event: %+v", g)
 		}
+	}
+}
+
+// TestPublishTenantsApart: another tenant's publish of the same name and
+// key resumes nothing and starts nothing of this tenant's; the admin
+// publishes for the tenant it names.
+func TestPublishTenantsApart(t *testing.T) {
+	t.Parallel()
+	e, _, key := flowEnv(t)
+	other := e.tenant("other")
+	e.do("PUT", "/api/subscriptions/s", key, `{"event":"go","kind":"k","queue":"subs"}`).want(http.StatusCreated)
+	x := e.submit(key, `{"kind":"flow"}`, http.StatusCreated)
+	l := e.claimOne(key)
+	e.suspendOn(key, l, `"step":"w","event":"go","key":"k1"`).want(http.StatusOK)
+
+	if res := e.publishAs(other, `{"name":"go","key":"k1"}`); res.Resumed != 0 || len(res.Started) != 0 {
+		t.Fatalf("another tenant's publish: %+v", res)
+	}
+	if g := e.get(key, x.ExecutionID); g.Status != store.StatusSuspended {
+		t.Fatalf("another tenant's event resumed it: %+v", g)
+	}
+	if n := e.count(); n != 1 {
+		t.Fatalf("%d executions: another tenant's publish started one", n)
+	}
+	res := e.publishAs(e.admin, `{"name":"go","key":"k1"}`, "Latch-Tenant", "acme")
+	if res.Resumed != 1 || len(res.Started) != 1 {
+		t.Fatalf("the admin's publish for acme: %+v", res)
+	}
+}
+
+// TestPublishStartRefused: a start the quota refuses is answered in its
+// entry with "error": "quota_exceeded", no execution id, and the publish
+// succeeds.
+func TestPublishStartRefused(t *testing.T) {
+	t.Parallel()
+	e, _, key := flowEnv(t, `,"max_inflight":1`)
+	e.submit(key, `{"kind":"busy"}`, http.StatusCreated)
+	e.do("PUT", "/api/subscriptions/s", key, `{"event":"go","kind":"k"}`).want(http.StatusCreated)
+	r := e.do("POST", "/api/events", key, `{"name":"go"}`).want(http.StatusAccepted)
+	var raw struct {
+		Started []map[string]any `json:"started"`
+	}
+	r.decode(&raw)
+	if len(raw.Started) != 1 || raw.Started[0]["subscription"] != "s" || raw.Started[0]["error"] != "quota_exceeded" ||
+		raw.Started[0]["execution_id"] != nil {
+		t.Fatalf("publish at the quota: %s", r.body)
+	}
+	if n := e.count(); n != 1 {
+		t.Fatalf("%d executions", n)
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/latch-run/latch/api"
 	"github.com/latch-run/latch/remote"
+	"github.com/latch-run/latch/store"
 )
 
 // TestEventCalls: a flow waits for an event by key through Suspend, a
@@ -81,4 +83,28 @@ func TestEventCalls(t *testing.T) {
 	wantCode(t, err, remote.ErrInvalidRequest, http.StatusBadRequest)
 	_, _, err = c.PutSubscription(ctx, "x", remote.SubscriptionSpec{Event: "e"})
 	wantCode(t, err, remote.ErrInvalidRequest, http.StatusBadRequest)
+}
+
+// fewSubscriptions lowers the bound of a tenant's subscriptions to one.
+type fewSubscriptions struct{ store.Store }
+
+func (s fewSubscriptions) PutSubscription(ctx context.Context, p *store.PutSubscriptionParams) (*store.PutSubscriptionResult, error) {
+	p.MaxSubscriptions = 1
+	return s.Store.PutSubscription(ctx, p)
+}
+
+// TestTooManySubscriptions: past the bound, PutSubscription is
+// ErrTooManySubscriptions (409); replacing the one there still works.
+func TestTooManySubscriptions(t *testing.T) {
+	ctx := context.Background()
+	s := newServer(t, func(c *api.Config) { c.Store = fewSubscriptions{c.Store} })
+	c := s.tenant(t, remote.TenantSpec{Name: "acme"})
+	if _, created, err := c.PutSubscription(ctx, "one", remote.SubscriptionSpec{Event: "e", Kind: "k"}); err != nil || !created {
+		t.Fatalf("first: %v", err)
+	}
+	_, _, err := c.PutSubscription(ctx, "two", remote.SubscriptionSpec{Event: "e", Kind: "k"})
+	wantCode(t, err, remote.ErrTooManySubscriptions, http.StatusConflict)
+	if _, created, err := c.PutSubscription(ctx, "one", remote.SubscriptionSpec{Event: "e2", Kind: "k"}); err != nil || created {
+		t.Fatalf("replace: %v", err)
+	}
 }

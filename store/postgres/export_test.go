@@ -91,7 +91,7 @@ func RunsPlanQueries(id, token string, now time.Time) map[string]PlanQuery {
 		"complete one":     {finishStatements[kindComplete].change[finishInTx], []any{ids, tok, "{acme}", at, "{NULL}"}},
 		"fail":             {finishStatements[kindFail].change[finishGrouped], []any{ids, tok, "{acme}", at, "{false}", at, "{boom}"}},
 		"release":          {finishStatements[kindRelease].change[finishGrouped], []any{ids, tok, "{acme}", at, "{false}"}},
-		"suspend":          {sqlSuspendWait, []any{id, later, "sleep", "s", ts, 1, 0}},
+		"suspend":          {sqlSuspendWait, []any{id, later, "sleep", "s", ts, 1, 0, nil, nil, false}},
 		"child ended":      {sqlChildEnded, []any{id, "s", "children:s"}},
 		"fan-in children":  {sqlFanInChildren, []any{id, "s"}},
 		"claim chosen":     {sqlClaimChosen, []any{ts, ids, "w", later}},

@@ -64,7 +64,7 @@ WITH v AS (
 ), ins AS (
     INSERT INTO latch_steps (execution_id, name, result, recorded_at, attempt)
     SELECT e.id, e.suspend_step, v.result, $4, e.attempt FROM latch_executions e JOIN v ON v.id = e.id
-    WHERE e.id = ANY($1::uuid[])
+    WHERE e.id = ANY($1::uuid[]) AND e.suspend_step IS NOT NULL
     ON CONFLICT (execution_id, name) DO NOTHING
 )
 UPDATE latch_executions e SET status = 'queued', run_at = $4, resume = true, has_steps = true,
@@ -79,37 +79,18 @@ WHERE tenant = $1 AND event = $2 AND enabled ORDER BY name`
 	sqlKeepAnswer = `UPDATE latch_events SET answer = $2 WHERE id = $1`
 
 	// A wait's oldest match (Suspend): an event of tenant $1 named $2
-	// (of key $6), published at or after $3 (NULL: the execution $4's
-	// created_at), retained at $5, that $4 has not consumed.
-	sqlEventMatchAny = `SELECT ev.id, coalesce(ev.key, ''), ev.data, ev.published_at FROM latch_events ev
-WHERE ev.tenant = $1 AND ev.name = $2
-  AND ev.published_at >= coalesce($3, (SELECT created_at FROM latch_executions WHERE id = $4))
-  AND ev.expires_at > $5
-  AND NOT EXISTS (SELECT 1 FROM latch_event_consumed c WHERE c.execution_id = $4 AND c.event_id = ev.id)
-ORDER BY ev.published_at, ev.seq LIMIT 1`
-	sqlEventMatchKey = `SELECT ev.id, coalesce(ev.key, ''), ev.data, ev.published_at FROM latch_events ev
-WHERE ev.tenant = $1 AND ev.name = $2 AND ev.key = $6
-  AND ev.published_at >= coalesce($3, (SELECT created_at FROM latch_executions WHERE id = $4))
-  AND ev.expires_at > $5
-  AND NOT EXISTS (SELECT 1 FROM latch_event_consumed c WHERE c.execution_id = $4 AND c.event_id = ev.id)
-ORDER BY ev.published_at, ev.seq LIMIT 1`
+	// (of key $6, NULL = any), published at or after $3 (NULL: the
+	// execution $4's created_at), retained at $5, that $4 has not
+	// consumed (latch_event_match, migration 16: by index, whatever the
+	// statistics).
+	sqlEventMatch = `SELECT id, key, data, published_at FROM latch_event_match($1, $2, $6, $3, $4, $5)`
 
 	sqlConsumeEvent = `INSERT INTO latch_event_consumed (execution_id, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`
 
 	// Events whose ExpiresAt has come ($1), up to $2, with their
-	// idempotency keys; their bytes leave their tenants' counts, the
-	// tenants in name order (as every statement moves them).
-	sqlPruneEvents = `
-WITH d AS (
-    DELETE FROM latch_events WHERE id IN (
-        SELECT id FROM latch_events WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-    RETURNING tenant, size
-), g AS (
-    SELECT tenant, sum(size)::bigint AS n FROM d GROUP BY tenant ORDER BY tenant
-), u AS (
-    SELECT latch_storage_count(g.tenant, -g.n, false) FROM g
-)
-SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM u)`
+	// idempotency keys; their bytes leave their tenants' counts
+	// (latch_prune_events, migration 16).
+	sqlPruneEvents = `SELECT latch_prune_events($1, $2)`
 )
 
 // errKeyMoved reruns a publish whose idempotency key was taken by an
@@ -301,15 +282,10 @@ func suspendEvent(ctx context.Context, tx pgx.Tx, f fence, tenant string, p *sto
 		v := micro(p.Since)
 		since = &v
 	}
-	var row pgx.Row
-	if p.EventKey == "" {
-		row = tx.QueryRow(ctx, sqlEventMatchAny, tenant, p.Event, since, f.id, t)
-	} else {
-		row = tx.QueryRow(ctx, sqlEventMatchKey, tenant, p.Event, since, f.id, t, p.EventKey)
-	}
 	ev := store.Event{Tenant: tenant, Name: p.Event}
 	var data string
-	err := row.Scan(&ev.ID, &ev.Key, &data, &ev.PublishedAt)
+	err := tx.QueryRow(ctx, sqlEventMatch, tenant, p.Event, since, f.id, t, strPtr(p.EventKey)).
+		Scan(&ev.ID, &ev.Key, &data, &ev.PublishedAt)
 	switch {
 	case err == nil:
 		ev.Data, ev.PublishedAt = json.RawMessage(data), ev.PublishedAt.UTC()

@@ -99,6 +99,11 @@ func RunsPlanQueries(id, token string, now time.Time) map[string]PlanQuery {
 		"prune":            {sqlPruneExecutions, []any{later, 100}},
 		"delete tenant":    {sqlDeleteTenant, []any{"acme"}},
 		"delete execution": {sqlDeleteExecution, []any{id}},
+		"event match":      {sqlEventMatch, []any{"acme", "n1", nil, id, ts, nil}},
+		"event match key":  {sqlEventMatch, []any{"acme", "n1", nil, id, ts, "k1"}},
+		"event resume":     {sqlEventResume, []any{ids, "{null}", id, ts}},
+		"event consume":    {sqlConsumeEvent, []any{id, id}},
+		"prune events":     {sqlPruneEvents, []any{ts, 100}},
 	}
 }
 

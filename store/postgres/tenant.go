@@ -61,7 +61,8 @@ WHERE name = $1`
 WHERE tenant = $1 AND status IN ('scheduled', 'queued', 'running', 'suspended') ORDER BY id FOR UPDATE`
 
 	// Everything of the tenant without a foreign key to it (executions with
-	// their journals, signals and runs; its workers and activity minutes),
+	// their journals, signals, runs and consumed events; its events and
+	// subscriptions; its workers and activity minutes),
 	// then the tenant (the foreign keys take the rest).
 	sqlDeleteTenant = `
 WITH wk AS (
@@ -76,8 +77,10 @@ WITH wk AS (
     DELETE FROM latch_executions WHERE tenant = $1 RETURNING id
 ), h AS (
     SELECT latch_delete_history(ARRAY(SELECT id FROM e)) AS gone
+), ev AS (
+    SELECT latch_delete_events($1) AS gone
 )
-DELETE FROM latch_tenants WHERE name = $1 AND (SELECT gone FROM h) IS NOT NULL`
+DELETE FROM latch_tenants WHERE name = $1 AND (SELECT gone FROM h) IS NOT NULL AND (SELECT gone FROM ev) IS NOT NULL`
 
 	sqlAddAPIKey = `INSERT INTO latch_api_keys (hash, tenant, key_id, created_at) VALUES ($1, $2, $4, $3)`
 

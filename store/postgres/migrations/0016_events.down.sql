@@ -8,6 +8,9 @@ WHERE status = 'suspended' AND wait_since IS NOT NULL;
 UPDATE latch_storage s SET stored_bytes = s.stored_bytes - x.n
 FROM (SELECT tenant, sum(size)::bigint AS n FROM latch_events GROUP BY tenant) x
 WHERE s.tenant = x.tenant;
+DROP FUNCTION latch_delete_events(text);
+DROP FUNCTION latch_prune_events(timestamptz, integer);
+DROP FUNCTION latch_event_match(text, text, text, timestamptz, uuid, timestamptz);
 CREATE OR REPLACE FUNCTION latch_delete_history(ids uuid[])
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE

@@ -1,6 +1,12 @@
 -- latch schema version 16: events and subscriptions (store/events.go,
 -- doc.go "Events").
 --
+-- Neither events nor subscriptions have a foreign key to their tenant:
+-- DeleteTenant deletes them by index (latch_delete_events), where a
+-- cascade's plan, made once per connection, could read the table whole.
+-- Publish and PutSubscription hold the tenant row (FOR KEY SHARE) from
+-- their start, so neither writes for a tenant being deleted.
+--
 -- A tenant's events are rows of latch_events, kept until Prune deletes
 -- them at expires_at (published_at plus the tenant's event_retention at the
 -- publish). seq is the publish order: events of one (tenant, name) are
@@ -17,7 +23,7 @@ ALTER TABLE latch_tenants ADD COLUMN event_retention bigint NOT NULL DEFAULT 864
 CREATE TABLE latch_events (
     id               uuid PRIMARY KEY,
     seq              bigint GENERATED ALWAYS AS IDENTITY,
-    tenant           text NOT NULL REFERENCES latch_tenants (name) ON DELETE CASCADE,
+    tenant           text NOT NULL,
     name             text NOT NULL,
     key              text,
     data             text NOT NULL,
@@ -48,7 +54,7 @@ CREATE TABLE latch_event_consumed (
 );
 
 CREATE TABLE latch_subscriptions (
-    tenant             text NOT NULL REFERENCES latch_tenants (name) ON DELETE CASCADE,
+    tenant             text NOT NULL,
     name               text NOT NULL,
     event              text NOT NULL,
     kind               text NOT NULL,
@@ -95,6 +101,78 @@ BEGIN
     DELETE FROM latch_signals WHERE execution_id = ANY(ids);
     DELETE FROM latch_event_consumed WHERE execution_id = ANY(ids);
     DELETE FROM latch_runs WHERE execution_id = ANY(ids);
+    GET DIAGNOSTICS done = ROW_COUNT;
+    RETURN done;
+END
+$$;
+
+-- As with the runs (schema 10): statements plan once per connection and
+-- keep the plan, and one made while latch_events looked empty would read
+-- it whole on every wait, and for each of its rows the consumed events.
+-- These functions leave no sequential scan to choose.
+
+-- latch_event_match answers a wait's oldest match: the event of tenant t
+-- named n (of key k, NULL = any key), published at or after since (NULL:
+-- execution x's created_at), retained at at, that x has not consumed.
+CREATE FUNCTION latch_event_match(t text, n text, k text, since timestamptz, x uuid, at timestamptz)
+RETURNS TABLE (id uuid, key text, data text, published_at timestamptz)
+LANGUAGE sql STABLE
+SET enable_seqscan = off
+SET jit = off
+AS $$
+    SELECT ev.id, coalesce(ev.key, ''), ev.data, ev.published_at FROM latch_events ev
+    WHERE ev.tenant = t AND ev.name = n AND (k IS NULL OR ev.key = k)
+      AND ev.published_at >= coalesce(since, (SELECT e.created_at FROM latch_executions e WHERE e.id = x))
+      AND ev.expires_at > at
+      AND NOT EXISTS (SELECT 1 FROM latch_event_consumed c WHERE c.execution_id = x AND c.event_id = ev.id)
+    ORDER BY ev.published_at, ev.seq LIMIT 1
+$$;
+
+-- latch_prune_events deletes up to lim events whose expires_at has come
+-- by due, with their idempotency keys, and takes their bytes from their
+-- tenants' counts, the tenants in name order (as every statement moves
+-- them); answers how many.
+CREATE FUNCTION latch_prune_events(due timestamptz, lim integer)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SET enable_seqscan = off
+SET jit = off
+AS $$
+DECLARE
+    tenants text[];
+    sizes bigint[];
+    done bigint;
+BEGIN
+    WITH d AS (
+        DELETE FROM latch_events WHERE id IN (
+            SELECT ev.id FROM latch_events ev WHERE ev.expires_at <= due
+            ORDER BY ev.expires_at LIMIT lim FOR UPDATE SKIP LOCKED)
+        RETURNING tenant, size
+    ), g AS (
+        SELECT d.tenant, sum(d.size)::bigint AS n, count(*) AS c FROM d GROUP BY d.tenant
+    )
+    SELECT array_agg(g.tenant ORDER BY g.tenant), array_agg(g.n ORDER BY g.tenant), coalesce(sum(g.c), 0)::bigint
+    INTO tenants, sizes, done FROM g;
+    FOR i IN 1 .. coalesce(cardinality(tenants), 0) LOOP
+        PERFORM latch_storage_count(tenants[i], -sizes[i], false);
+    END LOOP;
+    RETURN done;
+END
+$$;
+
+-- latch_delete_events deletes tenant t's events and subscriptions
+-- (DeleteTenant); answers how many events.
+CREATE FUNCTION latch_delete_events(t text)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+SET enable_seqscan = off
+SET jit = off
+AS $$
+DECLARE
+    done bigint;
+BEGIN
+    DELETE FROM latch_subscriptions WHERE tenant = t;
+    DELETE FROM latch_events WHERE tenant = t;
     GET DIAGNOSTICS done = ROW_COUNT;
     RETURN done;
 END

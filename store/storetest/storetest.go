@@ -65,6 +65,12 @@
 //	               DeleteTenant of families), Children/Race/* (one set of ids under 16
 //	               racing spawns, a child's end against the suspend, 100 children
 //	               ending at once, claims racing a parent's end)
+//	I14 events     Events/* (Publish and its idempotency key, waits for an event matched
+//	               by name, key and since, each event consumed once per execution and
+//	               oldest first; timeouts, retention, the storage budget, subscriptions
+//	               and their starts, DeleteTenant), Events/Race/* (a publish against the
+//	               suspend, one idempotency key from 16 goroutines, 100 waiters and
+//	               concurrent publishes)
 //
 // The optional store.Notifier capability is checked under Notifier/*; a
 // backend without it skips those tests and says so.
@@ -129,6 +135,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Explain", testExplain},
 		{"ReadyKinds", testReadyKinds},
 		{"Children", testChildren},
+		{"Events", testEvents},
 	}
 	for _, f := range families {
 		t.Run(f.name, func(t *testing.T) {

@@ -13,7 +13,11 @@
 // for. Flows too: a step's record, a suspension, a signal's delivery and
 // a wake each change the execution, its journal (flow_steps) and its
 // signals (flow_signals) in one transaction, so a wait ends once, by a
-// signal or by its timeout.
+// signal or by its timeout. Events too (events.go): a publish records the
+// event, ends the waits it matches and starts its subscriptions' executions
+// in one transaction, and a wait for an event reads its oldest match and
+// suspends in one, so a publish racing a suspend is ordered by the write
+// lock and never loses the wake-up.
 //
 // Durability: synchronous=FULL, so a transaction that returned is on disk
 // before the caller answers (I8).

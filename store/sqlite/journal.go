@@ -282,7 +282,7 @@ func stepsQuery(p *store.StepsParams) (query string, args []any) {
 // deleteFlow removes the journals and signals of the executions where
 // selects (a condition on execution_id, with arg).
 func deleteFlow(ctx context.Context, tx *sql.Tx, where string, arg any) error {
-	for _, table := range []string{"flow_steps", "flow_signals"} {
+	for _, table := range []string{"flow_steps", "flow_signals", "event_consumed"} {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE `+where, arg); err != nil {
 			return fmt.Errorf("sqlite: delete %s: %w", table, err)
 		}

@@ -201,7 +201,8 @@ func finish(ctx context.Context, tx *sql.Tx, id, tenant string, status store.Sta
 	err := tx.QueryRowContext(ctx, `UPDATE executions SET status = ?, result = ?,
 		error = CASE WHEN ? THEN NULL ELSE COALESCE(?, error) END, finished_at = ?,
 		lease_token = NULL, worker_id = NULL, lease_expires_at = NULL,
-		resume = 0, wake_at = NULL, waiting_for = NULL, suspend_step = NULL, wait_count = NULL WHERE id = ?
+		resume = 0, wake_at = NULL, waiting_for = NULL, suspend_step = NULL, wait_count = NULL,
+		wait_key = NULL, wait_since = NULL WHERE id = ?
 		RETURNING parent_id, parent_step, children`,
 		string(status), result, status == store.StatusSucceeded, nullString(errMsg), ns(t), id).Scan(&parent, &step, &children)
 	if err != nil {

@@ -141,6 +141,9 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 		if err := prunePresence(ctx, tx, t); err != nil {
 			return false, err
 		}
+		if err := pruneEvents(ctx, tx, t, limit); err != nil {
+			return false, err
+		}
 		return len(ids) > 0, nil
 	})
 	if err != nil {

@@ -76,6 +76,16 @@ func TestMigrateRoundTrip(t *testing.T) {
 		Key: "k", Rate: 1, Per: time.Second, Burst: 1}, Now: base}); err != nil {
 		t.Fatal(err)
 	}
+	// An event and a subscription: version 13's tables hold data when its
+	// down runs, and the event's bytes leave the tenant's count with it.
+	if _, err := s.PutSubscription(ctx, &store.PutSubscriptionParams{Subscription: store.Subscription{Tenant: "acme",
+		Name: "audit", Event: "other", Kind: "audit", Enabled: true}, Now: base}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Publish(ctx, &store.PublishParams{Tenant: "acme", Name: "payment", Data: []byte(`{"n":1}`),
+		IdempotencyKey: "p", Now: base}); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -84,12 +94,12 @@ func TestMigrateRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The ten newest: 12 (children), 11 (worker claims), 10 (lanes by
+	// The eleven newest: 13 (events), 12 (children), 11 (worker claims), 10 (lanes by
 	// kind), 9 (storage budget), 8 (schedule ticks), 7 (observation), 6
 	// (attempt history), 5 (flows), 4 (fair claims) and 3 (keys and
 	// sessions), newest first.
 	downs := []migration.Migration{ms[len(ms)-1], ms[len(ms)-2], ms[len(ms)-3], ms[len(ms)-4], ms[len(ms)-5], ms[len(ms)-6],
-		ms[len(ms)-7], ms[len(ms)-8], ms[len(ms)-9], ms[len(ms)-10]}
+		ms[len(ms)-7], ms[len(ms)-8], ms[len(ms)-9], ms[len(ms)-10], ms[len(ms)-11]}
 	db, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {
 		t.Fatal(err)
@@ -112,14 +122,17 @@ func TestMigrateRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := schemaObjects(t, db)
-	// Version 11 adds the children's indexes and spawns; version 10 adds
+	// Version 13 adds the events, the events consumed and the
+	// subscriptions; version 12 adds the children's indexes and spawns; version 10 adds
 	// the lanes by kind; version 7 adds the servers, workers and activity minutes and the
 	// index of live executions; version 6 adds the attempt history;
 	// version 5 adds the journal, the
 	// signals and the wake index; version 4 (fair claims) replaces the
 	// queue index across tenants by one per tenant and adds the tenants'
 	// turns; version 3 adds key ids and console sessions.
-	for _, gone := range []string{"table spawns", "index executions_children", "index executions_live_children",
+	for _, gone := range []string{"table events", "index events_match", "index events_match_key",
+		"index events_idempotency", "index events_expiry", "index events_tenant", "table event_consumed",
+		"index executions_event_waits", "table subscriptions", "index subscriptions_event", "table spawns", "index executions_children", "index executions_live_children",
 		"index executions_finished_roots",
 		"index executions_ready_kind", "table servers", "index servers_seen", "table workers", "index workers_seen",
 		"index workers_tenant", "table activity", "index activity_minute", "index executions_suspended",
@@ -145,7 +158,7 @@ func TestMigrateRoundTrip(t *testing.T) {
 	}
 	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('executions')
 		WHERE name IN ('runs', 'trace_parent', 'dedup_hits', 'last_dedup_hit_at', 'parent_id', 'parent_step',
-		'parent_seq', 'on_parent_end', 'depth', 'children', 'wait_count')`).
+		'parent_seq', 'on_parent_end', 'depth', 'children', 'wait_count', 'wait_key', 'wait_since')`).
 		Scan(&n); err != nil || n != 0 {
 		t.Errorf("executions.runs, trace_parent, dedup_hits, last_dedup_hit_at and the children's columns after the down migration: %d columns, %v", n, err)
 	}
@@ -335,7 +348,21 @@ func TestQueryPlans(t *testing.T) {
 		"a parent's live children":   {query{sqlLiveChildren, []any{"p"}}, "SEARCH executions USING INDEX executions_live_children (parent_id=?)"},
 		"a parent's children":        {query{sqlChildren, []any{"p"}}, "SEARCH executions USING INDEX executions_children (parent_id=?)"},
 		"a child's end of its spawn": {query{sqlSpawnEnded, []any{"p", "s"}}, "SEARCH spawns USING PRIMARY KEY (parent_id=? AND step=?)"},
-		"prune's candidates":         {query{sqlPruneDue, []any{1, 10}}, "SEARCH e USING INDEX executions_finished_roots"},
+		// Events (events.go): a publish reads its waits and subscriptions
+		// by index; a wait its oldest match, skipping only the events its
+		// execution consumed.
+		"a publish's waits": {query{sqlEventWaits, []any{"acme", "event:e", 1, "k"}},
+			"SEARCH executions USING INDEX executions_event_waits (tenant=? AND waiting_for=?)"},
+		"a publish's subscriptions": {query{sqlEventSubscriptions, []any{"acme", "e"}},
+			"SEARCH subscriptions USING INDEX subscriptions_event (tenant=? AND event=?)"},
+		"a publish's repeat": {query{sqlPublishRepeat, []any{"acme", "k"}},
+			"SEARCH events USING INDEX events_idempotency (tenant=? AND idempotency_key=?)"},
+		"a wait's oldest match": {query{sqlOldestEvent, []any{"acme", "e", 1, 1, "x"}},
+			"SEARCH e USING INDEX events_match (tenant=? AND name=? AND published_at>?); CORRELATED SCALAR SUBQUERY 1; SEARCH c USING PRIMARY KEY (execution_id=? AND event_id=?)"},
+		"a keyed wait's oldest match": {query{sqlOldestKeyedEvent, []any{"acme", "e", 1, 1, "x", "k"}},
+			"SEARCH e USING INDEX events_match_key (tenant=? AND name=? AND key=? AND published_at>?)"},
+		"expired events":     {query{sqlExpiredEvents, []any{1, 10}}, "SEARCH events USING INDEX events_expiry (expires_at<?)"},
+		"prune's candidates": {query{sqlPruneDue, []any{1, 10}}, "SEARCH e USING INDEX executions_finished_roots"},
 	} {
 		rows, err := s.read.QueryContext(ctx, `EXPLAIN QUERY PLAN `+c.sql, c.args...)
 		if err != nil {

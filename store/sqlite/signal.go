@@ -25,7 +25,8 @@ func (s *Store) Signal(ctx context.Context, p *store.SignalParams) (*store.Signa
 	woke := false
 	err := s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
 		res, woke = store.SignalResult{}, false
-		query := `SELECT status, waiting_for, suspend_step, attempt, wait_count IS NOT NULL FROM executions WHERE id = ?`
+		query := `SELECT status, waiting_for, suspend_step, attempt,
+			wait_count IS NOT NULL OR wait_since IS NOT NULL FROM executions WHERE id = ?`
 		args := []any{p.ExecutionID}
 		if p.Tenant != "" {
 			query += ` AND tenant = ?`
@@ -59,8 +60,9 @@ func (s *Store) Signal(ctx context.Context, p *store.SignalParams) (*store.Signa
 		// waits, checked after the flow's own bounds as on every backend (a
 		// refusal rolls the transaction back).
 		data := jsonOrNull(p.Data)
-		// A fan-in wait (children.go) is ended by its children only, never
-		// by a signal of the same name.
+		// A fan-in wait (children.go) is ended by its children only, and a
+		// wait for an event (events.go) by a publish, never by a signal of
+		// the same name (a signal may be named "event:x").
 		if status == string(store.StatusSuspended) && waiting.Valid && waiting.String == p.Name && !fanIn {
 			st := store.Step{Name: step.String, Result: data, RecordedAt: t, Attempt: attempt}
 			if _, _, err := recordStep(ctx, tx, p.ExecutionID, &st, journalBounds{bytes: p.ByteBound()}); err != nil {

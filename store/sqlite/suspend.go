@@ -41,6 +41,9 @@ func (s *Store) Suspend(ctx context.Context, p *store.SuspendParams) (*store.Exe
 		if p.Children != "" {
 			return suspendFanIn(ctx, tx, id, l, p, t)
 		}
+		if p.Event != "" {
+			return suspendEvent(ctx, tx, id, l, p, t)
+		}
 		var outcome json.RawMessage
 		switch {
 		case p.Signal == "" && !p.Until.After(t):
@@ -85,7 +88,7 @@ func (s *Store) Suspend(ctx context.Context, p *store.SuspendParams) (*store.Exe
 func resumeAt(ctx context.Context, tx *sql.Tx, id string, t time.Time) error {
 	if _, err := tx.ExecContext(ctx, `UPDATE executions SET status = 'queued', run_at = ?, resume = 1,
 		wake_at = NULL, waiting_for = NULL, suspend_step = NULL, wait_count = NULL,
-		lease_token = NULL, worker_id = NULL, lease_expires_at = NULL WHERE id = ?`, ns(t), id); err != nil {
+		wait_key = NULL, wait_since = NULL, lease_token = NULL, worker_id = NULL, lease_expires_at = NULL WHERE id = ?`, ns(t), id); err != nil {
 		return fmt.Errorf("sqlite: resume: %w", err)
 	}
 	return nil

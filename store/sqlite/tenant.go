@@ -18,8 +18,9 @@ func (s *Store) CreateTenant(ctx context.Context, p *store.CreateTenantParams) (
 		return nil, err
 	}
 	err = s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
-		_, err := tx.ExecContext(ctx, `INSERT INTO tenants (name, max_inflight, dedup_ttl, retention, created_at, max_stored_bytes)
-			VALUES (?, ?, ?, ?, ?, ?)`, ten.Name, ten.MaxInflight, int64(ten.DedupTTL), int64(ten.Retention), ns(t), ten.MaxStoredBytes)
+		_, err := tx.ExecContext(ctx, `INSERT INTO tenants (name, max_inflight, dedup_ttl, retention, created_at, max_stored_bytes,
+			event_retention) VALUES (?, ?, ?, ?, ?, ?, ?)`, ten.Name, ten.MaxInflight, int64(ten.DedupTTL), int64(ten.Retention),
+			ns(t), ten.MaxStoredBytes, int64(ten.EventRetention))
 		if isUniqueViolation(err) {
 			return false, fmt.Errorf("tenant %q: %w", p.Name, store.ErrTenantExists)
 		}
@@ -47,16 +48,17 @@ func (s *Store) GetTenant(ctx context.Context, p *store.GetTenantParams) (*store
 
 // tenantColumns are what scanTenant reads, in its order.
 const tenantColumns = `name, max_inflight, inflight, dedup_ttl, retention, created_at, disabled,
-	max_stored_bytes, stored_bytes`
+	max_stored_bytes, stored_bytes, event_retention`
 
 // scanTenant reads one row of tenantColumns.
 func scanTenant(row interface{ Scan(...any) error }) (*store.Tenant, error) {
 	var ten store.Tenant
-	var ttl, ret, created int64
+	var ttl, ret, created, events int64
 	if err := row.Scan(&ten.Name, &ten.MaxInflight, &ten.Inflight, &ttl, &ret, &created, &ten.Disabled,
-		&ten.MaxStoredBytes, &ten.StoredBytes); err != nil {
+		&ten.MaxStoredBytes, &ten.StoredBytes, &events); err != nil {
 		return nil, err
 	}
+	ten.EventRetention = durationNS(events)
 	ten.DedupTTL, ten.Retention, ten.CreatedAt = durationNS(ttl), durationNS(ret), fromNS(created)
 	return &ten, nil
 }
@@ -118,6 +120,14 @@ func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (
 		if p.MaxStoredBytes != nil {
 			sets, args = append(sets, "max_stored_bytes = ?"), append(args, *p.MaxStoredBytes)
 		}
+		if p.EventRetention != nil {
+			// 0 keeps the default, as at creation.
+			v := *p.EventRetention
+			if v == 0 {
+				v = store.DefaultEventRetention
+			}
+			sets, args = append(sets, "event_retention = ?"), append(args, int64(v))
+		}
 		if len(sets) > 0 {
 			args = append(args, p.Name)
 			if _, err := tx.ExecContext(ctx, `UPDATE tenants SET `+strings.Join(sets, ", ")+` WHERE name = ?`, args...); err != nil {
@@ -136,8 +146,8 @@ func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (
 
 // DeleteTenant implements store.Store, as one transaction. The foreign
 // keys remove its keys, schedules and rate limits with the tenant row;
-// executions, their journals, signals and histories, dedup keys, workers and
-// activity minutes have none
+// executions, their journals, signals, consumed events and histories,
+// dedup keys, events, subscriptions, workers and activity minutes have none
 // (admission does not look the tenant up by key), so they are deleted here.
 func (s *Store) DeleteTenant(ctx context.Context, p *store.DeleteTenantParams) error {
 	return s.inTx(ctx, func(ctx context.Context, tx *sql.Tx) (bool, error) {
@@ -169,6 +179,8 @@ func (s *Store) DeleteTenant(ctx context.Context, p *store.DeleteTenantParams) e
 		for _, q := range []string{
 			`DELETE FROM console_sessions WHERE key_hash IN (SELECT hash FROM api_keys WHERE tenant = ?)`,
 			`DELETE FROM dedup_keys WHERE tenant = ?`,
+			`DELETE FROM events WHERE tenant = ?`,
+			`DELETE FROM subscriptions WHERE tenant = ?`,
 			`DELETE FROM workers WHERE tenant = ?`,
 			`DELETE FROM activity WHERE tenant = ?`,
 			`DELETE FROM executions WHERE tenant = ?`,

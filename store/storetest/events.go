@@ -45,7 +45,6 @@ func testEventsPublish(t *testing.T, ns NewStore) {
 			"no name":         {Name: "", Now: now},
 			"long key":        {Name: "payment", Key: strings.Repeat("k", store.MaxEventKeyLen+1), Now: now},
 			"long idem key":   {Name: "payment", IdempotencyKey: strings.Repeat("k", store.MaxKeyLen+1), Now: now},
-			"big data":        {Name: "payment", Data: mustJSON(`"` + strings.Repeat("d", store.DefaultMaxPayloadBytes) + `"`), Now: now},
 			"bad traceparent": {Name: "payment", TraceParent: "nope", Now: now},
 		} {
 			_, err := e.publishWith(p)
@@ -186,9 +185,22 @@ func testEventsWait(t *testing.T, ns NewStore) {
 		e.wantWaitEvent(l2, at(2*time.Second), "paid", "payment", "", base, store.StatusQueued)
 		e.wantEventStep(l2.ExecutionID, "paid", eventOf(res, "payment", "", `1`, base))
 		// Since after it: not matched, however old the execution.
-		l3 := e.runKind(acme, "c", at(-time.Hour))
+		l3 := e.runCreated(acme, "c", at(-time.Hour), at(2*time.Second))
 		e.wantWaitEvent(l3, at(2*time.Second), "paid", "payment", "", at(time.Millisecond), store.StatusSuspended)
 		e.wantEventState(acme, 3, eventSize("payment", "", `1`))
+	})
+
+	t.Run("SinceLaterThanThePublish", func(t *testing.T) {
+		e := start(t, ns)
+		l := e.run(acme, base, job("flow"))
+		e.wantWaitEvent(l, at(time.Second), "paid", "payment", "", at(time.Hour), store.StatusSuspended)
+		early := e.publish(acme, "payment", "", `1`, at(2*time.Second))
+		wantPublished(t, "Publish before the wait's since", early, 0)
+		e.wantSuspended(l.ExecutionID, "paid", "event:payment", time.Time{})
+		late := e.publish(acme, "payment", "", `2`, at(time.Hour))
+		wantPublished(t, "Publish at the wait's since", late, 1)
+		e.wantEventStep(l.ExecutionID, "paid", eventOf(late, "payment", "", `2`, at(time.Hour)))
+		e.wantEventState(acme, 1, 2*eventSize("payment", "", `1`))
 	})
 
 	t.Run("KeyMatching", func(t *testing.T) {
@@ -318,6 +330,24 @@ func testEventsWait(t *testing.T, ns NewStore) {
 		e.wantJournal(l.ExecutionID, [2]string{"paid", string(store.EventStep(eventOf(res, "payment", "", `1`, at(2*time.Second))))})
 	})
 
+	t.Run("SignalsAndEventsDoNotCross", func(t *testing.T) {
+		e := start(t, ns)
+		// A signal may be named like a wait for an event's WaitingFor; a
+		// wait for an event ends by an event or its timeout only, and a
+		// wait for a signal by a signal.
+		ev := e.runKind(acme, "ev", base)
+		sig := e.runKind(acme, "sig", base)
+		e.wantWaitEvent(ev, at(time.Second), "paid", "payment", "", time.Time{}, store.StatusSuspended)
+		_, err := e.wait(sig, at(time.Second), "paid", store.EventWaitFor("payment"), 0)
+		e.must(err, "Suspend for a signal named event:payment")
+		e.wantSignal(ev.ExecutionID, store.EventWaitFor("payment"), `"signal"`, at(2*time.Second), false)
+		e.wantSuspended(ev.ExecutionID, "paid", "event:payment", time.Time{})
+		res := e.publish(acme, "payment", "", `1`, at(3*time.Second))
+		wantPublished(t, "Publish", res, 1)
+		e.wantEventStep(ev.ExecutionID, "paid", eventOf(res, "payment", "", `1`, at(3*time.Second)))
+		e.wantSuspended(sig.ExecutionID, "paid", "event:payment", time.Time{})
+	})
+
 	t.Run("CancelledWaiterIsNotResumed", func(t *testing.T) {
 		e := start(t, ns)
 		l := e.run(acme, base, job("flow"))
@@ -444,7 +474,7 @@ func testEventsRetention(t *testing.T, ns NewStore) {
 		e.prune(at(time.Hour), 100)
 		e.wantEventState(acme, 0, 0)
 		// A wait after the prune does not see it.
-		l := e.run(acme, at(-time.Hour), job("flow"))
+		l := e.runCreated(acme, "flow", at(-time.Hour), at(time.Hour+time.Second))
 		e.wantWaitEvent(l, at(time.Hour+time.Second), "paid", "payment", "", time.Time{}, store.StatusSuspended)
 		// Its idempotency key went with it.
 		p.Now = at(2 * time.Hour)
@@ -513,7 +543,7 @@ func testEventsRetention(t *testing.T, ns NewStore) {
 		}
 		_, err = e.s.GetSubscription(e.ctx, &store.GetSubscriptionParams{Tenant: acme, Name: "audit"})
 		wantErr(t, "GetSubscription of the deleted tenant's", err, store.ErrNotFound)
-		l := e.run(acme, at(-time.Hour), job("flow"))
+		l := e.runCreated(acme, "flow", at(-time.Hour), at(4*time.Second))
 		e.wantWaitEvent(l, at(4*time.Second), "paid", "payment", "", time.Time{}, store.StatusSuspended)
 		p.Now = at(5 * time.Second)
 		again, err := e.publishWith(p)

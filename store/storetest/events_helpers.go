@@ -114,6 +114,14 @@ func (e *env) runKind(tenant, kind string, now time.Time) store.Lease {
 	return e.reclaim(tenant, kind, x.ID, now)
 }
 
+// runCreated admits a job of kind in tenant at created and claims it by
+// kind at now.
+func (e *env) runCreated(tenant, kind string, created, now time.Time) store.Lease {
+	e.t.Helper()
+	x := e.submit(tenant, created, job(kind))
+	return e.reclaim(tenant, kind, x.ID, now)
+}
+
 // reclaim claims execution id (of a kind nothing else ready has) again.
 func (e *env) reclaim(tenant, kind, id string, now time.Time) store.Lease {
 	e.t.Helper()

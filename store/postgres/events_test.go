@@ -420,3 +420,76 @@ func TestPublishIdempotentAcrossStores(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrateDownEvents: going down from schema 16 queues a wait for an
+// event again (a resume, its quota unit kept) and takes the events' bytes
+// from their tenant's count; a sleep stays suspended. Up again, the
+// tenant keeps the default event retention.
+func TestMigrateDownEvents(t *testing.T) {
+	t.Parallel()
+	acquireSlot(t)
+	ctx := t.Context()
+	_, u := newSchema(t)
+	if _, err := postgres.Migrate(ctx, u, "up"); err != nil {
+		t.Fatal(err)
+	}
+	s, err := postgres.Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := eventBase.Add(time.Minute)
+	if _, err := s.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme", MaxInflight: 5, Now: eventBase}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Admit(ctx, &store.AdmitParams{Tenant: "acme", Items: []store.Submission{{Kind: "flow"}, {Kind: "flow"}},
+		Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Claim(ctx, &store.ClaimParams{WorkerID: "w", Max: 2, LeaseDuration: time.Hour, Now: now})
+	if err != nil || len(res.Leases) != 2 {
+		t.Fatalf("Claim: %+v, %v", res, err)
+	}
+	waiter, sleeper := res.Leases[0], res.Leases[1]
+	if x, err := s.Suspend(ctx, &store.SuspendParams{ExecutionID: waiter.ExecutionID, Token: waiter.Token, Step: "ev",
+		Event: "paid", Now: now}); err != nil || x.Status != store.StatusSuspended {
+		t.Fatalf("Suspend: %+v, %v", x, err)
+	}
+	if x, err := s.Suspend(ctx, &store.SuspendParams{ExecutionID: sleeper.ExecutionID, Token: sleeper.Token, Step: "nap",
+		Until: now.Add(time.Hour), Now: now}); err != nil || x.Status != store.StatusSuspended {
+		t.Fatalf("Suspend: %+v, %v", x, err)
+	}
+	before, err := s.GetTenant(ctx, &store.GetTenantParams{Name: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Publish(ctx, &store.PublishParams{Tenant: "acme", Name: "other", Data: json.RawMessage(`"x"`),
+		Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	if st, err := postgres.Migrate(ctx, u, "down"); err != nil || st.Version != postgres.SchemaVersion()-1 {
+		t.Fatalf("down: %+v, %v", st, err)
+	}
+	if _, err := postgres.Migrate(ctx, u, "up"); err != nil {
+		t.Fatal(err)
+	}
+	s, err = postgres.Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ten, err := s.GetTenant(ctx, &store.GetTenantParams{Name: "acme"})
+	if err != nil || ten.Inflight != 2 || ten.StoredBytes != before.StoredBytes ||
+		ten.EventRetention != store.DefaultEventRetention {
+		t.Fatalf("tenant after down and up: %+v, %v; want 2 in flight, %d bytes, the default event retention", ten,
+			err, before.StoredBytes)
+	}
+	if got, err := s.Get(ctx, &store.GetParams{ID: waiter.ExecutionID}); err != nil || got.Status != store.StatusQueued ||
+		got.WaitingFor != "" {
+		t.Fatalf("wait for an event after down and up: %+v, %v; want queued", got, err)
+	}
+	if got, err := s.Get(ctx, &store.GetParams{ID: sleeper.ExecutionID}); err != nil || got.Status != store.StatusSuspended {
+		t.Fatalf("sleep after down and up: %+v, %v; want suspended", got, err)
+	}
+}

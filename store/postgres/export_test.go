@@ -104,6 +104,7 @@ func RunsPlanQueries(id, token string, now time.Time) map[string]PlanQuery {
 		"event resume":     {sqlEventResume, []any{ids, "{null}", id, ts}},
 		"event consume":    {sqlConsumeEvent, []any{id, id}},
 		"prune events":     {sqlPruneEvents, []any{ts, 100}},
+		"event waiters":    {sqlEventWaiters, []any{"acme", "event:n1", ts, nil}},
 	}
 }
 

@@ -9,8 +9,9 @@ import (
 )
 
 // The storage budget (store/storage.go): executions.stored_bytes is what an
-// execution counts, tenants.stored_bytes their sum, each changed in the
-// transaction that writes or deletes the bytes counted.
+// execution counts, events.size what a retained event counts (events.go),
+// tenants.stored_bytes the sum of both, each changed in the transaction
+// that writes or deletes the bytes counted.
 
 // charge counts n more bytes for execution id and its tenant: refused with
 // ErrStorageExceeded, nothing changed, when the tenant's count would pass

@@ -21,7 +21,9 @@ func sized(n int) json.RawMessage {
 // at least its payload and result (a skipped tick, which keeps no payload,
 // counts nothing). Call it when no other goroutine is changing the
 // tenant's executions. CheckInflight calls it, so nearly every test of
-// the suite checks the counter after what it did.
+// the suite checks the counter after what it did. A tenant's retained
+// events count in StoredBytes too (store/events.go): a test that keeps
+// events checks with wantEventState instead, which adds their bytes.
 func CheckStorage(t testing.TB, s store.Store, tenant string) {
 	t.Helper()
 	tn, err := s.GetTenant(t.Context(), &store.GetTenantParams{Name: tenant})

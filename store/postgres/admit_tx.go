@@ -75,6 +75,11 @@ type admission struct {
 	dec    []decision
 	first  map[string]int              // dedup key -> the first valid item that names it
 	hits   map[string]*store.Execution // keys that map to a live execution, locked
+	// reserve is what the caller counts in the storage budget before the
+	// items (a publish's event, events.go): finish refuses the whole
+	// admission with ErrStorageExceeded when the budget has not room for
+	// it, and decides the items with the rest.
+	reserve int64
 }
 
 // bindAdmission is step 1 of admitInTx: it reads the tenant, takes the
@@ -179,6 +184,13 @@ func (a *admission) finish(ctx context.Context, tx pgx.Tx) (*store.AdmitResult, 
 	room, err := storageRoom(ctx, tx, tenant)
 	if err != nil {
 		return nil, false, err
+	}
+	if a.reserve > 0 {
+		if a.reserve > room {
+			return nil, false, fmt.Errorf("tenant %q: %d bytes with %d left of its storage budget: %w", tenant,
+				a.reserve, room, store.ErrStorageExceeded)
+		}
+		room -= a.reserve
 	}
 	var admitted []int
 	var unbindKeys, unbindIDs []string

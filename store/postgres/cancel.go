@@ -13,7 +13,8 @@ import (
 var (
 	// $2 now. A suspension ends with it.
 	sqlCancelWaiting = `UPDATE latch_executions SET status = 'cancelled', finished_at = $2, resume = false,
-    wake_at = NULL, waiting_for = NULL, suspend_step = NULL, wait_count = NULL
+    wake_at = NULL, waiting_for = NULL, suspend_step = NULL, wait_count = NULL,
+    wait_key = NULL, wait_since = NULL
 WHERE id = $1 RETURNING ` + executionColumnsPlain
 
 	sqlRequestCancel = `UPDATE latch_executions SET cancel_requested = true

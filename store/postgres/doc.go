@@ -304,6 +304,52 @@
 // candidate) and DeleteTenant delete the family with it, but for the
 // abandoned children in flight, whose parent_id becomes NULL.
 //
+// # Events (I14)
+//
+// A tenant's events are rows of latch_events (migration 16), each with its
+// EventSize counted in the tenant's storage row from its publish until
+// Prune deletes it at its expires_at; latch_event_consumed keeps the ids
+// of the events each execution consumed, deleted with the execution
+// (latch_delete_history). A wait for an event is a suspension whose
+// waiting_for is store.EventWaitFor(name), with its key (wait_key) and
+// since (wait_since, the execution's created_at when none is given): set
+// only on such a wait, wait_since also tells it from a wait for a signal
+// of the same name, which a Signal does not end.
+//
+// A publish and a wait of one tenant's event name decide one after the
+// other on the name's advisory lock (lockSpaceEvent), held to the commit.
+// Suspend takes it after its fence locked the execution, then reads the
+// oldest match its execution has not consumed (latch_event_match): found,
+// it consumes it and queues the execution again; else it suspends. Publish
+// takes it before it inserts its event, then locks the suspended waits the
+// event matches (latch_executions_event_waits, in id order; one that ended
+// meanwhile, by a Wake or a Cancel, is re-checked on its newest version
+// and left out). Whichever takes the lock second sees what the first
+// committed — the event, or the suspended wait — so the wake-up is never
+// lost, and a wait's row, locked by the publish that ends it and by the
+// Wake that times it out, ends once.
+//
+// Publish is one transaction: the tenant row (FOR KEY SHARE, so that it
+// and a DeleteTenant wait for each other before either takes another
+// lock), a kept answer for a repeated idempotency key, the name's lock,
+// the event's insert (the unique index on (tenant, idempotency_key) waits
+// for a concurrent publish of the key, on any server, and then inserts
+// nothing: its answer is read and returned, Replayed), the waits' rows,
+// then the subscriptions' starts, admitted by Admit's own transaction code
+// (bindAdmission and finish: dedup keys store.EventDedupKey, quota shards,
+// then the storage row) with the event's bytes reserved in the budget
+// before the starts (none left for it: ErrStorageExceeded, nothing
+// written; a start refused by quota or storage is answered in its
+// EventStart), the event's bytes counted, and last the waits resumed —
+// rows the transaction holds: their steps (EventStepWithin the journal's
+// room; like a consumed signal's, counted nothing more) and their consumed
+// event — and the answer kept with the event (store.MarshalPublishAnswer).
+// Prune deletes the expired events with their idempotency keys and takes
+// their bytes from their tenants' counts (latch_prune_events);
+// DeleteTenant deletes the tenant's events and subscriptions
+// (latch_delete_events). Neither table has a foreign key to its tenant: a
+// cascade's plan, made once per connection, could read it whole.
+//
 // # Attempt history
 //
 // Each lease is a run, a row of latch_runs keyed (execution_id, run), run
@@ -364,18 +410,27 @@
 // operation, so that no two transactions wait for each other:
 //
 //  1. a schedule's row and advisory lock (a fire; an admission naming it);
-//  2. the tenant row (UpdateTenant, DeleteTenant);
-//  3. dedup keys, in key order (an admission binding them);
-//  4. execution rows: a family's ancestors first — the parent, then the
+//  2. the tenant row (UpdateTenant, DeleteTenant; FOR KEY SHARE: Publish,
+//     PutSubscription);
+//  3. a tenant's event name (its advisory lock, see Events): Publish takes
+//     it before the rows of the waits it resumes; Suspend of a wait for an
+//     event after its own row (5), which is running, while Publish locks
+//     only suspended rows, so no row is held by one and waited for by the
+//     other; then a concurrent publish of the same idempotency key (the
+//     unique index);
+//  4. dedup keys, in key order (an admission binding them; a publish binds
+//     its starts' keys after the waits' rows, but those keys are new, of
+//     the event it just inserted, and never waited for);
+//  5. execution rows: a family's ancestors first — the parent, then the
 //     execution, then its descendants level by level (see Children) — and
 //     in id order where one statement waits for several (a dedup hit; a
 //     level of a family; a fenced operation, Cancel, Delete, Retry,
 //     Suspend, Signal, a step: one row, after its parent's);
-//  5. the tenant's quota shards, in shard order when waiting for them
+//  6. the tenant's quota shards, in shard order when waiting for them
 //     (the exact path of takeQuota, returnQuota, resetQuota; a
 //     transaction gives its units back once, giveBack, so it never holds
 //     one shard while it waits for another);
-//  6. the tenant's storage row (latch_storage), last: storageRoom, or the
+//  7. the tenant's storage row (latch_storage), last: storageRoom, or the
 //     trigger (migration 11) that moves the count at the end of any
 //     statement that inserts or deletes executions or changes their bytes.
 //
@@ -411,7 +466,8 @@
 // remove an execution's dedup key after locking its row (another
 // transaction holds that key row only to unbind it as expired, and an
 // admission doing so does not wait for that execution); Wake locks due
-// suspensions in (wake_at, id) order, not id order; DeleteTenant deletes
+// suspensions in (wake_at, id) order, not id order (a publish locks the
+// waits it resumes in id order); DeleteTenant deletes
 // its tenant's terminal executions and dedup keys with every shard held;
 // and a group's statements touch several tenants' storage rows in
 // statement order, not tenant order (a group the server rolls back runs
@@ -428,7 +484,11 @@
 // path) — so while it decides no execution of the tenant is added or
 // ended, and a collision it cannot foresee is retried.
 // TestLockOrderNoDeadlock runs admissions at the quota limit against
-// completes, fails, deletes, cancels, steps and heartbeats, and finds none;
+// completes, fails, deletes, cancels, steps, heartbeats, waits for an
+// event, publishes that resume them and start executions, and wakes, and
+// finds none; TestPublishRacesSuspend races publishes against waits,
+// signals and admissions of one tenant, and finds no deadlock and no lost
+// wake-up;
 // TestFamilyLockOrder runs the ends, spawns, heartbeats and fan-in waits
 // of one family at once, and finds none.
 //
@@ -524,6 +584,11 @@
 // earlier claim or step; the caller holds the execution's row). The
 // function's CTE is one row that the statement's final query reads, since
 // PostgreSQL runs a CTE that only reads when it is referenced.
+// Events are found the same way (migration 16): a wait's oldest match
+// through latch_event_match, Prune's expired events through
+// latch_prune_events, a tenant's events and subscriptions through
+// latch_delete_events; a publish's resume writes the steps and consumed
+// events on their primary keys (TestRunsPlans checks them all).
 // Point lookups of one execution's journal and runs (Steps, Runs, a
 // step's record, Suspend's probe) are plain statements still.
 package postgres

@@ -91,7 +91,7 @@ func RunsPlanQueries(id, token string, now time.Time) map[string]PlanQuery {
 		"complete one":     {finishStatements[kindComplete].change[finishInTx], []any{ids, tok, "{acme}", at, "{NULL}"}},
 		"fail":             {finishStatements[kindFail].change[finishGrouped], []any{ids, tok, "{acme}", at, "{false}", at, "{boom}"}},
 		"release":          {finishStatements[kindRelease].change[finishGrouped], []any{ids, tok, "{acme}", at, "{false}"}},
-		"suspend":          {sqlSuspendWait, []any{id, later, "sleep", "s", ts, 1, 0}},
+		"suspend":          {sqlSuspendWait, []any{id, later, "sleep", "s", ts, 1, 0, nil, nil, false}},
 		"child ended":      {sqlChildEnded, []any{id, "s", "children:s"}},
 		"fan-in children":  {sqlFanInChildren, []any{id, "s"}},
 		"claim chosen":     {sqlClaimChosen, []any{ts, ids, "w", later}},
@@ -99,6 +99,12 @@ func RunsPlanQueries(id, token string, now time.Time) map[string]PlanQuery {
 		"prune":            {sqlPruneExecutions, []any{later, 100}},
 		"delete tenant":    {sqlDeleteTenant, []any{"acme"}},
 		"delete execution": {sqlDeleteExecution, []any{id}},
+		"event match":      {sqlEventMatch, []any{"acme", "n1", nil, id, ts, nil}},
+		"event match key":  {sqlEventMatch, []any{"acme", "n1", nil, id, ts, "k1"}},
+		"event resume":     {sqlEventResume, []any{ids, "{null}", id, ts}},
+		"event consume":    {sqlConsumeEvent, []any{id, id}},
+		"prune events":     {sqlPruneEvents, []any{ts, 100}},
+		"event waiters":    {sqlEventWaiters, []any{"acme", "event:n1", ts, nil}},
 	}
 }
 

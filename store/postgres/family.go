@@ -46,7 +46,7 @@ ORDER BY id FOR UPDATE`
     cancel_requested = x.cancel_requested OR x.status = 'running',
     finished_at = CASE WHEN x.status = 'running' THEN x.finished_at ELSE $2::timestamptz END,
     resume = x.resume AND x.status = 'running',
-    wake_at = NULL, waiting_for = NULL, suspend_step = NULL, wait_count = NULL
+    wake_at = NULL, waiting_for = NULL, suspend_step = NULL, wait_count = NULL, wait_key = NULL, wait_since = NULL
 WHERE x.id = ANY($1::uuid[])
 RETURNING x.id::text, x.tenant, x.status, x.parent_id, x.parent_step`
 

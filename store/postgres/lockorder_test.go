@@ -70,7 +70,9 @@ func (d *deadlockTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatc
 // shard locked, and counting their bytes in the storage row; completes and
 // fails (results and errors counted in the storage row) giving units back,
 // on the transaction path when no shard is at hand; force deletes of
-// executions in flight; cancels; recorded steps; heartbeats. Two stores
+// executions in flight; cancels; recorded steps; heartbeats; waits for an
+// event, the publishes that resume them and start a subscription's
+// executions (quota, storage), and the wakes that time them out. Two stores
 // share the schema, as two servers would. Every one of these takes its
 // locks in the store's one order (doc.go, "Lock order"), so PostgreSQL
 // must never find a deadlock among them: the tracer sees every statement
@@ -165,6 +167,12 @@ func TestLockOrderNoDeadlock(t *testing.T) {
 			return
 		}
 		l := res.Leases[0]
+		if r.IntN(4) == 0 { // a wait for an event: a publish or a wake ends it
+			_, err := s.Suspend(ctx, &store.SuspendParams{ExecutionID: l.ExecutionID, Token: l.Token,
+				Step: fmt.Sprintf("w%d", r.IntN(1000)), Event: "ev", Timeout: 20 * time.Millisecond, Now: time.Now()})
+			check("suspend", err, store.ErrLeaseLost)
+			return
+		}
 		if r.IntN(2) == 0 {
 			_, err := s.RecordStep(ctx, &store.RecordStepParams{ExecutionID: l.ExecutionID, Token: l.Token,
 				Name: fmt.Sprintf("s%d", r.IntN(3)), Result: payload, Now: time.Now()})
@@ -198,9 +206,36 @@ func TestLockOrderNoDeadlock(t *testing.T) {
 		check("delete", err, store.ErrNotFound)
 	}
 
+	// Publishes resume the waits (execution rows, under the event name's
+	// lock) and start the subscription's executions (quota, storage);
+	// Wake ends the waits past their timeout.
+	if _, err := servers[0].PutSubscription(ctx, &store.PutSubscriptionParams{Subscription: store.Subscription{
+		Tenant: tenant, Name: "sub", Event: "ev", Kind: "k", Enabled: true}, Now: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	publish := func(s *postgres.Store, r *rand.Rand) {
+		p := &store.PublishParams{Tenant: tenant, Name: "ev", Data: payload, Now: time.Now()}
+		if r.IntN(2) == 0 {
+			p.IdempotencyKey = fmt.Sprintf("pub-%d", r.IntN(1000))
+		}
+		res, err := s.Publish(ctx, p)
+		check("publish", err)
+		if err == nil {
+			for _, st := range res.Started {
+				check("publish start", st.Err, store.ErrQuotaExceeded)
+			}
+		}
+	}
+	wake := func(s *postgres.Store, _ *rand.Rand) {
+		_, err := s.Wake(ctx, &store.WakeParams{Now: time.Now()})
+		check("wake", err)
+		time.Sleep(5 * time.Millisecond)
+	}
+
 	deadline := time.Now().Add(4 * time.Second)
 	var wg sync.WaitGroup
-	for c, do := range []func(*postgres.Store, *rand.Rand){admit, admit, admit, admit, work, work, work, work, disturb} {
+	for c, do := range []func(*postgres.Store, *rand.Rand){admit, admit, admit, admit, work, work, work, work, disturb,
+		publish, publish, wake} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -302,6 +302,10 @@ func (s *Store) Prune(ctx context.Context, p *store.PruneParams) (*store.PruneRe
 		if _, err = c.Exec(ctx, sqlPruneSessions, t); err != nil {
 			return err
 		}
+		var events int64
+		if err := c.QueryRow(ctx, sqlPruneEvents, t, 10*store.DefaultBatch).Scan(&events); err != nil {
+			return err
+		}
 		_, err = c.Exec(ctx, sqlPrunePresence, t.Add(-store.PresenceKept), t.Add(-store.ActivityKept))
 		return err
 	})

@@ -102,6 +102,8 @@ const (
 	lockSpaceConcurrency = 0x6c61_0002 // "la" 2: claims of one tenant's concurrency key
 	lockSpaceSchedule    = 0x6c61_0003 // "la" 3: the executions of one tenant's schedule
 	lockSpaceScheduleSet = 0x6c61_0004 // "la" 4: the creation of a tenant's schedules, under a bound
+	lockSpaceEvent       = 0x6c61_0005 // "la" 5: a tenant's event name: its publishes and the waits for it
+	lockSpaceSubSet      = 0x6c61_0006 // "la" 6: the creation of a tenant's subscriptions, under a bound
 )
 
 func migrate(ctx context.Context, conn *pgx.Conn, op string) (st *MigrationStatus, err error) {

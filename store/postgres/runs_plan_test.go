@@ -13,7 +13,9 @@ import (
 )
 
 // TestRunsPlans: the statements that write an execution's runs, or delete
-// its journal, signals and runs, find those rows by the primary key
+// its journal, signals, runs and consumed events, and those that read and
+// write events (a wait's match, a publish's resume, Prune's), find those
+// rows by an index
 // whatever the statistics said when the connection planned them. The
 // store's connections make a statement's generic plan once (postgres.go:
 // plan_cache_mode = force_generic_plan) and keep it until an ANALYZE of its
@@ -40,7 +42,7 @@ func TestRunsPlans(t *testing.T) {
 		SELECT gen_random_uuid(), 'acme', 'echo', 'default', 0, 'queued', '{}', 1, 60, now(), now()
 		FROM generate_series(1, 50000)`)
 	f.must(err, "queue 50,000 executions")
-	history := []string{"latch_runs", "latch_steps", "latch_signals"}
+	history := []string{"latch_runs", "latch_steps", "latch_signals", "latch_event_consumed", "latch_events"}
 	for _, tbl := range history {
 		_, err = admin.pool.Exec(ctx, `VACUUM ANALYZE `+table(tbl))
 		f.must(err, "analyze "+tbl)
@@ -66,6 +68,8 @@ func TestRunsPlans(t *testing.T) {
 			switch a := a.(type) {
 			case int:
 				lits[i] = fmt.Sprint(a)
+			case nil:
+				lits[i] = "NULL"
 			default:
 				lits[i] = "'" + strings.ReplaceAll(fmt.Sprint(a), "'", "''") + "'"
 			}
@@ -108,11 +112,14 @@ func TestRunsPlans(t *testing.T) {
 		run(name) // the plans are made, the functions' too
 	}
 	for _, tbl := range history {
-		_, err = admin.pool.Exec(ctx, `INSERT INTO `+table(tbl)+` (execution_id, `+map[string]string{
-			"latch_runs":    `run, attempt, worker_id, claimed_at) SELECT gen_random_uuid(), 1, 1, 'w', now()`,
-			"latch_steps":   `name, result, recorded_at, attempt) SELECT gen_random_uuid(), 's', '{}', now(), 1`,
-			"latch_signals": `name, data, consumed, delivered, sent_at) SELECT gen_random_uuid(), 's', '{}', false, false, now()`,
-		}[tbl]+` FROM generate_series(1, 50000)`)
+		_, err = admin.pool.Exec(ctx, `INSERT INTO `+table(tbl)+map[string]string{
+			"latch_runs":           ` (execution_id, run, attempt, worker_id, claimed_at) SELECT gen_random_uuid(), 1, 1, 'w', now()`,
+			"latch_steps":          ` (execution_id, name, result, recorded_at, attempt) SELECT gen_random_uuid(), 's', '{}', now(), 1`,
+			"latch_signals":        ` (execution_id, name, data, consumed, delivered, sent_at) SELECT gen_random_uuid(), 's', '{}', false, false, now()`,
+			"latch_event_consumed": ` (execution_id, event_id) SELECT gen_random_uuid(), gen_random_uuid()`,
+			"latch_events": ` (id, tenant, name, key, data, published_at, expires_at, size)
+				SELECT gen_random_uuid(), 'acme', 'n' || (i % 100), 'k' || (i % 7), 'null', now(), now() + interval '1 day', 1`,
+		}[tbl]+` FROM generate_series(1, 50000) AS i`)
 		f.must(err, "grow "+tbl)
 	}
 	for name := range queries {

@@ -15,9 +15,10 @@ import (
 // arrival order.
 const (
 	// The execution, locked: $1 id, $2 tenant ('' = any).
-	// A fan-in wait (wait_count set) waits for no signal, whatever its
-	// waiting_for reads.
-	sqlSignalLock = `SELECT status, CASE WHEN wait_count IS NULL THEN coalesce(waiting_for, '') END FROM latch_executions
+	// A fan-in wait (wait_count set) and a wait for an event (wait_since
+	// set) wait for no signal, whatever their waiting_for reads.
+	sqlSignalLock = `SELECT status, CASE WHEN wait_count IS NULL AND wait_since IS NULL THEN coalesce(waiting_for, '') END
+FROM latch_executions
 WHERE id = $1 AND ($2 = '' OR tenant = $2) FOR UPDATE`
 
 	// The step a wait's end records, and the journal's bytes.

@@ -64,11 +64,14 @@ UPDATE latch_executions SET status = 'queued', run_at = $2, resume = true, has_s
 WHERE id = $1 AND ` + sqlEndRunRead + ` RETURNING ` + executionColumnsPlain
 
 	// Suspended: $2 wake_at, $3 waiting_for, $4 the step, $7 a fan-in
-	// wait's count (NULL for any other); the run $6 ends at $5, suspended.
+	// wait's count (NULL for any other), $8 and $9 a wait for an event's
+	// key and since (NULL for any other; since is the execution's
+	// created_at when $9 is NULL and $10); the run $6 ends at $5,
+	// suspended.
 	sqlSuspendWait = `
 WITH ` + endRunSQL(6, 5, store.RunSuspended) + `
 UPDATE latch_executions SET status = 'suspended', wake_at = $2, waiting_for = $3, suspend_step = $4,
-    wait_count = $7, resume = false, lease_token = NULL, worker_id = NULL, lease_expires_at = NULL
+    wait_count = $7, wait_key = $8, wait_since = CASE WHEN $10 THEN coalesce($9, created_at) END, resume = false, lease_token = NULL, worker_id = NULL, lease_expires_at = NULL
 WHERE id = $1 AND ` + sqlEndRunRead + ` RETURNING ` + executionColumnsPlain
 
 	// A cancel requested: cancelled, as Complete would end it ($2 now),
@@ -82,7 +85,8 @@ WHERE id = $1 AND ` + sqlEndRunRead + ` RETURNING ` + executionColumnsPlain
 
 // Suspend implements store.Store, as one transaction: the fence locks the
 // row, then the step and the buffered signals (a fan-in wait: its spawn's
-// counters) are read and the execution is cancelled, queued again (a
+// counters; a wait for an event: the oldest match, under the event name's
+// lock, events.go) are read and the execution is cancelled, queued again (a
 // resume) or suspended; a cancelled one gives its quota unit back, the
 // others keep it. A cancelled child locks its parent first (family.go):
 // when the fence finds one it did not lock, it runs again with it.
@@ -189,6 +193,8 @@ func suspendInTx(ctx context.Context, tx pgx.Tx, f fence, p *store.SuspendParams
 		return scanExecution(tx.QueryRow(ctx, sqlSuspendQueue, f.id, t, false, p.Step, nil, nil, run))
 	case p.Children != "":
 		return suspendFanIn(ctx, tx, f, p, t, run, size)
+	case p.Event != "":
+		return suspendEvent(ctx, tx, f, tenant, p, t, run, size)
 	case p.Signal == "" && !micro(p.Until).After(t): // a sleep already over (to the microsecond stored)
 		return scanExecution(tx.QueryRow(ctx, sqlSuspendQueue, f.id, t, true, p.Step, "null", nil, run))
 	case seq != nil: // the signal came first
@@ -203,7 +209,8 @@ func suspendInTx(ctx context.Context, tx pgx.Tx, f fence, p *store.SuspendParams
 		w := micro(t.Add(p.Timeout))
 		wakeAt = &w
 	}
-	return scanExecution(tx.QueryRow(ctx, sqlSuspendWait, f.id, wakeAt, strPtr(p.Signal), p.Step, t, run, nil))
+	return scanExecution(tx.QueryRow(ctx, sqlSuspendWait, f.id, wakeAt, strPtr(p.Signal), p.Step, t, run, nil, nil, nil,
+		false))
 }
 
 // suspendFanIn is Suspend's fan-in wait (children.go), with the row
@@ -237,5 +244,5 @@ func suspendFanIn(ctx context.Context, tx pgx.Tx, f fence, p *store.SuspendParam
 		wakeAt = &w
 	}
 	return scanExecution(tx.QueryRow(ctx, sqlSuspendWait, f.id, wakeAt, store.ChildrenWaitFor(p.Children), p.Step, t,
-		run, p.Count))
+		run, p.Count, nil, nil, false))
 }

@@ -19,8 +19,8 @@ const (
 	// is then false.
 	sqlCreateTenant = `
 WITH t AS (
-    INSERT INTO latch_tenants (name, max_inflight, dedup_ttl, retention, created_at)
-    VALUES ($1, $2, $3, $4, $5)
+    INSERT INTO latch_tenants (name, max_inflight, dedup_ttl, retention, created_at, event_retention)
+    VALUES ($1, $2, $3, $4, $5, $10)
     ON CONFLICT DO NOTHING
     RETURNING name
 ), q AS (
@@ -40,7 +40,7 @@ SELECT EXISTS (SELECT 1 FROM t)`
 	// execution's status. When frozen (free = -1, see the migration) the
 	// tenant owes debt units beyond max_inflight.
 	sqlGetTenant = `
-SELECT t.name, t.max_inflight, t.dedup_ttl, t.retention, t.created_at, t.disabled,
+SELECT t.name, t.max_inflight, t.dedup_ttl, t.retention, t.created_at, t.disabled, t.event_retention,
     CASE WHEN bool_or(q.free < 0) THEN t.max_inflight + sum(q.debt)
          ELSE t.max_inflight - coalesce(sum(q.free), 0) END,
     ` + sqlStorageColumns + `
@@ -53,7 +53,7 @@ GROUP BY t.name`
 	sqlUpdateTenant = `
 UPDATE latch_tenants SET max_inflight = coalesce($2, max_inflight),
     dedup_ttl = coalesce($3, dedup_ttl), retention = coalesce($4, retention),
-    disabled = coalesce($5, disabled)
+    disabled = coalesce($5, disabled), event_retention = coalesce($6, event_retention)
 WHERE name = $1`
 
 	sqlDeleteTenantLockSchedules = `SELECT 1 FROM latch_schedules WHERE tenant = $1 ORDER BY name FOR UPDATE`
@@ -61,7 +61,8 @@ WHERE name = $1`
 WHERE tenant = $1 AND status IN ('scheduled', 'queued', 'running', 'suspended') ORDER BY id FOR UPDATE`
 
 	// Everything of the tenant without a foreign key to it (executions with
-	// their journals, signals and runs; its workers and activity minutes),
+	// their journals, signals, runs and consumed events; its events and
+	// subscriptions; its workers and activity minutes),
 	// then the tenant (the foreign keys take the rest).
 	sqlDeleteTenant = `
 WITH wk AS (
@@ -76,8 +77,10 @@ WITH wk AS (
     DELETE FROM latch_executions WHERE tenant = $1 RETURNING id
 ), h AS (
     SELECT latch_delete_history(ARRAY(SELECT id FROM e)) AS gone
+), ev AS (
+    SELECT latch_delete_events($1) AS gone
 )
-DELETE FROM latch_tenants WHERE name = $1 AND (SELECT gone FROM h) IS NOT NULL`
+DELETE FROM latch_tenants WHERE name = $1 AND (SELECT gone FROM h) IS NOT NULL AND (SELECT gone FROM ev) IS NOT NULL`
 
 	sqlAddAPIKey = `INSERT INTO latch_api_keys (hash, tenant, key_id, created_at) VALUES ($1, $2, $4, $3)`
 
@@ -100,7 +103,8 @@ func (s *Store) CreateTenant(ctx context.Context, p *store.CreateTenantParams) (
 	var created bool
 	err = s.write(ctx, func(ctx context.Context, c *pgxpool.Conn) error {
 		return c.QueryRow(ctx, sqlCreateTenant, ten.Name, ten.MaxInflight, int64(ten.DedupTTL),
-			int64(ten.Retention), t, p.KeyHash, quotaShards, store.KeyIDOrNew(p.KeyID), ten.MaxStoredBytes).Scan(&created)
+			int64(ten.Retention), t, p.KeyHash, quotaShards, store.KeyIDOrNew(p.KeyID), ten.MaxStoredBytes,
+			int64(ten.EventRetention)).Scan(&created)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("postgres: create tenant: %w", interpretError(err))
@@ -118,8 +122,8 @@ func (s *Store) GetTenant(ctx context.Context, p *store.GetTenantParams) (*store
 
 func getTenant(ctx context.Context, q querier, name string) (*store.Tenant, error) {
 	var ten store.Tenant
-	var ttl, ret int64
-	err := q.QueryRow(ctx, sqlGetTenant, name).Scan(&ten.Name, &ten.MaxInflight, &ttl, &ret, &ten.CreatedAt, &ten.Disabled, &ten.Inflight,
+	var ttl, ret, evret int64
+	err := q.QueryRow(ctx, sqlGetTenant, name).Scan(&ten.Name, &ten.MaxInflight, &ttl, &ret, &ten.CreatedAt, &ten.Disabled, &evret, &ten.Inflight,
 		&ten.MaxStoredBytes, &ten.StoredBytes)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("tenant %q: %w", name, store.ErrNotFound)
@@ -128,6 +132,7 @@ func getTenant(ctx context.Context, q querier, name string) (*store.Tenant, erro
 		return nil, fmt.Errorf("postgres: get tenant: %w", interpretError(err))
 	}
 	ten.DedupTTL, ten.Retention, ten.CreatedAt = durationNS(ttl), durationNS(ret), ten.CreatedAt.UTC()
+	ten.EventRetention = durationNS(evret)
 	return &ten, nil
 }
 
@@ -156,7 +161,12 @@ func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (
 			v := int64(*p.Retention)
 			ret = &v
 		}
-		if _, err := tx.Exec(ctx, sqlUpdateTenant, p.Name, p.MaxInflight, ttl, ret, p.Disabled); err != nil {
+		var evret *int64
+		if p.EventRetention != nil {
+			v := int64(*p.EventRetention)
+			evret = &v
+		}
+		if _, err := tx.Exec(ctx, sqlUpdateTenant, p.Name, p.MaxInflight, ttl, ret, p.Disabled, evret); err != nil {
 			return false, err
 		}
 		// The quota shards before the storage row: the store's lock order

@@ -21,8 +21,9 @@ import (
 // being kept touched it, and Wake promises every due one. A row that
 // changed meanwhile is re-checked on its newest version (still suspended
 // and due), so a suspension ends once (suspend.go); two Wakes lock in one
-// order, so they do not deadlock. Fan-in waits (wait_count set) are
-// sqlWakeFanIn's.
+// order, so they do not deadlock. A wait for an event times out here too
+// (TimedOut): a publish that matches it locks it first (events.go), so
+// the wait ends once. Fan-in waits (wait_count set) are sqlWakeFanIn's.
 const sqlWake = `
 WITH x AS (
     SELECT id, suspend_step, waiting_for, attempt FROM latch_executions
@@ -36,7 +37,7 @@ WITH x AS (
     ON CONFLICT (execution_id, name) DO NOTHING
 )
 UPDATE latch_executions e SET status = 'queued', run_at = $1, resume = true, has_steps = true,
-    wake_at = NULL, waiting_for = NULL, suspend_step = NULL
+    wake_at = NULL, waiting_for = NULL, suspend_step = NULL, wait_key = NULL, wait_since = NULL
 FROM x WHERE e.id = x.id
 RETURNING e.id::text`
 

@@ -345,11 +345,12 @@ type DeleteSubscriptionParams struct {
 	Name   string
 }
 
-// checkEventRetention checks a given event retention: 1s..MaxTenantDuration
-// (0 takes the default at creation).
+// checkEventRetention checks a given event retention: 1s..MaxTenantDuration.
+// (A zero CreateTenantParams.EventRetention takes the default before it
+// is checked; an update always gives one.)
 func checkEventRetention(v *time.Duration) error {
-	if v != nil && (*v < 0 || *v > MaxTenantDuration) {
-		return fmt.Errorf("%w: event_retention %v not in 0..%v", ErrInvalid, *v, MaxTenantDuration)
+	if v != nil && (*v < time.Second || *v > MaxTenantDuration) {
+		return fmt.Errorf("%w: event_retention %v not in 1s..%v", ErrInvalid, *v, MaxTenantDuration)
 	}
 	return nil
 }

@@ -121,12 +121,7 @@ func (s *Store) UpdateTenant(ctx context.Context, p *store.UpdateTenantParams) (
 			sets, args = append(sets, "max_stored_bytes = ?"), append(args, *p.MaxStoredBytes)
 		}
 		if p.EventRetention != nil {
-			// 0 keeps the default, as at creation.
-			v := *p.EventRetention
-			if v == 0 {
-				v = store.DefaultEventRetention
-			}
-			sets, args = append(sets, "event_retention = ?"), append(args, int64(v))
+			sets, args = append(sets, "event_retention = ?"), append(args, int64(*p.EventRetention))
 		}
 		if len(sets) > 0 {
 			args = append(args, p.Name)

@@ -447,9 +447,10 @@ func testEventsRetention(t *testing.T, ns NewStore) {
 		if tn.EventRetention != two || e.tenant(acme).EventRetention != two {
 			t.Errorf("UpdateTenant: EventRetention %v (read back %v), want 2h", tn.EventRetention, e.tenant(acme).EventRetention)
 		}
-		neg := -time.Second
-		_, err = e.s.UpdateTenant(e.ctx, &store.UpdateTenantParams{Name: acme, EventRetention: &neg})
-		wantErr(t, "UpdateTenant with a negative retention", err, store.ErrInvalid)
+		for _, bad := range []time.Duration{-time.Second, 0, time.Second - 1} {
+			_, err = e.s.UpdateTenant(e.ctx, &store.UpdateTenantParams{Name: acme, EventRetention: &bad})
+			wantErr(t, fmt.Sprintf("UpdateTenant with a retention of %v", bad), err, store.ErrInvalid)
+		}
 		_, err = e.s.CreateTenant(e.ctx, &store.CreateTenantParams{Name: "initech", EventRetention: store.MaxTenantDuration + time.Second, Now: base})
 		wantErr(t, "CreateTenant past MaxTenantDuration", err, store.ErrInvalid)
 		if got := e.tenant(acme).EventRetention; got != two {

@@ -2,7 +2,7 @@
 // long each store operation takes (an Observer of a storewrap.Wrap'ped
 // store), what the calls made through this server did that an on-call
 // person watches (retries, rate-limit deferrals, suspended flows,
-// signals), and, read from the store at scrape time, how deep each queue
+// signals, how long claimed work waited for a worker), and, read from the store at scrape time, how deep each queue
 // is (Queues). docs/observability.md lists the series.
 package storemetrics
 

@@ -99,6 +99,33 @@ func testClaim(t *testing.T, ns NewStore) {
 			t.Fatalf("claimed %s attempt %d, want %s attempt 2", retried.ExecutionID, retried.Attempt, queued.ID)
 		}
 		wantTime(t, "ReadyAt of a retried execution (its backoff end)", retried.ReadyAt, at(4*time.Minute+30*time.Second))
+
+		_, err = e.release(retried, at(6*time.Minute))
+		e.must(err, "Release")
+		released := claimAt(at(7 * time.Minute))
+		if released.ExecutionID != queued.ID {
+			t.Fatalf("claimed %s, want the released %s", released.ExecutionID, queued.ID)
+		}
+		wantTime(t, "ReadyAt of a released execution (its release)", released.ReadyAt, at(6*time.Minute))
+		_, err = e.complete(released, at(8*time.Minute), nil)
+		e.must(err, "Complete")
+		_, err = e.complete(due, at(8*time.Minute), nil)
+		e.must(err, "Complete")
+
+		sub = job("echo")
+		sub.MaxAttempts = 5
+		lost := e.submit(acme, at(8*time.Minute), sub)
+		if l := claimAt(at(9 * time.Minute)); l.ExecutionID != lost.ID {
+			t.Fatalf("claimed %s, want %s", l.ExecutionID, lost.ID)
+		}
+		if r := e.rescue(at(9*time.Minute+time.Hour+time.Second), 0); r.Requeued != 1 {
+			t.Fatalf("Rescue after the lease expired: %+v, want 1 requeued", r)
+		}
+		rescued := claimAt(at(2 * time.Hour))
+		if rescued.ExecutionID != lost.ID {
+			t.Fatalf("claimed %s, want the rescued %s", rescued.ExecutionID, lost.ID)
+		}
+		wantTime(t, "ReadyAt of a rescued execution (its rescue)", rescued.ReadyAt, at(9*time.Minute+time.Hour+time.Second))
 	})
 
 	t.Run("NothingReady", func(t *testing.T) {

@@ -129,7 +129,13 @@ type Lease struct {
 	MaxAttempts    int
 	TimeoutSeconds int
 	ExpiresAt      time.Time
-	TraceParent    string // the execution's ("" = none)
+	// ReadyAt is when the execution became claimable: its RunAt at the
+	// claim (the submit's time for a queued one, the due time of a
+	// scheduled one, a retry's backoff end, a resume's time, or the time
+	// a release or a rescue gave it back). Now minus ReadyAt is how long
+	// it waited for a worker.
+	ReadyAt     time.Time
+	TraceParent string // the execution's ("" = none)
 	// Steps is the execution's journal at the claim, by name: the steps
 	// recorded before it, in record order, as far as the claim's bound
 	// (ClaimJournalBytes) reaches. Empty (nil) when none is.

@@ -72,7 +72,7 @@ func newEngineMetrics() *engineMetrics {
 
 // instrument returns st wrapped so that every call through it is timed
 // (latch_store_operation_duration_seconds), counted where it matters
-// (retries, deferrals, suspends, signals) and counted in the server's
+// (retries, deferrals, suspends, signals, claim waits) and counted in the server's
 // reports; everything latch serve does goes through it. It also makes the
 // queue gauges, read through it at scrape time.
 func (m *engineMetrics) instrument(st store.Store, log *slog.Logger) store.Store {

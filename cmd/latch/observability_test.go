@@ -252,6 +252,14 @@ func TestServeObservability(t *testing.T) {
 		`latch_execution_duration_seconds_count{kind="echo",status="succeeded"}`:     3,
 		`latch_execution_duration_seconds_count{kind="external",status="succeeded"}`: 1,
 		`latch_execution_duration_seconds_count{kind="external",status="failed"}`:    1,
+		// Every lease handed out, in-process and over HTTP, by queue (the
+		// deferred one is not claimed).
+		`latch_claim_wait_seconds_count{queue="default"}`: 2,
+		`latch_claim_wait_seconds_count{queue="rl"}`:      1,
+		`latch_claim_wait_seconds_count{queue="ext"}`:     3,
+		`latch_claim_wait_seconds_count{queue="flows"}`:   2,
+		`latch_claim_wait_seconds_count{queue="held"}`:    1,
+		`latch_claim_wait_seconds_count{queue="lost"}`:    1,
 	}
 	// Series whose value the work bounds but does not fix.
 	atLeast := map[string]float64{

@@ -2,11 +2,13 @@
 // long each store operation takes (an Observer of a storewrap.Wrap'ped
 // store), what the calls made through this server did that an on-call
 // person watches (retries, rate-limit deferrals, suspended flows,
-// signals), and, read from the store at scrape time, how deep each queue
+// signals, how long claimed work waited for a worker), and, read from the store at scrape time, how deep each queue
 // is (Queues). docs/observability.md lists the series.
 package storemetrics
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/latch-run/latch/internal/labels"
@@ -36,7 +38,9 @@ type Metrics struct {
 	signals   *prometheus.CounterVec
 	attempts  *prometheus.HistogramVec
 	lifetime  *prometheus.HistogramVec
+	claimWait *prometheus.HistogramVec
 	kinds     *labels.Bounded // the kind label: kinds are tenants' names
+	queues    *labels.Bounded // the queue label: queues are tenants' names too
 }
 
 // New returns the collectors, every series without labels or with a
@@ -81,16 +85,25 @@ func New() *Metrics {
 				"fail to a terminal status), by kind and status: queueing, retries and flows' waits included.",
 			Buckets: []float64{.01, .05, .1, .5, 1, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 24 * 3600},
 		}, []string{"kind", "status"}),
+		claimWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "latch_claim_wait_seconds",
+			Help: "Time from ready to claimed of the leases claims through this server handed out, by queue: from " +
+				"the execution's run_at (its submit, a scheduled one's due time, a retry's backoff end, a resume) to " +
+				"the claim, in-process workers' claims and POST /api/workers/claim alike.",
+			Buckets: ClaimWaitBuckets,
+		}, []string{"queue"}),
 	}
 	m.signals.WithLabelValues(SignalDelivered)
 	m.signals.WithLabelValues(SignalBuffered)
 	m.kinds = labels.New(labels.DefaultMax)
+	m.queues = labels.New(labels.DefaultMax)
 	return m
 }
 
 // Collectors are what the server serves on /metrics.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.ops, m.retries, m.deferrals, m.suspends, m.signals, m.attempts, m.lifetime}
+	return []prometheus.Collector{m.ops, m.retries, m.deferrals, m.suspends, m.signals, m.attempts, m.lifetime,
+		m.claimWait}
 }
 
 // Observe counts one store call: give it to storewrap.Wrap.
@@ -103,6 +116,9 @@ func (m *Metrics) Observe(c *storewrap.Call) {
 	case *store.ClaimResult:
 		if r.Deferred > 0 {
 			m.deferrals.Add(float64(r.Deferred))
+		}
+		if len(r.Leases) > 0 {
+			m.claimed(c, r.Leases)
 		}
 	case *store.SignalResult:
 		if r.Delivered {
@@ -124,6 +140,32 @@ func (m *Metrics) Observe(c *storewrap.Call) {
 				m.suspends.WithLabelValues(m.kinds.Value(r.Kind)).Inc()
 			}
 		}
+	}
+}
+
+// ClaimWaitBuckets are latch_claim_wait_seconds' buckets: from a hot
+// queue's milliseconds to a backlog's hours.
+var ClaimWaitBuckets = []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600,
+	4 * 3600}
+
+// claimed observes the wait of each lease a claim handed out: from its
+// ReadyAt to the claim's time (ClaimParams.Now, the clock the store
+// claimed by; the wall clock when it is zero, as for the store). A lease
+// of a store that leaves ReadyAt zero is not observed; a wait below 0 (a
+// claim's clock behind the clock that made the execution ready) counts
+// as 0.
+func (m *Metrics) claimed(c *storewrap.Call, leases []store.Lease) {
+	var now time.Time
+	if p, ok := c.Params.(*store.ClaimParams); ok {
+		now = p.Now
+	}
+	now = store.Now(now)
+	for i := range leases {
+		l := &leases[i]
+		if l.ReadyAt.IsZero() {
+			continue
+		}
+		m.claimWait.WithLabelValues(m.queues.Value(l.Queue)).Observe(max(now.Sub(l.ReadyAt), 0).Seconds())
 	}
 }
 

@@ -15,7 +15,9 @@ import (
 
 	"github.com/latch-run/latch/internal/storemetrics"
 	"github.com/latch-run/latch/internal/storewrap"
+	"github.com/latch-run/latch/internal/testdb"
 	"github.com/latch-run/latch/store"
+	"github.com/latch-run/latch/store/sqlite"
 )
 
 // fakeStore answers the calls these tests make; the others are the nil
@@ -29,6 +31,7 @@ type fakeStore struct {
 	err        error
 	block      bool // QueueStats waits for its context's end
 	statsReads int
+	leases     []store.Lease // what Claim answers
 }
 
 func (f *fakeStore) QueueStats(ctx context.Context, _ *store.QueueStatsParams) ([]*store.QueueStats, error) {
@@ -86,8 +89,13 @@ func (f *fakeStore) Complete(_ context.Context, p *store.CompleteParams) (*store
 		CreatedAt: created, FinishedAt: &finished}, nil
 }
 
-func (f *fakeStore) Claim(context.Context, *store.ClaimParams) (*store.ClaimResult, error) {
-	return &store.ClaimResult{Deferred: 3}, nil
+func (f *fakeStore) Claim(_ context.Context, p *store.ClaimParams) (*store.ClaimResult, error) {
+	if p.WorkerID == "down" {
+		return nil, fmt.Errorf("claim: %w", store.ErrUnavailable)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return &store.ClaimResult{Deferred: 3, Leases: f.leases}, nil
 }
 
 func (f *fakeStore) Ping(context.Context) error { return fmt.Errorf("ping: %w", store.ErrUnavailable) }
@@ -172,6 +180,64 @@ func TestMetricsObserveEnds(t *testing.T) {
 	}
 	if got := sum(t, reg, "latch_execution_duration_seconds", map[string]string{"kind": "mail", "status": "succeeded"}); got != 180 {
 		t.Errorf("submit to finish of the two succeeded executions sums to %g s, want 180", got)
+	}
+}
+
+// Each lease a claim hands out is observed once in latch_claim_wait_seconds,
+// by its queue, with the time from its ReadyAt to the claim's Now (the
+// clock the store claimed by); the wall clock when Now is zero.
+func TestMetricsObserveClaimWait(t *testing.T) {
+	m := storemetrics.New()
+	f := &fakeStore{}
+	st := storewrap.Wrap(f, m.Observe)
+	ctx := t.Context()
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	f.leases = []store.Lease{
+		{ExecutionID: "a", Queue: "mail", ReadyAt: now.Add(-90 * time.Second)},
+		{ExecutionID: "b", Queue: "mail", ReadyAt: now.Add(-2 * time.Hour)},
+		{ExecutionID: "c", Queue: "sms", ReadyAt: now.Add(5 * time.Second)}, // a clock ahead of the claim's: 0
+		{ExecutionID: "d", Queue: "none"},                                   // no ReadyAt: not observed
+	}
+	_, _ = st.Claim(ctx, &store.ClaimParams{Now: now, Max: 4})
+	_, _ = st.Claim(ctx, &store.ClaimParams{WorkerID: "down", Now: now}) // failed: nothing handed out
+
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m.Collectors()...)
+	for _, c := range []struct {
+		queue      string
+		count, sum float64
+	}{{"mail", 2, 90 + 7200}, {"sms", 1, 0}, {"none", -1, -1}} {
+		labels := map[string]string{"queue": c.queue}
+		if got := value(t, reg, "latch_claim_wait_seconds", labels); got != c.count {
+			t.Errorf("latch_claim_wait_seconds_count%v = %g, want %g (-1: absent)", labels, got, c.count)
+		}
+		if got := sum(t, reg, "latch_claim_wait_seconds", labels); got != c.sum {
+			t.Errorf("latch_claim_wait_seconds_sum%v = %g, want %g", labels, got, c.sum)
+		}
+	}
+	// The buckets place the waits: 90 s is above 60 and at most 300, two
+	// hours above 3600 and at most 4 h.
+	h := series(t, reg, "latch_claim_wait_seconds", map[string]string{"queue": "mail"}).GetHistogram()
+	for _, b := range h.GetBucket() {
+		want := uint64(0)
+		if b.GetUpperBound() >= 300 {
+			want = 1
+		}
+		if b.GetUpperBound() >= 4*3600 {
+			want = 2
+		}
+		if b.GetCumulativeCount() != want {
+			t.Errorf("mail bucket le=%g holds %d, want %d", b.GetUpperBound(), b.GetCumulativeCount(), want)
+		}
+	}
+
+	// No Now: the store claims by the wall clock, and so does the wait.
+	f.mu.Lock()
+	f.leases = []store.Lease{{ExecutionID: "e", Queue: "wall", ReadyAt: time.Now().Add(-10 * time.Second)}}
+	f.mu.Unlock()
+	_, _ = st.Claim(ctx, &store.ClaimParams{})
+	if got := sum(t, reg, "latch_claim_wait_seconds", map[string]string{"queue": "wall"}); got < 10 || got > 70 {
+		t.Errorf("a wall-clock claim's wait of 10 s observed as %g s", got)
 	}
 }
 
@@ -355,4 +421,58 @@ func parseSeries(s string) (string, map[string]string) {
 		labels[k] = v
 	}
 	return name, labels
+}
+
+// Through a real store (SQLite) on a fake clock: an execution submitted at
+// T and claimed at T+42s waited 42 s; a scheduled one due at T+60s and
+// claimed at T+65s waited 5 s, whatever it was submitted at.
+func TestMetricsClaimWaitSQLite(t *testing.T) {
+	raw, err := sqlite.Open(t.Context(), testdb.SQLite(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	m := storemetrics.New()
+	st := storewrap.Wrap(raw, m.Observe)
+	ctx := t.Context()
+	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	if _, err := st.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.Admit(ctx, &store.AdmitParams{Tenant: "acme", Now: t0, Items: []store.Submission{
+		{Kind: "echo", Queue: "mail"},
+		{Kind: "echo", Queue: "sms", RunAt: t0.Add(time.Minute)},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range res.Items {
+		if it.Err != nil {
+			t.Fatal(it.Err)
+		}
+	}
+	for _, c := range []struct {
+		now   time.Time
+		queue string
+	}{{t0.Add(42 * time.Second), "mail"}, {t0.Add(65 * time.Second), "sms"}} {
+		got, err := st.Claim(ctx, &store.ClaimParams{WorkerID: "w", Tenant: "acme", Max: 5, Now: c.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Leases) != 1 || got.Leases[0].Queue != c.queue {
+			t.Fatalf("claim at %s: leases %+v, want one of queue %s", c.now, got.Leases, c.queue)
+		}
+	}
+
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m.Collectors()...)
+	for queue, want := range map[string]float64{"mail": 42, "sms": 5} {
+		labels := map[string]string{"queue": queue}
+		if n := value(t, reg, "latch_claim_wait_seconds", labels); n != 1 {
+			t.Errorf("latch_claim_wait_seconds_count%v = %g, want 1", labels, n)
+		}
+		if got := sum(t, reg, "latch_claim_wait_seconds", labels); got != want {
+			t.Errorf("latch_claim_wait_seconds_sum%v = %g, want %g", labels, got, want)
+		}
+	}
 }

@@ -83,9 +83,9 @@ FROM c ORDER BY ord`
 	// (journals.go). The columns are named, so that a statement can return
 	// them from its CTE u (sqlClaimed) and leave out sqlRunReturning's.
 	sqlClaimReturning = `x.id::text AS id, x.tenant, x.kind, x.queue, x.payload, x.attempt, x.max_attempts,
-    x.timeout_seconds, x.lease_token::text AS lease_token, x.has_steps, x.trace_parent`
+    x.timeout_seconds, x.lease_token::text AS lease_token, x.has_steps, x.trace_parent, x.run_at`
 	sqlClaimed = `u.id, u.tenant, u.kind, u.queue, u.payload, u.attempt, u.max_attempts,
-    u.timeout_seconds, u.lease_token, u.has_steps, u.trace_parent`
+    u.timeout_seconds, u.lease_token, u.has_steps, u.trace_parent, u.run_at`
 
 	// The candidates of claimTx's later rounds ({filters} of the form
 	// claimFilters renders, numbered from $%[1]d): not seen by an earlier
@@ -222,9 +222,10 @@ func scanClaimed(row pgx.Row, prefix ...any) (*claimed, error) {
 		attempt, maxAttempts, timeout           *int
 		hasSteps                                *bool
 		trace                                   *string
+		runAt                                   *time.Time
 	)
 	dest := append(prefix, &id, &tenant, &kind, &queue, &payload, &attempt, &maxAttempts,
-		&timeout, &token, &hasSteps, &trace)
+		&timeout, &token, &hasSteps, &trace, &runAt)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -236,6 +237,7 @@ func scanClaimed(row pgx.Row, prefix ...any) (*claimed, error) {
 			ExecutionID: *id, Tenant: *tenant, Kind: *kind, Queue: *queue,
 			Payload: json.RawMessage(*payload), Attempt: *attempt, MaxAttempts: *maxAttempts,
 			TimeoutSeconds: *timeout, Token: *token, TraceParent: derefOr(trace, ""),
+			ReadyAt: derefOr(runAt, time.Time{}).UTC(),
 		},
 		hasSteps: *hasSteps,
 	}, nil

@@ -88,7 +88,7 @@ func (s *Store) claim(ctx context.Context, p *store.ClaimParams, journalBytes in
 	readyLeft = asInt(arr[4]) > 0
 	for _, v := range arr[5:] {
 		f, _ := v.([]any)
-		if len(f) != 12 {
+		if len(f) != 13 {
 			return nil, false, fmt.Errorf("redis: claim: unexpected lease %v", v)
 		}
 		steps, err := journal(f[9])
@@ -110,6 +110,9 @@ func (s *Store) claim(ctx context.Context, p *store.ClaimParams, journalBytes in
 			Steps:          steps,
 			StepsPartial:   asInt(f[11]) == 1,
 		})
+		if ra := asString(f[12]); ra != "" {
+			res.Leases[len(res.Leases)-1].ReadyAt = fromUS(asInt(ra))
+		}
 	}
 	res, err = s.feed.Claimed(res, nil)
 	return res, readyLeft, err

@@ -292,13 +292,15 @@ func (c *claim) candidates(ctx context.Context, tenant string, share int) (cands
 		var cand candidate
 		var payload string
 		var trace sql.NullString
+		var runAt int64
 		if err := rows.Scan(&cand.lease.ExecutionID, &cand.lease.Tenant, &cand.lease.Kind, &cand.lease.Queue,
 			&payload, &cand.lease.Attempt, &cand.lease.MaxAttempts, &cand.lease.TimeoutSeconds,
-			&cand.ckey, &cand.climit, &cand.rkey, &cand.resume, &cand.steps, &cand.runs, &trace); err != nil {
+			&cand.ckey, &cand.climit, &cand.rkey, &cand.resume, &cand.steps, &cand.runs, &trace, &runAt); err != nil {
 			return nil, false, fmt.Errorf("sqlite: claim: %w", err)
 		}
 		cand.lease.Payload = json.RawMessage(payload)
 		cand.lease.TraceParent = trace.String
+		cand.lease.ReadyAt = fromNS(runAt)
 		cands = append(cands, cand)
 	}
 	if err := rows.Err(); err != nil {
@@ -468,7 +470,7 @@ func turnQuery(p *store.ClaimParams, t time.Time, from turnMark, n int) (query s
 
 // claimCols are the columns of a candidate (candidates scans them).
 const claimCols = `id, tenant, kind, queue, payload, attempt, max_attempts, timeout_seconds,
-		concurrency_key, concurrency_limit, rate_key, resume, steps, runs, trace_parent`
+		concurrency_key, concurrency_limit, rate_key, resume, steps, runs, trace_parent, run_at`
 
 // claimQuery selects tenant's ready candidates in its claim order (highest
 // priority first, then oldest run_at, then id), enough for share starts:

@@ -59,6 +59,75 @@ func testClaim(t *testing.T, ns NewStore) {
 		e.wantInflight(acme, 1)
 	})
 
+	// ReadyAt is the execution's RunAt at the claim: when it became
+	// claimable, whichever way it did.
+	t.Run("LeaseReadyAt", func(t *testing.T) {
+		e := start(t, ns)
+		hour := store.ClaimParams{Tenant: acme, LeaseDuration: time.Hour}
+		claimAt := func(now time.Time) store.Lease {
+			t.Helper()
+			p := hour
+			p.Now = now
+			ls := e.claim(p)
+			if len(ls) != 1 {
+				t.Fatalf("Claim at %s: got %d leases, want 1", now.Sub(base), len(ls))
+			}
+			return ls[0]
+		}
+
+		queued := e.submit(acme, base, job("echo"))
+		first := claimAt(at(time.Minute))
+		if first.ExecutionID != queued.ID {
+			t.Fatalf("claimed %s, want the queued %s", first.ExecutionID, queued.ID)
+		}
+		wantTime(t, "ReadyAt of a queued execution (its submit)", first.ReadyAt, base)
+
+		sub := job("echo")
+		sub.RunAt = at(2 * time.Minute)
+		scheduled := e.submit(acme, at(time.Minute), sub)
+		e.claimNone(acme, at(90*time.Second))
+		due := claimAt(at(3 * time.Minute))
+		if due.ExecutionID != scheduled.ID {
+			t.Fatalf("claimed %s, want the scheduled %s", due.ExecutionID, scheduled.ID)
+		}
+		wantTime(t, "ReadyAt of a due scheduled execution (its RunAt)", due.ReadyAt, at(2*time.Minute))
+
+		_, err := e.fail(first, at(4*time.Minute), "boom", true, 30*time.Second)
+		e.must(err, "Fail with a retry")
+		retried := claimAt(at(5 * time.Minute))
+		if retried.ExecutionID != queued.ID || retried.Attempt != 2 {
+			t.Fatalf("claimed %s attempt %d, want %s attempt 2", retried.ExecutionID, retried.Attempt, queued.ID)
+		}
+		wantTime(t, "ReadyAt of a retried execution (its backoff end)", retried.ReadyAt, at(4*time.Minute+30*time.Second))
+
+		_, err = e.release(retried, at(6*time.Minute))
+		e.must(err, "Release")
+		released := claimAt(at(7 * time.Minute))
+		if released.ExecutionID != queued.ID {
+			t.Fatalf("claimed %s, want the released %s", released.ExecutionID, queued.ID)
+		}
+		wantTime(t, "ReadyAt of a released execution (its release)", released.ReadyAt, at(6*time.Minute))
+		_, err = e.complete(released, at(8*time.Minute), nil)
+		e.must(err, "Complete")
+		_, err = e.complete(due, at(8*time.Minute), nil)
+		e.must(err, "Complete")
+
+		sub = job("echo")
+		sub.MaxAttempts = 5
+		lost := e.submit(acme, at(8*time.Minute), sub)
+		if l := claimAt(at(9 * time.Minute)); l.ExecutionID != lost.ID {
+			t.Fatalf("claimed %s, want %s", l.ExecutionID, lost.ID)
+		}
+		if r := e.rescue(at(9*time.Minute+time.Hour+time.Second), 0); r.Requeued != 1 {
+			t.Fatalf("Rescue after the lease expired: %+v, want 1 requeued", r)
+		}
+		rescued := claimAt(at(2 * time.Hour))
+		if rescued.ExecutionID != lost.ID {
+			t.Fatalf("claimed %s, want the rescued %s", rescued.ExecutionID, lost.ID)
+		}
+		wantTime(t, "ReadyAt of a rescued execution (its rescue)", rescued.ReadyAt, at(9*time.Minute+time.Hour+time.Second))
+	})
+
 	t.Run("NothingReady", func(t *testing.T) {
 		e := start(t, ns)
 		e.claimNone(acme, base)

@@ -91,12 +91,13 @@
 -- lease_n} (examined: the ready-index members the claim read; left: for a
 -- claim for one tenant, the executions left in its ready index), each lease
 -- {id, tenant, kind, queue, payload, attempt, max_attempts, timeout, token,
--- journal, trace, partial} (journal: {name, entry, ...}, the first steps
+-- journal, trace, partial, run_at} (journal: {name, entry, ...}, the first steps
 -- of steps:<id> up to what is left of ARGV[12] bytes after the leases
 -- before it (lib.lua, journal_page), read only when the execution's
 -- journal flag is set, so a claim of executions without steps reads
 -- nothing more; trace: the traceparent, '' for none; partial: 1 when the
--- journal holds more steps than the lease carries);
+-- journal holds more steps than the lease carries; run_at: the
+-- execution's run_at_us at the claim, store.Lease.ReadyAt);
 -- version is 0 when nothing changed; retry_at is the earliest run_at_us
 -- given to a deferred execution, '' when none was deferred; deferred is
 -- how many executions were deferred.
@@ -358,7 +359,7 @@ local function take(e, m)
     if next > 0 then partial = 1 end
   end
   out[#out + 1] = {e.id, e.tenant, e.kind, e.queue, e.payload, attempt, tonumber(e.maxatt), tonumber(e.timeout), token,
-    journal, e.trace or '', partial}
+    journal, e.trace or '', partial, e.run_at or ''}
   if served_at[e.tenant] then table.remove(served, served_at[e.tenant]) end
   served[#served + 1] = e.tenant
   for i, t in ipairs(served) do served_at[t] = i end

@@ -296,7 +296,6 @@ var remoteErrors = []struct{ remote, local error }{
 	{remote.ErrQuotaExceeded, store.ErrQuotaExceeded},
 	{remote.ErrStorageExceeded, store.ErrStorageExceeded},
 	{remote.ErrInvalidRequest, store.ErrInvalid},
-	{remote.ErrNotImplemented, store.ErrUnsupported},
 	{remote.ErrNotFound, store.ErrNotFound},
 }
 
@@ -344,7 +343,7 @@ func remoteSpawnError(name string, err error) error {
 	case errors.Is(err, store.ErrTooManyChildren):
 		return Permanent(fmt.Errorf("spawn %q: at most %d children in a spawn, %d of an execution, %d levels deep: %w",
 			name, store.MaxSpawnItems, store.MaxChildren, store.MaxSpawnDepth, err))
-	case errors.Is(err, store.ErrUnsupported), errors.Is(err, store.ErrInvalid):
+	case errors.Is(err, store.ErrInvalid):
 		return Permanent(fmt.Errorf("spawn %q: %w", name, err))
 	}
 	return remoteFlowError(name, err)

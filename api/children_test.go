@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -304,19 +303,4 @@ func TestFanInCountAndTimeout(t *testing.T) {
 			t.Fatalf("child outlived its parent: %+v", c)
 		}
 	}
-}
-
-// spawnUnsupported is a store whose Spawn is not built.
-type spawnUnsupported struct{ store.Store }
-
-func (spawnUnsupported) Spawn(context.Context, *store.SpawnParams) (*store.SpawnResult, error) {
-	return nil, fmt.Errorf("sqlite: %w", store.ErrUnsupported)
-}
-
-func TestSpawnUnsupported(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, func(c *Config) { c.Store = spawnUnsupported{c.Store} })
-	key := e.tenant("acme")
-	l := e.parentLease(key)
-	e.spawnOn(key, l, `"step":"ship","items":[{"kind":"parcel"}]`).problem(http.StatusNotImplemented, CodeNotImplemented)
 }

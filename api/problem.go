@@ -53,7 +53,6 @@ const (
 	CodeUnavailable          Code = "unavailable"
 	CodeHeadersTooLarge      Code = "headers_too_large"
 	CodeTooManyChildren      Code = "too_many_children"
-	CodeNotImplemented       Code = "not_implemented"
 	// CodeTooManySubscriptions: a tenant's subscriptions at
 	// store.MaxSubscriptions.
 	CodeTooManySubscriptions Code = "too_many_subscriptions"
@@ -102,7 +101,6 @@ var codeInfo = map[Code]struct {
 	CodeInternal:         {http.StatusInternalServerError, "Internal error"},
 	CodeUnavailable:      {http.StatusServiceUnavailable, "Service unavailable"},
 	CodeHeadersTooLarge:  {http.StatusRequestHeaderFieldsTooLarge, "Request header fields too large"},
-	CodeNotImplemented:   {http.StatusNotImplemented, "Not implemented"},
 }
 
 // problemTypeBase prefixes every problem type URI.
@@ -197,8 +195,6 @@ func problemFor(err error) *Problem {
 	case errors.Is(err, store.ErrTooManySubscriptions):
 		return problem(CodeTooManySubscriptions, "the tenant has %d subscriptions, as many as it may; delete one first (replacing one is allowed)",
 			store.MaxSubscriptions)
-	case errors.Is(err, store.ErrUnsupported):
-		return problem(CodeNotImplemented, "this server's store does not support the operation")
 	case errors.Is(err, store.ErrNotFailed):
 		return problem(CodeNotFailed, "only a failed execution can be retried")
 	case errors.Is(err, store.ErrInvalid):

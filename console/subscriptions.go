@@ -1,7 +1,6 @@
 package console
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/latch-run/latch/store"
@@ -18,9 +17,6 @@ type subscriptionsPage struct {
 	Items  []*store.Subscription
 	// Cut: there are more than the Items shown.
 	Cut bool
-	// Unsupported: the store keeps no subscriptions (a backend that
-	// does not implement events yet).
-	Unsupported bool
 }
 
 // listSubscriptions is GET /subscriptions: the subscriptions of the
@@ -33,10 +29,7 @@ func (c *Console) listSubscriptions(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := c.storeCtx(r)
 	defer cancel()
 	items, err := c.cfg.Store.ListSubscriptions(ctx, &store.ListSubscriptionsParams{Tenant: scope(r, page.Tenant)})
-	switch {
-	case errors.Is(err, store.ErrUnsupported):
-		page.Unsupported = true
-	case err != nil:
+	if err != nil {
 		c.fail(w, r, err)
 		return
 	}

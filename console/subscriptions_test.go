@@ -2,13 +2,11 @@ package console_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/latch-run/latch/console"
 	"github.com/latch-run/latch/store"
 )
 
@@ -75,26 +73,6 @@ func TestSubscriptionsPage(t *testing.T) {
 	}
 	if got := subscriptionRows(admin.do("GET", "/subscriptions?tenant=b", nil).body); len(got) != 1 || !strings.HasPrefix(got[0], "b|b-secret-sub|") {
 		t.Errorf("the admin's subscriptions of b: %q", got)
-	}
-}
-
-// noSubscriptions is a store whose backend keeps no subscriptions yet.
-type noSubscriptions struct{ store.Store }
-
-func (noSubscriptions) ListSubscriptions(context.Context, *store.ListSubscriptionsParams) ([]*store.Subscription, error) {
-	return nil, fmt.Errorf("test: %w", store.ErrUnsupported)
-}
-
-// TestSubscriptionsPageOfAStoreWithoutThem: a store that answers
-// ErrUnsupported gives a page that says so, not an error.
-func TestSubscriptionsPageOfAStoreWithoutThem(t *testing.T) {
-	e := newEnv(t, func(cfg *console.Config) { cfg.Store = noSubscriptions{cfg.Store} })
-	key := e.tenant("a")
-	b := e.browser()
-	b.login(key)
-	p := b.do("GET", "/subscriptions", nil)
-	if p.status != http.StatusOK || !strings.Contains(p.body, "keeps no subscriptions yet") {
-		t.Errorf("the subscriptions page of a store without them: %d\n%s", p.status, p.body)
 	}
 }
 

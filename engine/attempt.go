@@ -430,7 +430,9 @@ func (a *attempt) write(ctx context.Context, op string, f func(context.Context) 
 		case errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrNotFound):
 			a.log.Info("lease lost before the attempt was recorded; nothing written", "op", op, "err", err)
 			return err
-		case isStoreVerdict(err):
+		case store.IsRefusal(err):
+			// A business answer of the store: repeating the call cannot
+			// change it.
 			a.log.Error("store refused the write", "op", op, "err", err)
 			return err
 		}
@@ -454,10 +456,4 @@ func (a *attempt) write(ctx context.Context, op string, f func(context.Context) 
 func (a *attempt) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	left := max(time.Unix(0, a.expires.Load()).Sub(a.w.cfg.Now()), minWriteTimeout)
 	return context.WithTimeout(context.WithoutCancel(ctx), left)
-}
-
-// isStoreVerdict reports whether err is a business answer of the store,
-// which repeating the call cannot change.
-func isStoreVerdict(err error) bool {
-	return store.IsRefusal(err) || errors.Is(err, store.ErrUnsupported)
 }

@@ -26,8 +26,8 @@ import (
 // store.ErrStorageExceeded as they are (nothing admitted: returned from
 // the handler, the attempt is retried later); Permanent errors for items
 // that break a rule, a name recorded by something other than a spawn,
-// the bounds of children (store.ErrTooManyChildren) and of the journal,
-// and a store without children (store.ErrUnsupported).
+// and the bounds of children (store.ErrTooManyChildren) and of the
+// journal.
 func (j *Job) Spawn(ctx context.Context, name string, items []store.Submission, ends store.ParentEnd) ([]string, error) {
 	if j == nil || j.flow == nil {
 		return nil, errNoFlow
@@ -95,14 +95,14 @@ func spawnedIDs(name string, result json.RawMessage) ([]string, error) {
 }
 
 // spawnError is the error a spawn returns to the handler: the bounds of
-// children and a store without children fail the execution for good, as
-// the journal's bounds do; the rest as flowError makes it.
+// children and items the store finds invalid fail the execution for good,
+// as the journal's bounds do; the rest as flowError makes it.
 func spawnError(name string, err error) error {
 	switch {
 	case errors.Is(err, store.ErrTooManyChildren):
 		return Permanent(fmt.Errorf("spawn %q: at most %d children in a spawn, %d of an execution, %d levels deep: %w",
 			name, store.MaxSpawnItems, store.MaxChildren, store.MaxSpawnDepth, err))
-	case errors.Is(err, store.ErrUnsupported), errors.Is(err, store.ErrInvalid):
+	case errors.Is(err, store.ErrInvalid):
 		return Permanent(fmt.Errorf("spawn %q: %w", name, err))
 	}
 	return flowError(name, err)

@@ -75,7 +75,6 @@ var (
 	ErrTooManyRequests      = newSentinel("too_many_requests")
 	ErrHeadersTooLarge      = newSentinel("headers_too_large")
 	ErrInternal             = newSentinel("internal")
-	ErrNotImplemented       = newSentinel("not_implemented")
 	ErrUnavailable          = newSentinel("unavailable")
 )
 

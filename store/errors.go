@@ -96,7 +96,4 @@ var (
 	// effect. Retry: yes, later; a submit with the same dedup key, so that
 	// a call that did take effect is not made twice.
 	ErrUnavailable = errors.New("store unavailable")
-
-	// ErrUnsupported: this backend does not implement the operation yet.
-	ErrUnsupported = errors.New("not supported by this store")
 )

@@ -6,8 +6,7 @@ import "errors"
 // refused the call (or found nothing to act on). Repeating the same call
 // cannot change the answer by itself; something else must change first
 // (work finishing, a lease expiring). Every other error — ErrUnavailable,
-// ErrUnsupported, a context's end, a driver's failure — is the store not
-// answering. Metrics count refusals as answers and workers stop retrying
+// a context's end, a driver's failure — is the store not answering. Metrics count refusals as answers and workers stop retrying
 // them; a new sentinel belongs here or in the test's list of failures.
 var Refusals = []error{
 	ErrNotFound, ErrExists, ErrQuotaExceeded, ErrDedupKeyReused, ErrLeaseLost,

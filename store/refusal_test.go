@@ -14,7 +14,7 @@ import (
 // cannot be counted as a store failure by metrics (or retried by workers)
 // by omission.
 func TestEverySentinelIsClassified(t *testing.T) {
-	failures := map[string]bool{"ErrUnavailable": true, "ErrUnsupported": true}
+	failures := map[string]bool{"ErrUnavailable": true}
 	refusals := map[error]bool{}
 	for _, r := range Refusals {
 		refusals[r] = true
@@ -78,6 +78,7 @@ func sentinels() map[string]error {
 		"ErrTooManySteps": ErrTooManySteps, "ErrJournalTooLarge": ErrJournalTooLarge,
 		"ErrSignalBufferFull": ErrSignalBufferFull, "ErrStorageExceeded": ErrStorageExceeded,
 		"ErrNotFailed": ErrNotFailed, "ErrScheduleLimit": ErrScheduleLimit, "ErrInvalid": ErrInvalid,
-		"ErrUnavailable": ErrUnavailable, "ErrUnsupported": ErrUnsupported, "ErrTooManyChildren": ErrTooManyChildren,
+		"ErrUnavailable": ErrUnavailable, "ErrTooManyChildren": ErrTooManyChildren,
+		"ErrTooManySubscriptions": ErrTooManySubscriptions,
 	}
 }

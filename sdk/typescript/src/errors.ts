@@ -197,10 +197,6 @@ export class HeadersTooLarge extends LatchError {
 export class InternalError extends LatchError {
   static override readonly codeName = "internal";
 }
-/** 501: the server's store does not support the operation. */
-export class Unimplemented extends LatchError {
-  static override readonly codeName = "not_implemented";
-}
 /** 503: the store does not answer, the request ran out of time, or the body budget is spent. */
 export class Unavailable extends LatchError {
   static override readonly codeName = "unavailable";
@@ -216,7 +212,7 @@ export const ERRORS: Readonly<Record<string, ErrorClass>> = Object.freeze(
       NotTerminal, LeaseLost, NotActive, NotFailed, TooManySteps, JournalTooLarge, SignalBufferFull, StorageExceeded,
       TooManyChildren, TooManySubscriptions, TenantExists, ScheduleLimit, ScheduleTooFrequent, PayloadTooLarge,
       UnsupportedMediaType, DedupKeyReused, QuotaExceeded, TooManyRequests, HeadersTooLarge, InternalError,
-      Unimplemented, Unavailable,
+      Unavailable,
     ].map((cls) => [cls.codeName, cls as ErrorClass]),
   ),
 );

@@ -18,7 +18,7 @@ export type ProblemCode =
   | "dedup_key_reused" | "tenant_exists" | "schedule_limit" | "not_terminal" | "lease_lost" | "not_active"
   | "not_failed" | "too_many_steps" | "journal_too_large" | "signal_buffer_full" | "method_not_allowed" | "internal"
   | "unavailable" | "headers_too_large" | "storage_exceeded" | "schedule_too_frequent" | "too_many_children"
-  | "not_implemented" | "too_many_subscriptions";
+  | "too_many_subscriptions";
 
 /** An RFC 9457 problem document: every error answer. */
 export interface Problem {

@@ -19,7 +19,7 @@ const ALL_CODES = [
   "payload_too_large", "unsupported_media_type", "quota_exceeded", "too_many_requests", "schedule_limit",
   "dedup_key_reused", "tenant_exists", "not_terminal", "lease_lost", "not_active", "not_failed",
   "too_many_steps", "journal_too_large", "signal_buffer_full", "method_not_allowed", "internal", "unavailable", "headers_too_large",
-  "storage_exceeded", "schedule_too_frequent", "too_many_children", "not_implemented", "too_many_subscriptions",
+  "storage_exceeded", "schedule_too_frequent", "too_many_children", "too_many_subscriptions",
 ].sort();
 
 const MAX_BUFFERED_SIGNALS = 1000; // store.MaxBufferedSignals

@@ -14,7 +14,7 @@ from .errors import (ERRORS, Conflict, DedupKeyReused, Forbidden, HeadersTooLarg
                      NotFailed, NotFound, NotTerminal, PayloadTooLarge, QuotaExceeded, ScheduleLimit,
                      ScheduleTooFrequent, SignalBufferFull, StorageExceeded, TenantDisabled, TenantExists, TooManyChildren,
                      TooManySubscriptions,
-                     TooManyRequests, TooManySteps, TransportError, Unimplemented, Unauthorized, Unfinished,
+                     TooManyRequests, TooManySteps, TransportError, Unauthorized, Unfinished,
                      Unavailable, UnsupportedMediaType, error_for)
 from .types import (APIKey, APIKeyInfo, Attempt, ChildRef, EventStart, HeartbeatResponse, Lease, PublishResponse,
                     RateLimit, Schedule, SignalResponse, Spawned, Step, StepRecorded, StreamTicket, SubmitResponse,
@@ -30,7 +30,7 @@ __all__ = [
     "NotFailed", "NotFound", "NotTerminal", "PayloadTooLarge", "QuotaExceeded", "ScheduleLimit", "ScheduleTooFrequent",
     "SignalBufferFull", "StorageExceeded",
     "TenantDisabled", "TenantExists", "TooManyChildren", "TooManySubscriptions", "TooManyRequests", "TooManySteps", "TransportError", "Unauthorized",
-    "Unfinished", "Unimplemented", "Unavailable", "UnsupportedMediaType",
+    "Unfinished", "Unavailable", "UnsupportedMediaType",
     "error_for", "APIKey", "APIKeyInfo", "Attempt", "ChildRef", "EventStart", "HeartbeatResponse", "PublishResponse", "Subscription", "Lease", "RateLimit", "Schedule",
     "SignalResponse", "Spawned", "Step", "StepRecorded", "StreamTicket", "SubmitResponse", "Tenant", "TenantCreated", "Fail", "Job",
     "JobCancelled", "Suspended", "WaitTimedOut", "ChildrenTimedOut", "Worker",

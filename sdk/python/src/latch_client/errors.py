@@ -235,12 +235,6 @@ class InternalError(LatchError):
     code_name = "internal"
 
 
-class Unimplemented(LatchError):
-    """501: the server's store does not support the operation."""
-
-    code_name = "not_implemented"
-
-
 class Unavailable(LatchError):
     """503: the store does not answer, the request ran out of time, or the body budget is spent."""
 
@@ -253,7 +247,7 @@ ERRORS: Dict[str, Type[LatchError]] = {
                 MethodNotAllowed, NotTerminal, LeaseLost, NotActive, NotFailed, TooManySteps,
                 JournalTooLarge, SignalBufferFull, StorageExceeded, TooManyChildren, TooManySubscriptions, TenantExists,
                 ScheduleLimit, ScheduleTooFrequent, PayloadTooLarge, UnsupportedMediaType, DedupKeyReused, QuotaExceeded,
-                TooManyRequests, HeadersTooLarge, InternalError, Unimplemented, Unavailable)
+                TooManyRequests, HeadersTooLarge, InternalError, Unavailable)
 }
 """The class of each problem code the server defines (api/problem.go)."""
 

@@ -74,12 +74,11 @@ func newEngineMetrics() *engineMetrics {
 // (latch_store_operation_duration_seconds), counted where it matters
 // (retries, deferrals, suspends, signals) and counted in the server's
 // reports; everything latch serve does goes through it. It also makes the
-// queue gauges, read through it at scrape time. reportEvery is the
-// interval of the reports (0: store.ReportEvery).
-func (m *engineMetrics) instrument(st store.Store, log *slog.Logger, reportEvery time.Duration) store.Store {
+// queue gauges, read through it at scrape time.
+func (m *engineMetrics) instrument(st store.Store, log *slog.Logger) store.Store {
 	var rep *engine.Reporter
 	wrapped := storewrap.Wrap(st, m.store.Observe, func(c *storewrap.Call) { rep.Observe(c) })
-	rep = engine.NewReporter(engine.ReporterConfig{Store: wrapped, Logger: log, Interval: reportEvery})
+	rep = engine.NewReporter(engine.ReporterConfig{Store: wrapped, Logger: log})
 	m.reporter = rep
 	m.queues = storemetrics.NewQueues(storemetrics.QueuesConfig{Store: wrapped, Logger: log})
 	return wrapped

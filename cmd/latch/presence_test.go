@@ -1,49 +1,15 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/latch-run/latch/internal/testdb"
 )
-
-// startServeReporting runs latch serve on a fresh SQLite file with args,
-// its server reports every reportEvery, until the test ends.
-func startServeReporting(t *testing.T, reportEvery time.Duration, args ...string) string {
-	t.Helper()
-	t.Setenv("LATCH_ADMIN_KEY", testAdminKey)
-	cfg, err := serveFlags(append([]string{"--addr", "127.0.0.1:0", "--store", "sqlite:" + testdb.SQLite(t)}, args...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.reportEvery = reportEvery
-	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, io.Discard, io.Discard, func(a net.Addr) { addr <- a }) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	select {
-	case a := <-addr:
-		return "http://" + a.String()
-	case err := <-done:
-		done <- err // for the cleanup
-		t.Fatalf("serve: %v", err)
-	}
-	return ""
-}
 
 // explainRaw answers GET /api/executions/{id}/explain with key: the body
 // and the gates it names.
@@ -102,15 +68,15 @@ func consoleOverview(t *testing.T, base, key string) string {
 }
 
 // A worker polling POST /api/workers/claim is in the server's presence,
-// under its key's tenant, with the queues and kinds of its claim: once it
-// claimed kind K in queue Q, explain of its tenant's ready K execution has
-// no no_worker gate and the console's overview no longer warns of K. A
-// worker of another tenant, even claiming the same queue and kind under the
-// same worker id, counts for nothing here, and its tenant's view never
-// shows this tenant's worker.
+// under its key's tenant, with the queues and kinds of its claim, within a
+// second or so of its first claim (engine.ReporterConfig.Prompt), well
+// before the next periodic report: once it claimed kind K in queue Q,
+// explain of its tenant's ready K execution has no no_worker gate and the
+// console's overview no longer warns of K. A worker of another tenant,
+// even claiming the same queue and kind under the same worker id, counts
+// for nothing here, and this tenant's view never shows it.
 func TestServeHTTPWorkerPresence(t *testing.T) {
-	const every = 50 * time.Millisecond
-	base := startServeReporting(t, every, "--workers", "0")
+	base := startServe(t, "--workers", "0")
 	acme := newTenant(t, base, testAdminKey)
 	var ten struct {
 		APIKey string `json:"api_key"`
@@ -130,7 +96,10 @@ func TestServeHTTPWorkerPresence(t *testing.T) {
 	if len(c.Leases) != 0 {
 		t.Fatalf("globex's worker claimed %d of acme's executions", len(c.Leases))
 	}
-	time.Sleep(5 * every) // several reports, globex's worker in them
+	// Once the admin sees globex's worker, it is in the store.
+	waitFor(t, "globex's worker in the admin's overview", func() bool {
+		return strings.Contains(consoleOverview(t, base, testAdminKey), `<td class="id">w-1</td><td>globex</td>`)
+	})
 	if _, gates := explainRaw(t, base, acme, ids[0]); !hasGate(gates, "no_worker") {
 		t.Errorf("explain with only globex's worker live: gates %v, want no_worker", gates)
 	}
@@ -151,7 +120,9 @@ func TestServeHTTPWorkerPresence(t *testing.T) {
 	if c.Leases[0].ExecutionID == ready {
 		ready = ids[1]
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	// Within 5 s: before the next periodic report (store.ReportEvery,
+	// 10 s) could have told the store.
+	deadline := time.Now().Add(5 * time.Second)
 	for {
 		body, gates := explainRaw(t, base, acme, ready)
 		if !hasGate(gates, "no_worker") {
@@ -163,7 +134,7 @@ func TestServeHTTPWorkerPresence(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("explain of a ready resize-image in media after acme's HTTP worker claimed them: %s", body)
 		}
-		time.Sleep(every)
+		time.Sleep(50 * time.Millisecond)
 	}
 	page := consoleOverview(t, base, acme)
 	if strings.Contains(page, `<div class="unclaimed">`) {
@@ -179,5 +150,17 @@ func TestServeHTTPWorkerPresence(t *testing.T) {
 		if !strings.Contains(admin, `<td class="id">w-1</td><td>`+tenant+`</td>`) {
 			t.Errorf("the admin's overview does not list w-1 of %s:\n%s", tenant, admin)
 		}
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after 5 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 5 s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

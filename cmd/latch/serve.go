@@ -56,11 +56,6 @@ type serveConfig struct {
 	adminKey      string   // LATCH_ADMIN_KEY; "" = the store's (generated at the first start)
 	metricsToken  string   // LATCH_METRICS_TOKEN; "" = /metrics open to anyone who reaches it
 
-	// reportEvery is the interval of the server's reports
-	// (engine.ReporterConfig.Interval); 0 = store.ReportEvery. No flag
-	// sets it: tests shorten it.
-	reportEvery time.Duration
-
 	printConfig bool
 	resolved    *resolved // where each setting came from, for --print-config
 	flags       *pflag.FlagSet
@@ -224,7 +219,7 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 	// Every server runs the scheduler: FireSchedule makes each tick one
 	// execution however many fire it, so there is no leader to elect.
 	metrics := newEngineMetrics()
-	st = metrics.instrument(st, log, cfg.reportEvery) // timed and counted from here on
+	st = metrics.instrument(st, log) // timed and counted from here on
 	sched := engine.NewScheduler(engine.SchedulerConfig{Store: st, Logger: log, OnFire: metrics.fired})
 	apiCfg := api.Config{Store: st, AdminKeyHash: adminHash, Logger: log,
 		OnScheduleChange: sched.Kick, Collectors: metrics.collectors(),

@@ -144,12 +144,24 @@ func TestServeHTTPWorkerPresence(t *testing.T) {
 		t.Errorf("acme's overview lists its worker w-1 %d times, want once (its own, not globex's):\n%s",
 			strings.Count(page, `<td class="id">w-1</td>`), page)
 	}
-	// The admin sees both, each under its tenant.
+	// A worker of the admin key (no Latch-Tenant) claims every tenant's
+	// work: it is in presence under tenant "", which the console says.
+	call(t, base, "POST", "/api/workers/claim", testAdminKey, `{"worker_id":"admin-w","kinds":["none"]}`,
+		http.StatusOK, &c)
+	waitFor(t, "the admin key's worker in the admin's overview", func() bool {
+		return strings.Contains(consoleOverview(t, base, testAdminKey), `<td class="id">admin-w</td><td><span`)
+	})
+	// The admin sees every worker, each under its tenant; the admin key's
+	// as claiming for every tenant (not as an in-process slot).
 	admin := consoleOverview(t, base, testAdminKey)
-	for _, tenant := range []string{"acme", "globex"} {
-		if !strings.Contains(admin, `<td class="id">w-1</td><td>`+tenant+`</td>`) {
-			t.Errorf("the admin's overview does not list w-1 of %s:\n%s", tenant, admin)
+	for _, want := range []string{`<td class="id">w-1</td><td>acme</td>`, `<td class="id">w-1</td><td>globex</td>`,
+		`<td class="id">admin-w</td><td><span class="muted" title="an in-process worker slot, or a worker claiming with the admin key">every tenant</span>`} {
+		if !strings.Contains(admin, want) {
+			t.Errorf("the admin's overview lacks %s:\n%s", want, admin)
 		}
+	}
+	if page := consoleOverview(t, base, acme); strings.Contains(page, "admin-w") {
+		t.Errorf("acme's overview shows the admin key's worker:\n%s", page)
 	}
 }
 

@@ -95,5 +95,7 @@
 // claimed through it, the runs started and failed by tenant and minute. It
 // counts from the store calls themselves (Reporter.Observe on a
 // storewrap.Wrap'ped store), so in-process and HTTP workers count alike; a
-// report the store refuses keeps its counts for the next.
+// report the store refuses keeps its counts for the next. A worker the
+// store was not told of yet is reported within ReporterConfig.Prompt (1 s)
+// instead of at the next interval; every other claim only updates memory.
 package engine

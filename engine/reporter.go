@@ -30,6 +30,8 @@ const (
 	// (logged). Counts older than store.ActivityKept are dropped too: Prune
 	// would remove them at once.
 	MaxReportBuckets = 10000
+	// DefaultPrompt is ReporterConfig.Prompt's default.
+	DefaultPrompt = time.Second
 )
 
 // ReporterConfig configures a Reporter. Zero fields take the stated
@@ -48,6 +50,16 @@ type ReporterConfig struct {
 	Version string
 	// Interval between reports. Default store.ReportEvery.
 	Interval time.Duration
+	// Prompt is how soon a report follows the claim of a worker the
+	// store was not told of by this server: its first claim, a claim
+	// whose queues or kinds changed, or its first after a pause of half
+	// store.WorkerAlive. So a worker that starts counts as live for
+	// Explain and the console within Prompt, not at the next Interval.
+	// Such reports are at least Prompt apart, however many new workers
+	// claim meanwhile; a worker that keeps claiming with the same filters
+	// adds none (each claim only updates memory). Default DefaultPrompt;
+	// < 0: none, reports only every Interval.
+	Prompt time.Duration
 	// Logger receives failed reports. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock of the reports, of LastSeenAt and of the activity
@@ -74,6 +86,12 @@ type Reporter struct {
 	workers  map[workerKey]workerSeen
 	activity map[activityKey]*store.ActivityCount
 	dropped  bool // activity dropped for the bounds since the last log of it
+	// told is what the store was told of each worker by this server's
+	// reports that succeeded; news is set when a worker claimed that it
+	// does not show (Prompt), and kick then wakes the loop.
+	told map[workerKey]workerSeen
+	news bool
+	kick chan struct{} // buffered 1
 }
 
 type workerKey struct{ id, tenant string }
@@ -106,6 +124,9 @@ func NewReporter(cfg ReporterConfig) *Reporter {
 	if cfg.Interval <= 0 {
 		cfg.Interval = store.ReportEvery
 	}
+	if cfg.Prompt == 0 {
+		cfg.Prompt = DefaultPrompt
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -119,6 +140,8 @@ func NewReporter(cfg ReporterConfig) *Reporter {
 		startedAt: cfg.Now(),
 		workers:   map[workerKey]workerSeen{},
 		activity:  map[activityKey]*store.ActivityCount{},
+		told:      map[workerKey]workerSeen{},
+		kick:      make(chan struct{}, 1),
 	}
 }
 
@@ -192,11 +215,28 @@ func (r *Reporter) claimed(workerID, tenant string, queues, kinds []string, leas
 	now := r.cfg.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.workers[workerKey{workerID, tenant}] = workerSeen{at: now, queues: filter(queues), kinds: filter(kinds)}
+	k, seen := workerKey{workerID, tenant}, workerSeen{at: now, queues: filter(queues), kinds: filter(kinds)}
+	r.workers[k] = seen
 	r.bound(now, false)
+	if r.cfg.Prompt >= 0 && !r.news && r.untold(k, seen) {
+		r.news = true
+		select {
+		case r.kick <- struct{}{}:
+		default:
+		}
+	}
 	for i := range leases {
 		r.count(leases[i].Tenant, now).Starts++
 	}
+}
+
+// untold reports whether the store was not told of worker k as seen: not
+// at all, with other filters, or last at least half store.WorkerAlive
+// before it (so it may be about to drop out). r.mu is held.
+func (r *Reporter) untold(k workerKey, seen workerSeen) bool {
+	told, ok := r.told[k]
+	return !ok || !slices.Equal(told.queues, seen.queues) || !slices.Equal(told.kinds, seen.kinds) ||
+		seen.at.Sub(told.at) >= store.WorkerAlive/2
 }
 
 // filter is a claim filter as reported: sorted, each value once, nil for
@@ -268,7 +308,7 @@ func (r *Reporter) Start(ctx context.Context) error {
 	}
 	return r.life.start(ctx, func(soft, hard context.Context, ready func()) error {
 		ready()
-		every(soft, r.cfg.Interval, true, r.pass)
+		r.loop(soft)
 		// The last counts, within Stop's grace.
 		ctx, cancel := context.WithTimeout(hard, r.cfg.Interval)
 		defer cancel()
@@ -279,6 +319,42 @@ func (r *Reporter) Start(ctx context.Context) error {
 
 // Stop ends the loop after a last report.
 func (r *Reporter) Stop(ctx context.Context) error { return r.life.stop(ctx) }
+
+// loop reports at once, then every Interval, and Prompt after the last
+// report when a worker the store was not told of claimed, until ctx is
+// done.
+func (r *Reporter) loop(ctx context.Context) {
+	r.pass(ctx)
+	last := time.Now()
+	tick := time.NewTicker(r.cfg.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-r.kick:
+			if wait := r.cfg.Prompt - time.Since(last); wait > 0 {
+				t := time.NewTimer(wait) // the claims of the next Prompt join this report
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+			}
+			r.mu.Lock()
+			news := r.news
+			r.mu.Unlock()
+			if !news { // a report since told the store
+				continue
+			}
+			tick.Reset(r.cfg.Interval)
+		}
+		r.pass(ctx)
+		last = time.Now()
+	}
+}
 
 func (r *Reporter) pass(ctx context.Context) {
 	if err := r.ReportOnce(ctx); err != nil && ctx.Err() == nil {
@@ -294,6 +370,7 @@ func (r *Reporter) ReportOnce(ctx context.Context) error {
 	r.mu.Lock()
 	workers, activity := r.workers, r.activity
 	r.workers, r.activity = map[workerKey]workerSeen{}, map[activityKey]*store.ActivityCount{}
+	r.news = false
 	if r.dropped {
 		r.log.Warn("server report: activity counts dropped: the store refused reports for too long, " +
 			"or too many tenants were active in one interval")
@@ -317,12 +394,28 @@ func (r *Reporter) ReportOnce(ctx context.Context) error {
 		return cmp.Or(a.Minute.Compare(b.Minute), cmp.Compare(a.Tenant, b.Tenant))
 	})
 	err := r.cfg.Store.ReportServer(ctx, rep)
-	if err == nil {
-		return nil
-	}
-	// Put the counts back, beside those counted meanwhile.
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if err == nil {
+		r.remember(workers, now)
+		if r.news { // set by claims meanwhile: news still if one is not told of now
+			r.news = false
+			for k, seen := range r.workers {
+				if r.untold(k, seen) {
+					r.news = true
+					break
+				}
+			}
+		}
+		return nil
+	}
+	// Put the counts back, beside those counted meanwhile; the workers
+	// not yet told of are news again.
+	for k, seen := range workers {
+		if r.cfg.Prompt >= 0 && r.untold(k, seen) {
+			r.news = true
+		}
+	}
 	for k, seen := range workers {
 		if seen.at.After(r.workers[k].at) {
 			r.workers[k] = seen
@@ -338,4 +431,28 @@ func (r *Reporter) ReportOnce(ctx context.Context) error {
 	}
 	r.bound(r.cfg.Now(), true)
 	return err
+}
+
+// remember records that the store was told of workers. What it keeps is
+// bounded: beyond 2*MaxReportWorkers, the workers not told of for
+// store.WorkerAlive are forgotten, and all of them if that is not enough
+// (a forgotten worker's next claim is news: one report more). r.mu is
+// held.
+func (r *Reporter) remember(workers map[workerKey]workerSeen, now time.Time) {
+	for k, seen := range workers {
+		if seen.at.After(r.told[k].at) {
+			r.told[k] = seen
+		}
+	}
+	if len(r.told) <= 2*MaxReportWorkers {
+		return
+	}
+	for k, seen := range r.told {
+		if now.Sub(seen.at) >= store.WorkerAlive {
+			delete(r.told, k)
+		}
+	}
+	if len(r.told) > 2*MaxReportWorkers {
+		clear(r.told)
+	}
 }

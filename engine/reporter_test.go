@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -176,7 +178,9 @@ func TestReporterBounded(t *testing.T) {
 func TestReporterCountsWorker(t *testing.T) {
 	e := newEnv(t)
 	rs := newReportStore(e.st)
-	r := NewReporter(ReporterConfig{Store: rs, Interval: time.Hour, Logger: e.log, Now: e.clock.Now})
+	// Prompt < 0: no early report (TestReporterPrompt), so the one at stop
+	// has every count.
+	r := NewReporter(ReporterConfig{Store: rs, Interval: time.Hour, Prompt: -1, Logger: e.log, Now: e.clock.Now})
 	if !strings.Contains(r.ServerID(), ":") {
 		t.Errorf("server id %q is not host:pid:random", r.ServerID())
 	}
@@ -261,5 +265,88 @@ func TestReporterUnstartedReleaseIsNoStart(t *testing.T) {
 	defer r.mu.Unlock()
 	if c := r.activity[activityKey{"acme", store.MinuteOf(clk.Now())}]; c == nil || c.Starts != 1 {
 		t.Fatalf("activity %+v, want 1 start", c)
+	}
+}
+
+// A worker the store was not told of is reported Prompt after the last
+// report, not at the next Interval; a worker that keeps claiming with the
+// same filters, from many goroutines at once, adds no report; reports
+// written so are at least Prompt apart, and a new worker's filters or a
+// change of them is news again.
+func TestReporterPrompt(t *testing.T) {
+	const prompt = 100 * time.Millisecond
+	rs := newReportStore(nil)
+	r := NewReporter(ReporterConfig{Store: rs, Interval: time.Hour, Prompt: prompt,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err := r.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Stop(context.Background()) }()
+	recv(t, rs.sent, "the report at start")
+	claims := func(id string, queues []string, n int) {
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for range n {
+					r.Observe(&storewrap.Call{Op: "Claim", Result: &store.ClaimResult{},
+						Params: &store.ClaimParams{WorkerID: id, Tenant: "acme", Queues: queues, Kinds: []string{"k"}}})
+				}
+			})
+		}
+		wg.Wait()
+	}
+	quiet := func(what string) {
+		t.Helper()
+		select {
+		case <-rs.sent:
+			t.Fatalf("%s: a report, want none before the interval: %+v", what, rs.last())
+		case <-time.After(3 * prompt):
+		}
+	}
+	reported := func(what string, want ...string) *store.ServerReport {
+		t.Helper()
+		recv(t, rs.sent, what)
+		rep := rs.last()
+		var got []string
+		for _, w := range rep.Workers {
+			got = append(got, w.Tenant+"/"+w.ID+fmt.Sprint(w.Queues, w.Kinds))
+		}
+		for _, w := range want {
+			if !slices.Contains(got, w) {
+				t.Fatalf("%s: workers %q, want %q among them", what, got, w)
+			}
+		}
+		return rep
+	}
+
+	claims("http-1", []string{"q"}, 1000)
+	first := reported("a new worker's claims", "acme/http-1[q] [k]")
+	claims("http-1", []string{"q"}, 1000)
+	quiet("the same worker claiming again")
+
+	claims("http-2", nil, 10)
+	second := reported("another new worker", "acme/http-2[] [k]")
+	if gap := second.Now.Sub(first.Now); gap < prompt {
+		t.Errorf("two prompt reports %v apart, want at least %v", gap, prompt)
+	}
+	claims("http-1", []string{"q", "r"}, 10)
+	reported("a worker whose queues changed", "acme/http-1[q r] [k]")
+	quiet("after the change, nothing new")
+}
+
+// Prompt < 0: reports only every Interval.
+func TestReporterPromptOff(t *testing.T) {
+	rs := newReportStore(nil)
+	r := NewReporter(ReporterConfig{Store: rs, Interval: time.Hour, Prompt: -1, Logger: slog.New(slog.DiscardHandler)})
+	if err := r.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Stop(context.Background()) }()
+	recv(t, rs.sent, "the report at start")
+	r.Claimed("w1", "acme", nil)
+	select {
+	case <-rs.sent:
+		t.Fatalf("a report with Prompt off: %+v", rs.last())
+	case <-time.After(3 * DefaultPrompt / 2):
 	}
 }

@@ -147,6 +147,40 @@ func testExplain(t *testing.T, ns NewStore) {
 		}
 	})
 
+	// An HTTP worker is named in presence by its tenant and its id
+	// together: two tenants' workers of one id, reported by one server,
+	// are two workers, each with its own filters, and only the tenant's
+	// own counts for its work (store.WorkerSeen).
+	t.Run("WorkerIDPerTenant", func(t *testing.T) {
+		e := start(t, ns)
+		e.createTenant(store.CreateTenantParams{Name: globex})
+		sub := job("resize-image")
+		sub.Queue = "media"
+		x := e.submit(acme, base, sub)
+		e.report(store.ServerReport{ID: "api-1", Host: "h", Version: "v", StartedAt: base, Now: base,
+			Workers: []store.WorkerSeen{
+				{ID: "w-1", Tenant: globex, LastSeenAt: base, Queues: []string{"media"}, Kinds: []string{"resize-image"}},
+				{ID: "w-1", Tenant: acme, LastSeenAt: base, Kinds: []string{"echo"}},
+			}})
+		wantGates(t, "another tenant's worker of the same id claims it", e.explain(acme, x.ID, base), store.GateNoWorker)
+		for _, c := range []struct{ tenant, kind string }{{acme, "echo"}, {globex, "resize-image"}} {
+			p := e.presence(c.tenant, base)
+			if len(p.Workers) != 1 || p.Workers[0].ID != "w-1" || p.Workers[0].Tenant != c.tenant ||
+				!slices.Equal(p.Workers[0].Kinds, []string{c.kind}) || p.Servers != nil {
+				t.Errorf("Presence of %s: %s, want its own w-1 claiming [%s] and no servers",
+					c.tenant, showItems(p.Workers), c.kind)
+			}
+		}
+		if p := e.presence("", base); len(p.Workers) != 2 {
+			t.Errorf("Presence of every tenant: %s, want both w-1", showItems(p.Workers))
+		}
+		// acme's w-1 claims it now: it is acme's worker that counts.
+		e.report(store.ServerReport{ID: "api-1", Host: "h", Version: "v", StartedAt: base, Now: at(time.Second),
+			Workers: []store.WorkerSeen{{ID: "w-1", Tenant: acme, LastSeenAt: at(time.Second), Queues: []string{"media"},
+				Kinds: []string{"resize-image"}}}})
+		wantGates(t, "its tenant's worker claims it", e.explain(acme, x.ID, at(2*time.Second)))
+	})
+
 	t.Run("RunAt", func(t *testing.T) {
 		e := start(t, ns)
 		e.liveWorker("w1", "", nil, nil, base)

@@ -6,15 +6,19 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import unittest
+from typing import Dict, Optional
 
 import latchserver
+from latch_client import Worker
 
 EXAMPLES = os.path.join(latchserver.SDK, "examples")
 
 
-def run_example(srv: latchserver.Server, key: str, name: str, **kw) -> subprocess.Popen:
-    env = dict(os.environ, LATCH_URL=srv.url, LATCH_KEY=key, PYTHONPATH=latchserver.SRC)
+def run_example(srv: latchserver.Server, key: str, name: str, extra_env: Optional[Dict[str, str]] = None,
+                **kw) -> subprocess.Popen:
+    env = dict(os.environ, LATCH_URL=srv.url, LATCH_KEY=key, PYTHONPATH=latchserver.SRC, **(extra_env or {}))
     return subprocess.Popen([sys.executable, os.path.join(EXAMPLES, name)], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, **kw)
 
@@ -76,6 +80,32 @@ class ExamplesTest(unittest.TestCase):
             "succeeded {'errors': ['width must be positive'], 'resized': [{'width': 320}, {'width': 512}]}",
             "['succeeded', 'failed', 'succeeded']",
         ])
+
+    def test_events_example(self) -> None:
+        c = self.srv.new_tenant("example")
+        p = run_example(self.srv, c.key, "events_example.py")
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertEqual(out.splitlines(), ["suspended", "1", "succeeded {'paid': {'amount': 120}}"])
+
+    def test_trace_example(self) -> None:
+        # The example submits in the caller's trace; a worker here runs it
+        # and sees that trace as job.traceparent.
+        c = self.srv.new_tenant("example")
+        tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        seen = []
+        w = Worker(c, {"call-partner": lambda job: seen.append(job.traceparent) or {"partner": 202}}, wait_seconds=1)
+        t = threading.Thread(target=w.run, kwargs={"install_signal_handlers": False}, daemon=True)
+        t.start()
+        try:
+            p = run_example(self.srv, c.key, "trace_example.py", {"TRACEPARENT": tp})
+            out, err = p.communicate(timeout=60)
+        finally:
+            w.stop()
+            t.join(10)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertEqual(out.splitlines(), ["True", "succeeded {'partner': 202}"])
+        self.assertEqual([x[3:35] if x else x for x in seen], [tp[3:35]])
 
 
 if __name__ == "__main__":

@@ -7,13 +7,14 @@ import fs from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
+import { Worker } from "../dist/index.js";
 import { Server, SDK } from "./latchserver.mjs";
 
 const EXAMPLES = path.join(SDK, "examples");
 
-function runExample(srv, key, name) {
+function runExample(srv, key, name, extraEnv = {}) {
   const p = spawn(process.execPath, [path.join(EXAMPLES, name)], {
-    env: { ...process.env, LATCH_URL: srv.url, LATCH_KEY: key }, stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, LATCH_URL: srv.url, LATCH_KEY: key, ...extraEnv }, stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
   let err = "";
@@ -80,5 +81,31 @@ describe("README examples", () => {
       'succeeded {"errors":["width must be positive"],"resized":[{"width":320},{"width":512}]}',
       "succeeded failed succeeded",
     ]);
+  });
+
+  test("events", async () => {
+    const c = await srv.newTenant("example");
+    const { code, out, err } = await runExample(srv, c.key, "events.mjs").done;
+    assert.equal(code, 0, err);
+    assert.deepEqual(out.trim().split("\n"), ["suspended", "1", 'succeeded {"paid":{"amount":120}}']);
+  });
+
+  test("trace", async () => {
+    // The example submits in the caller's trace; a worker here runs it and
+    // sees that trace as job.traceparent.
+    const c = await srv.newTenant("example");
+    const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const seen = [];
+    const w = new Worker(c, { waitSeconds: 1, handlers: { "call-partner": (job) => { seen.push(job.traceparent); return { partner: 202 }; } } });
+    const running = w.run({ installSignalHandlers: false });
+    try {
+      const { code, out, err } = await runExample(srv, c.key, "trace.mjs", { TRACEPARENT: tp }).done;
+      assert.equal(code, 0, err);
+      assert.deepEqual(out.trim().split("\n"), ["true", 'succeeded {"partner":202}']);
+    } finally {
+      w.stop();
+      await running;
+    }
+    assert.deepEqual(seen.map((x) => x?.slice(3, 35)), [tp.slice(3, 35)]);
   });
 });

@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/latch-run/latch"
 	"github.com/latch-run/latch/remote"
 )
@@ -156,6 +160,16 @@ func pagePublish(ctx context.Context, c *remote.Client, out io.Writer) error {
 	return nil
 }
 
+// pageTracedSubmit: a submit in the caller's trace.
+func pageTracedSubmit(ctx context.Context, c *remote.Client, tracer trace.Tracer) (*remote.Execution, error) {
+	ctx, span := tracer.Start(ctx, "checkout")
+	defer span.End()
+	// Every call sends the trace context of its ctx as traceparent: the
+	// execution's runs, on any worker, continue the caller's trace.
+	return c.Submit(ctx, remote.SubmitRequest{Kind: "call-partner", Payload: map[string]int{"order": 42},
+		DedupKey: "call-partner-42"})
+}
+
 func TestSDKPageGo(t *testing.T) {
 	srv := startScenarioServer(t)
 	admin := remote.New(srv.url, goAdminKey)
@@ -244,6 +258,26 @@ func TestSDKPageGo(t *testing.T) {
 		if fmt.Sprint(got.Resized) != "[map[width:320] map[width:512]]" || len(got.Errors) != 1 ||
 			!bytes.Contains([]byte(got.Errors[0]), []byte("width must be positive")) {
 			t.Fatalf("result %s", done.Result)
+		}
+	})
+	t.Run("traced_submit", func(t *testing.T) {
+		spans := tracetest.NewInMemoryExporter()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+		defer tp.Shutdown(context.Background())
+		e, err := pageTracedSubmit(wctx, c, tp.Tracer("shop"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := spans.GetSpans()
+		if len(got) != 1 {
+			t.Fatalf("%d spans, want the caller's one", len(got))
+		}
+		want := fmt.Sprintf("00-%s-%s-01", got[0].SpanContext.TraceID(), got[0].SpanContext.SpanID())
+		if len(e.TraceParent) != 55 || e.TraceParent[3:35] != want[3:35] {
+			t.Fatalf("the execution's trace_parent %q, want the trace of the caller's span %s", e.TraceParent, want)
+		}
+		if _, err := c.Cancel(wctx, e.ExecutionID); err != nil { // no worker here runs call-partner
+			t.Fatal(err)
 		}
 	})
 	t.Run("publish_and_wait_event", func(t *testing.T) {

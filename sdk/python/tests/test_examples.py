@@ -6,6 +6,7 @@ import re
 import signal
 import subprocess
 import sys
+import http.server
 import threading
 import unittest
 from typing import Dict, Optional
@@ -106,6 +107,42 @@ class ExamplesTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, err)
         self.assertEqual(out.splitlines(), ["True", "succeeded {'partner': 202}"])
         self.assertEqual([x[3:35] if x else x for x in seen], [tp[3:35]])
+
+    def test_trace_worker_example(self) -> None:
+        # The example's worker passes the run's traceparent on to a partner,
+        # here a server that records the header it got.
+        got = []
+
+        class Partner(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                got.append(self.headers.get("traceparent"))
+                self.send_response(202)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *a) -> None:
+                pass
+
+        partner = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Partner)
+        threading.Thread(target=partner.serve_forever, daemon=True).start()
+        c = self.srv.new_tenant("example")
+        tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        p = run_example(self.srv, c.key, "trace_worker_example.py",
+                        {"PARTNER_URL": f"http://127.0.0.1:{partner.server_address[1]}/orders"})
+        try:
+            e = c.submit("call-partner", {"order": 42}, traceparent=tp)
+            done = c.wait(e["execution_id"], timeout=30)
+            p.send_signal(signal.SIGTERM)
+            out, err = p.communicate(timeout=30)
+        finally:
+            partner.shutdown()
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.assertEqual(p.returncode, 0, err)
+        self.assertEqual((done["status"], done["result"]), ("succeeded", {"partner": 202}))
+        self.assertEqual(got, [done["trace_parent"]])
+        self.assertEqual(got[0][3:35], tp[3:35])
 
 
 if __name__ == "__main__":

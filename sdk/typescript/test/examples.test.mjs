@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import fs from "node:fs";
+import http from "node:http";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
@@ -107,5 +108,34 @@ describe("README examples", () => {
       await running;
     }
     assert.deepEqual(seen.map((x) => x?.slice(3, 35)), [tp.slice(3, 35)]);
+  });
+
+  test("trace worker", async () => {
+    // The example's worker passes the run's traceparent on to a partner,
+    // here a server that records the header it got.
+    const got = [];
+    const partner = http.createServer((req, res) => {
+      got.push(req.headers.traceparent);
+      req.resume();
+      res.writeHead(202).end();
+    });
+    await new Promise((r) => partner.listen(0, "127.0.0.1", r));
+    const c = await srv.newTenant("example");
+    const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const p = runExample(srv, c.key, "trace-worker.mjs", { PARTNER_URL: `http://127.0.0.1:${partner.address().port}/orders` });
+    let done;
+    try {
+      const e = await c.submit("call-partner", { order: 42 }, { traceparent: tp });
+      done = await c.wait(e.execution_id, { timeout: 30 });
+      p.kill("SIGTERM");
+      const { code, err } = await p.done;
+      assert.equal(code, 0, err);
+    } finally {
+      p.kill("SIGKILL");
+      partner.close();
+    }
+    assert.deepEqual([done.status, done.result], ["succeeded", { partner: 202 }]);
+    assert.deepEqual(got, [done.trace_parent]);
+    assert.equal(got[0].slice(3, 35), tp.slice(3, 35));
   });
 });

@@ -32,7 +32,8 @@ class ExamplesTest(unittest.TestCase):
     def test_readme_shows_the_examples(self) -> None:
         with open(os.path.join(latchserver.SDK, "README.md")) as f:
             blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
-        for name in ("client_example.py", "worker_example.py", "flow_example.py", "children_example.py"):
+        for name in ("client_example.py", "worker_example.py", "flow_example.py", "children_example.py",
+                     "trace_example.py", "trace_worker_example.py"):
             with open(os.path.join(EXAMPLES, name)) as f:
                 self.assertIn(f.read(), blocks, f"README.md does not show examples/{name} as it is")
 

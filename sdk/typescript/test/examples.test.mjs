@@ -33,7 +33,7 @@ describe("README examples", () => {
   test("README.md shows the examples as they are", () => {
     const readme = fs.readFileSync(path.join(SDK, "README.md"), "utf8");
     const blocks = [...readme.matchAll(/```(?:js|html)\n([\s\S]*?)```/g)].map((m) => m[1]);
-    for (const f of ["examples/client.mjs", "examples/worker.mjs", "examples/flow.mjs", "examples/children.mjs", "test/browser/page.mjs", "test/browser/index.html"]) {
+    for (const f of ["examples/client.mjs", "examples/worker.mjs", "examples/flow.mjs", "examples/children.mjs", "examples/trace.mjs", "examples/trace-worker.mjs", "test/browser/page.mjs", "test/browser/index.html"]) {
       assert.ok(blocks.includes(fs.readFileSync(path.join(SDK, f), "utf8")), `README.md does not show ${f} as it is`);
     }
   });

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/latch-run/latch/internal/tracing"
 )
 
 // Client calls one latch server. It is safe for concurrent use.
@@ -180,6 +182,13 @@ func (c *Client) open(ctx context.Context, req Request, target string, body []by
 	}
 	if c.tenant != "" {
 		hr.Header.Set("Latch-Tenant", c.tenant)
+	}
+	if hr.Header.Get("Traceparent") == "" {
+		// The caller's trace context (an OpenTelemetry span's, or one given
+		// with a remote span context): a submit's runs join its trace.
+		if tp := tracing.Current(ctx); tp != "" {
+			hr.Header.Set("Traceparent", tp)
+		}
 	}
 	return c.http.Do(hr)
 }

@@ -54,6 +54,14 @@ export interface ClientOptions {
   userAgent?: string;
   /** The fetch to use (default: the global one). */
   fetch?: typeof fetch;
+  /**
+   * The W3C traceparent every request sends, so that what it submits joins
+   * the caller's trace: a value, or a function asked at each request (none
+   * when it answers undefined, null or ""), to read it from your own
+   * context, e.g. OpenTelemetry's `propagation.inject(context.active(), carrier)`.
+   * A request's own `traceparent` option wins. An invalid value throws a TypeError.
+   */
+  traceparent?: string | (() => string | null | undefined);
 }
 
 export interface RequestOptions {
@@ -69,6 +77,8 @@ export interface RequestOptions {
   tenant?: string;
   /** Aborts the request, and the waits between its retries. */
   signal?: AbortSignal;
+  /** The W3C traceparent of this request (default: the client's `traceparent`). */
+  traceparent?: string;
 }
 
 export interface Response<T = unknown> {
@@ -131,6 +141,29 @@ export interface WatchOptions {
 
 const NO_BODY: unique symbol = Symbol("no body");
 
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
+
+/**
+ * Whether `value` is a W3C traceparent the server keeps: lower-case hex,
+ * trace and parent ids not all zero, version not ff (a version 00 value has
+ * nothing after its flags).
+ */
+export function validTraceparent(value: unknown): value is string {
+  const m = typeof value === "string" ? TRACEPARENT.exec(value) : null;
+  if (!m) return false;
+  const [, version, traceId, parentId, , rest] = m;
+  if (version === "ff" || (version === "00" && rest !== undefined)) return false;
+  return !/^0+$/.test(traceId!) && !/^0+$/.test(parentId!);
+}
+
+function checkTraceparent(value: string | null | undefined): string | undefined {
+  if (value === undefined || value === null || value === "") return undefined;
+  if (!validTraceparent(value)) {
+    throw new TypeError(`not a W3C traceparent: ${JSON.stringify(value)} (want 00-<32 hex>-<16 hex>-<2 hex>)`);
+  }
+  return value;
+}
+
 /** A fresh dedup or idempotency key (a random UUID). */
 export function newKey(): string {
   return crypto.randomUUID();
@@ -183,9 +216,12 @@ export class Client {
   readonly retryPolicy: RetryPolicy;
   readonly userAgent: string;
   private readonly fetchFn: typeof fetch;
+  private readonly options: ClientOptions;
 
   constructor(opts: ClientOptions) {
     if (typeof opts?.baseUrl !== "string") throw new TypeError("Client: baseUrl is required");
+    if (typeof opts.traceparent === "string") checkTraceparent(opts.traceparent);
+    this.options = { ...opts };
     this.baseUrl = opts.baseUrl.replace(/\/+$/, "");
     this.key = opts.key ?? "";
     this.tenant = opts.tenant;
@@ -195,6 +231,21 @@ export class Client {
     const f = opts.fetch ?? globalThis.fetch;
     if (typeof f !== "function") throw new TypeError("Client: no fetch on this platform; pass one");
     this.fetchFn = f.bind(globalThis);
+  }
+
+  /**
+   * A client like this one whose requests send `traceparent` (undefined:
+   * none): what a worker does for the calls under a lease, and what a
+   * caller does to submit in its trace. An invalid value throws a TypeError.
+   */
+  withTraceparent(traceparent: string | undefined): Client {
+    return new Client({ ...this.options, traceparent: checkTraceparent(traceparent) });
+  }
+
+  /** The traceparent the client's requests send now (its option's), undefined when none. */
+  get traceparent(): string | undefined {
+    const tp = this.options.traceparent;
+    return checkTraceparent(typeof tp === "function" ? tp() : tp);
   }
 
   // ------------------------------------------------------------------ core
@@ -237,6 +288,8 @@ export class Client {
       data = JSON.stringify(body === undefined ? null : body);
       extra["Content-Type"] = "application/json";
     }
+    const tp = opts.traceparent !== undefined ? checkTraceparent(opts.traceparent) : this.traceparent;
+    if (tp) extra["traceparent"] = tp;
     const headers = this.headers(opts.tenant, { ...extra, ...opts.headers });
     const policy = this.retryPolicy;
     for (let attempt = 0; ; attempt++) {
@@ -284,16 +337,17 @@ export class Client {
    * the dedup key already mapped to it). `dedup_key` goes in the body,
    * `idempotencyKey` in the Idempotency-Key header (the same thing to the
    * server). With neither, a fresh UUID is the dedup key, so the retries of
-   * this one call are one execution.
+   * this one call are one execution. `traceparent` (default: the client's)
+   * is the W3C trace context the execution's runs continue.
    */
   async submit(kind: string, payload?: JSONValue,
-    opts: SubmitOptions & { idempotencyKey?: string; tenant?: string; signal?: AbortSignal } = {}): Promise<SubmitResponse> {
-    const { idempotencyKey, tenant, signal, ...fields } = opts;
+    opts: SubmitOptions & { idempotencyKey?: string; tenant?: string; signal?: AbortSignal; traceparent?: string } = {}): Promise<SubmitResponse> {
+    const { idempotencyKey, tenant, signal, traceparent, ...fields } = opts;
     const body = submitBody({ kind, payload, ...fields });
     const headers: Record<string, string> = {};
     if (idempotencyKey !== undefined) headers["Idempotency-Key"] = idempotencyKey;
     else if (body.dedup_key === undefined) body.dedup_key = newKey();
-    return this.call("POST", "/api/executions", body, { headers, retry: true, tenant, signal });
+    return this.call("POST", "/api/executions", body, { headers, retry: true, tenant, signal, traceparent });
   }
 
   /**
@@ -301,7 +355,8 @@ export class Client {
    * order. An item without a dedup_key gets a fresh UUID, so the request is
    * safe to retry.
    */
-  async submitBatch(items: BatchSubmitItem[], opts: { tenant?: string; signal?: AbortSignal } = {}): Promise<BatchResult[]> {
+  async submitBatch(items: BatchSubmitItem[],
+    opts: { tenant?: string; signal?: AbortSignal; traceparent?: string } = {}): Promise<BatchResult[]> {
     const body = {
       items: items.map((it) => {
         const b = submitBody(it);
@@ -407,11 +462,12 @@ export class Client {
    * execution, false when kept for a later wait. With idempotencyKey a repeat
    * changes nothing (and is retried safely).
    */
-  async signal(id: string, name: string, data: JSONValue = null, opts: { idempotencyKey?: string } = {}): Promise<boolean> {
+  async signal(id: string, name: string, data: JSONValue = null,
+    opts: { idempotencyKey?: string; traceparent?: string } = {}): Promise<boolean> {
     const headers: Record<string, string> = {};
     if (opts.idempotencyKey !== undefined) headers["Idempotency-Key"] = opts.idempotencyKey;
     const ans = await this.call<SignalResponse>("POST", `/api/executions/${seg(id)}/signals/${seg(name)}`, { data },
-      { headers, retry: opts.idempotencyKey !== undefined });
+      { headers, retry: opts.idempotencyKey !== undefined, traceparent: opts.traceparent });
     return Boolean(ans.delivered);
   }
 
@@ -585,9 +641,11 @@ export class Client {
    * so the call's own retries are one event; a repeat of a key answers the
    * first answer and changes nothing.
    */
-  publish(name: string, data: JSONValue = null, opts: { key?: string; idempotencyKey?: string; signal?: AbortSignal } = {}): Promise<PublishResponse> {
+  publish(name: string, data: JSONValue = null,
+    opts: { key?: string; idempotencyKey?: string; signal?: AbortSignal; traceparent?: string } = {}): Promise<PublishResponse> {
     return this.call("POST", "/api/events", stripUndefined({ name, data, key: opts.key }), {
       headers: { "Idempotency-Key": opts.idempotencyKey ?? newKey() }, retry: true, signal: opts.signal,
+      traceparent: opts.traceparent,
     });
   }
 

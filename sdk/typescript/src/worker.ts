@@ -1,7 +1,7 @@
 // A worker over latch's HTTP API: claims, heartbeats, completes and fails,
 // and runs flows (steps, sleeps, signal waits, children) with the journal its lease carries.
 
-import { Client, formatTime, sleep } from "./client.js";
+import { Client, formatTime, sleep, validTraceparent } from "./client.js";
 import { JournalTooLarge, LatchError, LeaseLost, StorageExceeded, TooManyChildren, TooManySteps } from "./errors.js";
 import type {
   ChildItem, ChildOutcome, EventRecord, Execution, FanIn, JSONValue, Lease, OnParentEnd, SubmitOptions,
@@ -93,6 +93,12 @@ function isTimedOut(v: unknown): boolean {
  * requested, or the lease was lost (`leaseLost` is true then too): pass it
  * to fetch and timers, or check it, and stop. `steps` is the flow's journal:
  * the lease's, plus what this run records.
+ *
+ * `traceparent` is the execution's W3C traceparent (the trace its submit
+ * continued), undefined when it has none: a handler that traces its own work
+ * makes its span a child of it. `client` sends it on every request (the
+ * worker's calls under the lease go through it), so what the handler
+ * submits with `job.client` joins the run's trace.
  */
 export class Job<P = JSONValue> {
   readonly client: Client;
@@ -108,6 +114,7 @@ export class Job<P = JSONValue> {
   readonly timeoutSeconds: number;
   readonly steps: Record<string, JSONValue>;
   readonly signal: AbortSignal;
+  readonly traceparent: string | undefined;
   leaseLost = false;
   /** Whether `steps` holds the whole journal at the claim (the lease's steps_complete). */
   private stepsComplete: boolean;
@@ -116,7 +123,8 @@ export class Job<P = JSONValue> {
   private readonly controller = new AbortController();
 
   constructor(client: Client, lease: Lease) {
-    this.client = client;
+    this.traceparent = validTraceparent(lease.trace_parent) ? lease.trace_parent : undefined;
+    this.client = this.traceparent ? client.withTraceparent(this.traceparent) : client;
     this.lease = lease;
     this.executionId = lease.execution_id;
     this.leaseToken = lease.lease_token;
@@ -490,7 +498,7 @@ export class Worker {
         return;
       }
       try {
-        const ans = await this.client.heartbeat(job.executionId, job.leaseToken,
+        const ans = await job.client.heartbeat(job.executionId, job.leaseToken,
           { lease_seconds: this.leaseSeconds, signal: done });
         if (ans.cancel_requested) job.cancel(false);
       } catch (err) {
@@ -506,7 +514,7 @@ export class Worker {
 
   private async runJob(job: Job): Promise<RunResult> {
     const handler = Object.prototype.hasOwnProperty.call(this.handlers, job.kind) ? this.handlers[job.kind] : undefined;
-    const c = this.client;
+    const c = job.client; // sends the lease's traceparent
     const id = job.executionId;
     const tok = job.leaseToken;
     try {

@@ -19,6 +19,7 @@ from .errors import (ERRORS, Conflict, DedupKeyReused, Forbidden, HeadersTooLarg
 from .types import (APIKey, APIKeyInfo, Attempt, ChildRef, EventStart, HeartbeatResponse, Lease, PublishResponse,
                     RateLimit, Schedule, SignalResponse, Spawned, Step, StepRecorded, StreamTicket, SubmitResponse,
                     Subscription, Tenant, TenantCreated)
+from .tracing import current_traceparent, reset_traceparent, set_traceparent, use_traceparent, valid_traceparent
 from .worker import TIMED_OUT, ChildrenTimedOut, Fail, Job, JobCancelled, Suspended, WaitTimedOut, Worker
 
 __version__ = "0.1.0"
@@ -34,4 +35,5 @@ __all__ = [
     "error_for", "APIKey", "APIKeyInfo", "Attempt", "ChildRef", "EventStart", "HeartbeatResponse", "PublishResponse", "Subscription", "Lease", "RateLimit", "Schedule",
     "SignalResponse", "Spawned", "Step", "StepRecorded", "StreamTicket", "SubmitResponse", "Tenant", "TenantCreated", "Fail", "Job",
     "JobCancelled", "Suspended", "WaitTimedOut", "ChildrenTimedOut", "Worker",
+    "current_traceparent", "reset_traceparent", "set_traceparent", "use_traceparent", "valid_traceparent",
 ]

@@ -8,6 +8,7 @@ Iterators become async iterators, each step in a thread.
 """
 
 import asyncio
+import contextvars
 import functools
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, AsyncIterator, Callable, List, Mapping, Optional, Sequence, Tuple, TypeVar
@@ -45,7 +46,9 @@ class AsyncClient:
         self._pool.shutdown(wait=False)
 
     async def _run(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-        return await asyncio.get_running_loop().run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+        # In the caller's context: the traceparent current in the task (use_traceparent) is sent.
+        ctx = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(self._pool, functools.partial(ctx.run, fn, *args, **kwargs))
 
     async def submit(self, kind: str, payload: JSON = None, *, dedup_key: Optional[str] = None,
                      idempotency_key: Optional[str] = None, queue: Optional[str] = None,
@@ -53,18 +56,19 @@ class AsyncClient:
                      delay_seconds: Optional[int] = None, max_attempts: Optional[int] = None,
                      timeout_seconds: Optional[int] = None, concurrency_key: Optional[str] = None,
                      concurrency_limit: Optional[int] = None, rate_key: Optional[str] = None,
-                     tenant: Optional[str] = None) -> SubmitResponse:
+                     tenant: Optional[str] = None, traceparent: Optional[str] = None) -> SubmitResponse:
         """Client.submit, awaited."""
         return await self._run(
             self.sync.submit, kind, payload, dedup_key=dedup_key, idempotency_key=idempotency_key,
             queue=queue, priority=priority, run_at=run_at, delay_seconds=delay_seconds,
             max_attempts=max_attempts, timeout_seconds=timeout_seconds,
             concurrency_key=concurrency_key, concurrency_limit=concurrency_limit, rate_key=rate_key,
-            tenant=tenant)
+            tenant=tenant, traceparent=traceparent)
 
-    async def submit_batch(self, items: Sequence[Mapping[str, Any]], *, tenant: Optional[str] = None) -> List[BatchItem]:
+    async def submit_batch(self, items: Sequence[Mapping[str, Any]], *, tenant: Optional[str] = None,
+                           traceparent: Optional[str] = None) -> List[BatchItem]:
         """Client.submit_batch, awaited."""
-        return await self._run(self.sync.submit_batch, items, tenant=tenant)
+        return await self._run(self.sync.submit_batch, items, tenant=tenant, traceparent=traceparent)
 
     async def get(self, execution_id: str, *, wait_seconds: Optional[int] = None) -> Execution:
         """Client.get, awaited."""

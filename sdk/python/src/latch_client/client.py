@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .errors import LatchError, TransportError, Unfinished, error_for
+from .tracing import check_traceparent, current_traceparent
 
 from .types import (APIKey, APIKeyInfo, Attempt, Execution, HeartbeatResponse, Lease, RateLimit, Schedule,
                     PublishResponse, SignalResponse, Spawned, Step, StepRecorded, StreamTicket, SubmitResponse,
@@ -147,6 +148,9 @@ class Client:
         elif body is not _NO_BODY:
             data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
             hdrs["Content-Type"] = "application/json"
+        tp = current_traceparent()
+        if tp:
+            hdrs["traceparent"] = tp
         if headers:
             hdrs.update(headers)
         policy = self.retry_policy
@@ -194,29 +198,35 @@ class Client:
                delay_seconds: Optional[int] = None, max_attempts: Optional[int] = None,
                timeout_seconds: Optional[int] = None, concurrency_key: Optional[str] = None,
                concurrency_limit: Optional[int] = None, rate_key: Optional[str] = None,
-               tenant: Optional[str] = None) -> SubmitResponse:
+               tenant: Optional[str] = None, traceparent: Optional[str] = None) -> SubmitResponse:
         """Submits an execution of kind; answers it with "deduplicated" (True
         when the dedup key already mapped to it).
 
         dedup_key goes in the body, idempotency_key in the Idempotency-Key
         header (the same thing to the server). With neither, a fresh UUID is
         the dedup key, so the retries of this one call are one execution.
+        traceparent (a W3C traceparent; default: the current one, see
+        use_traceparent) is the trace the execution's runs continue.
         """
         body = _submit_body(kind, payload, dedup_key=dedup_key, queue=queue, priority=priority,
                             run_at=run_at, delay_seconds=delay_seconds, max_attempts=max_attempts,
                             timeout_seconds=timeout_seconds, concurrency_key=concurrency_key,
                             concurrency_limit=concurrency_limit, rate_key=rate_key)
         headers = {}
+        if check_traceparent(traceparent):
+            headers["traceparent"] = traceparent
         if idempotency_key is not None:
             headers["Idempotency-Key"] = idempotency_key
         elif dedup_key is None:
             body["dedup_key"] = new_key()
         return self._call("POST", "/api/executions", body, headers=headers, retry=True, tenant=tenant)
 
-    def submit_batch(self, items: Sequence[Mapping[str, Any]], *, tenant: Optional[str] = None) -> List[BatchItem]:
+    def submit_batch(self, items: Sequence[Mapping[str, Any]], *, tenant: Optional[str] = None,
+                     traceparent: Optional[str] = None) -> List[BatchItem]:
         """Submits 1–1000 items (each a submit body: {"kind", "payload", ...})
         in one request; answers a BatchItem per item, in order. An item without
-        a dedup_key gets a fresh UUID, so the request is safe to retry."""
+        a dedup_key gets a fresh UUID, so the request is safe to retry.
+        traceparent: as submit's, for every item."""
         body_items = []
         for it in items:
             d = dict(it)
@@ -225,7 +235,9 @@ class Client:
             if d.get("dedup_key") is None:
                 d["dedup_key"] = new_key()
             body_items.append(d)
-        ans = self._call("POST", "/api/executions/batch", {"items": body_items}, retry=True, tenant=tenant)
+        headers = {"traceparent": traceparent} if check_traceparent(traceparent) else None
+        ans = self._call("POST", "/api/executions/batch", {"items": body_items}, headers=headers, retry=True,
+                         tenant=tenant)
         out = []
         for slot in ans["items"]:
             err = None

@@ -2,6 +2,7 @@
 and runs flows (steps, sleeps, signal waits, children) with the journal its
 lease carries."""
 
+import contextvars
 import datetime
 import json
 import logging
@@ -14,6 +15,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from .client import Client, format_time
 from .errors import JournalTooLarge, LatchError, LeaseLost, StorageExceeded, TooManyChildren, TooManySteps
+from .tracing import reset_traceparent, set_traceparent, valid_traceparent
 
 log = logging.getLogger("latch_client")
 
@@ -74,6 +76,13 @@ class Job:
     lease carries the journal's first steps only when it is large
     (steps_complete false): then the first name not found in steps makes the
     job read the rest (Client.steps) before it runs anything under it.
+
+    traceparent is the execution's W3C traceparent (the trace its submit
+    continued), None when it has none. The worker runs the handler with it
+    current (see use_traceparent): every call made under the lease, the
+    worker's and the handler's own through any Client of its thread, sends
+    it, so a submit from the handler joins the run's trace. A handler that
+    traces its own work makes its span a child of it.
     """
 
     def __init__(self, client: Client, lease: Mapping[str, Any]) -> None:
@@ -88,6 +97,8 @@ class Job:
         self.tenant: Optional[str] = lease.get("tenant")
         self.queue: Optional[str] = lease.get("queue")
         self.timeout_seconds: Optional[int] = lease.get("timeout_seconds")
+        tp = lease.get("trace_parent")
+        self.traceparent: Optional[str] = tp if isinstance(tp, str) and valid_traceparent(tp) else None
         self.steps: Dict[str, Any] = dict(lease.get("steps") or {})
         self._steps_complete: bool = lease.get("steps_complete", True) is not False
         self.cancelled = threading.Event()
@@ -364,15 +375,18 @@ class Worker:
         "unrecorded" (the outcome could not be written; the lease expires and
         the server runs it again)."""
         job = Job(self.client, lease)
+        token = set_traceparent(job.traceparent)  # every call under the lease sends it
         done = threading.Event()
-        hb = threading.Thread(target=self._heartbeat, args=(job, done), name=f"latch-hb-{job.execution_id}",
-                              daemon=True)
+        ctx = contextvars.copy_context()
+        hb = threading.Thread(target=ctx.run, args=(self._heartbeat, job, done),
+                              name=f"latch-hb-{job.execution_id}", daemon=True)
         hb.start()
         try:
             return self._run(job)
         finally:
             done.set()
             hb.join()
+            reset_traceparent(token)
 
     def _heartbeat(self, job: Job, done: threading.Event) -> None:
         interval = self.lease_seconds / 3.0

@@ -99,6 +99,8 @@ const (
 	actWake
 	actRetry
 	actSteps
+	actSpawn
+	actFanIn
 	numActions
 )
 
@@ -111,6 +113,8 @@ var (
 	suspendNames = []string{"w1", "w2", "w3", "w4", "w5", "a"}
 	signalNames  = []string{"go", "stop"}
 	idemKeys     = []string{"i1", "i2"}
+	spawnNames   = []string{"s1", "s2"}
+	joinNames    = []string{"j1", "j2"}
 )
 
 // tenantWorkload: several tenants, each one partition, with a small
@@ -171,6 +175,28 @@ func flowWorkload(h int) workload {
 	return w
 }
 
+// childrenWorkload: one tenant whose flows spawn children (I13), every
+// client on one kind, parents and children alike (a child may spawn in
+// turn). Clients spawn under two step names, under current and stale
+// tokens, concurrently with the same lease (a repeat must admit nothing),
+// some children with on_parent_end abandon; wait for some or all of a
+// spawn's children (fan-in), sometimes on a spawn not made or for more
+// children than it has; and end children — complete, fail, cancel, force
+// delete — while their parents spawn, suspend, get cancelled, complete or
+// fail. A quota of 12 makes spawns refused whole now and then. The children
+// and their parents relate across the tenant, so it is one partition.
+func childrenWorkload(h int) workload {
+	tenant := fmt.Sprintf("h%d-kids", h)
+	w := workload{name: "children", clients: 8, tenants: []store.CreateTenantParams{{Name: tenant, MaxInflight: 12}}}
+	w.scopes = []scope{{name: "kids", tenant: tenant, kind: "flow", keys: []string{"k-a"}}}
+	w.weights = [numActions]int{
+		actAdmitPlain: 10, actClaim: 16, actComplete: 12, actFail: 5,
+		actCancel: 5, actDelete: 2, actForceDelete: 3, actGet: 2, actTenant: 2,
+		actRecordStep: 1, actSteps: 3, actSpawn: 14, actFanIn: 12,
+	}
+	return w
+}
+
 // pool is what the clients of one scope have learned from the store's
 // answers: recent execution ids and leases. Operations on ids and tokens
 // always start after the answer that revealed them.
@@ -217,6 +243,14 @@ func signalName(r *rand.Rand) string {
 		return signalNames[1]
 	}
 	return signalNames[0]
+}
+
+// spawnName is mostly the first name, so that waits find the spawn made.
+func spawnName(r *rand.Rand) string {
+	if r.IntN(4) == 0 {
+		return spawnNames[1]
+	}
+	return spawnNames[0]
 }
 
 // peekLease picks a lease and keeps it: a worker records several steps
@@ -348,6 +382,28 @@ func (w *workload) next(r *rand.Rand, sc *scope, p *pool, clk *clock) Input {
 		}
 	case actWake:
 		in.Op = OpWake
+	case actSpawn, actFanIn:
+		take := p.peekLease // a worker spawns, then waits, under one lease
+		if act == actFanIn {
+			take = p.takeLease
+		}
+		l, ok := take(r)
+		if !ok {
+			in.Op, in.Kinds, in.Max = OpClaim, sc.kinds, 1
+			break
+		}
+		in.ID, in.Token = l.ID, l.Token
+		if act == actSpawn {
+			in.Op, in.Name, in.Abandon = OpSpawn, spawnName(r), r.IntN(4) == 0
+			for range 1 + r.IntN(3) {
+				in.Items = append(in.Items, Sub{Kind: sc.kind, Priority: r.IntN(2), MaxAttempts: 2})
+			}
+			break
+		}
+		in.Op, in.Name = OpSuspend, joinNames[r.IntN(len(joinNames))]
+		// Mostly all of a spawn made; now and then a count, one more than
+		// the spawn has (refused) or a spawn not made (refused).
+		in.Children, in.Count = spawnName(r), max(0, r.IntN(5)-2)
 	case actAdmitBatch:
 		in.Op, in.Items = OpAdmit, []Sub{sub(r.IntN(2) == 0), sub(true)}
 	default:
@@ -357,6 +413,7 @@ func (w *workload) next(r *rand.Rand, sc *scope, p *pool, clk *clock) Input {
 	switch {
 	case in.Op == OpRecordStep && r.IntN(2) == 0:
 		in.StartedAt = in.Now - int64(time.Millisecond)
+	case in.Op == OpSuspend && in.Children != "":
 	case in.Op == OpSuspend && in.Signal == "":
 		// A sleep until the past, now or (when Wake runs) a little later.
 		ahead := []time.Duration{-time.Millisecond, 0}
@@ -386,6 +443,9 @@ func learn(p *pool, out Output) {
 	}
 	for _, l := range out.Leases {
 		p.addLease(l)
+	}
+	for _, c := range out.Spawned {
+		p.addID(c.ID)
 	}
 }
 
@@ -509,6 +569,14 @@ func describe(in Input, out Output) string {
 		}
 	case OpTenant:
 		fmt.Fprintf(&b, " → inflight %d/%d", out.Inflight, out.MaxInflight)
+	case OpSpawn:
+		fmt.Fprintf(&b, " %s tok %s step %s %d children abandon=%t →", short(in.ID), short(in.Token), in.Name, len(in.Items), in.Abandon)
+		if out.Err == OK {
+			fmt.Fprintf(&b, " recorded=%t", out.Recorded)
+			for _, c := range out.Spawned {
+				fmt.Fprintf(&b, " %s(%s)", short(c.ID), c.Status)
+			}
+		}
 	case OpWake:
 		fmt.Fprintf(&b, " → %d", out.Counts[0])
 	case OpRecordStep, OpSignal, OpSteps:
@@ -545,9 +613,12 @@ func describe(in Input, out Output) string {
 		}
 		if in.Op == OpSuspend {
 			fmt.Fprintf(&b, " step %s", in.Name)
-			if in.Signal != "" {
+			switch {
+			case in.Children != "":
+				fmt.Fprintf(&b, " fan-in %s count %d", in.Children, in.Count)
+			case in.Signal != "":
 				fmt.Fprintf(&b, " wait %s timeout %v", in.Signal, time.Duration(in.Timeout))
-			} else {
+			default:
 				fmt.Fprintf(&b, " until now%+v", time.Duration(in.Until-in.Now))
 			}
 		}
@@ -678,10 +749,21 @@ func tally(hist []porcupine.Operation) string {
 			continue
 		case in.Op == OpClaim:
 			key += fmt.Sprintf(":%d", len(out.Leases))
+			for _, l := range out.Leases {
+				if strings.Contains(l.Steps, `"timed_out":false`) {
+					counts["claim:after-fan-in"]++ // a parent resumed by its fan-in wait's end
+				}
+			}
 		case in.Op == OpWake:
 			key += fmt.Sprintf(":%d", min(out.Counts[0], 2))
 		case in.Op == OpRecordStep || in.Op == OpSignal:
 			key += flowOutcome(in, out)
+		case in.Op == OpSpawn && out.Recorded:
+			key += ":new"
+		case in.Op == OpSpawn:
+			key += ":repeat"
+		case in.Op == OpSuspend && in.Children != "":
+			key = "fan-in:" + string(out.X.Status)
 		case out.X.Status != "":
 			key += ":" + string(out.X.Status)
 		}

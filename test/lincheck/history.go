@@ -204,6 +204,9 @@ type pool struct {
 	mu     sync.Mutex
 	ids    []string
 	leases []LeaseOut
+	// spawned: the spawn step a lease (by token) has made, so that a
+	// fan-in wait under that lease mostly waits on a spawn it made.
+	spawned map[string]string
 }
 
 const poolIDs, poolLeases = 10, 8
@@ -262,6 +265,37 @@ func (p *pool) peekLease(r *rand.Rand) (LeaseOut, bool) {
 		return LeaseOut{}, false
 	}
 	return p.leases[r.IntN(len(p.leases))], true
+}
+
+// takeSpawner is takeLease preferring a lease that spawned: it returns
+// the spawn step that lease made too ("" for none).
+func (p *pool) takeSpawner(r *rand.Rand) (LeaseOut, string, bool) {
+	p.mu.Lock()
+	var spawners []int
+	for i, l := range p.leases {
+		if p.spawned[l.Token] != "" {
+			spawners = append(spawners, i)
+		}
+	}
+	if len(spawners) == 0 || r.IntN(5) == 0 {
+		p.mu.Unlock()
+		l, ok := p.takeLease(r)
+		return l, "", ok
+	}
+	defer p.mu.Unlock()
+	i := spawners[r.IntN(len(spawners))]
+	l := p.leases[i]
+	p.leases = append(p.leases[:i], p.leases[i+1:]...)
+	return l, p.spawned[l.Token], true
+}
+
+func (p *pool) addSpawn(token, step string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.spawned == nil {
+		p.spawned = map[string]string{}
+	}
+	p.spawned[token] = step
 }
 
 // takeLease picks a lease and usually forgets it (a worker finishes an
@@ -383,11 +417,12 @@ func (w *workload) next(r *rand.Rand, sc *scope, p *pool, clk *clock) Input {
 	case actWake:
 		in.Op = OpWake
 	case actSpawn, actFanIn:
-		take := p.peekLease // a worker spawns, then waits, under one lease
+		// A worker spawns, then waits, under one lease.
+		l, ok := p.peekLease(r)
+		made := ""
 		if act == actFanIn {
-			take = p.takeLease
+			l, made, ok = p.takeSpawner(r)
 		}
-		l, ok := take(r)
 		if !ok {
 			in.Op, in.Kinds, in.Max = OpClaim, sc.kinds, 1
 			break
@@ -401,9 +436,13 @@ func (w *workload) next(r *rand.Rand, sc *scope, p *pool, clk *clock) Input {
 			break
 		}
 		in.Op, in.Name = OpSuspend, joinNames[r.IntN(len(joinNames))]
-		// Mostly all of a spawn made; now and then a count, one more than
-		// the spawn has (refused) or a spawn not made (refused).
+		// Mostly all of the spawn the lease made; now and then a count,
+		// one more than the spawn has (refused) or a spawn not made
+		// (refused).
 		in.Children, in.Count = spawnName(r), max(0, r.IntN(5)-2)
+		if made != "" && r.IntN(6) != 0 {
+			in.Children = made
+		}
 	case actAdmitBatch:
 		in.Op, in.Items = OpAdmit, []Sub{sub(r.IntN(2) == 0), sub(true)}
 	default:
@@ -435,7 +474,10 @@ func (w *workload) next(r *rand.Rand, sc *scope, p *pool, clk *clock) Input {
 }
 
 // learn feeds an answer's ids and leases back to the scope's pool.
-func learn(p *pool, out Output) {
+func learn(p *pool, in Input, out Output) {
+	if in.Op == OpSpawn && out.Err == OK {
+		p.addSpawn(in.Token, in.Name)
+	}
 	for _, it := range out.Items {
 		if it.X.ID != "" {
 			p.addID(it.X.ID)
@@ -465,14 +507,28 @@ func record(ctx context.Context, servers []store.Store, w *workload, clients, op
 			r := rand.New(rand.NewPCG(seed, uint64(c)))
 			s := servers[c%len(servers)]
 			<-gate
+			var follow *Input // the fan-in wait that follows a spawn
+			i := 0
 			for issued.Add(1) <= int64(ops) && ctx.Err() == nil {
-				i := r.IntN(len(w.scopes))
-				in := w.next(r, &w.scopes[i], &pools[i], clk)
+				var in Input
+				if follow != nil {
+					in, follow = *follow, nil
+					in.Now = clk.fakeNow()
+				} else {
+					i = r.IntN(len(w.scopes))
+					in = w.next(r, &w.scopes[i], &pools[i], clk)
+				}
 				in.Client = c
 				call := clk.stamp()
 				out := Do(ctx, s, in)
 				ret := clk.stamp()
-				learn(&pools[i], out)
+				learn(&pools[i], in, out)
+				if in.Op == OpSpawn && out.Err == OK && r.IntN(3) != 0 {
+					// As latch.Map does: spawn, then wait on it at once
+					// under the same lease, for all or the first.
+					follow = &Input{Op: OpSuspend, Scope: in.Scope, Tenant: in.Tenant, ID: in.ID, Token: in.Token,
+						Name: joinNames[r.IntN(len(joinNames))], Children: in.Name, Count: r.IntN(2)}
+				}
 				hist[c] = append(hist[c], porcupine.Operation{ClientId: c, Input: in, Call: call, Output: out, Return: ret})
 			}
 		})

@@ -44,7 +44,7 @@ func newRacyFanIn(s store.Store, window time.Duration) *racyFanIn {
 // ended reads the children of parent's spawn step: the fan-in step they
 // make now and how many have ended. ok is false when step is no spawn.
 func (r *racyFanIn) ended(ctx context.Context, tenant, parent, step string) (kids []store.FanInChild, n int, ok bool, err error) {
-	page, err := r.Store.Steps(ctx, &store.StepsParams{Tenant: tenant, ID: parent})
+	page, err := r.Steps(ctx, &store.StepsParams{Tenant: tenant, ID: parent})
 	if err != nil {
 		return nil, 0, false, err
 	}
@@ -84,7 +84,7 @@ func (r *racyFanIn) Suspend(ctx context.Context, p *store.SuspendParams) (*store
 	if err != nil || x.CancelRequested {
 		return r.childEnd(ctx, p.Now)(r.Store.Suspend(ctx, p))
 	}
-	page, err := r.Store.Steps(ctx, &store.StepsParams{Tenant: p.Tenant, ID: p.ExecutionID})
+	page, err := r.Steps(ctx, &store.StepsParams{Tenant: p.Tenant, ID: p.ExecutionID})
 	if err != nil || hasStep(page, p.Step) {
 		return r.show(r.Store.Suspend(ctx, p))
 	}
@@ -129,7 +129,7 @@ func (r *racyFanIn) wake(ctx context.Context, tenant, parent, step string, now t
 	if !store.ChildrenWaitHolds(n, len(kids), count) {
 		return nil
 	}
-	_, err = r.Store.Signal(ctx, &store.SignalParams{ExecutionID: parent, Name: p.WaitingFor,
+	_, err = r.Signal(ctx, &store.SignalParams{ExecutionID: parent, Name: p.WaitingFor,
 		Data: store.FanInStep(p.SuspendStep, kids, false, store.MaxJournalBytes), Now: now})
 	return err
 }

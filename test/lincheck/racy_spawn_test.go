@@ -67,7 +67,7 @@ func (r *racySpawn) Spawn(ctx context.Context, p *store.SpawnParams) (*store.Spa
 		ids[i] = c.ID
 	}
 	// ...then the public step.
-	rec, err := r.Store.RecordStep(ctx, &store.RecordStepParams{ExecutionID: p.ExecutionID, Tenant: p.Tenant, Token: p.Token,
+	rec, err := r.RecordStep(ctx, &store.RecordStepParams{ExecutionID: p.ExecutionID, Tenant: p.Tenant, Token: p.Token,
 		Name: p.Step, Result: store.SpawnStep(ids), Now: p.Now})
 	if err != nil {
 		return nil, err

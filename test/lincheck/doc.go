@@ -120,6 +120,11 @@
 //	            spawned mostly waits on that spawn next, under the same
 //	            lease, as latch.Map does.
 //
+// Once a history's clients have stopped, one more client reads (Get)
+// every execution the history revealed, so that a wrong state no later
+// operation happened to look at — a wait that never ended, a cancel that
+// did not cascade — is seen all the same.
+//
 // In Tenants and Contention, where nothing wakes, sleeps end at once and
 // waits have no timeout: a signal, a cancel or a delete ends them.
 //

@@ -1,6 +1,7 @@
 package lincheck
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -72,6 +73,8 @@ type workload struct {
 	scopes  []scope
 	weights [numActions]int
 	wake    bool
+	// spawnItems bounds the children of one spawn (0: 3).
+	spawnItems int
 	// clients caps the clients of a history (0: Options.Clients): one
 	// partition of many concurrent operations whose orders all leave
 	// different states (journals, signal buffers) is a search porcupine
@@ -207,6 +210,8 @@ type pool struct {
 	// spawned: the spawn step a lease (by token) has made, so that a
 	// fan-in wait under that lease mostly waits on a spawn it made.
 	spawned map[string]string
+	// every id the scope's answers revealed, in order, for the final reads
+	every []string
 }
 
 const poolIDs, poolLeases = 10, 8
@@ -214,6 +219,9 @@ const poolIDs, poolLeases = 10, 8
 func (p *pool) addID(id string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !slices.Contains(p.every, id) {
+		p.every = append(p.every, id)
+	}
 	p.ids = append(p.ids, id)
 	if len(p.ids) > poolIDs {
 		p.ids = p.ids[1:]
@@ -430,7 +438,7 @@ func (w *workload) next(r *rand.Rand, sc *scope, p *pool, clk *clock) Input {
 		in.ID, in.Token = l.ID, l.Token
 		if act == actSpawn {
 			in.Op, in.Name, in.Abandon = OpSpawn, spawnName(r), r.IntN(4) == 0
-			for range 1 + r.IntN(3) {
+			for range 1 + r.IntN(cmp.Or(w.spawnItems, 3)) {
 				in.Items = append(in.Items, Sub{Kind: sc.kind, Priority: r.IntN(2), MaxAttempts: 2})
 			}
 			break
@@ -535,6 +543,23 @@ func record(ctx context.Context, servers []store.Store, w *workload, clients, op
 	}
 	close(gate)
 	wg.Wait()
+	// The final reads: once the clients have stopped, one more client
+	// reads every execution the history revealed, so that a wrong state no
+	// later operation happened to look at (a wait that never ended, a
+	// cancel that did not cascade) is seen all the same.
+	final := clients
+	for i, sc := range w.scopes {
+		for _, id := range pools[i].every {
+			if ctx.Err() != nil {
+				break
+			}
+			in := Input{Op: OpGet, Scope: sc.name, Tenant: sc.tenant, ID: id, Client: final}
+			call := clk.stamp()
+			out := Do(ctx, servers[0], in)
+			ret := clk.stamp()
+			hist = append(hist, []porcupine.Operation{{ClientId: final, Input: in, Call: call, Output: out, Return: ret}})
+		}
+	}
 	var all []porcupine.Operation
 	for _, h := range hist {
 		all = append(all, h...)

@@ -16,3 +16,15 @@ func BenchmarkStore(b *testing.B) {
 		return s
 	})
 }
+
+// BenchmarkStoreCluster is BenchmarkStore on the Redis Cluster, through a
+// tenant router (what a redis-cluster:// URL opens):
+// LATCH_TEST_REDIS_CLUSTER_URL=redis-cluster://... go test -run '^$' -bench 'StoreCluster/FanOut' ./store/redis
+func BenchmarkStoreCluster(b *testing.B) {
+	url := clusterURL(b)
+	storetest.Benchmarks(b, func(b *testing.B) store.Store {
+		r := openRouter(b, url, newClusterPrefix(b, url))
+		b.Cleanup(func() { r.Close() })
+		return r
+	})
+}

@@ -71,6 +71,10 @@ func Benchmarks(b *testing.B, open func(b *testing.B) store.Store) {
 		}
 		report(b, r, err)
 	})
+	b.Run(fmt.Sprintf("FanOut/children=%d", store.MaxSpawnItems), func(b *testing.B) {
+		s, tenant := setup(b)
+		fanOut(b, s, tenant, store.MaxSpawnItems)
+	})
 	for _, backlog := range []int{0, backlogKinds} {
 		b.Run(fmt.Sprintf("ClaimKindBacklog/backlog=%d", backlog), func(b *testing.B) {
 			s, tenant := setup(b)
@@ -133,4 +137,28 @@ func claimKindBacklog(b *testing.B, s store.Store, tenant string, backlog int) {
 	if counts {
 		b.ReportMetric(float64(ex.ClaimExamined()-before)/float64(b.N), "examined/op")
 	}
+}
+
+// fanOut: each op is one parent spawning n children and waiting for all of
+// them, 16 workers claiming 10 at a time (storebench.FanOut). ns/op is
+// spawn to resumed parent; spawn-ms the Spawn call; drain-ms the children's
+// claims and completes up to the last child's end; children/s n over
+// the whole fan-out.
+func fanOut(b *testing.B, s store.Store, tenant string, n int) {
+	var spawn, drain, total time.Duration
+	b.ResetTimer()
+	for range b.N {
+		ft, err := storebench.FanOut(context.Background(), s, tenant, n, 16, 10)
+		if err != nil {
+			b.Fatal(err)
+		}
+		spawn += ft.Spawn
+		drain += ft.Drain
+		total += ft.Total
+	}
+	b.StopTimer()
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
+	b.ReportMetric(per(spawn), "spawn-ms")
+	b.ReportMetric(per(drain), "drain-ms")
+	b.ReportMetric(float64(n*b.N)/total.Seconds(), "children/s")
 }

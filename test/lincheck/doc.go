@@ -78,11 +78,12 @@
 // dedup keys, batches, get, cancel, delete, force delete, claim, complete,
 // fail with and without retry, the tenant's quota counter, and the flow
 // operations: record a step under a current or stale token, sleep, wait,
-// signal with and without idempotency keys, retry, read the journal) against a real
+// signal with and without idempotency keys, retry, read the journal; and
+// spawn, fan-in waits and children's ends) against a real
 // database opened by three stores at once — as three latch servers would
 // open it, each with its own connections, grouping of concurrent operations
 // and wake-ups, the clients spread over them — with porcupine's timestamps from a monotonic clock fenced by atomic
-// operations, and checks each with github.com/anishathalye/porcupine. Two
+// operations, and checks each with github.com/anishathalye/porcupine. Four
 // workloads keep the search small through partitioning:
 //
 //	Tenants     three tenants, max_inflight 3 or 4: one partition per
@@ -100,6 +101,29 @@
 //	            advancing clock. Wake acts on every tenant, so the workload
 //	            is one partition, and each history's executions are force
 //	            deleted after it.
+//	Children    one tenant of max_inflight 12 whose flows spawn children
+//	            (I13), 8 clients: spawns of one to three children under
+//	            two step names, under current and stale tokens and by two
+//	            clients with one lease at once (a repeat admits nothing),
+//	            some with on_parent_end abandon; fan-in waits for all or a
+//	            count of a spawn's children (and refused ones: a spawn not
+//	            made, a count above its children); children ended by
+//	            complete, fail, cancel and force delete while their parents
+//	            spawn, suspend, are cancelled, complete or fail. The model
+//	            cancels a parent's cancel children in the operation that
+//	            ends it (so a claim of one after it is refused), ends a
+//	            fan-in wait in the operation whose child's end makes its
+//	            condition hold, and compares the fan-in step (every child's
+//	            id and status, a succeeded one's result, a failed one's
+//	            error) wherever a journal shows it. Parents and children
+//	            relate across the tenant: one partition. A client that
+//	            spawned mostly waits on that spawn next, under the same
+//	            lease, as latch.Map does.
+//
+// Once a history's clients have stopped, one more client reads (Get)
+// every execution the history revealed, so that a wrong state no later
+// operation happened to look at — a wait that never ended, a cancel that
+// did not cascade — is seen all the same.
 //
 // In Tenants and Contention, where nothing wakes, sleeps end at once and
 // waits have no timeout: a signal, a cancel or a delete ends them.
@@ -167,9 +191,10 @@
 //	go test ./test/lincheck -run Property -rapid.checks=2000 -rapid.steps=100
 //
 // Every backend runs the defaults below. Under -race on two cores, Check
-// takes 5-30 s per backend (Flows the longest: porcupine's search over its
-// one partition) and Property 3-15 s (Redis the fastest); go test -race
-// ./test/lincheck takes under a minute, the racy-store tests included.
+// takes 5-45 s per backend (Flows and Children the longest: porcupine's
+// search over their one partition) and Property 3-15 s (Redis the
+// fastest); go test -race ./test/lincheck takes one to two minutes, the
+// racy-store tests included.
 //
 // Environment: LATCH_LINCHECK_OPS (operations per workload, default 900),
 // LATCH_LINCHECK_HISTORY_OPS (per history, default 300), LATCH_LINCHECK_CLIENTS
@@ -182,6 +207,17 @@
 // 30 cases under -race (the SQLite driver is some twenty times slower
 // there) and 100 without; store/postgres and store/redis run rapid's
 // default 100 either way.
+//
+// TestCheckerCatchesCheckThenActSpawn does the same for I13: a wrapper
+// whose Spawn reads the journal for the step, then admits the children
+// under a private step and records the public one afterwards (two spawns
+// of one step by one lease both admit their children, the second answered
+// as a repeat) is rejected on the Children workload — a claim hands out a
+// child the model never admitted, or the quota counter is off; run by a
+// single client it is accepted. TestCheckerCatchesCheckThenActFanIn
+// does the same for the wake-up: a wrapper whose fan-in wait reads the
+// children, then suspends on a private signal that a child's end sends
+// afterwards (a child ending between the two wakes no one) is rejected.
 //
 // TestCheckerCatchesCheckThenActSignal does the same for I11: a wrapper
 // whose Signal reads the execution, then keeps the signal aside when it is

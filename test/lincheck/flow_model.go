@@ -103,7 +103,7 @@ func (s *State) record(x *Exec, name, result string, now int64) {
 func (s *State) resume(x *Exec, now int64) {
 	x.Status, x.RunAt, x.Resume = store.StatusQueued, now, true
 	x.Token, x.LeaseExpires = "", 0
-	x.WakeAt, x.WaitingFor, x.SuspendStep = 0, "", ""
+	x.WakeAt, x.WaitingFor, x.SuspendStep, x.WaitCount = 0, "", "", 0
 	s.Execs[x.ID] = *x
 }
 
@@ -134,6 +134,9 @@ func (s *State) applyFlow(in Input, out Output) error {
 		}
 		return nil
 	case OpSuspend:
+		if in.Children != "" {
+			return s.fanIn(in, out)
+		}
 		x, err := s.fence(in, out)
 		if x == nil {
 			return err

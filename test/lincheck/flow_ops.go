@@ -47,7 +47,7 @@ func journalString(j store.Journal) string {
 	for _, name := range slices.Sorted(maps.Keys(j)) {
 		b.WriteString(name)
 		b.WriteByte('=')
-		b.WriteString(canonical(j[name]))
+		b.WriteString(stepResult(j[name]))
 		b.WriteByte('\n')
 	}
 	return b.String()
@@ -61,7 +61,7 @@ func nsOf(t time.Time) int64 {
 }
 
 func stepOf(st *store.Step) StepOut {
-	return StepOut{Name: st.Name, Result: canonical(st.Result), StartedAt: nsOf(st.StartedAt),
+	return StepOut{Name: st.Name, Result: stepResult(st.Result), StartedAt: nsOf(st.StartedAt),
 		RecordedAt: nsOf(st.RecordedAt), Attempt: st.Attempt}
 }
 
@@ -86,7 +86,8 @@ func doFlow(ctx context.Context, s store.Store, in Input) Output {
 		}
 	case OpSuspend:
 		x, err := s.Suspend(ctx, &store.SuspendParams{ExecutionID: in.ID, Tenant: in.Tenant, Token: in.Token,
-			Step: in.Name, Until: timeOf(in.Until), Signal: in.Signal, Timeout: time.Duration(in.Timeout), Now: now})
+			Step: in.Name, Until: timeOf(in.Until), Signal: in.Signal, Children: in.Children, Count: in.Count,
+			Timeout: time.Duration(in.Timeout), Now: now})
 		out.Err, out.X = codeOf(err), viewOf(x)
 	case OpSignal:
 		res, err := s.Signal(ctx, &store.SignalParams{Tenant: in.Tenant, ExecutionID: in.ID, Name: in.Name,
@@ -104,6 +105,24 @@ func doFlow(ctx context.Context, s store.Store, in Input) Output {
 	case OpRetry:
 		x, err := s.Retry(ctx, &store.RetryParams{Tenant: in.Tenant, ID: in.ID, Now: now})
 		out.Err, out.X = codeOf(err), viewOf(x)
+	case OpSpawn:
+		items := make([]store.Submission, len(in.Items))
+		for i, it := range in.Items {
+			items[i] = store.Submission{Kind: it.Kind, Priority: it.Priority, MaxAttempts: it.MaxAttempts, Payload: rawOrNil(it.Payload)}
+		}
+		ends := store.ParentEndCancel
+		if in.Abandon {
+			ends = store.ParentEndAbandon
+		}
+		res, err := s.Spawn(ctx, &store.SpawnParams{ExecutionID: in.ID, Tenant: in.Tenant, Token: in.Token, Step: in.Name,
+			Items: items, OnParentEnd: ends, Now: now})
+		out.Err = codeOf(err)
+		if err == nil && res != nil {
+			out.Step, out.Recorded = stepOf(&res.Step), res.Recorded
+			for _, c := range res.Children {
+				out.Spawned = append(out.Spawned, ChildOut{ID: c.ID, Status: c.Status})
+			}
+		}
 	case OpSteps:
 		steps, err := s.Steps(ctx, &store.StepsParams{Tenant: in.Tenant, ID: in.ID})
 		out.Err = codeOf(err)

@@ -1,6 +1,7 @@
 package lincheck
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -72,6 +73,8 @@ type workload struct {
 	scopes  []scope
 	weights [numActions]int
 	wake    bool
+	// spawnItems bounds the children of one spawn (0: 3).
+	spawnItems int
 	// clients caps the clients of a history (0: Options.Clients): one
 	// partition of many concurrent operations whose orders all leave
 	// different states (journals, signal buffers) is a search porcupine
@@ -99,6 +102,8 @@ const (
 	actWake
 	actRetry
 	actSteps
+	actSpawn
+	actFanIn
 	numActions
 )
 
@@ -111,6 +116,8 @@ var (
 	suspendNames = []string{"w1", "w2", "w3", "w4", "w5", "a"}
 	signalNames  = []string{"go", "stop"}
 	idemKeys     = []string{"i1", "i2"}
+	spawnNames   = []string{"s1", "s2"}
+	joinNames    = []string{"j1", "j2"}
 )
 
 // tenantWorkload: several tenants, each one partition, with a small
@@ -171,6 +178,28 @@ func flowWorkload(h int) workload {
 	return w
 }
 
+// childrenWorkload: one tenant whose flows spawn children (I13), every
+// client on one kind, parents and children alike (a child may spawn in
+// turn). Clients spawn under two step names, under current and stale
+// tokens, concurrently with the same lease (a repeat must admit nothing),
+// some children with on_parent_end abandon; wait for some or all of a
+// spawn's children (fan-in), sometimes on a spawn not made or for more
+// children than it has; and end children — complete, fail, cancel, force
+// delete — while their parents spawn, suspend, get cancelled, complete or
+// fail. A quota of 12 makes spawns refused whole now and then. The children
+// and their parents relate across the tenant, so it is one partition.
+func childrenWorkload(h int) workload {
+	tenant := fmt.Sprintf("h%d-kids", h)
+	w := workload{name: "children", clients: 8, tenants: []store.CreateTenantParams{{Name: tenant, MaxInflight: 12}}}
+	w.scopes = []scope{{name: "kids", tenant: tenant, kind: "flow", keys: []string{"k-a"}}}
+	w.weights = [numActions]int{
+		actAdmitPlain: 10, actClaim: 16, actComplete: 12, actFail: 5,
+		actCancel: 5, actDelete: 2, actForceDelete: 3, actGet: 2, actTenant: 2,
+		actRecordStep: 1, actSteps: 3, actSpawn: 14, actFanIn: 12,
+	}
+	return w
+}
+
 // pool is what the clients of one scope have learned from the store's
 // answers: recent execution ids and leases. Operations on ids and tokens
 // always start after the answer that revealed them.
@@ -178,6 +207,11 @@ type pool struct {
 	mu     sync.Mutex
 	ids    []string
 	leases []LeaseOut
+	// spawned: the spawn step a lease (by token) has made, so that a
+	// fan-in wait under that lease mostly waits on a spawn it made.
+	spawned map[string]string
+	// every id the scope's answers revealed, in order, for the final reads
+	every []string
 }
 
 const poolIDs, poolLeases = 10, 8
@@ -185,6 +219,9 @@ const poolIDs, poolLeases = 10, 8
 func (p *pool) addID(id string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !slices.Contains(p.every, id) {
+		p.every = append(p.every, id)
+	}
 	p.ids = append(p.ids, id)
 	if len(p.ids) > poolIDs {
 		p.ids = p.ids[1:]
@@ -219,6 +256,14 @@ func signalName(r *rand.Rand) string {
 	return signalNames[0]
 }
 
+// spawnName is mostly the first name, so that waits find the spawn made.
+func spawnName(r *rand.Rand) string {
+	if r.IntN(4) == 0 {
+		return spawnNames[1]
+	}
+	return spawnNames[0]
+}
+
 // peekLease picks a lease and keeps it: a worker records several steps
 // under one lease.
 func (p *pool) peekLease(r *rand.Rand) (LeaseOut, bool) {
@@ -228,6 +273,37 @@ func (p *pool) peekLease(r *rand.Rand) (LeaseOut, bool) {
 		return LeaseOut{}, false
 	}
 	return p.leases[r.IntN(len(p.leases))], true
+}
+
+// takeSpawner is takeLease preferring a lease that spawned: it returns
+// the spawn step that lease made too ("" for none).
+func (p *pool) takeSpawner(r *rand.Rand) (LeaseOut, string, bool) {
+	p.mu.Lock()
+	var spawners []int
+	for i, l := range p.leases {
+		if p.spawned[l.Token] != "" {
+			spawners = append(spawners, i)
+		}
+	}
+	if len(spawners) == 0 || r.IntN(5) == 0 {
+		p.mu.Unlock()
+		l, ok := p.takeLease(r)
+		return l, "", ok
+	}
+	defer p.mu.Unlock()
+	i := spawners[r.IntN(len(spawners))]
+	l := p.leases[i]
+	p.leases = append(p.leases[:i], p.leases[i+1:]...)
+	return l, p.spawned[l.Token], true
+}
+
+func (p *pool) addSpawn(token, step string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.spawned == nil {
+		p.spawned = map[string]string{}
+	}
+	p.spawned[token] = step
 }
 
 // takeLease picks a lease and usually forgets it (a worker finishes an
@@ -348,6 +424,33 @@ func (w *workload) next(r *rand.Rand, sc *scope, p *pool, clk *clock) Input {
 		}
 	case actWake:
 		in.Op = OpWake
+	case actSpawn, actFanIn:
+		// A worker spawns, then waits, under one lease.
+		l, ok := p.peekLease(r)
+		made := ""
+		if act == actFanIn {
+			l, made, ok = p.takeSpawner(r)
+		}
+		if !ok {
+			in.Op, in.Kinds, in.Max = OpClaim, sc.kinds, 1
+			break
+		}
+		in.ID, in.Token = l.ID, l.Token
+		if act == actSpawn {
+			in.Op, in.Name, in.Abandon = OpSpawn, spawnName(r), r.IntN(4) == 0
+			for range 1 + r.IntN(cmp.Or(w.spawnItems, 3)) {
+				in.Items = append(in.Items, Sub{Kind: sc.kind, Priority: r.IntN(2), MaxAttempts: 2})
+			}
+			break
+		}
+		in.Op, in.Name = OpSuspend, joinNames[r.IntN(len(joinNames))]
+		// Mostly all of the spawn the lease made; now and then a count,
+		// one more than the spawn has (refused) or a spawn not made
+		// (refused).
+		in.Children, in.Count = spawnName(r), max(0, r.IntN(5)-2)
+		if made != "" && r.IntN(6) != 0 {
+			in.Children = made
+		}
 	case actAdmitBatch:
 		in.Op, in.Items = OpAdmit, []Sub{sub(r.IntN(2) == 0), sub(true)}
 	default:
@@ -357,6 +460,7 @@ func (w *workload) next(r *rand.Rand, sc *scope, p *pool, clk *clock) Input {
 	switch {
 	case in.Op == OpRecordStep && r.IntN(2) == 0:
 		in.StartedAt = in.Now - int64(time.Millisecond)
+	case in.Op == OpSuspend && in.Children != "":
 	case in.Op == OpSuspend && in.Signal == "":
 		// A sleep until the past, now or (when Wake runs) a little later.
 		ahead := []time.Duration{-time.Millisecond, 0}
@@ -378,7 +482,10 @@ func (w *workload) next(r *rand.Rand, sc *scope, p *pool, clk *clock) Input {
 }
 
 // learn feeds an answer's ids and leases back to the scope's pool.
-func learn(p *pool, out Output) {
+func learn(p *pool, in Input, out Output) {
+	if in.Op == OpSpawn && out.Err == OK {
+		p.addSpawn(in.Token, in.Name)
+	}
 	for _, it := range out.Items {
 		if it.X.ID != "" {
 			p.addID(it.X.ID)
@@ -386,6 +493,9 @@ func learn(p *pool, out Output) {
 	}
 	for _, l := range out.Leases {
 		p.addLease(l)
+	}
+	for _, c := range out.Spawned {
+		p.addID(c.ID)
 	}
 }
 
@@ -405,20 +515,51 @@ func record(ctx context.Context, servers []store.Store, w *workload, clients, op
 			r := rand.New(rand.NewPCG(seed, uint64(c)))
 			s := servers[c%len(servers)]
 			<-gate
+			var follow *Input // the fan-in wait that follows a spawn
+			i := 0
 			for issued.Add(1) <= int64(ops) && ctx.Err() == nil {
-				i := r.IntN(len(w.scopes))
-				in := w.next(r, &w.scopes[i], &pools[i], clk)
+				var in Input
+				if follow != nil {
+					in, follow = *follow, nil
+					in.Now = clk.fakeNow()
+				} else {
+					i = r.IntN(len(w.scopes))
+					in = w.next(r, &w.scopes[i], &pools[i], clk)
+				}
 				in.Client = c
 				call := clk.stamp()
 				out := Do(ctx, s, in)
 				ret := clk.stamp()
-				learn(&pools[i], out)
+				learn(&pools[i], in, out)
+				if in.Op == OpSpawn && out.Err == OK && r.IntN(3) != 0 {
+					// As latch.Map does: spawn, then wait on it at once
+					// under the same lease, for all or the first.
+					follow = &Input{Op: OpSuspend, Scope: in.Scope, Tenant: in.Tenant, ID: in.ID, Token: in.Token,
+						Name: joinNames[r.IntN(len(joinNames))], Children: in.Name, Count: r.IntN(2)}
+				}
 				hist[c] = append(hist[c], porcupine.Operation{ClientId: c, Input: in, Call: call, Output: out, Return: ret})
 			}
 		})
 	}
 	close(gate)
 	wg.Wait()
+	// The final reads: once the clients have stopped, one more client
+	// reads every execution the history revealed, so that a wrong state no
+	// later operation happened to look at (a wait that never ended, a
+	// cancel that did not cascade) is seen all the same.
+	final := clients
+	for i, sc := range w.scopes {
+		for _, id := range pools[i].every {
+			if ctx.Err() != nil {
+				break
+			}
+			in := Input{Op: OpGet, Scope: sc.name, Tenant: sc.tenant, ID: id, Client: final}
+			call := clk.stamp()
+			out := Do(ctx, servers[0], in)
+			ret := clk.stamp()
+			hist = append(hist, []porcupine.Operation{{ClientId: final, Input: in, Call: call, Output: out, Return: ret}})
+		}
+	}
 	var all []porcupine.Operation
 	for _, h := range hist {
 		all = append(all, h...)
@@ -509,6 +650,14 @@ func describe(in Input, out Output) string {
 		}
 	case OpTenant:
 		fmt.Fprintf(&b, " → inflight %d/%d", out.Inflight, out.MaxInflight)
+	case OpSpawn:
+		fmt.Fprintf(&b, " %s tok %s step %s %d children abandon=%t →", short(in.ID), short(in.Token), in.Name, len(in.Items), in.Abandon)
+		if out.Err == OK {
+			fmt.Fprintf(&b, " recorded=%t", out.Recorded)
+			for _, c := range out.Spawned {
+				fmt.Fprintf(&b, " %s(%s)", short(c.ID), c.Status)
+			}
+		}
 	case OpWake:
 		fmt.Fprintf(&b, " → %d", out.Counts[0])
 	case OpRecordStep, OpSignal, OpSteps:
@@ -545,9 +694,12 @@ func describe(in Input, out Output) string {
 		}
 		if in.Op == OpSuspend {
 			fmt.Fprintf(&b, " step %s", in.Name)
-			if in.Signal != "" {
+			switch {
+			case in.Children != "":
+				fmt.Fprintf(&b, " fan-in %s count %d", in.Children, in.Count)
+			case in.Signal != "":
 				fmt.Fprintf(&b, " wait %s timeout %v", in.Signal, time.Duration(in.Timeout))
-			} else {
+			default:
 				fmt.Fprintf(&b, " until now%+v", time.Duration(in.Until-in.Now))
 			}
 		}
@@ -678,10 +830,21 @@ func tally(hist []porcupine.Operation) string {
 			continue
 		case in.Op == OpClaim:
 			key += fmt.Sprintf(":%d", len(out.Leases))
+			for _, l := range out.Leases {
+				if strings.Contains(l.Steps, `"timed_out":false`) {
+					counts["claim:after-fan-in"]++ // a parent resumed by its fan-in wait's end
+				}
+			}
 		case in.Op == OpWake:
 			key += fmt.Sprintf(":%d", min(out.Counts[0], 2))
 		case in.Op == OpRecordStep || in.Op == OpSignal:
 			key += flowOutcome(in, out)
+		case in.Op == OpSpawn && out.Recorded:
+			key += ":new"
+		case in.Op == OpSpawn:
+			key += ":repeat"
+		case in.Op == OpSuspend && in.Children != "":
+			key = "fan-in:" + string(out.X.Status)
 		case out.X.Status != "":
 			key += ":" + string(out.X.Status)
 		}

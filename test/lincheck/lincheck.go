@@ -91,6 +91,9 @@ func (o Options) withDefaults(t *testing.T) Options {
 //	            kind, one partition per kind.
 //	Flows       the same and the flow operations with Wake, 8 clients on
 //	            one tenant's flows: one partition, as Wake acts on all.
+//	Children    spawns, fan-in waits, and children's and parents' ends
+//	            (I13), 8 clients on one tenant: one partition, as a
+//	            parent and its children relate across it.
 //
 // Tenants and Contention record steps, sleep (until now or before), wait
 // (without timeout), signal, retry and read journals too.
@@ -107,7 +110,7 @@ func CheckWith(t *testing.T, newServers NewServers, opts Options) {
 	for _, wl := range []struct {
 		name string
 		mk   func(h int) workload
-	}{{"Tenants", tenantWorkload}, {"Contention", contentionWorkload}, {"Flows", flowWorkload}} {
+	}{{"Tenants", tenantWorkload}, {"Contention", contentionWorkload}, {"Flows", flowWorkload}, {"Children", childrenWorkload}} {
 		t.Run(wl.name, func(t *testing.T) {
 			o := opts.withDefaults(t)
 			servers := newServers(t, o.Servers)

@@ -35,6 +35,10 @@ type Exec struct {
 	View
 	Token  string
 	Resume bool
+	// A child's OnParentEnd, and a fan-in wait's Count while suspended on
+	// one (children_model.go).
+	OnParentEnd store.ParentEnd
+	WaitCount   int
 }
 
 type tenantKey struct{ tenant, key string }
@@ -261,6 +265,8 @@ func (s *State) Apply(in Input, out Output) error {
 		return s.prune(in, out)
 	case OpRecordStep, OpSuspend, OpSignal, OpWake, OpRetry, OpSteps:
 		return s.applyFlow(in, out)
+	case OpSpawn:
+		return s.spawn(in, out)
 	}
 	return fmt.Errorf("unknown operation %v", in.Op)
 }
@@ -313,6 +319,8 @@ func wantView(got, want View) error {
 	add("wake_at", fmtNS(got.WakeAt), fmtNS(want.WakeAt))
 	add("waiting_for", got.WaitingFor, want.WaitingFor)
 	add("suspend_step", got.SuspendStep, want.SuspendStep)
+	add("parent_id", got.ParentID, want.ParentID)
+	add("parent_step", got.ParentStep, want.ParentStep)
 	add("dedup_hits", got.DedupHits, want.DedupHits)
 	add("last_dedup_hit", fmtNS(got.LastDedupHit), fmtNS(want.LastDedupHit))
 	return fmt.Errorf("execution %s differs: %s", short(want.ID), strings.Join(d, ", "))
@@ -441,8 +449,12 @@ func (s *State) finish(x *Exec, st store.Status, now int64) {
 		s.Tenants[x.Tenant] = t
 	}
 	x.Status, x.FinishedAt, x.Token, x.LeaseExpires, x.Resume = st, now, "", 0, false
-	x.WakeAt, x.WaitingFor, x.SuspendStep = 0, "", ""
+	x.WakeAt, x.WaitingFor, x.SuspendStep, x.WaitCount = 0, "", "", 0
 	s.Execs[x.ID] = *x
+	// In the same operation (I13): as a parent, its children spawned with
+	// cancel are cancelled; as a child, its parent's fan-in wait may end.
+	s.cancelChildren(x.ID, now)
+	s.childEnded(*x, now)
 }
 
 // requeue ends a running attempt; the execution is claimable again at runAt
@@ -485,8 +497,12 @@ func (s *State) cancel(in Input, out Output) error {
 	case store.StatusQueued, store.StatusScheduled, store.StatusSuspended:
 		s.finish(&x, store.StatusCancelled, in.Now)
 	case store.StatusRunning:
+		requested := x.CancelRequested
 		x.CancelRequested = true
 		s.Execs[x.ID] = x
+		if !requested { // its parent's end for its children
+			s.cancelChildren(x.ID, in.Now)
+		}
 	}
 	return wantView(out.X, x.View)
 }
@@ -502,7 +518,12 @@ func (s *State) delete(in Input, out Output) error {
 	if err := wantCode(out.Err, OK); err != nil {
 		return err
 	}
-	s.remove(x)
+	// With its family (children_model.go); a child deleted in flight ends
+	// for its parent's fan-in wait.
+	s.deleteFamily(x)
+	if x.Status.Inflight() {
+		s.childEnded(x, in.Now)
+	}
 	return nil
 }
 
@@ -790,6 +811,7 @@ func (s *State) String() string {
 			}
 			b.WriteString("}")
 		}
+		b.WriteString(familyString(x))
 		if fl, ok := s.Flows[x.ID]; ok {
 			b.WriteString(fl.String())
 		}

@@ -39,11 +39,13 @@ const (
 	OpWake
 	OpRetry
 	OpSteps
+	// Spawn (children_model.go); a fan-in wait is a Suspend with Children.
+	OpSpawn
 )
 
 var opNames = [...]string{"admit", "get", "cancel", "delete", "claim", "heartbeat", "complete",
 	"fail", "release", "tenant", "rescue", "promote", "prune", "record", "suspend", "signal", "wake",
-	"retry", "steps"}
+	"retry", "steps", "spawn"}
 
 func (k OpKind) String() string {
 	if int(k) < len(opNames) {
@@ -90,6 +92,10 @@ type Input struct {
 	Timeout   int64  // Suspend: a wait's timeout in ns (0 = none)
 	IdemKey   string // Signal
 
+	Abandon  bool   // Spawn: OnParentEnd abandon (else cancel); Items are the children
+	Children string // Suspend: a fan-in wait on this spawn step
+	Count    int    // Suspend: the fan-in wait's count (0 = all)
+
 	Kinds []string // Claim filter (nil = every kind)
 	Max   int      // Claim
 	Lease int64    // Claim, Heartbeat: lease duration in ns (0 = 30s)
@@ -101,16 +107,17 @@ type Code string
 
 // The sentinel codes.
 const (
-	OK               Code = ""
-	CodeNotFound     Code = "not_found"
-	CodeQuota        Code = "quota_exceeded"
-	CodeReused       Code = "dedup_key_reused"
-	CodeLeaseLost    Code = "lease_lost"
-	CodeNotTerminal  Code = "not_terminal"
-	CodeInvalid      Code = "invalid"
-	CodeTenantExists Code = "tenant_exists"
-	CodeNotActive    Code = "not_active"
-	CodeNotFailed    Code = "not_failed"
+	OK                  Code = ""
+	CodeNotFound        Code = "not_found"
+	CodeQuota           Code = "quota_exceeded"
+	CodeReused          Code = "dedup_key_reused"
+	CodeLeaseLost       Code = "lease_lost"
+	CodeNotTerminal     Code = "not_terminal"
+	CodeInvalid         Code = "invalid"
+	CodeTenantExists    Code = "tenant_exists"
+	CodeNotActive       Code = "not_active"
+	CodeNotFailed       Code = "not_failed"
+	CodeTooManyChildren Code = "too_many_children"
 )
 
 func codeOf(err error) Code {
@@ -135,6 +142,8 @@ func codeOf(err error) Code {
 		return CodeNotActive
 	case errors.Is(err, store.ErrNotFailed):
 		return CodeNotFailed
+	case errors.Is(err, store.ErrTooManyChildren):
+		return CodeTooManyChildren
 	}
 	return Code("other: " + err.Error())
 }
@@ -164,6 +173,9 @@ type View struct {
 	WakeAt      int64
 	WaitingFor  string
 	SuspendStep string
+	// A child's parent and spawn step ("" for none).
+	ParentID   string
+	ParentStep string
 	// The submits its dedup key answered with it, the latest at
 	// LastDedupHit (State.Hits says whether the backend counts them).
 	DedupHits    int
@@ -189,6 +201,7 @@ func viewOf(x *store.Execution) View {
 		v.WakeAt = x.WakeAt.UnixNano()
 	}
 	v.WaitingFor, v.SuspendStep = x.WaitingFor, x.SuspendStep
+	v.ParentID, v.ParentStep = x.ParentID, x.ParentStep
 	v.DedupHits = x.DedupHits
 	if x.LastDedupHitAt != nil {
 		v.LastDedupHit = x.LastDedupHitAt.UnixNano()
@@ -231,10 +244,11 @@ type Output struct {
 
 	Inflight, MaxInflight int // Tenant
 
-	Step      StepOut   // RecordStep
-	Recorded  bool      // RecordStep
-	Delivered bool      // Signal
-	Steps     []StepOut // Steps
+	Step      StepOut    // RecordStep
+	Recorded  bool       // RecordStep
+	Delivered bool       // Signal
+	Steps     []StepOut  // Steps
+	Spawned   []ChildOut // Spawn, with Step and Recorded
 }
 
 func timeOf(ns int64) time.Time {
@@ -329,7 +343,7 @@ func Do(ctx context.Context, s store.Store, in Input) Output {
 		if err == nil && res != nil {
 			out.Counts[0] = res.Executions
 		}
-	case OpRecordStep, OpSuspend, OpSignal, OpWake, OpRetry, OpSteps:
+	case OpRecordStep, OpSuspend, OpSignal, OpWake, OpRetry, OpSteps, OpSpawn:
 		out = doFlow(ctx, s, in)
 	default:
 		out.Err = Code(fmt.Sprintf("other: unknown op %v", in.Op))

@@ -86,7 +86,8 @@ func doFlow(ctx context.Context, s store.Store, in Input) Output {
 		}
 	case OpSuspend:
 		x, err := s.Suspend(ctx, &store.SuspendParams{ExecutionID: in.ID, Tenant: in.Tenant, Token: in.Token,
-			Step: in.Name, Until: timeOf(in.Until), Signal: in.Signal, Timeout: time.Duration(in.Timeout), Now: now})
+			Step: in.Name, Until: timeOf(in.Until), Signal: in.Signal, Timeout: time.Duration(in.Timeout),
+			Event: in.Event, EventKey: in.EvKey, Since: timeOf(in.Since), Now: now})
 		out.Err, out.X = codeOf(err), viewOf(x)
 	case OpSignal:
 		res, err := s.Signal(ctx, &store.SignalParams{Tenant: in.Tenant, ExecutionID: in.ID, Name: in.Name,

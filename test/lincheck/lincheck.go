@@ -91,6 +91,11 @@ func (o Options) withDefaults(t *testing.T) Options {
 //	            kind, one partition per kind.
 //	Flows       the same and the flow operations with Wake, 8 clients on
 //	            one tenant's flows: one partition, as Wake acts on all.
+//	Events      publishes (with and without idempotency and correlation
+//	            keys) into two tenants with subscriptions, waits for events
+//	            (key, since, timeout) ended by publishes, by retained
+//	            events and by Wake, cancels of waiters; 6 clients, one
+//	            partition (I14).
 //
 // Tenants and Contention record steps, sleep (until now or before), wait
 // (without timeout), signal, retry and read journals too.
@@ -107,7 +112,7 @@ func CheckWith(t *testing.T, newServers NewServers, opts Options) {
 	for _, wl := range []struct {
 		name string
 		mk   func(h int) workload
-	}{{"Tenants", tenantWorkload}, {"Contention", contentionWorkload}, {"Flows", flowWorkload}} {
+	}{{"Tenants", tenantWorkload}, {"Contention", contentionWorkload}, {"Flows", flowWorkload}, {"Events", eventWorkload}} {
 		t.Run(wl.name, func(t *testing.T) {
 			o := opts.withDefaults(t)
 			servers := newServers(t, o.Servers)
@@ -135,6 +140,12 @@ func runHistory(ctx context.Context, servers []store.Store, w workload, o Option
 			return verdict{}, fmt.Errorf("CreateTenant %s: %w", p.Name, err)
 		}
 	}
+	for _, sub := range w.subs {
+		if _, err := servers[0].PutSubscription(ctx, &store.PutSubscriptionParams{Now: base, Subscription: store.Subscription{
+			Tenant: sub.Tenant, Name: sub.Name, Event: sub.Event, Kind: sub.Kind, Enabled: true}}); err != nil {
+			return verdict{}, fmt.Errorf("PutSubscription %s/%s: %w", sub.Tenant, sub.Name, err)
+		}
+	}
 	clients := o.Clients
 	if w.clients > 0 {
 		clients = min(clients, w.clients)
@@ -159,8 +170,12 @@ func runHistory(ctx context.Context, servers []store.Store, w workload, o Option
 			return verdict{}, err
 		}
 	}
-	tenants := w.tenants
-	model := porcupineModel(func() *State { return NewState(tenants...) })
+	tenants, subs := w.tenants, w.subs
+	model := porcupineModel(func() *State {
+		st := NewState(tenants...)
+		st.Subs = subs
+		return st
+	})
 	return check(model, hist, o.Timeout, o.OutDir, name), nil
 }
 

@@ -31,6 +31,9 @@ var binary, faultsBinary, orderflowBin string
 // TestMain builds the binaries before any test runs: their build (minutes
 // with empty Go caches on a busy machine) is not counted in a test's time.
 func TestMain(m *testing.M) {
+	if url := os.Getenv(evWorkerEnv); url != "" { // a worker process of events_kill_test.go
+		os.Exit(evWorker(url))
+	}
 	dir, err := os.MkdirTemp("", "latch-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -80,7 +80,7 @@ func (o Options) withDefaults(t *testing.T) Options {
 // Check records concurrent histories of the store's core operations against
 // fresh databases from newServers — each opened by Options.Servers stores,
 // the clients spread over them — and checks each with porcupine against the
-// sequential model of the contract (State). It runs two workloads:
+// sequential model of the contract (State). It runs four workloads:
 //
 //	Tenants     admit (keyed, plain, batches), get, cancel, delete, force
 //	            delete, claim, complete, fail (with and without retry) and

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -118,6 +119,7 @@ type evProcs struct {
 	servers []*server
 	workers []*exec.Cmd
 	retried atomic.Int64 // publishes sent again after a failure
+	cut     atomic.Int64 // of them, tries a kill cut off after they reached a server
 }
 
 func (p *evProcs) startAll() {
@@ -186,6 +188,9 @@ func publishUntilAcked(ctx context.Context, p *evProcs, key string, i int, order
 		req.Header.Set("Idempotency-Key", "pub-"+order)
 		p.retried.Add(1)
 		resp, err := hc.Do(req)
+		if err != nil && !errors.Is(err, syscall.ECONNREFUSED) {
+			p.cut.Add(1)
+		}
 		if err == nil {
 			var ack evAck
 			derr := json.NewDecoder(resp.Body).Decode(&ack)
@@ -308,7 +313,8 @@ func testEventsSurviveKills(t *testing.T, storeURL string) {
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	t.Logf("%d publishes acknowledged twice each; %d tries failed and were sent again", evOrders, procs.retried.Load())
+	t.Logf("%d publishes acknowledged twice each; %d tries failed and were sent again, %d of them cut off by a kill after reaching a server",
+		evOrders, procs.retried.Load(), procs.cut.Load())
 
 	// Every acknowledgement of a key names one event and the same starts.
 	events := map[string]string{} // order -> its event id

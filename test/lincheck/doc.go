@@ -185,8 +185,9 @@
 //
 // Every backend runs the defaults below. Under -race on two cores, Check
 // takes 5-30 s per backend (Flows the longest: porcupine's search over its
-// one partition) and Property 3-15 s (Redis the fastest); go test -race
-// ./test/lincheck takes under a minute, the racy-store tests included.
+// one partition; Events adds some 10 s) and Property 3-15 s (Redis the
+// fastest); go test -race ./test/lincheck takes about a minute, the
+// racy-store tests included.
 //
 // Environment: LATCH_LINCHECK_OPS (operations per workload, default 900),
 // LATCH_LINCHECK_HISTORY_OPS (per history, default 300), LATCH_LINCHECK_CLIENTS

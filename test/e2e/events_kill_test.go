@@ -35,7 +35,10 @@ import (
 // suspension) and succeeded with it.
 
 const (
-	evOrders = 30
+	evOrders = 60
+	// evPublishers publish at once, so that a kill finds publishes in
+	// flight.
+	evPublishers = 6
 	// evWorkerEnv makes the test binary a worker process of this test on
 	// the store URL it holds (TestMain).
 	evWorkerEnv = "LATCH_E2E_EVENT_WORKER"
@@ -248,7 +251,7 @@ func testEventsSurviveKills(t *testing.T, storeURL string) {
 		waiters[i] = s.Execution.ID
 	}
 
-	// Three publishers send the orders' events, each acknowledgement
+	// The publishers send the orders' events, each acknowledgement
 	// followed by a deliberate repeat of its key through the other
 	// server; every server and worker is SIGKILLed (and started again)
 	// once a third of them are acknowledged and again past two thirds.
@@ -260,7 +263,7 @@ func testEventsSurviveKills(t *testing.T, storeURL string) {
 		errs  []error
 		wg    sync.WaitGroup
 	)
-	for g := range 3 {
+	for g := range evPublishers {
 		wg.Go(func() {
 			for {
 				mu.Lock()

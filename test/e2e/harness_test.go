@@ -34,6 +34,9 @@ func TestMain(m *testing.M) {
 	if url := os.Getenv(fanWorkerEnv); url != "" { // a worker process of fanout_kill_test.go
 		os.Exit(fanWorker(url))
 	}
+	if url := os.Getenv(evWorkerEnv); url != "" { // a worker process of events_kill_test.go
+		os.Exit(evWorker(url))
+	}
 	dir, err := os.MkdirTemp("", "latch-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

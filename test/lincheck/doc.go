@@ -83,7 +83,7 @@
 // database opened by three stores at once — as three latch servers would
 // open it, each with its own connections, grouping of concurrent operations
 // and wake-ups, the clients spread over them — with porcupine's timestamps from a monotonic clock fenced by atomic
-// operations, and checks each with github.com/anishathalye/porcupine. Four
+// operations, and checks each with github.com/anishathalye/porcupine. The
 // workloads keep the search small through partitioning:
 //
 //	Tenants     three tenants, max_inflight 3 or 4: one partition per
@@ -119,6 +119,23 @@
 //	            relate across the tenant: one partition. A client that
 //	            spawned mostly waits on that spawn next, under the same
 //	            lease, as latch.Map does.
+//	Events      two tenants publishing events of two names (I14), with and
+//	            without correlation keys, about half with an idempotency
+//	            key of a small set (a client's retries and other clients'
+//	            publishes of one key meet); two subscriptions on the first
+//	            name in one tenant, one in the other. Executions wait for
+//	            events (with and without a key; since the history's start,
+//	            5 ms before now or now; some with a timeout Wake ends) and
+//	            are cancelled while waiting. The model keeps the retained
+//	            events, the first answer of every idempotency key, the
+//	            events each execution consumed and each wait's key and
+//	            since: a publish must resume exactly the matching waits of
+//	            its tenant and start one execution per subscription (dedup
+//	            key event:<id>:<subscription>, payload the event), a
+//	            repeat of its key must answer the first answer and start
+//	            nothing, a wait must consume the oldest matching event it
+//	            has not consumed. 6 clients; Wake makes it one partition,
+//	            both tenants in it, so an event crossing tenants shows.
 //
 // Once a history's clients have stopped, one more client reads (Get)
 // every execution the history revealed, so that a wrong state no later
@@ -191,9 +208,9 @@
 //	go test ./test/lincheck -run Property -rapid.checks=2000 -rapid.steps=100
 //
 // Every backend runs the defaults below. Under -race on two cores, Check
-// takes 5-45 s per backend (Flows and Children the longest: porcupine's
-// search over their one partition) and Property 3-15 s (Redis the
-// fastest); go test -race ./test/lincheck takes one to two minutes, the
+// takes 5-45 s per backend (Flows, Children and Events the longest:
+// porcupine's search over their one partition) and Property 3-15 s (Redis
+// the fastest); go test -race ./test/lincheck takes one to two minutes, the
 // racy-store tests included.
 //
 // Environment: LATCH_LINCHECK_OPS (operations per workload, default 900),
@@ -218,6 +235,15 @@
 // does the same for the wake-up: a wrapper whose fan-in wait reads the
 // children, then suspends on a private signal that a child's end sends
 // afterwards (a child ending between the two wakes no one) is rejected.
+// TestCheckerCatchesCheckThenActPublishKey and
+// TestCheckerCatchesCheckThenActEventWait do the same for I14 on the Events
+// workload: a wrapper whose Publish looks its idempotency key up in a side
+// table, then publishes without it (two publishes of one key both publish,
+// and a retry starts the subscriptions again), and one whose wait looks for
+// a retained event in a side log, then suspends for events from its Now on,
+// while Publish logs the event after publishing it (a publish between the
+// two steps is lost to the wait) are rejected; each run by a single client
+// is accepted.
 //
 // TestCheckerCatchesCheckThenActSignal does the same for I11: a wrapper
 // whose Signal reads the execution, then keeps the signal aside when it is

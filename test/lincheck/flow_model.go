@@ -213,9 +213,11 @@ func (s *State) suspend(x *Exec, in Input) {
 	case recorded: // the step's outcome is known: nothing to wait for
 		s.resume(x, in.Now)
 		return
-	case in.Signal == "" && in.Until <= in.Now: // a sleep already over
+	case in.Signal == "" && in.Event == "" && in.Until <= in.Now: // a sleep already over
 		s.record(x, in.Name, "null", in.Now)
 		s.resume(x, in.Now)
+		return
+	case in.Event != "" && s.suspendEvent(x, in): // a retained event consumed
 		return
 	case in.Signal != "":
 		// The oldest signal of that name kept for a wait is consumed.
@@ -231,8 +233,12 @@ func (s *State) suspend(x *Exec, in Input) {
 	}
 	x.Status, x.Token, x.LeaseExpires, x.Resume = store.StatusSuspended, "", 0, false
 	x.SuspendStep, x.WaitingFor, x.WakeAt = in.Name, in.Signal, 0
+	if in.Event != "" {
+		x.WaitingFor = store.EventWaitFor(in.Event)
+		s.waitEvent(x.ID, in)
+	}
 	switch {
-	case in.Signal == "":
+	case x.WaitingFor == "":
 		x.WakeAt = in.Until
 	case in.Timeout > 0:
 		x.WakeAt = in.Now + in.Timeout

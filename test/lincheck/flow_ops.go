@@ -87,7 +87,7 @@ func doFlow(ctx context.Context, s store.Store, in Input) Output {
 	case OpSuspend:
 		x, err := s.Suspend(ctx, &store.SuspendParams{ExecutionID: in.ID, Tenant: in.Tenant, Token: in.Token,
 			Step: in.Name, Until: timeOf(in.Until), Signal: in.Signal, Children: in.Children, Count: in.Count,
-			Timeout: time.Duration(in.Timeout), Now: now})
+			Event: in.Event, EventKey: in.EvKey, Since: timeOf(in.Since), Timeout: time.Duration(in.Timeout), Now: now})
 		out.Err, out.X = codeOf(err), viewOf(x)
 	case OpSignal:
 		res, err := s.Signal(ctx, &store.SignalParams{Tenant: in.Tenant, ExecutionID: in.ID, Name: in.Name,

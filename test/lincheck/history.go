@@ -75,6 +75,12 @@ type workload struct {
 	wake    bool
 	// spawnItems bounds the children of one spawn (0: 3).
 	spawnItems int
+	// subs are the enabled subscriptions created before the history, by
+	// tenant then name.
+	subs []SubSpec
+	// pubKeys is how many publish idempotency keys a tenant's clients
+	// draw from (0: 24).
+	pubKeys int
 	// clients caps the clients of a history (0: Options.Clients): one
 	// partition of many concurrent operations whose orders all leave
 	// different states (journals, signal buffers) is a search porcupine
@@ -104,6 +110,8 @@ const (
 	actSteps
 	actSpawn
 	actFanIn
+	actPublish
+	actWaitEvent
 	numActions
 )
 
@@ -118,6 +126,7 @@ var (
 	idemKeys     = []string{"i1", "i2"}
 	spawnNames   = []string{"s1", "s2"}
 	joinNames    = []string{"j1", "j2"}
+	eventKeys    = []string{"", "k1", "k2"}
 )
 
 // tenantWorkload: several tenants, each one partition, with a small
@@ -198,6 +207,45 @@ func childrenWorkload(h int) workload {
 		actRecordStep: 1, actSteps: 3, actSpawn: 14, actFanIn: 12,
 	}
 	return w
+}
+
+// eventWorkload: two tenants publishing events (I14) of two names, with
+// and without a correlation key, about half with an idempotency key drawn
+// from a small set, so that a client's retries and other clients' publishes
+// of the same key meet; the first tenant has two subscriptions on the
+// first name, the second one, so every publish of it starts executions.
+// Their executions (admitted or started by a subscription) wait for events
+// with and without a key, since the history's start, a little before now
+// or now, some with a timeout that Wake ends, and are cancelled, claimed,
+// completed and failed among the publishes. Wake acts on every tenant, so
+// both tenants are one partition: the model sees that a publish resumes and
+// starts nothing of the other tenant.
+func eventWorkload(h int) workload {
+	a, b := fmt.Sprintf("h%d-eva", h), fmt.Sprintf("h%d-evb", h)
+	w := workload{name: "events", wake: true, clients: 6, tenants: []store.CreateTenantParams{
+		{Name: a, MaxInflight: 7}, {Name: b, MaxInflight: 5}}}
+	w.scopes = []scope{{name: "events", tenant: a, kind: "ev", keys: []string{"e-a"}},
+		{name: "events", tenant: b, kind: "ev", keys: []string{"e-a"}}}
+	w.subs = []SubSpec{{Tenant: a, Name: "s1", Event: eventNames[0], Kind: "ev"}, {Tenant: a, Name: "s2", Event: eventNames[0], Kind: "ev"},
+		{Tenant: b, Name: "s1", Event: eventNames[0], Kind: "ev"}}
+	w.weights = [numActions]int{
+		actAdmitKeyed: 2, actAdmitPlain: 6, actClaim: 16, actComplete: 5, actFail: 3,
+		actCancel: 5, actDelete: 1, actForceDelete: 2, actGet: 3, actTenant: 2,
+		actRecordStep: 3, actSleep: 1, actWake: 8, actRetry: 1, actSteps: 4,
+		actPublish: 14, actWaitEvent: 14,
+	}
+	return w
+}
+
+// eventNames: the subscriptions are on the first; most publishes and waits
+// use it.
+var eventNames = []string{"order", "ship"}
+
+func eventName(r *rand.Rand) string {
+	if r.IntN(4) == 0 {
+		return eventNames[1]
+	}
+	return eventNames[0]
 }
 
 // pool is what the clients of one scope have learned from the store's
@@ -382,7 +430,16 @@ func (w *workload) next(r *rand.Rand, sc *scope, p *pool, clk *clock) Input {
 		}
 	case actTenant:
 		in.Op = OpTenant
-	case actRecordStep, actSleep, actWait:
+	case actPublish:
+		in.Op, in.Name, in.EvKey = OpPublish, eventName(r), eventKeys[r.IntN(len(eventKeys))]
+		in.Data = fmt.Sprintf(`{"e":%d}`, r.IntN(1_000_000))
+		if r.IntN(2) == 0 {
+			// A client's retry of a publish repeats its data; another
+			// client's publish of the key may not (the first answer wins).
+			k := r.IntN(cmp.Or(w.pubKeys, 24))
+			in.IdemKey, in.Data = fmt.Sprintf("p%d", k), fmt.Sprintf(`{"e":%d}`, k)
+		}
+	case actRecordStep, actSleep, actWait, actWaitEvent:
 		take := p.takeLease
 		if act == actRecordStep {
 			take = p.peekLease
@@ -399,6 +456,11 @@ func (w *workload) next(r *rand.Rand, sc *scope, p *pool, clk *clock) Input {
 			in.Data = fmt.Sprintf(`{"r":%d}`, r.IntN(1_000_000))
 		case actSleep:
 			in.Op, in.Name = OpSuspend, suspendNames[r.IntN(len(suspendNames))]
+		case actWaitEvent:
+			in.Op, in.Name, in.Event = OpSuspend, suspendNames[r.IntN(len(suspendNames))], eventName(r)
+			if r.IntN(3) == 0 {
+				in.EvKey = eventKeys[1]
+			}
 		default:
 			in.Op, in.Name = OpSuspend, suspendNames[r.IntN(len(suspendNames))]
 			in.Signal = signalName(r)
@@ -461,6 +523,13 @@ func (w *workload) next(r *rand.Rand, sc *scope, p *pool, clk *clock) Input {
 	case in.Op == OpRecordStep && r.IntN(2) == 0:
 		in.StartedAt = in.Now - int64(time.Millisecond)
 	case in.Op == OpSuspend && in.Children != "":
+	case in.Op == OpSuspend && in.Event != "":
+		// Since the history's start (every retained event), a little
+		// before now, or now.
+		in.Since = []int64{base.UnixNano(), in.Now - int64(5*time.Millisecond), in.Now}[r.IntN(3)]
+		if w.wake && r.IntN(2) == 0 {
+			in.Timeout = int64(time.Duration(2+r.IntN(8)) * time.Millisecond)
+		}
 	case in.Op == OpSuspend && in.Signal == "":
 		// A sleep until the past, now or (when Wake runs) a little later.
 		ahead := []time.Duration{-time.Millisecond, 0}
@@ -496,6 +565,11 @@ func learn(p *pool, in Input, out Output) {
 	}
 	for _, c := range out.Spawned {
 		p.addID(c.ID)
+	}
+	for _, st := range out.Published.Starts {
+		if st.ID != "" {
+			p.addID(st.ID)
+		}
 	}
 }
 
@@ -660,6 +734,12 @@ func describe(in Input, out Output) string {
 		}
 	case OpWake:
 		fmt.Fprintf(&b, " → %d", out.Counts[0])
+	case OpPublish:
+		fmt.Fprintf(&b, " %s key %q data %s", in.Name, in.EvKey, in.Data)
+		if in.IdemKey != "" {
+			fmt.Fprintf(&b, " idem %s", in.IdemKey)
+		}
+		fmt.Fprintf(&b, " → %s", out.Published)
 	case OpRecordStep, OpSignal, OpSteps:
 		fmt.Fprintf(&b, " %s", short(in.ID))
 		if in.Token != "" {
@@ -697,6 +777,9 @@ func describe(in Input, out Output) string {
 			switch {
 			case in.Children != "":
 				fmt.Fprintf(&b, " fan-in %s count %d", in.Children, in.Count)
+			case in.Event != "":
+				fmt.Fprintf(&b, " wait event %s key %q since now%+v timeout %v", in.Event, in.EvKey,
+					time.Duration(in.Since-in.Now), time.Duration(in.Timeout))
 			case in.Signal != "":
 				fmt.Fprintf(&b, " wait %s timeout %v", in.Signal, time.Duration(in.Timeout))
 			default:
@@ -845,6 +928,8 @@ func tally(hist []porcupine.Operation) string {
 			key += ":repeat"
 		case in.Op == OpSuspend && in.Children != "":
 			key = "fan-in:" + string(out.X.Status)
+		case in.Op == OpPublish:
+			key += publishOutcome(out.Published)
 		case out.X.Status != "":
 			key += ":" + string(out.X.Status)
 		}
@@ -874,4 +959,15 @@ func flowOutcome(in Input, out Output) string {
 		return ":delivered"
 	}
 	return ":kept"
+}
+
+// publishOutcome names the answer of a publish for the tallies.
+func publishOutcome(p PublishOut) string {
+	switch {
+	case p.Replayed:
+		return ":replayed"
+	case p.Resumed > 0:
+		return ":resumed"
+	}
+	return ":new"
 }

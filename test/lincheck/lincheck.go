@@ -80,7 +80,7 @@ func (o Options) withDefaults(t *testing.T) Options {
 // Check records concurrent histories of the store's core operations against
 // fresh databases from newServers — each opened by Options.Servers stores,
 // the clients spread over them — and checks each with porcupine against the
-// sequential model of the contract (State). It runs two workloads:
+// sequential model of the contract (State). It runs four workloads:
 //
 //	Tenants     admit (keyed, plain, batches), get, cancel, delete, force
 //	            delete, claim, complete, fail (with and without retry) and
@@ -94,6 +94,11 @@ func (o Options) withDefaults(t *testing.T) Options {
 //	Children    spawns, fan-in waits, and children's and parents' ends
 //	            (I13), 8 clients on one tenant: one partition, as a
 //	            parent and its children relate across it.
+//	Events      publishes (with and without idempotency and correlation
+//	            keys) into two tenants with subscriptions, waits for events
+//	            (key, since, timeout) ended by publishes, by retained
+//	            events and by Wake, cancels of waiters; 6 clients, one
+//	            partition (I14).
 //
 // Tenants and Contention record steps, sleep (until now or before), wait
 // (without timeout), signal, retry and read journals too.
@@ -110,7 +115,7 @@ func CheckWith(t *testing.T, newServers NewServers, opts Options) {
 	for _, wl := range []struct {
 		name string
 		mk   func(h int) workload
-	}{{"Tenants", tenantWorkload}, {"Contention", contentionWorkload}, {"Flows", flowWorkload}, {"Children", childrenWorkload}} {
+	}{{"Tenants", tenantWorkload}, {"Contention", contentionWorkload}, {"Flows", flowWorkload}, {"Children", childrenWorkload}, {"Events", eventWorkload}} {
 		t.Run(wl.name, func(t *testing.T) {
 			o := opts.withDefaults(t)
 			servers := newServers(t, o.Servers)
@@ -138,6 +143,12 @@ func runHistory(ctx context.Context, servers []store.Store, w workload, o Option
 			return verdict{}, fmt.Errorf("CreateTenant %s: %w", p.Name, err)
 		}
 	}
+	for _, sub := range w.subs {
+		if _, err := servers[0].PutSubscription(ctx, &store.PutSubscriptionParams{Now: base, Subscription: store.Subscription{
+			Tenant: sub.Tenant, Name: sub.Name, Event: sub.Event, Kind: sub.Kind, Enabled: true}}); err != nil {
+			return verdict{}, fmt.Errorf("PutSubscription %s/%s: %w", sub.Tenant, sub.Name, err)
+		}
+	}
 	clients := o.Clients
 	if w.clients > 0 {
 		clients = min(clients, w.clients)
@@ -162,8 +173,12 @@ func runHistory(ctx context.Context, servers []store.Store, w workload, o Option
 			return verdict{}, err
 		}
 	}
-	tenants := w.tenants
-	model := porcupineModel(func() *State { return NewState(tenants...) })
+	tenants, subs := w.tenants, w.subs
+	model := porcupineModel(func() *State {
+		st := NewState(tenants...)
+		st.Subs = subs
+		return st
+	})
 	return check(model, hist, o.Timeout, o.OutDir, name), nil
 }
 

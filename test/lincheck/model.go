@@ -73,6 +73,15 @@ type State struct {
 	TurnSeq    int64           // the largest turn given
 	Concurrent bool
 	Hits       HitCounting
+	// Events (event_model.go): the retained events in publish order (never
+	// changed in place), the first answers of publish idempotency keys, the
+	// events each execution consumed (slices never changed in place), the
+	// key and since of each event wait, and the history's subscriptions.
+	Events   []EventIn
+	Idem     map[tenantKey]PublishOut
+	Consumed map[string][]string
+	EvWaits  map[string]EventWait
+	Subs     []SubSpec
 }
 
 // HitCounting says whether the store under test counts dedup hits
@@ -97,7 +106,7 @@ const (
 // executions. Zero settings take the store defaults.
 func NewState(tenants ...store.CreateTenantParams) *State {
 	s := &State{Tenants: map[string]TenantState{}, Execs: map[string]Exec{}, Keys: map[tenantKey]KeyState{},
-		Flows: map[string]Flow{}}
+		Flows: map[string]Flow{}, Idem: map[tenantKey]PublishOut{}, Consumed: map[string][]string{}, EvWaits: map[string]EventWait{}}
 	for _, p := range tenants {
 		ts := TenantState{MaxInflight: p.MaxInflight, DedupTTL: int64(p.DedupTTL), Retention: int64(p.Retention)}
 		if ts.MaxInflight == 0 {
@@ -118,13 +127,14 @@ func NewState(tenants ...store.CreateTenantParams) *State {
 // Flow's slices, which are never changed in place (copy on write).
 func (s *State) Clone() *State {
 	return &State{Tenants: maps.Clone(s.Tenants), Execs: maps.Clone(s.Execs), Keys: maps.Clone(s.Keys),
-		Flows: maps.Clone(s.Flows), TurnSeq: s.TurnSeq, Concurrent: s.Concurrent, Hits: s.Hits}
+		Flows: maps.Clone(s.Flows), TurnSeq: s.TurnSeq, Concurrent: s.Concurrent, Hits: s.Hits,
+		Events: s.Events, Idem: maps.Clone(s.Idem), Consumed: maps.Clone(s.Consumed), EvWaits: maps.Clone(s.EvWaits), Subs: s.Subs}
 }
 
 // Equal reports whether two states are the same.
 func (s *State) Equal(o *State) bool {
 	return maps.Equal(s.Tenants, o.Tenants) && maps.Equal(s.Execs, o.Execs) && maps.Equal(s.Keys, o.Keys) &&
-		maps.EqualFunc(s.Flows, o.Flows, Flow.equal) && s.TurnSeq == o.TurnSeq && s.Hits == o.Hits
+		maps.EqualFunc(s.Flows, o.Flows, Flow.equal) && s.TurnSeq == o.TurnSeq && s.Hits == o.Hits && s.eventsEqual(o)
 }
 
 // Hash is an order-independent hash of the state: Equal states hash equal.
@@ -158,6 +168,14 @@ func (s *State) Hash() uint64 {
 		fmt.Fprintf(f, "t|%s|%d", name, t.Inflight)
 		h ^= f.Sum64()
 	}
+	for id, ev := range s.Consumed {
+		f.Reset()
+		fmt.Fprintf(f, "c|%s|%v", id, ev)
+		h ^= f.Sum64()
+	}
+	f.Reset()
+	fmt.Fprintf(f, "e|%d|%d", len(s.Events), len(s.Idem))
+	h ^= f.Sum64()
 	return h
 }
 
@@ -267,6 +285,8 @@ func (s *State) Apply(in Input, out Output) error {
 		return s.applyFlow(in, out)
 	case OpSpawn:
 		return s.spawn(in, out)
+	case OpPublish:
+		return s.applyPublish(in, out)
 	}
 	return fmt.Errorf("unknown operation %v", in.Op)
 }
@@ -823,6 +843,7 @@ func (s *State) String() string {
 	for _, k := range keys {
 		fmt.Fprintf(&b, "key %s→%s ", k.key, short(s.Keys[k].ID))
 	}
+	b.WriteString(s.eventsString())
 	return strings.TrimSpace(b.String())
 }
 

@@ -41,11 +41,14 @@ const (
 	OpSteps
 	// Spawn (children_model.go); a fan-in wait is a Suspend with Children.
 	OpSpawn
+	// The event operation (event_ops.go); a wait for an event is a
+	// Suspend with Event set.
+	OpPublish
 )
 
 var opNames = [...]string{"admit", "get", "cancel", "delete", "claim", "heartbeat", "complete",
 	"fail", "release", "tenant", "rescue", "promote", "prune", "record", "suspend", "signal", "wake",
-	"retry", "steps", "spawn"}
+	"retry", "steps", "spawn", "publish"}
 
 func (k OpKind) String() string {
 	if int(k) < len(opNames) {
@@ -90,7 +93,10 @@ type Input struct {
 	Until     int64  // Suspend: a sleep's end (0 for a wait)
 	Signal    string // Suspend: a wait's signal ("" for a sleep)
 	Timeout   int64  // Suspend: a wait's timeout in ns (0 = none)
-	IdemKey   string // Signal
+	IdemKey   string // Signal, Publish
+	Event     string // Suspend: a wait's event ("" for none)
+	EvKey     string // Suspend: a wait's event key; Publish: the event's key ("" = none)
+	Since     int64  // Suspend: a wait's since (0 = the execution's CreatedAt)
 
 	Abandon  bool   // Spawn: OnParentEnd abandon (else cancel); Items are the children
 	Children string // Suspend: a fan-in wait on this spawn step
@@ -249,6 +255,8 @@ type Output struct {
 	Delivered bool       // Signal
 	Steps     []StepOut  // Steps
 	Spawned   []ChildOut // Spawn, with Step and Recorded
+
+	Published PublishOut // Publish
 }
 
 func timeOf(ns int64) time.Time {
@@ -345,6 +353,8 @@ func Do(ctx context.Context, s store.Store, in Input) Output {
 		}
 	case OpRecordStep, OpSuspend, OpSignal, OpWake, OpRetry, OpSteps, OpSpawn:
 		out = doFlow(ctx, s, in)
+	case OpPublish:
+		out = doPublish(ctx, s, in)
 	default:
 		out.Err = Code(fmt.Sprintf("other: unknown op %v", in.Op))
 	}

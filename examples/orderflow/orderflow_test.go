@@ -10,15 +10,40 @@ import (
 	"time"
 
 	"github.com/latch-run/latch"
+	"github.com/latch-run/latch/internal/testdb"
 )
 
-// The demo runs the whole order on SQLite: charged once, its three parcels
-// shipped in parallel by child executions that all succeeded before the
-// order went on, each parcel shipped once.
-func TestDemo(t *testing.T) {
+// The demo runs the whole order on every backend: charged once, its three
+// parcels shipped in parallel by child executions that all succeeded
+// before the order went on, each parcel shipped once.
+
+func TestDemoSQLite(t *testing.T) {
+	t.Parallel()
+	testDemo(t, "sqlite:"+filepath.Join(t.TempDir(), "latch.db"))
+}
+
+func TestDemoPostgres(t *testing.T) {
+	t.Parallel()
+	url := testdb.PostgresSchema(t, "latch_orderflow_", "the orderflow example")
+	if _, err := latch.Migrate(t.Context(), url, "up"); err != nil {
+		t.Fatal(err)
+	}
+	testDemo(t, url)
+}
+
+func TestDemoRedis(t *testing.T) {
+	t.Parallel()
+	testDemo(t, testdb.Redis(t, "latch_orderflow_", "the orderflow example").StoreURL(t))
+}
+
+func TestDemoRedisCluster(t *testing.T) {
+	t.Parallel()
+	testDemo(t, testdb.RedisCluster(t, "latch_orderflow_", "the orderflow example").StoreURL(t))
+}
+
+func testDemo(t *testing.T, url string) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	url := "sqlite:" + filepath.Join(t.TempDir(), "latch.db")
 	var out bytes.Buffer
 	if err := demo(ctx, []string{"-store", url}, &out); err != nil {
 		t.Fatalf("demo: %v\n%s", err, out.String())

@@ -81,6 +81,7 @@ func TestRemoteWorkerRunsTheWorkerTests(t *testing.T) {
 		"TestFlowThroughTheGoAPI", "TestFlowStepPastTheBoundFailsTheRun",
 		"TestSpawnReplaysToTheSameIDs", "TestMapFiftyItems", "TestWaitChildren", "TestSpawnRefusals",
 		"TestWorkerHandlesResultsAndErrors", "TestWorkerCancelReachesHandler",
+		"TestEventStartsAndResumesAFlow", "TestWaitEventBeforeAndTimeout",
 	}
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^("+strings.Join(tests, "|")+")$", "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), remoteWorkerEnv+"=1")

@@ -25,6 +25,8 @@ type executionFilter struct {
 	// ID is the find box: a whole execution id (the page redirects to
 	// it) or its first store.MinIDPrefix or more characters.
 	ID string
+	// Error is text to find in the executions' last error (errorSearch).
+	Error string
 }
 
 type executionsPage struct {
@@ -82,12 +84,24 @@ const (
 	maxBack   = 20
 )
 
+// errorSearch: text to find in the executions' last error (the error
+// parameter) is no store filter: no backend indexes error text, and a
+// LIKE over the history is an unbounded scan. The console reads one List
+// page of errorSearchPage executions instead, failed ones unless a status
+// is given, the other filters applied, and shows those whose error holds
+// the text (case-insensitively), saying how many it examined; Older pages
+// on to the next ones.
+const (
+	errorSearchPage = store.MaxListLimit
+	maxErrorSearch  = 200
+)
+
 // listExecutions is GET /executions: one page, newest first.
 func (c *Console) listExecutions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := executionFilter{Tenant: q.Get("tenant"), Status: q.Get("status"), Kind: q.Get("kind"),
 		Queue: q.Get("queue"), DedupKey: q.Get("dedup_key"), Schedule: q.Get("schedule"), Parent: q.Get("parent_id"),
-		ID: strings.ToLower(strings.TrimSpace(q.Get("id")))}
+		ID: strings.ToLower(strings.TrimSpace(q.Get("id"))), Error: strings.TrimSpace(q.Get("error"))}
 	page := executionsPage{Admin: identityFrom(r.Context()).Admin, Filter: f, Statuses: allStatuses,
 		Deleted: deletedID(q.Get("deleted"))}
 	if f.ID != "" && store.IsExecutionID(f.ID) {
@@ -97,6 +111,11 @@ func (c *Console) listExecutions(w http.ResponseWriter, r *http.Request) {
 	if f.ID != "" && !store.IsIDPrefix(f.ID) {
 		page.Problem = "Find takes an execution id or its first " + strconv.Itoa(store.MinIDPrefix) +
 			" or more characters (as 0190a1b2 or 0190a1b2-7c3d); " + f.ID + " is neither."
+		c.render(w, r, http.StatusBadRequest, "executions", page)
+		return
+	}
+	if len(f.Error) > maxErrorSearch {
+		page.Problem = "Error text is at most " + strconv.Itoa(maxErrorSearch) + " characters."
 		c.render(w, r, http.StatusBadRequest, "executions", page)
 		return
 	}
@@ -120,21 +139,41 @@ func (c *Console) listExecutions(w http.ResponseWriter, r *http.Request) {
 		Limit: pageSize, After: q.Get("after"), MaxBytes: maxListBytes, Scan: c.cfg.ListScan}
 	ctx, cancel := c.storeCtx(r)
 	defer cancel()
+	if f.Error != "" {
+		// errorSearch: one page of the latest errorSearchPage executions
+		// (failed unless another status is given), matched here.
+		p.Limit = errorSearchPage
+		if p.Status == "" {
+			p.Status = store.StatusFailed
+		}
+	}
 	res, err := c.cfg.Store.List(ctx, &p)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
 	page.Items = res.Items
+	if f.Error != "" {
+		page.Items = nil
+		needle := strings.ToLower(f.Error)
+		for _, x := range res.Items {
+			if strings.Contains(strings.ToLower(x.Error), needle) {
+				page.Items = append(page.Items, x)
+			}
+		}
+	}
 	// base is this page's query without its paging.
 	base := url.Values{}
 	for k, v := range q {
-		if k != "deleted" && k != "after" && k != backParam && k != "id" {
+		if k != "deleted" && k != "after" && k != backParam && k != "id" && k != "error" {
 			base[k] = v
 		}
 	}
 	if f.ID != "" {
 		base.Set("id", f.ID)
+	}
+	if f.Error != "" {
+		base.Set("error", f.Error)
 	}
 	back := backCursors(q[backParam])
 	link := func(after string, back []string) string {
@@ -164,6 +203,14 @@ func (c *Console) listExecutions(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	page.Count = c.countWords(ctx, &p, res)
+	if f.Error != "" {
+		which := "latest"
+		if p.After != "" {
+			which = "next"
+		}
+		page.Count = strconv.Itoa(len(page.Items)) + " with that error among the " + which + " " +
+			strconv.Itoa(len(res.Items)) + " " + string(p.Status) + " examined"
+	}
 	c.render(w, r, http.StatusOK, "executions", page)
 }
 

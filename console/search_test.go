@@ -1,12 +1,15 @@
 package console_test
 
 import (
+	"context"
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/latch-run/latch/store"
 )
@@ -109,7 +112,7 @@ func linkOf(re *regexp.Regexp, body string) string {
 	if m == nil {
 		return ""
 	}
-	return strings.ReplaceAll(m[1], "&amp;", "&")
+	return html.UnescapeString(m[1])
 }
 
 // TestExecutionsPageBothWays: Older links go to the end and Newer links
@@ -211,5 +214,53 @@ func TestExecutionsCounts(t *testing.T) {
 	// QueueStats does not count by kind: no estimate then.
 	if p := b.do("GET", "/executions?status=running&kind=lots", nil); strings.Contains(p.body, "about") {
 		t.Errorf("running of one kind claims an estimate")
+	}
+}
+
+// failWith ends a new execution of tenant failed for good with msg.
+func (e *env) failWith(tenant, msg string) *store.Execution {
+	e.t.Helper()
+	x := e.submit(tenant, store.Submission{MaxAttempts: 1})
+	l := e.claim(tenant, "worker-f")
+	if _, err := e.store.Fail(context.Background(), &store.FailParams{ExecutionID: x.ID, Token: l.Token,
+		Error: msg, Now: time.Now()}); err != nil {
+		e.t.Fatalf("fail: %v", err)
+	}
+	return x
+}
+
+// TestExecutionsFindByError: error text is found among the failed
+// executions one page examines (500, the latest first), says how many it
+// examined, and pages on to older ones; another tenant's never show.
+func TestExecutionsFindByError(t *testing.T) {
+	e := newEnv(t)
+	keyA := e.tenant("a")
+	e.tenant("b")
+	old := e.failWith("a", "Card DECLINED by issuer")
+	for range 500 {
+		e.failWith("a", "timeout")
+	}
+	recent := e.failWith("a", "card declined: insufficient funds")
+	e.failWith("b", "card declined")
+	e.submit("a", store.Submission{}) // queued: not examined
+	b := e.browser()
+	b.login(keyA)
+	p := b.do("GET", "/executions?error="+url.QueryEscape(" card declined "), nil)
+	if ids := p.ids(); p.status != http.StatusOK || !slices.Equal(ids, []string{recent.ID}) {
+		t.Fatalf("error search, first page: %d %v, want only %s", p.status, ids, recent.ID)
+	}
+	if !strings.Contains(p.body, "1 with that error among the latest 500 failed examined") {
+		t.Errorf("the first page does not say what it examined")
+	}
+	next := linkOf(olderLink, p.body)
+	if !strings.Contains(next, "error=card+declined") {
+		t.Fatalf("Older link %q does not keep the search", next)
+	}
+	p = b.do("GET", next, nil)
+	if ids := p.ids(); !slices.Equal(ids, []string{old.ID}) || !strings.Contains(p.body, "among the next 2 failed examined") {
+		t.Errorf("error search, second page: %v, want only %s", ids, old.ID)
+	}
+	if p := b.do("GET", "/executions?error="+strings.Repeat("x", 201), nil); p.status != http.StatusBadRequest {
+		t.Errorf("a 201-character error search: %d, want 400", p.status)
 	}
 }

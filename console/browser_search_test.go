@@ -25,7 +25,8 @@ func TestBrowserSearch(t *testing.T) {
 	first := c.text("table tbody")
 
 	c.do("find by prefix", chromedp.SendKeys(chromedp.CSS(`input[name="id"]`), ids[7][:30]),
-		chromedp.Submit(chromedp.CSS(`input[name="id"]`)), chromedp.WaitVisible(chromedp.CSS(`span.count`)))
+		chromedp.Submit(chromedp.CSS(`input[name="id"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`input[name="id"][value="`+ids[7][:30]+`"]`)))
 	if rows := c.text("table tbody"); !strings.Contains(rows, ids[7]) || strings.Contains(rows, ids[59]) {
 		t.Errorf("the prefix's list: %q", rows)
 	}

@@ -202,8 +202,9 @@ func (c *Console) listExecutions(w http.ResponseWriter, r *http.Request) {
 			page.Newer = link(back[n-1], back[:n-1])
 		}
 	}
-	page.Count = c.countWords(ctx, &p, res)
-	if f.Error != "" {
+	if f.Error == "" {
+		page.Count = c.countWords(ctx, &p, res)
+	} else {
 		which := "latest"
 		if p.After != "" {
 			which = "next"

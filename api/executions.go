@@ -84,7 +84,7 @@ type listRequest struct {
 }
 
 func (r *listRequest) bind(hr *http.Request) error {
-	q, err := query(hr, "status", "kind", "queue", "dedup_key", "schedule", "parent_id", "limit", "cursor")
+	q, err := query(hr, "status", "kind", "queue", "dedup_key", "schedule", "parent_id", "id_prefix", "limit", "cursor")
 	if err != nil {
 		return err
 	}
@@ -97,6 +97,15 @@ func (r *listRequest) bind(hr *http.Request) error {
 	}
 	p.Kind, p.Queue, p.DedupKey, p.Schedule = q.Get("kind"), q.Get("queue"), q.Get("dedup_key"), q.Get("schedule")
 	p.ParentID = q.Get("parent_id")
+	if v := q.Get("id_prefix"); v != "" {
+		if !store.IsIDPrefix(v) {
+			return invalid("id_prefix", "must be the first %d to 36 characters of an execution id, lower-case, dashes in their places", store.MinIDPrefix)
+		}
+		if p.ParentID != "" {
+			return invalid("id_prefix", "does not combine with parent_id")
+		}
+		p.IDPrefix = v
+	}
 	if p.Limit, err = queryLimit(q, store.DefaultListLimit, store.MaxListLimit); err != nil {
 		return err
 	}

@@ -123,6 +123,25 @@ func TestListPagination(t *testing.T) {
 			t.Errorf("%s: %d items, want %d", q, got, want)
 		}
 	}
+	// id_prefix: the executions whose id starts with it, newest first.
+	for _, n := range []int{8, 13, 30, 36} {
+		prefix := ids[3][:n]
+		var want []string
+		for i := len(ids) - 1; i >= 0; i-- {
+			if strings.HasPrefix(ids[i], prefix) {
+				want = append(want, ids[i])
+			}
+		}
+		var page listResponse
+		e.do("GET", "/api/executions?id_prefix="+prefix, key, nil).want(http.StatusOK).decode(&page)
+		var got []string
+		for _, x := range page.Items {
+			got = append(got, x.ExecutionID)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("id_prefix=%s: %v, want %v", prefix, got, want)
+		}
+	}
 	var empty listResponse
 	r := e.do("GET", "/api/executions?kind=none", key, nil).want(http.StatusOK)
 	r.decode(&empty)
@@ -134,6 +153,8 @@ func TestListPagination(t *testing.T) {
 		"status=done": "status", "limit=0": "limit", "limit=501": "limit", "limit=x": "limit",
 		"cursor=!!!": "cursor", "cursor=" + base64.StdEncoding.EncodeToString([]byte{0xff, 0xfe}): "cursor",
 		"statuss=queued": "statuss", "tenant=other": "tenant",
+		"id_prefix=0190abc": "id_prefix", "id_prefix=0190ABCD": "id_prefix", "id_prefix=0190abcd0": "id_prefix",
+		"id_prefix=" + ids[0][:8] + "&parent_id=" + ids[0]: "id_prefix",
 	} {
 		p := e.do("GET", "/api/executions?"+q, key, nil).problem(http.StatusBadRequest, CodeInvalidRequest)
 		detailHas(t, p, field)

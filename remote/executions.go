@@ -99,6 +99,9 @@ type ListOptions struct {
 	Schedule string
 	// ParentID lists the children of one execution, in spawn order.
 	ParentID string
+	// IDPrefix lists the executions whose id starts with it: the first
+	// 8 to 36 characters of an id (not with ParentID).
+	IDPrefix string
 	Limit    int    // page size, 1-500 (server default 50)
 	Cursor   string // the NextCursor of the previous page
 }
@@ -116,6 +119,7 @@ func (o ListOptions) query() url.Values {
 	set("dedup_key", o.DedupKey)
 	set("schedule", o.Schedule)
 	set("parent_id", o.ParentID)
+	set("id_prefix", o.IDPrefix)
 	set("cursor", o.Cursor)
 	if o.Limit != 0 {
 		q.Set("limit", strconv.Itoa(o.Limit))

@@ -111,6 +111,13 @@ func TestSubmitGetListCancelDelete(t *testing.T) {
 	if len(listed) != 5 || listed[0] != ids[4] || listed[4] != ids[0] {
 		t.Fatalf("listed %v, submitted %v", listed, ids)
 	}
+	// IDPrefix: a whole id's prefix is that execution alone.
+	byPrefix := must(c.ListPage(ctx, remote.ListOptions{IDPrefix: ids[2]}))(t)
+	if len(byPrefix.Items) != 1 || byPrefix.Items[0].ExecutionID != ids[2] {
+		t.Fatalf("IDPrefix %s: %d items", ids[2], len(byPrefix.Items))
+	}
+	_, err = c.ListPage(ctx, remote.ListOptions{IDPrefix: "0190abc"})
+	wantCode(t, err, remote.ErrInvalidRequest, http.StatusBadRequest)
 	page := must(c.ListPage(ctx, remote.ListOptions{Kind: "listed", Status: remote.StatusQueued, Limit: 2}))(t)
 	if len(page.Items) != 2 || page.NextCursor == nil || len(page.JSON()) == 0 {
 		t.Fatalf("page: %d items, cursor %v", len(page.Items), page.NextCursor)

@@ -22,6 +22,11 @@ func (p *ListParams) Paging() (limit int, err error) {
 		return 0, fmt.Errorf("%w: scan %d is negative", ErrInvalid, p.Scan)
 	case p.After != "" && !IsExecutionID(p.After):
 		return 0, fmt.Errorf("%w: cursor %q is not an execution id", ErrInvalid, p.After)
+	case p.IDPrefix != "" && !IsIDPrefix(p.IDPrefix):
+		return 0, fmt.Errorf("%w: id prefix %q is not the start of an execution id (%d to 36 characters)",
+			ErrInvalid, p.IDPrefix, MinIDPrefix)
+	case p.IDPrefix != "" && p.ParentID != "":
+		return 0, fmt.Errorf("%w: an id prefix does not combine with a parent", ErrInvalid)
 	case p.Limit == 0:
 		return DefaultListLimit, nil
 	}
@@ -39,6 +44,41 @@ func (p *ListParams) ScanSize() int {
 // Filtered reports whether p filters executions by more than their tenant.
 func (p *ListParams) Filtered() bool {
 	return p.Status != "" || p.Kind != "" || p.Queue != "" || p.DedupKey != "" || p.Schedule != ""
+}
+
+// MinIDPrefix is the shortest ListParams.IDPrefix: 8 hex digits, the
+// first 32 bits of a UUIDv7's millisecond timestamp (about 65 seconds).
+const MinIDPrefix = 8
+
+// IsIDPrefix reports whether s is the start of an execution id's canonical
+// form (IsExecutionID), at least MinIDPrefix characters long.
+func IsIDPrefix(s string) bool {
+	if len(s) < MinIDPrefix || len(s) > 36 {
+		return false
+	}
+	return IsExecutionID(s + idFill(len(s), '0'))
+}
+
+// IDPrefixRange is the range of the execution ids that start with prefix
+// (IsIDPrefix): lo and hi are the lowest and highest ids of that form,
+// both included. The canonical text of ids sorts as the ids do, so the
+// range is one of every backend's id index.
+func IDPrefixRange(prefix string) (lo, hi string) {
+	return prefix + idFill(len(prefix), '0'), prefix + idFill(len(prefix), 'f')
+}
+
+// idFill is the rest of an id of which n characters are given: digit d in
+// the hex places, dashes in theirs.
+func idFill(n int, d byte) string {
+	b := make([]byte, 0, 36-n)
+	for i := n; i < 36; i++ {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			b = append(b, '-')
+		} else {
+			b = append(b, d)
+		}
+	}
+	return string(b)
 }
 
 // IsExecutionID reports whether id has the form of an execution id: a UUID

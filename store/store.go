@@ -695,6 +695,12 @@ type ListParams struct {
 	// ParentID lists the children of one execution, in spawn order (not
 	// newest first); with it, After is a child's id from a previous page.
 	ParentID string
+	// IDPrefix lists the executions whose id starts with it: at least
+	// MinIDPrefix characters of an id's canonical form (lower-case hex,
+	// dashes in their places), else ErrInvalid; not with ParentID. Every
+	// backend reads it as a range of its id index (IDPrefixRange), so it
+	// examines only ids in that range.
+	IDPrefix string
 	Limit    int    // 1..500; 0 = 50
 	After    string // an execution id from a previous page's Next; "" = first page
 	// MaxBytes bounds a page by the bytes of its items' payloads and

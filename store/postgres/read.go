@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -176,6 +177,13 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 			add("id < $%d", after)
 		}
 	}
+	if p.IDPrefix != "" {
+		// The window (newListWindow) is bounded to the prefix's range
+		// too, so its count examines only ids in it.
+		lo, hi := idPrefixRange(p.IDPrefix)
+		add("id >= $%d", lo)
+		add("id <= $%d", hi)
+	}
 	if p.Status != "" {
 		add("status = $%d", string(p.Status))
 	}
@@ -269,6 +277,15 @@ func listQuery(where []string, limit int) string {
 type listWindow struct {
 	tenant string
 	hi     uuid.UUID
+	floor  uuid.UUID // the lowest id of ListParams.IDPrefix's range, else uuid.Nil
+}
+
+// idPrefixRange is store.IDPrefixRange as uuids (Paging checked prefix).
+func idPrefixRange(prefix string) (lo, hi uuid.UUID) {
+	l, h := store.IDPrefixRange(prefix)
+	lo, _ = parseID(l)
+	hi, _ = parseID(h)
+	return lo, hi
 }
 
 // maxID is above every execution id (a UUIDv7 has version 7).
@@ -279,12 +296,35 @@ func newListWindow(p *store.ListParams) *listWindow {
 	if p.After != "" {
 		w.hi, _ = parseID(p.After) // Paging checked it
 	}
+	if p.IDPrefix != "" {
+		// [lo, hi] of the prefix is [lo, hi+1): hi+1 is hi's successor,
+		// maxID when hi is all f (no UUIDv7 is).
+		lo, hi := idPrefixRange(p.IDPrefix)
+		w.floor = lo
+		if next, ok := successor(hi); ok && bytes.Compare(next[:], w.hi[:]) < 0 {
+			w.hi = next
+		}
+	}
 	return w
+}
+
+// successor is the uuid right after id, false when id is the highest.
+func successor(id uuid.UUID) (uuid.UUID, bool) {
+	for i := len(id) - 1; i >= 0; i-- {
+		id[i]++
+		if id[i] != 0 {
+			return id, true
+		}
+	}
+	return id, false
 }
 
 // args are the window's arguments with lo as its oldest id: $1, $2 (and
 // $3 for a tenant).
 func (w *listWindow) args(lo uuid.UUID) []any {
+	if bytes.Compare(lo[:], w.floor[:]) < 0 {
+		lo = w.floor
+	}
 	if w.tenant == "" {
 		return []any{w.hi, lo}
 	}

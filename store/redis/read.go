@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -113,17 +114,27 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 	page := p.Page(limit)
 	cursor := p.After
 	left := p.ScanSize() // ids the call may still examine
+	// An id prefix is a lex range of the index: ZRANGE BYLEX reads only
+	// the ids in it, never the rest of the index.
+	top, bottom := "", "-"
+	if p.IDPrefix != "" {
+		lo, hi := store.IDPrefixRange(p.IDPrefix)
+		top, bottom = hi, "["+lo
+	}
 	for {
 		if left == 0 {
 			return page.Result(cursor), nil // the last id examined
 		}
 		n := min(chunk, left)
 		hi := "+"
-		if cursor != "" {
+		switch {
+		case cursor != "" && (top == "" || cursor <= top):
 			hi = "(" + cursor
+		case top != "":
+			hi = "[" + top
 		}
 		ids, err := s.rdb.ZRangeArgs(ctx, goredis.ZRangeArgs{
-			Key: index, Start: hi, Stop: "-", ByLex: true, Rev: true, Count: int64(n),
+			Key: index, Start: hi, Stop: bottom, ByLex: true, Rev: true, Count: int64(n),
 		}).Result()
 		if err != nil {
 			return nil, fmt.Errorf("redis: list: %w", interpretError(err))
@@ -231,6 +242,7 @@ func (s *Store) listChildren(ctx context.Context, p *store.ListParams, limit int
 
 func matches(e *store.Execution, p *store.ListParams) bool {
 	return (p.Tenant == "" || e.Tenant == p.Tenant) &&
+		strings.HasPrefix(e.ID, p.IDPrefix) &&
 		(p.ParentID == "" || e.ParentID == p.ParentID) &&
 		(p.Status == "" || e.Status == p.Status) &&
 		(p.Kind == "" || e.Kind == p.Kind) &&

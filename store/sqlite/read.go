@@ -117,6 +117,13 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 	if p.After != "" {
 		add("id < ?", p.After)
 	}
+	if p.IDPrefix != "" {
+		// A range of the primary key (or executions_tenant): the window
+		// and the page examine only ids in it.
+		lo, hi := store.IDPrefixRange(p.IDPrefix)
+		add("id >= ?", lo)
+		add("id <= ?", hi)
+	}
 	// The window's oldest id when List stops at it, "" when the window
 	// reaches the oldest execution.
 	windowEnd := ""

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -315,6 +316,85 @@ func testList(t *testing.T, ns NewStore) {
 		if n := len(e.list(store.ListParams{Limit: 2})); n != 7 {
 			t.Errorf(`Tenant "" sees %d executions, want 7`, n)
 		}
+	})
+
+	t.Run("FindsByIDPrefix", func(t *testing.T) {
+		e := start(t, ns)
+		e.createTenant(store.CreateTenantParams{Name: globex})
+		var acmeIDs, globexIDs []string
+		for i := range 12 {
+			acmeIDs = append(acmeIDs, e.submit(acme, at(time.Duration(i)*time.Second), job("echo")).ID)
+			globexIDs = append(globexIDs, e.submit(globex, at(time.Duration(i)*time.Second), job("echo")).ID)
+		}
+		// want is every id of ids with the prefix, newest first.
+		want := func(ids []string, prefix string) []string {
+			var out []string
+			for i := len(ids) - 1; i >= 0; i-- {
+				if strings.HasPrefix(ids[i], prefix) {
+					out = append(out, ids[i])
+				}
+			}
+			slices.SortFunc(out, func(a, b string) int { return strings.Compare(b, a) })
+			return out
+		}
+		idsOf := func(xs []*store.Execution) []string {
+			var out []string
+			for _, x := range xs {
+				out = append(out, x.ID)
+			}
+			return out
+		}
+		for _, id := range []string{acmeIDs[0], acmeIDs[5], acmeIDs[11]} {
+			for _, n := range []int{8, 9, 13, 20, 30, 36} {
+				prefix := id[:n]
+				got := idsOf(e.list(store.ListParams{Tenant: acme, IDPrefix: prefix, Limit: 2}))
+				if w := want(acmeIDs, prefix); fmt.Sprint(got) != fmt.Sprint(w) || len(got) == 0 {
+					t.Errorf("acme, prefix %s: got %v, want %v", prefix, got, w)
+				}
+				// Another tenant never finds acme's executions.
+				got = idsOf(e.list(store.ListParams{Tenant: globex, IDPrefix: prefix}))
+				if w := want(globexIDs, prefix); fmt.Sprint(got) != fmt.Sprint(w) {
+					t.Errorf("globex, prefix %s: got %v, want %v", prefix, got, w)
+				}
+				got = idsOf(e.list(store.ListParams{IDPrefix: prefix}))
+				all := want(append(slices.Clone(acmeIDs), globexIDs...), prefix)
+				if fmt.Sprint(got) != fmt.Sprint(all) {
+					t.Errorf("every tenant, prefix %s: got %v, want %v", prefix, got, all)
+				}
+			}
+			// A whole id finds it in one call however small the Scan:
+			// the range holds it alone (a Scan-bounded read may still
+			// offer a next page; it is empty).
+			res, err := e.s.List(e.ctx, &store.ListParams{Tenant: acme, IDPrefix: id, Scan: 1})
+			if err != nil || len(res.Items) != 1 || res.Items[0].ID != id {
+				t.Fatalf("List of whole id %s, Scan 1: %+v, %v; want it alone", id, res, err)
+			}
+			if res.Next != "" {
+				more, err := e.s.List(e.ctx, &store.ListParams{Tenant: acme, IDPrefix: id, Scan: 1, After: res.Next})
+				if err != nil || len(more.Items) != 0 || more.Next != "" {
+					t.Errorf("List of whole id %s after it: %+v, %v; want empty, no next", id, more, err)
+				}
+			}
+		}
+		// With other filters, the prefix narrows them.
+		if got := e.list(store.ListParams{Tenant: acme, IDPrefix: acmeIDs[3], Kind: "nope"}); len(got) != 0 {
+			t.Errorf("prefix with kind nope: %d items", len(got))
+		}
+		if got := idsOf(e.list(store.ListParams{Tenant: acme, IDPrefix: acmeIDs[3], Status: store.StatusQueued})); fmt.Sprint(got) != fmt.Sprint([]string{acmeIDs[3]}) {
+			t.Errorf("prefix with status queued: %v", got)
+		}
+		// A page after the prefix's range, or before it, is empty.
+		res, err := e.s.List(e.ctx, &store.ListParams{Tenant: acme, IDPrefix: acmeIDs[11], After: acmeIDs[0]})
+		if err != nil || len(res.Items) != 0 {
+			t.Errorf("prefix of the newest, after the oldest: %+v, %v; want empty", res, err)
+		}
+		for _, bad := range []string{acmeIDs[0][:7], strings.ToUpper(acmeIDs[0][:8]), acmeIDs[0][:8] + "0",
+			acmeIDs[0] + "0", "zzzzzzzz", "0190abcd%"} {
+			_, err := e.s.List(e.ctx, &store.ListParams{Tenant: acme, IDPrefix: bad})
+			wantErr(t, "List of id prefix "+bad, err, store.ErrInvalid)
+		}
+		_, err = e.s.List(e.ctx, &store.ListParams{Tenant: acme, IDPrefix: acmeIDs[0][:8], ParentID: acmeIDs[0]})
+		wantErr(t, "List of id prefix with a parent", err, store.ErrInvalid)
 	})
 
 	t.Run("MalformedCursorIsInvalid", func(t *testing.T) {

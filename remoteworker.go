@@ -324,7 +324,7 @@ func (w *remoteWorker) execute(l *remote.Lease, claimed time.Time) {
 
 	heartbeat := time.NewTicker(w.heartbeat)
 	defer heartbeat.Stop()
-	lost, cancelled := false, false
+	lease := engine.LeaseWatch{Log: a.log, Ticker: heartbeat, Cancel: cancel}
 	for {
 		select {
 		case out := <-done:
@@ -340,7 +340,7 @@ func (w *remoteWorker) execute(l *remote.Lease, claimed time.Time) {
 				}
 				return
 			}
-			if lost {
+			if lease.Lost {
 				a.log.Info("attempt ended after its lease was lost; nothing written", "err", out.err)
 				return
 			}
@@ -348,36 +348,19 @@ func (w *remoteWorker) execute(l *remote.Lease, claimed time.Time) {
 			return
 
 		case <-heartbeat.C:
-			if lost || a.flow.suspension() != "" {
+			if lease.Lost || a.flow.suspension() != "" {
 				continue
 			}
+			// A server not reached before the lease ended has rescued it
+			// (or soon will): expired, the handler is cancelled.
 			cancelRequested, err := a.heartbeat(ctx)
-			switch {
-			case errors.Is(err, remote.ErrLeaseLost), errors.Is(err, remote.ErrNotFound):
-				lost = true
-				heartbeat.Stop()
-				a.log.Warn("lease lost: cancelling the handler")
-				cancel(ErrLeaseLost)
-			case err != nil && time.Now().UnixNano() >= a.expires.Load():
-				// The server was not reached before the lease ended: it is
-				// rescued (or soon will be) and may run elsewhere now.
-				lost = true
-				heartbeat.Stop()
-				a.log.Warn("lease expired while heartbeats failed: cancelling the handler", "err", err)
-				cancel(ErrLeaseLost)
-			case err != nil:
-				a.log.Warn("heartbeat failed", "err", err)
-			case cancelRequested && !cancelled:
-				cancelled = true
-				a.log.Info("cancel requested: cancelling the handler")
-				cancel(ErrCancelled)
-			}
+			lease.Heartbeat(cancelRequested, fromRemote(err), time.Now().UnixNano() >= a.expires.Load())
 
 		case <-w.abandon:
 			// A hard stop gave up on this handler: it keeps running, but
 			// nothing it returns is written, and its lease goes back.
 			w.abandons.Add(1)
-			if !lost && a.flow.suspension() == "" {
+			if !lease.Lost && a.flow.suspension() == "" {
 				w.handBack(l, false)
 			}
 			return

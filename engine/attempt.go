@@ -131,23 +131,18 @@ func (a *attempt) run() (Outcome, time.Duration) {
 		defer t.Stop()
 		cancelCheck = t.C
 	}
-	lost, cancelled := false, false
+	lease := LeaseWatch{Log: a.log, Ticker: heartbeat, Cancel: cancel}
 	for {
 		select {
 		case <-cancelCheck:
-			if lost || cancelled {
+			if lease.Lost || lease.Cancelled {
 				continue
 			}
 			switch requested, gone := a.cancelRequested(ctx); {
 			case gone:
-				lost = true
-				heartbeat.Stop()
-				a.log.Warn("execution deleted: cancelling the handler")
-				cancel(ErrLeaseLost)
+				lease.Lose("execution deleted: cancelling the handler")
 			case requested:
-				cancelled = true
-				a.log.Info("cancel requested: cancelling the handler")
-				cancel(ErrCancelled)
+				lease.CancelRequested()
 			}
 
 		case out := <-done:
@@ -160,37 +155,28 @@ func (a *attempt) run() (Outcome, time.Duration) {
 			if st := a.flow.suspension(); st != "" {
 				return a.suspended(st, out), took
 			}
-			if lost {
+			if lease.Lost {
 				a.log.Info("attempt ended after its lease was lost; nothing written", "err", out.err)
 				return OutcomeLeaseLost, took
 			}
 			return a.settle(ctx, context.Cause(runCtx), out), took
 
 		case <-heartbeat.C:
-			if lost || a.flow.suspension() != "" {
+			if lease.Lost || a.flow.suspension() != "" {
 				continue
 			}
+			// A failed heartbeat is logged and the handler runs on
+			// (expired false); the remote worker (package latch) passes
+			// the lease's end.
 			cancelRequested, err := a.heartbeat(ctx)
-			switch {
-			case errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrNotFound):
-				lost = true
-				heartbeat.Stop()
-				a.log.Warn("lease lost: cancelling the handler")
-				cancel(ErrLeaseLost)
-			case err != nil:
-				a.log.Warn("heartbeat failed", "err", err)
-			case cancelRequested && !cancelled:
-				cancelled = true
-				a.log.Info("cancel requested: cancelling the handler")
-				cancel(ErrCancelled)
-			}
+			lease.Heartbeat(cancelRequested, err, false)
 
 		case <-w.abandon:
 			// A hard stop gave up waiting for this handler; it keeps running
 			// but nothing it returns will be written.
 			w.abandons.Add(1)
 			took := time.Since(start)
-			if lost {
+			if lease.Lost {
 				return OutcomeLeaseLost, took
 			}
 			return a.writeRelease(ctx), took

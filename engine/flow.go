@@ -127,17 +127,13 @@ func (j *Job) Step(ctx context.Context, name string, fn func(ctx context.Context
 
 // record writes a step and returns the result that won.
 func (f *flow) record(ctx context.Context, name string, result json.RawMessage, started time.Time) (json.RawMessage, error) {
-	raw := json.RawMessage("null")
-	if len(result) > 0 {
-		canon, err := store.CanonicalJSON(result)
-		if err != nil {
-			return nil, Permanent(fmt.Errorf("step %q: result is not valid JSON: %w", name, err))
-		}
-		raw = canon
+	raw, err := StepRecord(name, result)
+	if err != nil {
+		return nil, err
 	}
 	a := f.a
 	var res *store.RecordStepResult
-	err := a.write(ctx, "step", func(ctx context.Context) (err error) {
+	err = a.write(ctx, "step", func(ctx context.Context) (err error) {
 		res, err = a.w.cfg.Store.RecordStep(ctx, &store.RecordStepParams{
 			ExecutionID: a.lease.ExecutionID,
 			Tenant:      a.lease.Tenant,
@@ -150,7 +146,7 @@ func (f *flow) record(ctx context.Context, name string, result json.RawMessage, 
 		return err
 	})
 	if err != nil {
-		return nil, flowError(name, err)
+		return nil, FlowError(name, err)
 	}
 	f.mu.Lock()
 	f.journal[name] = res.Step.Result
@@ -196,10 +192,7 @@ func (j *Job) WaitSignal(ctx context.Context, name, signal string, timeout time.
 		if err != nil {
 			return nil, err
 		}
-		if string(r) == string(store.TimedOut) {
-			return nil, ErrWaitTimedOut
-		}
-		return r, nil
+		return RecordedSignal(r)
 	}
 	return nil, j.flow.suspend(ctx, &store.SuspendParams{Step: name, Signal: signal, Timeout: max(timeout, 0)})
 }
@@ -220,7 +213,7 @@ func (f *flow) suspend(ctx context.Context, p *store.SuspendParams) error {
 		return err
 	})
 	if err != nil {
-		return flowError(p.Step, err)
+		return FlowError(p.Step, err)
 	}
 	f.mu.Lock()
 	f.suspendedAs = x.Status
@@ -238,22 +231,6 @@ func (f *flow) suspension() store.Status {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.suspendedAs
-}
-
-// flowError is the error a step's record or a suspension under the step
-// name returns to the handler: a journal at its bound fails the execution
-// for good (Permanent: the journal never shrinks, so no later attempt could
-// record the step), a lost lease is ErrLeaseLost, other errors pass.
-func flowError(step string, err error) error {
-	if errors.Is(err, store.ErrTooManySteps) {
-		return Permanent(fmt.Errorf("step %q: the journal holds as many steps as it may (store.MaxSteps = %d): %w",
-			step, store.MaxSteps, err))
-	}
-	if errors.Is(err, store.ErrJournalTooLarge) {
-		return Permanent(fmt.Errorf("step %q: the journal would pass its bound of bytes (store.MaxJournalBytes = %d): %w",
-			step, store.MaxJournalBytes, err))
-	}
-	return leaseError(err)
 }
 
 // leaseError turns a store's lease verdict into the engine's ErrLeaseLost,

@@ -105,19 +105,7 @@ func startRemote(t *testing.T, url string, opts latch.WorkerOptions, setup func(
 	if opts.PollInterval == 0 {
 		opts.PollInterval = 10 * time.Millisecond
 	}
-	w := latch.NewRemoteWorker(remote.New(url, remoteAdminKey, rc...), opts)
-	setup(w)
-	if err := w.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := w.Stop(ctx); err != nil {
-			t.Error(err)
-		}
-	})
-	return w
+	return runWorker(t, latch.NewRemoteWorker(remote.New(url, remoteAdminKey, rc...), opts), setup)
 }
 
 // One flow over HTTP: a step replayed from the journal, a sleep, a wait
@@ -171,16 +159,7 @@ func TestRemoteWorkerFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitStatus(t, c, x.ID, latch.StatusSuspended)
-	for {
-		got, err := c.Get(ctx, "acme", x.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Status == latch.StatusSuspended && got.WaitingFor == "approve" {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitSuspendedFor(t, c, x.ID, "approve")
 	if delivered, err := c.Signal(ctx, "acme", x.ID, "approve", map[string]string{"by": "ann"}, latch.SignalOptions{}); err != nil || !delivered {
 		t.Fatalf("Signal: %v, %v; want delivered", delivered, err)
 	}

@@ -28,23 +28,17 @@ type remoteFlow struct {
 	a *remoteAttempt
 
 	mu      sync.Mutex
-	journal map[string]json.RawMessage
-	// complete: journal holds every step recorded before the attempt;
-	// else cursor is where the next page of the rest starts ("" = the
-	// first page).
-	complete bool
-	cursor   string
+	journal engine.Journal
+	// cursor is where the next page of the journal's rest starts ("" =
+	// the first page), when the lease did not carry all of it.
+	cursor string
 	// suspendedAs is the status a written suspend left the execution in;
 	// "" while none was written.
 	suspendedAs remote.Status
 }
 
 func newRemoteFlow(a *remoteAttempt) *remoteFlow {
-	j := make(map[string]json.RawMessage, len(a.lease.Steps))
-	for name, result := range a.lease.Steps {
-		j[name] = result
-	}
-	return &remoteFlow{a: a, journal: j, complete: a.lease.StepsComplete}
+	return &remoteFlow{a: a, journal: engine.NewJournal(a.lease.Steps, a.lease.StepsComplete)}
 }
 
 // recorded returns the journal's result for name, if any, reading the
@@ -53,38 +47,30 @@ func newRemoteFlow(a *remoteAttempt) *remoteFlow {
 func (f *remoteFlow) recorded(ctx context.Context, name string) (json.RawMessage, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for {
-		if r, ok := f.journal[name]; ok {
-			return r, true, nil
-		}
-		if f.complete {
-			return nil, false, nil
-		}
+	return f.journal.Lookup(name, func(add func(string, json.RawMessage)) (bool, error) {
 		cctx, cancel := f.a.callCtx(ctx)
 		page, err := f.a.w.c.StepsPage(cctx, f.a.lease.ExecutionID, remote.PageOptions{Cursor: f.cursor})
 		cancel()
 		if err != nil {
 			if errors.Is(err, remote.ErrNotFound) {
-				return nil, false, engine.ErrLeaseLost // deleted: every call under the lease is lost
+				return false, engine.ErrLeaseLost // deleted: every call under the lease is lost
 			}
-			return nil, false, fmt.Errorf("step %q: read the journal: %w", name, fromRemote(err))
+			return false, fmt.Errorf("step %q: read the journal: %w", name, fromRemote(err))
 		}
 		for _, st := range page.Items {
-			if _, ok := f.journal[st.Name]; !ok {
-				f.journal[st.Name] = st.Result
-			}
+			add(st.Name, st.Result)
 		}
 		if page.NextCursor == nil || *page.NextCursor == "" {
-			f.complete = true
-		} else {
-			f.cursor = *page.NextCursor
+			return true, nil
 		}
-	}
+		f.cursor = *page.NextCursor
+		return false, nil
+	})
 }
 
 func (f *remoteFlow) note(name string, result json.RawMessage) {
 	f.mu.Lock()
-	f.journal[name] = result
+	f.journal.Note(name, result)
 	f.mu.Unlock()
 }
 

@@ -387,11 +387,9 @@ func (a *remoteAttempt) call(ctx context.Context, h HandlerFunc, job *Job) (out 
 		return outcome{err: err}
 	case len(result) == 0:
 		return outcome{}
-	case !json.Valid(result):
-		return outcome{err: Permanent(errors.New("handler returned a result that is not valid JSON"))}
-	case store.JSONTooDeep(result, store.MaxJSONDepth):
-		return outcome{err: Permanent(fmt.Errorf("handler returned a result that nests arrays and objects more than %d levels deep",
-			store.MaxJSONDepth))}
+	}
+	if err := engine.CheckResult(result); err != nil {
+		return outcome{err: err}
 	}
 	return outcome{result: result}
 }

@@ -3,6 +3,7 @@ package latch_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -500,5 +501,57 @@ func TestJobWithoutAWorker(t *testing.T) {
 	}
 	if _, err := job.WaitChildren(t.Context(), "w", "s", latch.WaitOptions{}); err == nil {
 		t.Error("WaitChildren of a Job without a worker: no error")
+	}
+}
+
+// A journal larger than a lease carries (store.ClaimJournalBytes): the run
+// after a failure reads the rest over HTTP, a page at a time, and gets
+// every recorded step's result without running it again.
+func TestRemoteWorkerReplaysAJournalLargerThanItsLease(t *testing.T) {
+	t.Parallel()
+	c := open(t)
+	url := serveHTTP(t, c, nil)
+	ctx := t.Context()
+	names := []string{"s0", "s1", "s2", "s3", "s4"}
+	big := func(name string) string { return name + strings.Repeat("x", 600<<10) }
+	var mu sync.Mutex
+	ran := map[string]int{}
+	var runs atomic.Int32
+	startRemote(t, url, latch.WorkerOptions{}, func(w *latch.Worker) {
+		w.Handle("flow", func(ctx context.Context, job *latch.Job) (any, error) {
+			for _, name := range names {
+				r, err := latch.StepValue(ctx, job, name, func(context.Context) (string, error) {
+					mu.Lock()
+					ran[name]++
+					mu.Unlock()
+					return big(name), nil
+				})
+				if err != nil {
+					return nil, err
+				}
+				if r != big(name) {
+					return nil, latch.Permanent(fmt.Errorf("step %s answered %.20s…, not its recorded result", name, r))
+				}
+			}
+			if runs.Add(1) == 1 {
+				return nil, latch.RetryAfter(errors.New("fail after the steps, once"), time.Millisecond)
+			}
+			return "done", nil
+		})
+	})
+	x, _, err := c.Submit(ctx, "acme", latch.SubmitRequest{Kind: "flow", MaxAttempts: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := wait(t, c, x.ID)
+	if got.Status != latch.StatusSucceeded || got.Attempt != 2 || string(got.Result) != `"done"` {
+		t.Fatalf("%s, attempt %d, result %s (%q); want succeeded by attempt 2", got.Status, got.Attempt, got.Result, got.Error)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, name := range names {
+		if ran[name] != 1 {
+			t.Errorf("step %s ran %d times, want once", name, ran[name])
+		}
 	}
 }

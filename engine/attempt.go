@@ -199,11 +199,8 @@ func (a *attempt) call(ctx context.Context, h Handler, job *Job) (out outcome) {
 	}
 	if len(result) == 0 {
 		result = nil
-	} else if !json.Valid(result) {
-		return outcome{err: Permanent(errors.New("handler returned a result that is not valid JSON"))}
-	} else if store.JSONTooDeep(result, store.MaxJSONDepth) {
-		return outcome{err: Permanent(fmt.Errorf("handler returned a result that nests arrays and objects more than %d levels deep",
-			store.MaxJSONDepth))}
+	} else if err := CheckResult(result); err != nil {
+		return outcome{err: err}
 	}
 	return outcome{result: result}
 }

@@ -76,7 +76,7 @@ func (j *Job) Spawn(ctx context.Context, name string, items []store.Submission, 
 		ids[i] = c.ID
 	}
 	f.mu.Lock()
-	f.journal[name] = res.Step.Result
+	f.journal.Note(name, res.Step.Result)
 	f.mu.Unlock()
 	a.log.Debug("flow spawned children", "step", name, "children", len(ids), "recorded", res.Recorded)
 	return ids, nil

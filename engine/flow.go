@@ -40,23 +40,17 @@ type flow struct {
 	a *attempt
 
 	mu      sync.Mutex
-	journal store.Journal
-	// complete: journal holds every step recorded before the attempt, as
-	// when the lease carried the whole journal; else after is where the
-	// next page of the rest starts (store.StepsPage.Next).
-	complete bool
-	after    int64
+	journal Journal
+	// after is where the next page of the journal's rest starts
+	// (store.StepsPage.Next), when the lease did not carry all of it.
+	after int64
 	// suspendedAs is the status a written Suspend left the execution in
 	// (suspended, queued or cancelled); "" while none was written.
 	suspendedAs store.Status
 }
 
 func newFlow(a *attempt) *flow {
-	j := make(store.Journal, len(a.lease.Steps))
-	for name, result := range a.lease.Steps {
-		j[name] = result
-	}
-	return &flow{a: a, journal: j, complete: !a.lease.StepsPartial}
+	return &flow{a: a, journal: NewJournal(a.lease.Steps, !a.lease.StepsPartial)}
 }
 
 // recorded returns the journal's result for name, if any. A lease that
@@ -69,26 +63,19 @@ func newFlow(a *attempt) *flow {
 func (f *flow) recorded(ctx context.Context, name string) (json.RawMessage, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for {
-		if r, ok := f.journal[name]; ok {
-			return r, true, nil
-		}
-		if f.complete {
-			return nil, false, nil
-		}
+	return f.journal.Lookup(name, func(add func(string, json.RawMessage)) (bool, error) {
 		a := f.a
 		page, err := a.w.cfg.Store.Steps(ctx, &store.StepsParams{Tenant: a.lease.Tenant, ID: a.lease.ExecutionID,
 			After: f.after, Limit: store.MaxListLimit, MaxBytes: store.ClaimJournalBytes})
 		if err != nil {
-			return nil, false, leaseError(fmt.Errorf("step %q: read the journal: %w", name, err))
+			return false, leaseError(fmt.Errorf("step %q: read the journal: %w", name, err))
 		}
 		for _, st := range page.Items {
-			if _, ok := f.journal[st.Name]; !ok {
-				f.journal[st.Name] = st.Result
-			}
+			add(st.Name, st.Result)
 		}
-		f.after, f.complete = page.Next, page.Next == 0
-	}
+		f.after = page.Next
+		return page.Next == 0, nil
+	})
 }
 
 // Step runs fn as the flow step name, once: if the journal holds name, it
@@ -149,7 +136,7 @@ func (f *flow) record(ctx context.Context, name string, result json.RawMessage, 
 		return nil, FlowError(name, err)
 	}
 	f.mu.Lock()
-	f.journal[name] = res.Step.Result
+	f.journal.Note(name, res.Step.Result)
 	f.mu.Unlock()
 	return res.Step.Result, nil
 }

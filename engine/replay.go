@@ -28,6 +28,20 @@ func StepRecord(name string, result json.RawMessage) (json.RawMessage, error) {
 	return canon, nil
 }
 
+// CheckResult checks what a handler returned, not empty: JSON that nests
+// at most store.MaxJSONDepth levels, or a Permanent error (no later
+// attempt of the same handler would return better).
+func CheckResult(result json.RawMessage) error {
+	if !json.Valid(result) {
+		return Permanent(errors.New("handler returned a result that is not valid JSON"))
+	}
+	if store.JSONTooDeep(result, store.MaxJSONDepth) {
+		return Permanent(fmt.Errorf("handler returned a result that nests arrays and objects more than %d levels deep",
+			store.MaxJSONDepth))
+	}
+	return nil
+}
+
 // RecordedSignal reads the recorded result r of a wait for a signal: its
 // data, or ErrWaitTimedOut if the timeout passed first.
 func RecordedSignal(r json.RawMessage) (json.RawMessage, error) {
@@ -111,3 +125,54 @@ func SpawnError(name string, err error) error {
 	}
 	return FlowError(name, err)
 }
+
+// Journal is the journal an attempt's flow holds: the steps its lease
+// carried, those read since, and those it recorded. Its owner guards it
+// with a lock of its own.
+type Journal struct {
+	steps store.Journal
+	// complete: steps holds every step recorded before the attempt, as
+	// when the lease carried the whole journal.
+	complete bool
+}
+
+// NewJournal is the journal of a lease that carried steps (copied);
+// complete says they are every step recorded before the attempt.
+func NewJournal(steps map[string]json.RawMessage, complete bool) Journal {
+	j := make(store.Journal, len(steps))
+	for name, result := range steps {
+		j[name] = result
+	}
+	return Journal{steps: j, complete: complete}
+}
+
+// Lookup returns the journal's result for name, if any. A journal not
+// complete has the rest read with more, a page at a time, on the first
+// name not found in what it holds, until name is found or the journal
+// ends: a step recorded before the attempt is never run again for want of
+// its record, and a flow that finds every step in its lease reads nothing
+// more. more reads the next page, passes each of its steps to add, and
+// reports whether it was the last; its error is returned as it is.
+func (j *Journal) Lookup(name string, more func(add func(name string, result json.RawMessage)) (last bool, err error)) (json.RawMessage, bool, error) {
+	add := func(name string, result json.RawMessage) {
+		if _, ok := j.steps[name]; !ok {
+			j.steps[name] = result
+		}
+	}
+	for {
+		if r, ok := j.steps[name]; ok {
+			return r, true, nil
+		}
+		if j.complete {
+			return nil, false, nil
+		}
+		last, err := more(add)
+		if err != nil {
+			return nil, false, err
+		}
+		j.complete = last
+	}
+}
+
+// Note holds result as the step name's, as the store recorded it.
+func (j *Journal) Note(name string, result json.RawMessage) { j.steps[name] = result }

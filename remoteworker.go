@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -368,30 +367,17 @@ func (w *remoteWorker) execute(l *remote.Lease, claimed time.Time) {
 	}
 }
 
-// call runs the handler, turning a panic into an error, and its result
-// into JSON that nests at most store.MaxJSONDepth levels.
-func (a *remoteAttempt) call(ctx context.Context, h HandlerFunc, job *Job) (out outcome) {
-	defer func() {
-		if r := recover(); r != nil {
-			a.log.Error("handler panicked", "panic", r, "stack", string(debug.Stack()))
-			out = outcome{err: fmt.Errorf("panic: %v", r)}
+// call runs the handler (engine.CallHandler), its result marshalled to
+// JSON.
+func (a *remoteAttempt) call(ctx context.Context, h HandlerFunc, job *Job) outcome {
+	result, err := engine.CallHandler(a.log, func() (json.RawMessage, error) {
+		v, err := h(ctx, job)
+		if err != nil {
+			return nil, err
 		}
-	}()
-	v, err := h(ctx, job)
-	if err != nil {
-		return outcome{err: err}
-	}
-	result, err := marshalResult(v)
-	switch {
-	case err != nil:
-		return outcome{err: err}
-	case len(result) == 0:
-		return outcome{}
-	}
-	if err := engine.CheckResult(result); err != nil {
-		return outcome{err: err}
-	}
-	return outcome{result: result}
+		return marshalResult(v)
+	})
+	return outcome{result: result, err: err}
 }
 
 // outcome is what a handler returned.

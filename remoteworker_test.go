@@ -2,6 +2,7 @@ package latch_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -552,6 +553,35 @@ func TestRemoteWorkerReplaysAJournalLargerThanItsLease(t *testing.T) {
 	for _, name := range names {
 		if ran[name] != 1 {
 			t.Errorf("step %s ran %d times, want once", name, ran[name])
+		}
+	}
+}
+
+// A remote handler's panic, and a result that is not JSON of at most
+// store.MaxJSONDepth levels, fail its attempt; the worker runs on.
+func TestRemoteWorkerHandlerPanicsAndBadResults(t *testing.T) {
+	t.Parallel()
+	c := open(t)
+	url := serveHTTP(t, c, nil)
+	ctx := t.Context()
+	startRemote(t, url, latch.WorkerOptions{}, func(w *latch.Worker) {
+		w.Handle("panics", func(context.Context, *latch.Job) (any, error) { panic("kaboom") })
+		w.Handle("deep", func(context.Context, *latch.Job) (any, error) {
+			return json.RawMessage(strings.Repeat("[", 200) + strings.Repeat("]", 200)), nil
+		})
+		w.Handle("fine", func(context.Context, *latch.Job) (any, error) { return nil, nil })
+	})
+	for kind, want := range map[string]string{"panics": "panic: kaboom", "deep": "levels deep", "fine": ""} {
+		x, _, err := c.Submit(ctx, "acme", latch.SubmitRequest{Kind: kind, MaxAttempts: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := wait(t, c, x.ID)
+		switch {
+		case want == "" && (got.Status != latch.StatusSucceeded || got.Result != nil && string(got.Result) != "null"):
+			t.Errorf("%s: %s, result %s; want succeeded with no result", kind, got.Status, got.Result)
+		case want != "" && (got.Status != latch.StatusFailed || !strings.Contains(got.Error, want)):
+			t.Errorf("%s: %s, error %q; want failed, saying %q", kind, got.Status, got.Error, want)
 		}
 	}
 }

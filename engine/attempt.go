@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -184,25 +183,10 @@ func (a *attempt) run() (Outcome, time.Duration) {
 	}
 }
 
-// call runs the handler, turning a panic into an error and checking the
-// result is JSON that nests at most store.MaxJSONDepth levels.
-func (a *attempt) call(ctx context.Context, h Handler, job *Job) (out outcome) {
-	defer func() {
-		if r := recover(); r != nil {
-			a.log.Error("handler panicked", "panic", r, "stack", string(debug.Stack()))
-			out = outcome{err: fmt.Errorf("panic: %v", r)}
-		}
-	}()
-	result, err := h(ctx, job)
-	if err != nil {
-		return outcome{err: err}
-	}
-	if len(result) == 0 {
-		result = nil
-	} else if err := CheckResult(result); err != nil {
-		return outcome{err: err}
-	}
-	return outcome{result: result}
+// call runs the handler (CallHandler).
+func (a *attempt) call(ctx context.Context, h Handler, job *Job) outcome {
+	result, err := CallHandler(a.log, func() (json.RawMessage, error) { return h(ctx, job) })
+	return outcome{result: result, err: err}
 }
 
 // suspended is the outcome of an attempt whose flow suspended: the

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"runtime/debug"
 
 	"github.com/latch-run/latch/store"
 )
@@ -26,6 +28,30 @@ func StepRecord(name string, result json.RawMessage) (json.RawMessage, error) {
 		return nil, Permanent(fmt.Errorf("step %q: result is not valid JSON: %w", name, err))
 	}
 	return canon, nil
+}
+
+// CallHandler calls h, a handler bound to its context and Job, for the
+// embedded worker and the remote one alike: a panic is logged with its
+// stack and returned as an error; a result is checked (CheckResult), and
+// an empty one is nil.
+func CallHandler(log *slog.Logger, h func() (json.RawMessage, error)) (result json.RawMessage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("handler panicked", "panic", r, "stack", string(debug.Stack()))
+			result, err = nil, fmt.Errorf("panic: %v", r)
+		}
+	}()
+	result, err = h()
+	if err != nil {
+		return nil, err
+	}
+	if len(result) == 0 {
+		return nil, nil
+	}
+	if err := CheckResult(result); err != nil {
+		return nil, err
+	}
+	return result, nil
 }
 
 // CheckResult checks what a handler returned, not empty: JSON that nests

@@ -44,6 +44,26 @@ func waitStatus(t *testing.T, c *latch.Client, id string, st latch.Status) *latc
 	}
 }
 
+// waitSuspendedFor polls execution id until it is suspended waiting for
+// waitingFor (a signal's name, or a step's), or fails the test after 10 s.
+func waitSuspendedFor(t *testing.T, c *latch.Client, id, waitingFor string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		x, err := c.Get(t.Context(), "acme", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x.Status == latch.StatusSuspended && x.WaitingFor == waitingFor {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("execution %s is %s waiting for %q, want suspended waiting for %q", id, x.Status, x.WaitingFor, waitingFor)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // A flow that spawns and dies before it records anything more: the run
 // that replays it gets the same children, and no child is admitted twice.
 func TestSpawnReplaysToTheSameIDs(t *testing.T) {
@@ -89,18 +109,8 @@ func TestSpawnReplaysToTheSameIDs(t *testing.T) {
 
 	// A new process runs the parent (and, like the first, not the
 	// children: they stay queued).
-	w := newWorker(t, c, latch.WorkerOptions{Logger: slog.New(slog.DiscardHandler), PollInterval: 10 * time.Millisecond, Queues: []string{"default"}})
-	w.Handle("order", handler)
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := w.Stop(ctx); err != nil {
-			t.Error(err)
-		}
-	})
+	runWorker(t, newWorker(t, c, latch.WorkerOptions{Logger: slog.New(slog.DiscardHandler), PollInterval: 10 * time.Millisecond, Queues: []string{"default"}}),
+		func(w *latch.Worker) { w.Handle("order", handler) })
 	done := wait(t, c, x.ID)
 	if done.Status != latch.StatusSucceeded {
 		t.Fatalf("parent %s: %s", done.Status, done.Error)

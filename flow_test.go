@@ -43,16 +43,7 @@ func TestFlowThroughTheGoAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		got, err := c.Get(ctx, "acme", x.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Status == latch.StatusSuspended && got.WaitingFor == "approve" {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitSuspendedFor(t, c, x.ID, "approve")
 	delivered, err := c.Signal(ctx, "acme", x.ID, "approve", map[string]string{"by": "ann"}, latch.SignalOptions{})
 	if err != nil || !delivered {
 		t.Fatalf("Signal: %v, %v; want delivered", delivered, err)

@@ -38,7 +38,14 @@ func open(t *testing.T) *latch.Client {
 
 func startWorker(t *testing.T, c *latch.Client, setup func(w *latch.Worker)) *latch.Worker {
 	t.Helper()
-	w := newWorker(t, c, latch.WorkerOptions{Logger: slog.New(slog.DiscardHandler), PollInterval: 10 * time.Millisecond})
+	return runWorker(t, newWorker(t, c, latch.WorkerOptions{Logger: slog.New(slog.DiscardHandler), PollInterval: 10 * time.Millisecond}), setup)
+}
+
+// runWorker gives w its handlers (setup), starts it, and stops it when the
+// test ends, an error of Stop failing the test: the life of each test's
+// worker, embedded or remote.
+func runWorker(t *testing.T, w *latch.Worker, setup func(w *latch.Worker)) *latch.Worker {
+	t.Helper()
 	setup(w)
 	if err := w.Start(t.Context()); err != nil {
 		t.Fatal(err)

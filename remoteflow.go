@@ -28,23 +28,17 @@ type remoteFlow struct {
 	a *remoteAttempt
 
 	mu      sync.Mutex
-	journal map[string]json.RawMessage
-	// complete: journal holds every step recorded before the attempt;
-	// else cursor is where the next page of the rest starts ("" = the
-	// first page).
-	complete bool
-	cursor   string
+	journal engine.Journal
+	// cursor is where the next page of the journal's rest starts ("" =
+	// the first page), when the lease did not carry all of it.
+	cursor string
 	// suspendedAs is the status a written suspend left the execution in;
 	// "" while none was written.
 	suspendedAs remote.Status
 }
 
 func newRemoteFlow(a *remoteAttempt) *remoteFlow {
-	j := make(map[string]json.RawMessage, len(a.lease.Steps))
-	for name, result := range a.lease.Steps {
-		j[name] = result
-	}
-	return &remoteFlow{a: a, journal: j, complete: a.lease.StepsComplete}
+	return &remoteFlow{a: a, journal: engine.NewJournal(a.lease.Steps, a.lease.StepsComplete)}
 }
 
 // recorded returns the journal's result for name, if any, reading the
@@ -53,38 +47,30 @@ func newRemoteFlow(a *remoteAttempt) *remoteFlow {
 func (f *remoteFlow) recorded(ctx context.Context, name string) (json.RawMessage, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for {
-		if r, ok := f.journal[name]; ok {
-			return r, true, nil
-		}
-		if f.complete {
-			return nil, false, nil
-		}
+	return f.journal.Lookup(name, func(add func(string, json.RawMessage)) (bool, error) {
 		cctx, cancel := f.a.callCtx(ctx)
 		page, err := f.a.w.c.StepsPage(cctx, f.a.lease.ExecutionID, remote.PageOptions{Cursor: f.cursor})
 		cancel()
 		if err != nil {
 			if errors.Is(err, remote.ErrNotFound) {
-				return nil, false, engine.ErrLeaseLost // deleted: every call under the lease is lost
+				return false, engine.ErrLeaseLost // deleted: every call under the lease is lost
 			}
-			return nil, false, fmt.Errorf("step %q: read the journal: %w", name, fromRemote(err))
+			return false, fmt.Errorf("step %q: read the journal: %w", name, fromRemote(err))
 		}
 		for _, st := range page.Items {
-			if _, ok := f.journal[st.Name]; !ok {
-				f.journal[st.Name] = st.Result
-			}
+			add(st.Name, st.Result)
 		}
 		if page.NextCursor == nil || *page.NextCursor == "" {
-			f.complete = true
-		} else {
-			f.cursor = *page.NextCursor
+			return true, nil
 		}
-	}
+		f.cursor = *page.NextCursor
+		return false, nil
+	})
 }
 
 func (f *remoteFlow) note(name string, result json.RawMessage) {
 	f.mu.Lock()
-	f.journal[name] = result
+	f.journal.Note(name, result)
 	f.mu.Unlock()
 }
 
@@ -110,16 +96,12 @@ func (f *remoteFlow) Step(ctx context.Context, name string, fn func(ctx context.
 }
 
 func (f *remoteFlow) record(ctx context.Context, name string, result json.RawMessage, started time.Time) (json.RawMessage, error) {
-	raw := json.RawMessage("null")
-	if len(result) > 0 {
-		canon, err := store.CanonicalJSON(result)
-		if err != nil {
-			return nil, Permanent(fmt.Errorf("step %q: result is not valid JSON: %w", name, err))
-		}
-		raw = canon
+	raw, err := engine.StepRecord(name, result)
+	if err != nil {
+		return nil, err
 	}
 	var res remote.StepRecorded
-	err := f.a.write(ctx, "steps", remote.StepRequest{LeaseToken: f.a.lease.LeaseToken, Name: name, Result: raw, StartedAt: &started}, &res)
+	err = f.a.write(ctx, "steps", remote.StepRequest{LeaseToken: f.a.lease.LeaseToken, Name: name, Result: raw, StartedAt: &started}, &res)
 	if err != nil {
 		return nil, remoteFlowError(name, err)
 	}
@@ -145,10 +127,7 @@ func (f *remoteFlow) WaitSignal(ctx context.Context, name, signal string, timeou
 		if err != nil {
 			return nil, err
 		}
-		if string(r) == string(store.TimedOut) {
-			return nil, ErrWaitTimedOut
-		}
-		return r, nil
+		return engine.RecordedSignal(r)
 	}
 	return nil, f.suspend(ctx, &store.SuspendParams{Step: name, Signal: signal, Timeout: max(timeout, 0)})
 }
@@ -208,7 +187,7 @@ func (f *remoteFlow) Spawn(ctx context.Context, name string, items []store.Submi
 	if r, ok, err := f.recorded(ctx, name); err != nil {
 		return nil, err
 	} else if ok {
-		return spawnedIDs(name, r)
+		return engine.SpawnedIDs(name, r)
 	}
 	p := store.SpawnParams{Step: name, Items: items, OnParentEnd: ends}
 	if err := p.Check(time.Now(), store.DefaultMaxPayloadBytes); err != nil {
@@ -250,40 +229,16 @@ func (f *remoteFlow) WaitChildren(ctx context.Context, name, spawn string, count
 	if r, ok, err := f.recorded(ctx, name); err != nil {
 		return nil, err
 	} else if ok {
-		var res store.FanInResult
-		if err := json.Unmarshal(r, &res); err != nil || res.Children == nil {
-			return nil, Permanent(fmt.Errorf("step %q is recorded, but not by a wait for children: %w", name, store.ErrInvalid))
-		}
-		if res.TimedOut {
-			return &res, ErrWaitTimedOut
-		}
-		return &res, nil
+		return engine.RecordedFanIn(name, r)
 	}
 	r, ok, err := f.recorded(ctx, spawn)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return nil, Permanent(fmt.Errorf("wait %q: no spawn step %q in the journal: %w", name, spawn, store.ErrInvalid))
-	}
-	ids, err := spawnedIDs(spawn, r)
-	if err != nil {
+	if err := engine.CheckFanIn(name, spawn, count, r, ok); err != nil {
 		return nil, err
 	}
-	if count < 0 || count > len(ids) {
-		return nil, Permanent(fmt.Errorf("wait %q: count %d, but the spawn %q has %d children: %w", name, count, spawn, len(ids), store.ErrInvalid))
-	}
 	return nil, f.suspend(ctx, &store.SuspendParams{Step: name, Children: spawn, Count: count, Timeout: max(timeout, 0)})
-}
-
-// spawnedIDs reads the ids of the recorded step name, which must be a
-// spawn's.
-func spawnedIDs(name string, result json.RawMessage) ([]string, error) {
-	ids, ok := store.ParseSpawnStep(result)
-	if !ok {
-		return nil, Permanent(fmt.Errorf("step %q is recorded, but not by a spawn: %w", name, store.ErrInvalid))
-	}
-	return ids, nil
 }
 
 // remoteErrors pairs the API's problem codes with the store's sentinels a
@@ -320,31 +275,9 @@ func fromRemote(err error) error {
 	return err
 }
 
-// remoteFlowError is engine's flowError for an answer of the server: a
-// journal at its bound fails the execution for good, a lost lease (or a
-// deleted execution) is ErrLeaseLost, the rest passes.
-func remoteFlowError(step string, err error) error {
-	err = fromRemote(err)
-	switch {
-	case errors.Is(err, store.ErrTooManySteps):
-		return Permanent(fmt.Errorf("step %q: the journal holds as many steps as it may (%d): %w", step, store.MaxSteps, err))
-	case errors.Is(err, store.ErrJournalTooLarge):
-		return Permanent(fmt.Errorf("step %q: the journal would pass its bound of bytes (%d): %w", step, store.MaxJournalBytes, err))
-	case errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrNotFound):
-		return engine.ErrLeaseLost
-	}
-	return err
-}
+// remoteFlowError is engine.FlowError for an answer of the server, its
+// problem code matched to the store's sentinel first.
+func remoteFlowError(step string, err error) error { return engine.FlowError(step, fromRemote(err)) }
 
-// remoteSpawnError is engine's spawnError for an answer of the server.
-func remoteSpawnError(name string, err error) error {
-	err = fromRemote(err)
-	switch {
-	case errors.Is(err, store.ErrTooManyChildren):
-		return Permanent(fmt.Errorf("spawn %q: at most %d children in a spawn, %d of an execution, %d levels deep: %w",
-			name, store.MaxSpawnItems, store.MaxChildren, store.MaxSpawnDepth, err))
-	case errors.Is(err, store.ErrInvalid):
-		return Permanent(fmt.Errorf("spawn %q: %w", name, err))
-	}
-	return remoteFlowError(name, err)
-}
+// remoteSpawnError is engine.SpawnError for an answer of the server.
+func remoteSpawnError(name string, err error) error { return engine.SpawnError(name, fromRemote(err)) }

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -324,7 +323,7 @@ func (w *remoteWorker) execute(l *remote.Lease, claimed time.Time) {
 
 	heartbeat := time.NewTicker(w.heartbeat)
 	defer heartbeat.Stop()
-	lost, cancelled := false, false
+	lease := engine.LeaseWatch{Log: a.log, Ticker: heartbeat, Cancel: cancel}
 	for {
 		select {
 		case out := <-done:
@@ -340,7 +339,7 @@ func (w *remoteWorker) execute(l *remote.Lease, claimed time.Time) {
 				}
 				return
 			}
-			if lost {
+			if lease.Lost {
 				a.log.Info("attempt ended after its lease was lost; nothing written", "err", out.err)
 				return
 			}
@@ -348,36 +347,19 @@ func (w *remoteWorker) execute(l *remote.Lease, claimed time.Time) {
 			return
 
 		case <-heartbeat.C:
-			if lost || a.flow.suspension() != "" {
+			if lease.Lost || a.flow.suspension() != "" {
 				continue
 			}
+			// A server not reached before the lease ended has rescued it
+			// (or soon will): expired, the handler is cancelled.
 			cancelRequested, err := a.heartbeat(ctx)
-			switch {
-			case errors.Is(err, remote.ErrLeaseLost), errors.Is(err, remote.ErrNotFound):
-				lost = true
-				heartbeat.Stop()
-				a.log.Warn("lease lost: cancelling the handler")
-				cancel(ErrLeaseLost)
-			case err != nil && time.Now().UnixNano() >= a.expires.Load():
-				// The server was not reached before the lease ended: it is
-				// rescued (or soon will be) and may run elsewhere now.
-				lost = true
-				heartbeat.Stop()
-				a.log.Warn("lease expired while heartbeats failed: cancelling the handler", "err", err)
-				cancel(ErrLeaseLost)
-			case err != nil:
-				a.log.Warn("heartbeat failed", "err", err)
-			case cancelRequested && !cancelled:
-				cancelled = true
-				a.log.Info("cancel requested: cancelling the handler")
-				cancel(ErrCancelled)
-			}
+			lease.Heartbeat(cancelRequested, fromRemote(err), time.Now().UnixNano() >= a.expires.Load())
 
 		case <-w.abandon:
 			// A hard stop gave up on this handler: it keeps running, but
 			// nothing it returns is written, and its lease goes back.
 			w.abandons.Add(1)
-			if !lost && a.flow.suspension() == "" {
+			if !lease.Lost && a.flow.suspension() == "" {
 				w.handBack(l, false)
 			}
 			return
@@ -385,32 +367,17 @@ func (w *remoteWorker) execute(l *remote.Lease, claimed time.Time) {
 	}
 }
 
-// call runs the handler, turning a panic into an error, and its result
-// into JSON that nests at most store.MaxJSONDepth levels.
-func (a *remoteAttempt) call(ctx context.Context, h HandlerFunc, job *Job) (out outcome) {
-	defer func() {
-		if r := recover(); r != nil {
-			a.log.Error("handler panicked", "panic", r, "stack", string(debug.Stack()))
-			out = outcome{err: fmt.Errorf("panic: %v", r)}
+// call runs the handler (engine.CallHandler), its result marshalled to
+// JSON.
+func (a *remoteAttempt) call(ctx context.Context, h HandlerFunc, job *Job) outcome {
+	result, err := engine.CallHandler(a.log, func() (json.RawMessage, error) {
+		v, err := h(ctx, job)
+		if err != nil {
+			return nil, err
 		}
-	}()
-	v, err := h(ctx, job)
-	if err != nil {
-		return outcome{err: err}
-	}
-	result, err := marshalResult(v)
-	switch {
-	case err != nil:
-		return outcome{err: err}
-	case len(result) == 0:
-		return outcome{}
-	case !json.Valid(result):
-		return outcome{err: Permanent(errors.New("handler returned a result that is not valid JSON"))}
-	case store.JSONTooDeep(result, store.MaxJSONDepth):
-		return outcome{err: Permanent(fmt.Errorf("handler returned a result that nests arrays and objects more than %d levels deep",
-			store.MaxJSONDepth))}
-	}
-	return outcome{result: result}
+		return marshalResult(v)
+	})
+	return outcome{result: result, err: err}
 }
 
 // outcome is what a handler returned.

@@ -2,7 +2,9 @@ package latch_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -106,19 +108,7 @@ func startRemote(t *testing.T, url string, opts latch.WorkerOptions, setup func(
 	if opts.PollInterval == 0 {
 		opts.PollInterval = 10 * time.Millisecond
 	}
-	w := latch.NewRemoteWorker(remote.New(url, remoteAdminKey, rc...), opts)
-	setup(w)
-	if err := w.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := w.Stop(ctx); err != nil {
-			t.Error(err)
-		}
-	})
-	return w
+	return runWorker(t, latch.NewRemoteWorker(remote.New(url, remoteAdminKey, rc...), opts), setup)
 }
 
 // One flow over HTTP: a step replayed from the journal, a sleep, a wait
@@ -172,16 +162,7 @@ func TestRemoteWorkerFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitStatus(t, c, x.ID, latch.StatusSuspended)
-	for {
-		got, err := c.Get(ctx, "acme", x.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Status == latch.StatusSuspended && got.WaitingFor == "approve" {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitSuspendedFor(t, c, x.ID, "approve")
 	if delivered, err := c.Signal(ctx, "acme", x.ID, "approve", map[string]string{"by": "ann"}, latch.SignalOptions{}); err != nil || !delivered {
 		t.Fatalf("Signal: %v, %v; want delivered", delivered, err)
 	}
@@ -522,5 +503,86 @@ func TestJobWithoutAWorker(t *testing.T) {
 	}
 	if _, err := job.WaitChildren(t.Context(), "w", "s", latch.WaitOptions{}); err == nil {
 		t.Error("WaitChildren of a Job without a worker: no error")
+	}
+}
+
+// A journal larger than a lease carries (store.ClaimJournalBytes): the run
+// after a failure reads the rest over HTTP, a page at a time, and gets
+// every recorded step's result without running it again.
+func TestRemoteWorkerReplaysAJournalLargerThanItsLease(t *testing.T) {
+	t.Parallel()
+	c := open(t)
+	url := serveHTTP(t, c, nil)
+	ctx := t.Context()
+	names := []string{"s0", "s1", "s2", "s3", "s4"}
+	big := func(name string) string { return name + strings.Repeat("x", 600<<10) }
+	var mu sync.Mutex
+	ran := map[string]int{}
+	var runs atomic.Int32
+	startRemote(t, url, latch.WorkerOptions{}, func(w *latch.Worker) {
+		w.Handle("flow", func(ctx context.Context, job *latch.Job) (any, error) {
+			for _, name := range names {
+				r, err := latch.StepValue(ctx, job, name, func(context.Context) (string, error) {
+					mu.Lock()
+					ran[name]++
+					mu.Unlock()
+					return big(name), nil
+				})
+				if err != nil {
+					return nil, err
+				}
+				if r != big(name) {
+					return nil, latch.Permanent(fmt.Errorf("step %s answered %.20s…, not its recorded result", name, r))
+				}
+			}
+			if runs.Add(1) == 1 {
+				return nil, latch.RetryAfter(errors.New("fail after the steps, once"), time.Millisecond)
+			}
+			return "done", nil
+		})
+	})
+	x, _, err := c.Submit(ctx, "acme", latch.SubmitRequest{Kind: "flow", MaxAttempts: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := wait(t, c, x.ID)
+	if got.Status != latch.StatusSucceeded || got.Attempt != 2 || string(got.Result) != `"done"` {
+		t.Fatalf("%s, attempt %d, result %s (%q); want succeeded by attempt 2", got.Status, got.Attempt, got.Result, got.Error)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, name := range names {
+		if ran[name] != 1 {
+			t.Errorf("step %s ran %d times, want once", name, ran[name])
+		}
+	}
+}
+
+// A remote handler's panic, and a result that is not JSON of at most
+// store.MaxJSONDepth levels, fail its attempt; the worker runs on.
+func TestRemoteWorkerHandlerPanicsAndBadResults(t *testing.T) {
+	t.Parallel()
+	c := open(t)
+	url := serveHTTP(t, c, nil)
+	ctx := t.Context()
+	startRemote(t, url, latch.WorkerOptions{}, func(w *latch.Worker) {
+		w.Handle("panics", func(context.Context, *latch.Job) (any, error) { panic("kaboom") })
+		w.Handle("deep", func(context.Context, *latch.Job) (any, error) {
+			return json.RawMessage(strings.Repeat("[", 200) + strings.Repeat("]", 200)), nil
+		})
+		w.Handle("fine", func(context.Context, *latch.Job) (any, error) { return nil, nil })
+	})
+	for kind, want := range map[string]string{"panics": "panic: kaboom", "deep": "levels deep", "fine": ""} {
+		x, _, err := c.Submit(ctx, "acme", latch.SubmitRequest{Kind: kind, MaxAttempts: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := wait(t, c, x.ID)
+		switch {
+		case want == "" && (got.Status != latch.StatusSucceeded || got.Result != nil && string(got.Result) != "null"):
+			t.Errorf("%s: %s, result %s; want succeeded with no result", kind, got.Status, got.Result)
+		case want != "" && (got.Status != latch.StatusFailed || !strings.Contains(got.Error, want)):
+			t.Errorf("%s: %s, error %q; want failed, saying %q", kind, got.Status, got.Error, want)
+		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -131,23 +130,18 @@ func (a *attempt) run() (Outcome, time.Duration) {
 		defer t.Stop()
 		cancelCheck = t.C
 	}
-	lost, cancelled := false, false
+	lease := LeaseWatch{Log: a.log, Ticker: heartbeat, Cancel: cancel}
 	for {
 		select {
 		case <-cancelCheck:
-			if lost || cancelled {
+			if lease.Lost || lease.Cancelled {
 				continue
 			}
 			switch requested, gone := a.cancelRequested(ctx); {
 			case gone:
-				lost = true
-				heartbeat.Stop()
-				a.log.Warn("execution deleted: cancelling the handler")
-				cancel(ErrLeaseLost)
+				lease.Lose("execution deleted: cancelling the handler")
 			case requested:
-				cancelled = true
-				a.log.Info("cancel requested: cancelling the handler")
-				cancel(ErrCancelled)
+				lease.CancelRequested()
 			}
 
 		case out := <-done:
@@ -160,37 +154,28 @@ func (a *attempt) run() (Outcome, time.Duration) {
 			if st := a.flow.suspension(); st != "" {
 				return a.suspended(st, out), took
 			}
-			if lost {
+			if lease.Lost {
 				a.log.Info("attempt ended after its lease was lost; nothing written", "err", out.err)
 				return OutcomeLeaseLost, took
 			}
 			return a.settle(ctx, context.Cause(runCtx), out), took
 
 		case <-heartbeat.C:
-			if lost || a.flow.suspension() != "" {
+			if lease.Lost || a.flow.suspension() != "" {
 				continue
 			}
+			// A failed heartbeat is logged and the handler runs on
+			// (expired false); the remote worker (package latch) passes
+			// the lease's end.
 			cancelRequested, err := a.heartbeat(ctx)
-			switch {
-			case errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrNotFound):
-				lost = true
-				heartbeat.Stop()
-				a.log.Warn("lease lost: cancelling the handler")
-				cancel(ErrLeaseLost)
-			case err != nil:
-				a.log.Warn("heartbeat failed", "err", err)
-			case cancelRequested && !cancelled:
-				cancelled = true
-				a.log.Info("cancel requested: cancelling the handler")
-				cancel(ErrCancelled)
-			}
+			lease.Heartbeat(cancelRequested, err, false)
 
 		case <-w.abandon:
 			// A hard stop gave up waiting for this handler; it keeps running
 			// but nothing it returns will be written.
 			w.abandons.Add(1)
 			took := time.Since(start)
-			if lost {
+			if lease.Lost {
 				return OutcomeLeaseLost, took
 			}
 			return a.writeRelease(ctx), took
@@ -198,28 +183,10 @@ func (a *attempt) run() (Outcome, time.Duration) {
 	}
 }
 
-// call runs the handler, turning a panic into an error and checking the
-// result is JSON that nests at most store.MaxJSONDepth levels.
-func (a *attempt) call(ctx context.Context, h Handler, job *Job) (out outcome) {
-	defer func() {
-		if r := recover(); r != nil {
-			a.log.Error("handler panicked", "panic", r, "stack", string(debug.Stack()))
-			out = outcome{err: fmt.Errorf("panic: %v", r)}
-		}
-	}()
-	result, err := h(ctx, job)
-	if err != nil {
-		return outcome{err: err}
-	}
-	if len(result) == 0 {
-		result = nil
-	} else if !json.Valid(result) {
-		return outcome{err: Permanent(errors.New("handler returned a result that is not valid JSON"))}
-	} else if store.JSONTooDeep(result, store.MaxJSONDepth) {
-		return outcome{err: Permanent(fmt.Errorf("handler returned a result that nests arrays and objects more than %d levels deep",
-			store.MaxJSONDepth))}
-	}
-	return outcome{result: result}
+// call runs the handler (CallHandler).
+func (a *attempt) call(ctx context.Context, h Handler, job *Job) outcome {
+	result, err := CallHandler(a.log, func() (json.RawMessage, error) { return h(ctx, job) })
+	return outcome{result: result, err: err}
 }
 
 // suspended is the outcome of an attempt whose flow suspended: the

@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -38,7 +36,7 @@ func (j *Job) Spawn(ctx context.Context, name string, items []store.Submission, 
 	if r, ok, err := j.flow.recorded(ctx, name); err != nil {
 		return nil, err
 	} else if ok {
-		return spawnedIDs(name, r)
+		return SpawnedIDs(name, r)
 	}
 	f := j.flow
 	a := f.a
@@ -71,41 +69,17 @@ func (j *Job) Spawn(ctx context.Context, name string, items []store.Submission, 
 	})
 	endSpan(span, err)
 	if err != nil {
-		return nil, spawnError(name, err)
+		return nil, SpawnError(name, err)
 	}
 	ids := make([]string, len(res.Children))
 	for i, c := range res.Children {
 		ids[i] = c.ID
 	}
 	f.mu.Lock()
-	f.journal[name] = res.Step.Result
+	f.journal.Note(name, res.Step.Result)
 	f.mu.Unlock()
 	a.log.Debug("flow spawned children", "step", name, "children", len(ids), "recorded", res.Recorded)
 	return ids, nil
-}
-
-// spawnedIDs reads the ids of the recorded step name, which must be a
-// spawn's.
-func spawnedIDs(name string, result json.RawMessage) ([]string, error) {
-	ids, ok := store.ParseSpawnStep(result)
-	if !ok {
-		return nil, Permanent(fmt.Errorf("step %q is recorded, but not by a spawn: %w", name, store.ErrInvalid))
-	}
-	return ids, nil
-}
-
-// spawnError is the error a spawn returns to the handler: the bounds of
-// children and items the store finds invalid fail the execution for good,
-// as the journal's bounds do; the rest as flowError makes it.
-func spawnError(name string, err error) error {
-	switch {
-	case errors.Is(err, store.ErrTooManyChildren):
-		return Permanent(fmt.Errorf("spawn %q: at most %d children in a spawn, %d of an execution, %d levels deep: %w",
-			name, store.MaxSpawnItems, store.MaxChildren, store.MaxSpawnDepth, err))
-	case errors.Is(err, store.ErrInvalid):
-		return Permanent(fmt.Errorf("spawn %q: %w", name, err))
-	}
-	return flowError(name, err)
 }
 
 // WaitChildren waits, as the step name, until count of the children of the
@@ -124,30 +98,14 @@ func (j *Job) WaitChildren(ctx context.Context, name, spawn string, count int, t
 	if r, ok, err := j.flow.recorded(ctx, name); err != nil {
 		return nil, err
 	} else if ok {
-		var res store.FanInResult
-		if err := json.Unmarshal(r, &res); err != nil || res.Children == nil {
-			return nil, Permanent(fmt.Errorf("step %q is recorded, but not by a wait for children: %w", name, store.ErrInvalid))
-		}
-		if res.TimedOut {
-			return &res, ErrWaitTimedOut
-		}
-		return &res, nil
+		return RecordedFanIn(name, r)
 	}
-	// The spawn is this flow's: a wait on anything else is a mistake in
-	// the handler, which no later run would correct.
 	r, ok, err := j.flow.recorded(ctx, spawn)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return nil, Permanent(fmt.Errorf("wait %q: no spawn step %q in the journal: %w", name, spawn, store.ErrInvalid))
-	}
-	ids, err := spawnedIDs(spawn, r)
-	if err != nil {
+	if err := CheckFanIn(name, spawn, count, r, ok); err != nil {
 		return nil, err
-	}
-	if count < 0 || count > len(ids) {
-		return nil, Permanent(fmt.Errorf("wait %q: count %d, but the spawn %q has %d children: %w", name, count, spawn, len(ids), store.ErrInvalid))
 	}
 	return nil, j.flow.suspend(ctx, &store.SuspendParams{Step: name, Children: spawn, Count: count, Timeout: max(timeout, 0)})
 }

@@ -40,23 +40,17 @@ type flow struct {
 	a *attempt
 
 	mu      sync.Mutex
-	journal store.Journal
-	// complete: journal holds every step recorded before the attempt, as
-	// when the lease carried the whole journal; else after is where the
-	// next page of the rest starts (store.StepsPage.Next).
-	complete bool
-	after    int64
+	journal Journal
+	// after is where the next page of the journal's rest starts
+	// (store.StepsPage.Next), when the lease did not carry all of it.
+	after int64
 	// suspendedAs is the status a written Suspend left the execution in
 	// (suspended, queued or cancelled); "" while none was written.
 	suspendedAs store.Status
 }
 
 func newFlow(a *attempt) *flow {
-	j := make(store.Journal, len(a.lease.Steps))
-	for name, result := range a.lease.Steps {
-		j[name] = result
-	}
-	return &flow{a: a, journal: j, complete: !a.lease.StepsPartial}
+	return &flow{a: a, journal: NewJournal(a.lease.Steps, !a.lease.StepsPartial)}
 }
 
 // recorded returns the journal's result for name, if any. A lease that
@@ -69,26 +63,19 @@ func newFlow(a *attempt) *flow {
 func (f *flow) recorded(ctx context.Context, name string) (json.RawMessage, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for {
-		if r, ok := f.journal[name]; ok {
-			return r, true, nil
-		}
-		if f.complete {
-			return nil, false, nil
-		}
+	return f.journal.Lookup(name, func(add func(string, json.RawMessage)) (bool, error) {
 		a := f.a
 		page, err := a.w.cfg.Store.Steps(ctx, &store.StepsParams{Tenant: a.lease.Tenant, ID: a.lease.ExecutionID,
 			After: f.after, Limit: store.MaxListLimit, MaxBytes: store.ClaimJournalBytes})
 		if err != nil {
-			return nil, false, leaseError(fmt.Errorf("step %q: read the journal: %w", name, err))
+			return false, leaseError(fmt.Errorf("step %q: read the journal: %w", name, err))
 		}
 		for _, st := range page.Items {
-			if _, ok := f.journal[st.Name]; !ok {
-				f.journal[st.Name] = st.Result
-			}
+			add(st.Name, st.Result)
 		}
-		f.after, f.complete = page.Next, page.Next == 0
-	}
+		f.after = page.Next
+		return page.Next == 0, nil
+	})
 }
 
 // Step runs fn as the flow step name, once: if the journal holds name, it
@@ -127,17 +114,13 @@ func (j *Job) Step(ctx context.Context, name string, fn func(ctx context.Context
 
 // record writes a step and returns the result that won.
 func (f *flow) record(ctx context.Context, name string, result json.RawMessage, started time.Time) (json.RawMessage, error) {
-	raw := json.RawMessage("null")
-	if len(result) > 0 {
-		canon, err := store.CanonicalJSON(result)
-		if err != nil {
-			return nil, Permanent(fmt.Errorf("step %q: result is not valid JSON: %w", name, err))
-		}
-		raw = canon
+	raw, err := StepRecord(name, result)
+	if err != nil {
+		return nil, err
 	}
 	a := f.a
 	var res *store.RecordStepResult
-	err := a.write(ctx, "step", func(ctx context.Context) (err error) {
+	err = a.write(ctx, "step", func(ctx context.Context) (err error) {
 		res, err = a.w.cfg.Store.RecordStep(ctx, &store.RecordStepParams{
 			ExecutionID: a.lease.ExecutionID,
 			Tenant:      a.lease.Tenant,
@@ -150,10 +133,10 @@ func (f *flow) record(ctx context.Context, name string, result json.RawMessage, 
 		return err
 	})
 	if err != nil {
-		return nil, flowError(name, err)
+		return nil, FlowError(name, err)
 	}
 	f.mu.Lock()
-	f.journal[name] = res.Step.Result
+	f.journal.Note(name, res.Step.Result)
 	f.mu.Unlock()
 	return res.Step.Result, nil
 }
@@ -196,10 +179,7 @@ func (j *Job) WaitSignal(ctx context.Context, name, signal string, timeout time.
 		if err != nil {
 			return nil, err
 		}
-		if string(r) == string(store.TimedOut) {
-			return nil, ErrWaitTimedOut
-		}
-		return r, nil
+		return RecordedSignal(r)
 	}
 	return nil, j.flow.suspend(ctx, &store.SuspendParams{Step: name, Signal: signal, Timeout: max(timeout, 0)})
 }
@@ -220,7 +200,7 @@ func (f *flow) suspend(ctx context.Context, p *store.SuspendParams) error {
 		return err
 	})
 	if err != nil {
-		return flowError(p.Step, err)
+		return FlowError(p.Step, err)
 	}
 	f.mu.Lock()
 	f.suspendedAs = x.Status
@@ -238,22 +218,6 @@ func (f *flow) suspension() store.Status {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.suspendedAs
-}
-
-// flowError is the error a step's record or a suspension under the step
-// name returns to the handler: a journal at its bound fails the execution
-// for good (Permanent: the journal never shrinks, so no later attempt could
-// record the step), a lost lease is ErrLeaseLost, other errors pass.
-func flowError(step string, err error) error {
-	if errors.Is(err, store.ErrTooManySteps) {
-		return Permanent(fmt.Errorf("step %q: the journal holds as many steps as it may (store.MaxSteps = %d): %w",
-			step, store.MaxSteps, err))
-	}
-	if errors.Is(err, store.ErrJournalTooLarge) {
-		return Permanent(fmt.Errorf("step %q: the journal would pass its bound of bytes (store.MaxJournalBytes = %d): %w",
-			step, store.MaxJournalBytes, err))
-	}
-	return leaseError(err)
 }
 
 // leaseError turns a store's lease verdict into the engine's ErrLeaseLost,

@@ -430,13 +430,7 @@ func TestMigrateDownEvents(t *testing.T) {
 	acquireSlot(t)
 	ctx := t.Context()
 	_, u := newSchema(t)
-	if _, err := postgres.Migrate(ctx, u, "up"); err != nil {
-		t.Fatal(err)
-	}
-	s, err := postgres.Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openMigrated(t, u)
 	now := eventBase.Add(time.Minute)
 	if _, err := s.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme", MaxInflight: 5, Now: eventBase}); err != nil {
 		t.Fatal(err)
@@ -471,13 +465,7 @@ func TestMigrateDownEvents(t *testing.T) {
 	if st, err := postgres.Migrate(ctx, u, "down"); err != nil || st.Version != postgres.SchemaVersion()-1 {
 		t.Fatalf("down: %+v, %v", st, err)
 	}
-	if _, err := postgres.Migrate(ctx, u, "up"); err != nil {
-		t.Fatal(err)
-	}
-	s, err = postgres.Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = openMigrated(t, u)
 	defer s.Close()
 	ten, err := s.GetTenant(ctx, &store.GetTenantParams{Name: "acme"})
 	if err != nil || ten.Inflight != 2 || ten.StoredBytes != before.StoredBytes ||

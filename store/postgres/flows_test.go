@@ -18,13 +18,7 @@ func TestMigrateDownQueuesSuspended(t *testing.T) {
 	acquireSlot(t)
 	ctx := t.Context()
 	schema, u := newSchema(t)
-	if _, err := postgres.Migrate(ctx, u, "up"); err != nil {
-		t.Fatal(err)
-	}
-	s, err := postgres.Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openMigrated(t, u)
 	now := time.Date(2031, time.March, 14, 9, 0, 0, 0, time.UTC)
 	if _, err := s.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme", MaxInflight: 5, Now: now}); err != nil {
 		t.Fatal(err)
@@ -55,13 +49,7 @@ func TestMigrateDownQueuesSuspended(t *testing.T) {
 		l.ExecutionID).Scan(&status); err != nil || status != string(store.StatusQueued) {
 		t.Fatalf("after down: status %q, %v; want queued", status, err)
 	}
-	if _, err := postgres.Migrate(ctx, u, "up"); err != nil {
-		t.Fatal(err)
-	}
-	s, err = postgres.Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = openMigrated(t, u)
 	defer s.Close()
 	ten, err := s.GetTenant(ctx, &store.GetTenantParams{Name: "acme"})
 	if err != nil || ten.Inflight != 1 {

@@ -18,13 +18,7 @@ func TestMigrateBackfillsKeyIDs(t *testing.T) {
 	acquireSlot(t)
 	ctx := t.Context()
 	schema, u := newSchema(t)
-	if _, err := postgres.Migrate(ctx, u, "up"); err != nil {
-		t.Fatal(err)
-	}
-	s, err := postgres.Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openMigrated(t, u)
 	now := time.Date(2031, time.March, 14, 9, 0, 0, 0, time.UTC)
 	if _, err := s.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme", Now: now}); err != nil {
 		t.Fatal(err)
@@ -42,13 +36,7 @@ func TestMigrateBackfillsKeyIDs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := postgres.Migrate(ctx, u, "up"); err != nil {
-		t.Fatal(err)
-	}
-	s, err = postgres.Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = openMigrated(t, u)
 	defer s.Close()
 	ks, err := s.ListAPIKeys(ctx, &store.ListAPIKeysParams{Tenant: "acme"})
 	if err != nil {

@@ -73,13 +73,7 @@ func TestMigrateObserveDownAndUp(t *testing.T) {
 	acquireSlot(t)
 	ctx := t.Context()
 	schema, u := newSchema(t)
-	if _, err := postgres.Migrate(ctx, u, "up"); err != nil {
-		t.Fatal(err)
-	}
-	s, err := postgres.Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openMigrated(t, u)
 	if _, err := s.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme", Now: obsNow}); err != nil {
 		t.Fatal(err)
 	}
@@ -115,13 +109,7 @@ func TestMigrateObserveDownAndUp(t *testing.T) {
 		schema).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("after down: %d of the version 8 tables left (%v)", n, err)
 	}
-	if _, err := postgres.Migrate(ctx, u, "up"); err != nil {
-		t.Fatal(err)
-	}
-	s, err = postgres.Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = openMigrated(t, u)
 	defer s.Close()
 	got := getExec(t, s, x.ID)
 	if got.Status != store.StatusQueued || got.DedupKey != "k" || got.DedupHits != 0 || got.LastDedupHitAt != nil || got.TraceParent != "" {

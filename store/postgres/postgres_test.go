@@ -365,3 +365,18 @@ func TestOpenSessionDefaults(t *testing.T) {
 		t.Errorf("with jit=on in the URL, jit = %q", got)
 	}
 }
+
+// openMigrated migrates the schema of u up and opens a store on it: the
+// start of a test of a migration down (and its end, up again). The caller
+// closes the store, before it migrates the schema down.
+func openMigrated(t testing.TB, u string) *postgres.Store {
+	t.Helper()
+	if _, err := postgres.Migrate(t.Context(), u, "up"); err != nil {
+		t.Fatal(err)
+	}
+	s, err := postgres.Open(t.Context(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

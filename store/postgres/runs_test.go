@@ -166,13 +166,7 @@ func TestMigrateRunsDownAndUp(t *testing.T) {
 	acquireSlot(t)
 	ctx := t.Context()
 	schema, u := newSchema(t)
-	if _, err := postgres.Migrate(ctx, u, "up"); err != nil {
-		t.Fatal(err)
-	}
-	s, err := postgres.Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openMigrated(t, u)
 	now := time.Date(2031, time.March, 14, 9, 0, 0, 0, time.UTC)
 	if _, err := s.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme", Now: now}); err != nil {
 		t.Fatal(err)
@@ -198,13 +192,7 @@ func TestMigrateRunsDownAndUp(t *testing.T) {
 		WHERE table_schema = $1 AND table_name = 'latch_runs'`, schema).Scan(&tables); err != nil || tables != 0 {
 		t.Fatalf("after down: latch_runs is still there (%d, %v)", tables, err)
 	}
-	if _, err := postgres.Migrate(ctx, u, "up"); err != nil {
-		t.Fatal(err)
-	}
-	s, err = postgres.Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = openMigrated(t, u)
 	defer s.Close()
 	if _, err := s.Fail(ctx, &store.FailParams{ExecutionID: l.ExecutionID, Token: l.Token, Error: "boom", Retry: true,
 		Now: now.Add(time.Second)}); err != nil {

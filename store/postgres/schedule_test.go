@@ -153,13 +153,7 @@ func TestMigrateSchedulesDownAndUp(t *testing.T) {
 	if latest < 2 {
 		t.Fatalf("SchemaVersion() = %d, want 2 or newer", latest)
 	}
-	if _, err := postgres.Migrate(ctx, u, "up"); err != nil {
-		t.Fatal(err)
-	}
-	s, err := postgres.Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openMigrated(t, u)
 	now := time.Now()
 	if _, err := s.CreateTenant(ctx, &store.CreateTenantParams{Name: "acme", Now: now}); err != nil {
 		t.Fatal(err)

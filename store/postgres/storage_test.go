@@ -48,13 +48,7 @@ VALUES ('01890a5d-ac96-774b-bcce-b302099a8057', 'one', '[1,2,3]', now(), 1);`
 	if _, err := admin.pool.Exec(ctx, q); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := postgres.Migrate(ctx, u, "up"); err != nil {
-		t.Fatal(err)
-	}
-	s, err := postgres.Open(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openMigrated(t, u)
 	defer s.Close()
 	want := int64(len(`{"a":"12345"}`) + len(`"done"`) + len(`[1,2,3]`))
 	ten, err := s.GetTenant(ctx, &store.GetTenantParams{Name: "acme"})

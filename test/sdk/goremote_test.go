@@ -2,20 +2,12 @@ package sdk
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -116,16 +108,7 @@ func remoteScenarioA(t *testing.T, admin *remote.Client, srv *scenarioServer) {
 
 func startRemoteWorkerProc(t *testing.T, url, key, effect string, hang bool) *workerProc {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "-test.run=^$") // TestMain runs the worker and no test
-	cmd.Env = append(os.Environ(), remoteScenarioWorkerEnv+"="+url, "LATCH_KEY="+key, "EFFECT_FILE="+effect, "HANG=")
-	if hang {
-		cmd.Env = append(cmd.Env, "HANG=1")
-	}
-	return startProc(t, cmd)
+	return startScenarioWorkerProc(t, effect, hang, remoteScenarioWorkerEnv+"="+url, "LATCH_KEY="+key)
 }
 
 func remoteScenarioB(t *testing.T, admin *remote.Client, srv *scenarioServer) {
@@ -153,13 +136,7 @@ func remoteScenarioB(t *testing.T, admin *remote.Client, srv *scenarioServer) {
 	if running.Status != remote.StatusRunning || running.Attempt != 1 {
 		t.Fatalf("while A runs it: %s, attempt %d; want running, attempt 1", running.Status, running.Attempt)
 	}
-	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-a.exited
-	if ws, ok := a.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("worker A ended with %v, want killed by SIGKILL", a.err)
-	}
+	killWorkerA(t, a)
 
 	// 4–5. Worker process B takes it once the server has rescued A's lease.
 	b := startRemoteWorkerProc(t, srv.url, key, effect, false)
@@ -174,164 +151,46 @@ func remoteScenarioB(t *testing.T, admin *remote.Client, srv *scenarioServer) {
 	}
 
 	// 6. Started twice, completed once.
-	raw, err := os.ReadFile(effect)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := strings.Split(strings.TrimSpace(string(raw)), "\n"); !slices.Equal(got, []string{"start 1", "start 2", "done 2"}) {
-		t.Fatalf("the effect file is %q, want start 1, start 2, done 2", got)
-	}
+	checkEffects(t, effect)
 
 	// 7. A's run expired, B's succeeded.
 	attempts, err := c.Attempts(ctx, e.ExecutionID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var runs []string
+	var runs, workers []string
 	for _, x := range attempts.Items {
 		outcome := "running"
 		if x.Outcome != nil {
 			outcome = string(*x.Outcome)
 		}
 		runs = append(runs, fmt.Sprintf("%d %s", x.Attempt, outcome))
+		workers = append(workers, x.WorkerID)
 	}
-	if !slices.Equal(runs, []string{"1 expired", "2 succeeded"}) {
-		t.Fatalf("attempts %q, want 1 expired, 2 succeeded", runs)
-	}
-	if attempts.Items[0].WorkerID == attempts.Items[1].WorkerID {
-		t.Fatalf("both runs were by worker %s, want A's then B's", attempts.Items[0].WorkerID)
-	}
+	checkRuns(t, runs, workers)
 
 	// 8. SIGTERM: B stops claiming and exits 0.
-	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for l := range b.lines {
-		out = append(out, l)
-	}
-	<-b.exited
-	if b.err != nil {
-		t.Fatalf("worker B after SIGTERM: %v; stderr:\n%s", b.err, b.stderr.String())
-	}
-	if !slices.Equal(out, []string{"started 2", "stopped"}) {
-		t.Fatalf("worker B said %q, want started 2, stopped", out)
-	}
+	stopWorkerB(t, b)
 }
 
 // remoteScenarioWorkerMain is a remote worker process of part (b), as
 // scenarioWorkerMain but over HTTP with the key in $LATCH_KEY.
 func remoteScenarioWorkerMain(url string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := signalContext()
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	effect, hang := os.Getenv("EFFECT_FILE"), os.Getenv("HANG") == "1"
-	appendLine := func(line string) error {
-		f, err := os.OpenFile(effect, os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			return err
-		}
-		if _, err := io.WriteString(f, line+"\n"); err != nil {
-			f.Close()
-			return err
-		}
-		return f.Close()
-	}
-	w := latch.NewRemoteWorker(remote.New(url, os.Getenv("LATCH_KEY")),
-		latch.WorkerOptions{Slots: 1, LeaseDuration: 2 * time.Second, Logger: logger})
-	w.Handle("scenario-b", func(ctx context.Context, job *latch.Job) (any, error) {
-		if err := appendLine(fmt.Sprintf("start %d", job.Attempt)); err != nil {
-			return nil, err
-		}
-		fmt.Printf("started %d\n", job.Attempt)
-		if hang {
-			select {} // until SIGKILL
-		}
-		if err := appendLine(fmt.Sprintf("done %d", job.Attempt)); err != nil {
-			return nil, err
-		}
-		return map[string]int{"attempt": job.Attempt}, nil
-	})
-	if err := w.Start(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := w.Stop(sctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	fmt.Println("stopped")
-	return 0
+	return serveScenarioB(ctx, latch.NewRemoteWorker(remote.New(url, os.Getenv("LATCH_KEY")),
+		latch.WorkerOptions{Slots: 1, LeaseDuration: 2 * time.Second, Logger: logger}))
 }
 
 func remoteScenarioC(t *testing.T, admin *remote.Client, srv *scenarioServer) {
 	ctx := t.Context()
 	_, _, c := remoteTenant(t, admin, srv, "scenario-c")
-	var calls struct{ one, two atomic.Int64 }
-	type reserved struct {
-		Reserved int `json:"reserved"`
-	}
-	type shipped struct {
-		ShippedBy string `json:"shipped_by"`
-	}
-	runs := make(chan error, 2) // each run's return, as it returns
-	flow := func(ctx context.Context, job *latch.Job) (result any, err error) {
-		defer func() { runs <- err }()
-		var p struct {
-			Order int `json:"order"`
-		}
-		if err := job.Decode(&p); err != nil {
-			return nil, latch.Permanent(err)
-		}
-		one, err := latch.StepValue(ctx, job, "one", func(context.Context) (reserved, error) {
-			calls.one.Add(1)
-			return reserved{Reserved: p.Order}, nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		raw, err := job.WaitSignal(ctx, "approval", "approve", 60*time.Second)
-		if err != nil {
-			return nil, err // ErrSuspended: the flow waits, holding no worker
-		}
-		var approval struct {
-			By string `json:"by"`
-		}
-		if err := json.Unmarshal(raw, &approval); err != nil {
-			return nil, latch.Permanent(err)
-		}
-		two, err := latch.StepValue(ctx, job, "two", func(context.Context) (shipped, error) {
-			calls.two.Add(1)
-			return shipped{ShippedBy: approval.By}, nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"one": one, "two": two}, nil
-	}
-	// runOnce runs a remote worker for one claim: it starts one, waits for
-	// the handler to return, and stops it, which returns once the run is
-	// settled on the server.
+	sc := newScenarioCFlow()
+	// runOnce runs a remote worker for one claim.
 	runOnce := func() error {
 		t.Helper()
-		w := latch.NewRemoteWorker(c, latch.WorkerOptions{Slots: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		w.Handle("scenario-c", flow)
-		if err := w.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		var err error
-		select {
-		case err = <-runs:
-		case <-time.After(30 * time.Second):
-			t.Fatal("the worker ran nothing in 30 s")
-		}
-		if serr := w.Stop(ctx); serr != nil {
-			t.Fatal(serr)
-		}
-		return err
+		return sc.runOnce(t, latch.NewRemoteWorker(c, latch.WorkerOptions{Slots: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	}
 	// 1. Submit.
 	e, err := c.Submit(ctx, remote.SubmitRequest{Kind: "scenario-c", Payload: map[string]int{"order": 7}})
@@ -351,9 +210,7 @@ func remoteScenarioC(t *testing.T, admin *remote.Client, srv *scenarioServer) {
 	}
 
 	// 2. One claim: the flow records step one and suspends.
-	if err := runOnce(); !errors.Is(err, latch.ErrSuspended) {
-		t.Fatalf("the first run returned %v, want ErrSuspended", err)
-	}
+	checkFirstRun(t, runOnce())
 	s, err := c.Get(ctx, e.ExecutionID)
 	if err != nil {
 		t.Fatal(err)
@@ -361,9 +218,7 @@ func remoteScenarioC(t *testing.T, admin *remote.Client, srv *scenarioServer) {
 	if s.Status != remote.StatusSuspended || s.WaitingFor == nil || *s.WaitingFor != "approve" || s.Attempt != 1 {
 		t.Fatalf("after the first run: %s, waiting for %v, attempt %d; want suspended, approve, 1", s.Status, s.WaitingFor, s.Attempt)
 	}
-	if got := journal(); !slices.Equal(got, []string{`one {"reserved":7} 1`}) {
-		t.Fatalf("the journal after the first run: %q, want step one {\"reserved\":7}", got)
-	}
+	sc.checkJournal(t, journal(), false)
 
 	// 3. The signal ends the wait.
 	sent, err := c.Signal(ctx, e.ExecutionID, "approve", map[string]string{"by": "ann"}, remote.SignalOptions{})
@@ -387,14 +242,7 @@ func remoteScenarioC(t *testing.T, admin *remote.Client, srv *scenarioServer) {
 		t.Fatalf("after the second run: %s, attempt %d, result %s", done.Status, done.Attempt, done.Result)
 	}
 
-	// 5. The journal, in order, each at attempt 1.
-	want := []string{`one {"reserved":7} 1`, `approval {"by":"ann"} 1`, `two {"shipped_by":"ann"} 1`}
-	if got := journal(); !slices.Equal(got, want) {
-		t.Fatalf("the journal: %q, want %q", got, want)
-	}
-
-	// 6. Each step's function ran once.
-	if calls.one.Load() != 1 || calls.two.Load() != 1 {
-		t.Fatalf("step one ran %d times, step two %d; want once each", calls.one.Load(), calls.two.Load())
-	}
+	// 5–6. The journal, in order, each at attempt 1; each step's function
+	// ran once.
+	sc.checkJournal(t, journal(), true)
 }

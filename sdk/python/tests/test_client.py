@@ -126,6 +126,13 @@ class ClientTest(unittest.TestCase):
         one = self.c.list_executions(dedup_key=self.c.get(ids[2])["dedup_key"])
         self.assertEqual([e["execution_id"] for e in one.items], [ids[2]])
         self.assertEqual(len(self.c.list_executions(status="queued", limit=500).items), 6)
+        whole = self.c.list_executions(id_prefix=ids[3])
+        self.assertEqual([e["execution_id"] for e in whole.items], [ids[3]])
+        near = [e["execution_id"] for e in self.c.iter_executions(id_prefix=ids[3][:8], limit=2)]
+        self.assertIn(ids[3], near)
+        self.assertTrue(all(i.startswith(ids[3][:8]) for i in near))
+        with self.assertRaises(InvalidRequest):
+            self.c.list_executions(id_prefix="abc")
 
     def test_cancel_and_delete(self) -> None:
         e = self.c.submit("job")

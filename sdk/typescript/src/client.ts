@@ -108,6 +108,8 @@ export interface ListFilters {
   schedule?: string;
   /** The children of this execution, in spawn order. */
   parent_id?: string;
+  /** Executions whose id starts with this (8 or more characters, lower case). */
+  id_prefix?: string;
   limit?: number;
   cursor?: string;
 }

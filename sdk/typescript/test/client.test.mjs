@@ -122,6 +122,12 @@ describe("Client", () => {
     const one = await c.listPage({ dedup_key: (await c.get(ids[2])).dedup_key });
     assert.deepEqual(one.items.map((e) => e.execution_id), [ids[2]]);
     assert.equal((await c.listPage({ status: "queued", limit: 500 })).items.length, 6);
+    const whole = await c.listPage({ id_prefix: ids[3] });
+    assert.deepEqual(whole.items.map((e) => e.execution_id), [ids[3]]);
+    const near = [];
+    for await (const e of c.list({ id_prefix: ids[3].slice(0, 8), limit: 2 })) near.push(e.execution_id);
+    assert.ok(near.includes(ids[3]) && near.every((id) => id.startsWith(ids[3].slice(0, 8))));
+    await assert.rejects(c.listPage({ id_prefix: "abc" }), (e) => e instanceof InvalidRequest);
   });
 
   test("cancel and delete", async () => {

@@ -81,11 +81,12 @@ class AsyncClient:
     async def list_executions(self, *, status: Optional[str] = None, kind: Optional[str] = None,
                               queue: Optional[str] = None, dedup_key: Optional[str] = None,
                               schedule: Optional[str] = None, parent_id: Optional[str] = None,
+                              id_prefix: Optional[str] = None,
                               limit: Optional[int] = None, cursor: Optional[str] = None) -> Page:
         """Client.list_executions, awaited."""
         return await self._run(
             self.sync.list_executions, status=status, kind=kind, queue=queue, dedup_key=dedup_key,
-            schedule=schedule, parent_id=parent_id, limit=limit, cursor=cursor)
+            schedule=schedule, parent_id=parent_id, id_prefix=id_prefix, limit=limit, cursor=cursor)
 
     async def children(self, execution_id: str) -> List[Execution]:
         """Client.children, awaited."""

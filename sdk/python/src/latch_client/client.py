@@ -268,12 +268,16 @@ class Client:
     def list_executions(self, *, status: Optional[str] = None, kind: Optional[str] = None,
                         queue: Optional[str] = None, dedup_key: Optional[str] = None,
                         schedule: Optional[str] = None, parent_id: Optional[str] = None,
+                        id_prefix: Optional[str] = None,
                         limit: Optional[int] = None, cursor: Optional[str] = None) -> Page:
         """One page of the caller's executions, newest first; with parent_id,
-        the children of that execution, in spawn order."""
+        the children of that execution, in spawn order; with id_prefix (8
+        or more characters of an id, lower case), those whose id starts
+        with it."""
         ans = self._call("GET", "/api/executions", retry=True,
                          query={"status": status, "kind": kind, "queue": queue, "dedup_key": dedup_key,
-                                "schedule": schedule, "parent_id": parent_id, "limit": limit, "cursor": cursor})
+                                "schedule": schedule, "parent_id": parent_id, "id_prefix": id_prefix,
+                                "limit": limit, "cursor": cursor})
         return Page(items=ans["items"], next_cursor=ans.get("next_cursor"))
 
     def children(self, execution_id: str) -> List[Execution]:

@@ -221,12 +221,11 @@ type Store interface {
 	// recording EventStepWithin the journal's room as its step (the
 	// event without its data when it does not fit, so a wait's outcome
 	// always lands) and marking the event consumed by it; and admits,
-	// for each Enabled
-	// subscription of the tenant on the name in name order, its
-	// StartSubmission as Admit would (a start refused by the quota or the
-	// storage budget is answered in its EventStart and does not fail the
-	// publish). ErrNotFound for an unknown tenant; ErrInvalid for invalid
-	// params (PublishParams.Check).
+	// for each Enabled subscription of the tenant on the name in name
+	// order, its StartSubmission as Admit would (a start refused by the
+	// quota or the storage budget is answered in its EventStart and does
+	// not fail the publish). ErrNotFound for an unknown tenant;
+	// ErrInvalid for invalid params (PublishParams.Check).
 	Publish(ctx context.Context, p *PublishParams) (*PublishResult, error)
 
 	// PutSubscription creates (Created) or replaces a tenant's

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -71,6 +72,52 @@ func testChildrenRetry(t *testing.T, ns NewStore) {
 			}
 		})
 	}
+
+	// A retry racing its parent's end: whichever comes first, the child
+	// ends cancelled and no claim hands it out (the retry before the end
+	// queues it and the end cancels it; the end before, the retry cancels
+	// it).
+	t.Run("Retry/RaceWithParentEnd", func(t *testing.T) {
+		e := start(t, ns)
+		const n = 16
+		parents := make([]store.Lease, n)
+		kids := make([]string, n)
+		for i := range n {
+			id := e.submit(acme, base, job("flow")).ID
+			parents[i] = e.claimKind("flow", base, 1)[id]
+			if parents[i].Token == "" {
+				t.Fatalf("parent %d not claimed", i)
+			}
+			kids[i] = e.wantSpawn(parents[i], at(time.Second), "ship", store.ParentEndCancel, child(i))[0]
+		}
+		for _, cl := range e.claimChildren(at(2*time.Second), kids...) {
+			_, err := e.fail(cl, at(3*time.Second), "boom", false, 0)
+			e.must(err, "Fail child "+cl.ExecutionID)
+		}
+		now := at(4 * time.Second)
+		errs := make([]error, 2*n)
+		answers := make([]*store.Execution, n)
+		together(2*n, func(i int) {
+			if i%2 == 0 {
+				_, errs[i] = e.complete(parents[i/2], now, mustJSON(`1`))
+				return
+			}
+			answers[i/2], errs[i] = e.s.Retry(e.ctx, &store.RetryParams{Tenant: acme, ID: kids[i/2], Now: now})
+		})
+		for i, err := range errs {
+			e.must(err, fmt.Sprintf("operation %d (Complete of a parent or Retry of its child)", i))
+		}
+		for i, x := range answers {
+			if x.Status != store.StatusQueued && x.Status != store.StatusCancelled {
+				t.Errorf("Retry of child %d answered %s, want queued (before its parent's end) or cancelled (after)", i, x.Status)
+			}
+			e.wantCancelled(kids[i], now)
+		}
+		if got := e.claimKind("child", at(5*time.Second), 2*n); len(got) != 0 {
+			t.Errorf("I13: a claim after the race handed out %d cancel children of ended parents", len(got))
+		}
+		e.wantInflight(acme, 0)
+	})
 
 	t.Run("Retry/ChildOfAWaitingParent", func(t *testing.T) {
 		e := start(t, ns)

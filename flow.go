@@ -99,7 +99,8 @@ func (c *Client) Signal(ctx context.Context, tenant, id, name string, data any, 
 // Retry queues a failed execution again: it keeps its journal, so the
 // steps it recorded are not run again, and its attempts start afresh. It
 // takes a quota slot (ErrQuotaExceeded at the quota). ErrNotFailed if it
-// is not failed.
+// is not failed. A child spawned with cancel whose parent has ended (or has
+// its cancel requested) is not queued: it is answered cancelled.
 func (c *Client) Retry(ctx context.Context, tenant, id string) (*Execution, error) {
 	e, err := c.st.Retry(ctx, &store.RetryParams{Tenant: tenant, ID: id, Now: time.Now()})
 	if err != nil {

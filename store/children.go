@@ -37,6 +37,15 @@ import (
 //     lease expires). None is claimed after that operation. Children
 //     spawned with ParentEndAbandon live on; when their parent is deleted
 //     their ParentID becomes "" (no dangling reference).
+//   - Retry of a failed child spawned with ParentEndCancel whose parent
+//     has ended or has its cancel requested (the child was not live at
+//     its parent's end, so the end passed it by) does not queue it: it
+//     becomes cancelled at once (FinishedAt Now, its Error and journal
+//     kept, no quota slot), stays counted ended in its spawn, and Retry
+//     answers it cancelled — as Spawn under such a parent spawns its
+//     ParentEndCancel children cancelled. None is ever claimed. A child
+//     of a live parent, or spawned with ParentEndAbandon, retries as
+//     any execution does, in flight again in its spawn's count.
 //   - Deleting a parent (Delete with Force, Prune, DeleteTenant) deletes
 //     its children with it, and theirs; an abandoned child still in flight
 //     when its parent is deleted is kept, with ParentID "". Prune deletes a

@@ -270,7 +270,11 @@ type Store interface {
 	// starts again from 0 (MaxAttempts applies afresh), Error, Result and
 	// FinishedAt are cleared, RunAt is Now. It takes a quota slot:
 	// ErrQuotaExceeded at the tenant's quota, with nothing changed.
-	// ErrNotFailed in any other status; ErrNotFound if missing.
+	// ErrNotFailed in any other status; ErrNotFound if missing. A child
+	// spawned with ParentEndCancel whose parent has ended or has its
+	// cancel requested is not queued (I13, children.go): it becomes
+	// cancelled at Now, with its Error, Attempt and journal kept, no quota slot
+	// taken, still ended in its spawn's count, and Retry answers it so.
 	Retry(ctx context.Context, p *RetryParams) (*Execution, error)
 
 	// Steps reads a page of an execution's journal in record order (see

@@ -289,7 +289,10 @@
 // the lock and finds the wait: the wake-up is never lost, and the
 // parent's row decides that it resumes once. Wake ends fan-in waits past
 // their timeout under the same lock (sqlWakeFanIn). Retry of a failed
-// child takes its end back from the count.
+// child takes its end back from the count — unless the child was spawned
+// with cancel and its parent (locked first, so its end cannot slip in
+// between) has ended or has its cancel requested: then the child becomes
+// cancelled and stays counted ended (sqlRetryCancel).
 //
 // A parent's end — Complete, Fail, Release, a cancelled Suspend or Rescue
 // that make it terminal, and Cancel, even one only requested — cancels in

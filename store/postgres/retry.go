@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -16,12 +17,25 @@ UPDATE latch_executions SET status = 'queued', attempt = 0, error = NULL, result
     finished_at = NULL, run_at = $2, resume = false, cancel_requested = false
 WHERE id = $1 RETURNING ` + executionColumnsPlain
 
+// sqlRetryCancel cancels failed execution $1 at $2 instead (I13: a child
+// spawned with cancel whose parent $3 has ended or has its cancel
+// requested), its error and journal kept; it answers nothing when $3 is
+// live.
+var sqlRetryCancel = `
+UPDATE latch_executions x SET status = 'cancelled', finished_at = $2
+FROM latch_executions p
+WHERE x.id = $1 AND p.id = $3
+  AND (p.status NOT IN ('scheduled', 'queued', 'running', 'suspended') OR p.cancel_requested)
+RETURNING ` + columns("x")
+
 // Retry implements store.Store, as one transaction: the execution is
 // locked, after its parent (family.go: a retried child is in flight again,
 // and its spawn counts it so), (a Prune that comes later passes it by, one that holds it first
 // leaves nothing to retry), checked to be failed, and queued again with a
 // quota unit taken as an admission takes it (takeQuota: a refusal is never
-// spurious, and rolls everything back).
+// spurious, and rolls everything back). A child spawned with cancel whose
+// parent (locked) has ended or has its cancel requested becomes cancelled
+// instead (sqlRetryCancel): no quota unit, still counted ended.
 func (s *Store) Retry(ctx context.Context, p *store.RetryParams) (*store.Execution, error) {
 	t := now(p.Now)
 	id, ok := parseID(p.ID)
@@ -36,6 +50,16 @@ func (s *Store) Retry(ctx context.Context, p *store.RetryParams) (*store.Executi
 		}
 		if cur.Status != store.StatusFailed {
 			return false, fmt.Errorf("execution %s is %s: %w", cur.ID, cur.Status, store.ErrNotFailed)
+		}
+		if cur.ParentID != "" && cur.OnParentEnd != store.ParentEndAbandon {
+			parent, _ := parseID(cur.ParentID)
+			e, err = scanExecution(tx.QueryRow(ctx, sqlRetryCancel, id, t, parent))
+			if err == nil {
+				return true, nil
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return false, err
+			}
 		}
 		got, err := takeQuota(ctx, tx, cur.Tenant, 1)
 		if err != nil {

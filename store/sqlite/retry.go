@@ -3,13 +3,18 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/latch-run/latch/store"
 )
 
 // Retry implements store.Store: a failed execution queued again with its
 // journal, taking a quota slot again (finish freed it), in one transaction.
+// A child spawned with cancel whose parent has ended or has its cancel
+// requested becomes cancelled instead (I13): no slot, still ended in its
+// spawn.
 func (s *Store) Retry(ctx context.Context, p *store.RetryParams) (*store.Execution, error) {
 	t := now(p.Now)
 	var e *store.Execution
@@ -20,6 +25,12 @@ func (s *Store) Retry(ctx context.Context, p *store.RetryParams) (*store.Executi
 		}
 		if cur.Status != store.StatusFailed {
 			return false, fmt.Errorf("execution %s is %s: %w", cur.ID, cur.Status, store.ErrNotFailed)
+		}
+		if stillborn, err := parentEnded(ctx, tx, cur); err != nil || stillborn {
+			if err == nil {
+				e, err = cancelFailed(ctx, tx, cur.ID, t)
+			}
+			return err == nil, err
 		}
 		q, err := loadQuota(ctx, tx, cur.Tenant)
 		if err != nil {
@@ -49,4 +60,35 @@ func (s *Store) Retry(ctx context.Context, p *store.RetryParams) (*store.Executi
 		return nil, err
 	}
 	return s.feed.Execution(e, nil)
+}
+
+// parentEnded reports whether failed execution e is a child spawned with
+// cancel whose parent has ended or has its cancel requested: its parent's
+// end would have cancelled it had it been in flight.
+func parentEnded(ctx context.Context, tx *sql.Tx, e *store.Execution) (bool, error) {
+	if e.ParentID == "" || e.OnParentEnd == store.ParentEndAbandon {
+		return false, nil
+	}
+	var status string
+	var cancelRequested int
+	err := tx.QueryRowContext(ctx, `SELECT status, cancel_requested FROM executions WHERE id = ?`, e.ParentID).
+		Scan(&status, &cancelRequested)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("sqlite: retry: %w", err)
+	}
+	return !store.Status(status).Inflight() || cancelRequested != 0, nil
+}
+
+// cancelFailed makes failed execution id cancelled at t: its error and
+// journal are kept, it takes no quota slot, and its spawn still counts it
+// ended (it was ended, and stays so).
+func cancelFailed(ctx context.Context, tx *sql.Tx, id string, t time.Time) (*store.Execution, error) {
+	if _, err := tx.ExecContext(ctx, `UPDATE executions SET status = 'cancelled', finished_at = ?
+		WHERE id = ?`, ns(t), id); err != nil {
+		return nil, fmt.Errorf("sqlite: retry: %w", err)
+	}
+	return getExecution(ctx, tx, "", id)
 }

@@ -21,6 +21,7 @@ func testChildren(t *testing.T, ns NewStore) {
 	testChildrenEnd(t, ns)
 	testChildrenPrune(t, ns)
 	testChildrenRace(t, ns)
+	testChildrenRetry(t, ns)
 	testChildrenFeed(t, ns)
 }
 

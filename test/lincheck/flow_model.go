@@ -174,6 +174,17 @@ func (s *State) applyFlow(in Input, out Output) error {
 		if x.Status != store.StatusFailed {
 			return wantCode(out.Err, CodeNotFailed)
 		}
+		// A cancel child whose parent has ended or has its cancel
+		// requested is cancelled, not queued (I13): no slot, no claim.
+		if p, ok := s.Execs[x.ParentID]; ok && x.OnParentEnd != store.ParentEndAbandon &&
+			(!p.Status.Inflight() || p.CancelRequested) {
+			if err := wantCode(out.Err, OK); err != nil {
+				return err
+			}
+			x.Status, x.FinishedAt = store.StatusCancelled, in.Now
+			s.Execs[x.ID] = x
+			return wantView(out.X, x.View)
+		}
 		t := s.Tenants[x.Tenant]
 		if t.Inflight+1 > t.MaxInflight {
 			return wantCode(out.Err, CodeQuota)

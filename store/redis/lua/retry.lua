@@ -2,7 +2,10 @@
 -- its journal: attempt 0 (max_attempts applies afresh), error, result and
 -- finished cleared. It takes a quota slot, checked here like an
 -- admission's, and joins its schedule's live set again. A child is in
--- flight again: its spawn's count of ended children takes it back.
+-- flight again: its spawn's count of ended children takes it back —
+-- unless it was spawned with 'cancel' and its parent has ended or its
+-- cancel was requested (I13): then it becomes cancelled at once (finished
+-- now, its error and journal kept, no quota slot, still counted ended).
 --
 -- KEYS[1] exec:<id>
 --   derived: tenant:<T>, done:<T>, the ready indexes, ck:<c>,
@@ -10,11 +13,20 @@
 -- ARGV[1] NS  ARGV[2] id  ARGV[3] tenant ('' = any)  ARGV[4] now_us
 -- ARGV[5] ra (now as a queue member part)
 -- Returns {'NOTFOUND'}, {'NOTFAILED', status}, {'QUOTA', inflight}
--- (nothing changed) or {'OK', version, HGETALL}.
+-- (nothing changed) or {'OK', version, HGETALL} (queued, or cancelled).
 
 local e = owned(ARGV[2], ARGV[3])
 if not e then return {'NOTFOUND'} end
 if e.status ~= 'failed' then return {'NOTFAILED', e.status} end
+if e.parent and e.ponend ~= 'abandon' then
+  local p = load(e.parent, {'status', 'cancel'})
+  if p and (not in_flight(p.status) or p.cancel == '1') then
+    -- A child, so no retention entry, no schedule; failed, so out of
+    -- every ready index and counted ended in its spawn: only the status.
+    redis.call('HSET', KEYS[1], 'status', 'cancelled', 'finished', ARGV[4])
+    return {'OK', changed(), redis.call('HGETALL', KEYS[1])}
+  end
+end
 local q = redis.call('HMGET', k_tenant(e.tenant), 'max_inflight', 'inflight')
 if not q[1] then return {'NOTFOUND'} end
 if tonumber(q[2]) + 1 > tonumber(q[1]) then return {'QUOTA', q[2]} end

@@ -57,7 +57,7 @@ func (c *Console) retryExecution(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !c.confirmed(w, r, confirmPage{Title: "Retry this execution?", Button: "Retry", Back: back,
-		Message: "Execution " + x.ID + " (" + x.Kind + ") will be queued again with fresh attempts, keeping the steps it recorded. It takes one of tenant " + x.Tenant + "'s in-flight slots."}) {
+		Message: retryMessage(x)}) {
 		return
 	}
 	_, err := c.cfg.Store.Retry(ctx, &store.RetryParams{Tenant: x.Tenant, ID: x.ID, Now: c.cfg.Now()})
@@ -74,4 +74,15 @@ func (c *Console) retryExecution(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, back, http.StatusSeeOther)
+}
+
+// retryMessage says what a retry of failed x will do: queue it again, or,
+// for a child spawned with on_parent_end cancel, cancel it if its parent
+// has ended by then (the store decides; docs/flows.md, Children).
+func retryMessage(x *store.Execution) string {
+	msg := "Execution " + x.ID + " (" + x.Kind + ") will be queued again with fresh attempts, keeping the steps it recorded. It takes one of tenant " + x.Tenant + "'s in-flight slots."
+	if x.ParentID != "" && x.OnParentEnd != store.ParentEndAbandon {
+		msg += " It is a child of " + x.ParentID + ": if its parent has ended or is being cancelled, the retry cancels it instead."
+	}
+	return msg
 }

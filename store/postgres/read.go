@@ -184,21 +184,7 @@ func (s *Store) List(ctx context.Context, p *store.ListParams) (*store.ListResul
 		add("id >= $%d", lo)
 		add("id <= $%d", hi)
 	}
-	if p.Status != "" {
-		add("status = $%d", string(p.Status))
-	}
-	if p.Kind != "" {
-		add("kind = $%d", p.Kind)
-	}
-	if p.Queue != "" {
-		add("queue = $%d", p.Queue)
-	}
-	if p.DedupKey != "" {
-		add("dedup_key = $%d", p.DedupKey)
-	}
-	if p.Schedule != "" {
-		add("schedule = $%d", p.Schedule)
-	}
+	addColumnFilters(add, p)
 	args = append(args, limit+1)
 	query := listQuery(where, len(args))
 	if win != nil {
@@ -393,21 +379,7 @@ func (s *Store) listChildren(ctx context.Context, p *store.ListParams, limit int
 		after, _ := parseID(p.After) // Paging checked it
 		add("child_ord > (SELECT a.child_ord FROM latch_executions a WHERE a.id = $%d AND a.parent_id = $1)", after)
 	}
-	if p.Status != "" {
-		add("status = $%d", string(p.Status))
-	}
-	if p.Kind != "" {
-		add("kind = $%d", p.Kind)
-	}
-	if p.Queue != "" {
-		add("queue = $%d", p.Queue)
-	}
-	if p.DedupKey != "" {
-		add("dedup_key = $%d", p.DedupKey)
-	}
-	if p.Schedule != "" {
-		add("schedule = $%d", p.Schedule)
-	}
+	addColumnFilters(add, p)
 	args = append(args, limit+1)
 	query := `SELECT ` + executionColumnsPlain + ` FROM latch_executions WHERE ` + strings.Join(where, " AND ") +
 		fmt.Sprintf(` ORDER BY latch_executions.child_ord LIMIT $%d`, len(args))
@@ -430,4 +402,25 @@ func (s *Store) listChildren(ctx context.Context, p *store.ListParams, limit int
 		return nil, fmt.Errorf("postgres: list: %w", interpretError(err))
 	}
 	return page.Result(""), nil
+}
+
+// addColumnFilters adds the list filters that compare one column each
+// (status, kind, queue, dedup key, schedule), as List and the children's
+// list both apply them.
+func addColumnFilters(add func(cond string, v any), p *store.ListParams) {
+	if p.Status != "" {
+		add("status = $%d", string(p.Status))
+	}
+	if p.Kind != "" {
+		add("kind = $%d", p.Kind)
+	}
+	if p.Queue != "" {
+		add("queue = $%d", p.Queue)
+	}
+	if p.DedupKey != "" {
+		add("dedup_key = $%d", p.DedupKey)
+	}
+	if p.Schedule != "" {
+		add("schedule = $%d", p.Schedule)
+	}
 }

@@ -45,6 +45,15 @@ import (
 //   - An event counts EventSize in its tenant's storage budget from its
 //     publish until Prune deletes it at ExpiresAt: ErrStorageExceeded
 //     refuses a publish past the budget, nothing written.
+//   - The step a wait records when an event ends it is a copy of the
+//     event, one per wait: it counts its bytes (StoredSize of the step's
+//     result) in its execution's StoredBytes and its tenant's, and goes
+//     with the execution. A publish whose event and copies together pass
+//     the budget is refused (ErrStorageExceeded, nothing written: no wait
+//     resumed, no event kept); so is a wait whose copy of the retained
+//     event it would consume passes it (nothing written, the lease kept,
+//     the event left unconsumed). One publish can thus never make its
+//     tenant keep more than its budget, however many waits it ends.
 
 // EventWaitPrefix starts the WaitingFor of a wait for an event: the rest is
 // the event's name.

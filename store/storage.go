@@ -12,7 +12,9 @@ import (
 // failure's text (Fail). Execution.StoredBytes is that sum; a tenant's
 // StoredBytes is the sum over its executions, kept in the same atomic step
 // as the bytes it counts, and released with them (Delete, Prune,
-// DeleteTenant). What the store writes by itself (a skipped tick, a wake's
+// DeleteTenant). The step an event becomes when it ends a wait is a copy
+// of the event, one per wait, and counts as a step's result does
+// (events.go). What the store writes by itself (a skipped tick, a wake's
 // null, the step a consumed signal becomes, a run's record) counts nothing
 // more.
 //

@@ -170,7 +170,9 @@ type Store interface {
 	//   - A wait for an event (Event): when a retained event of the
 	//     tenant matches it (EventMatches; not consumed by this execution
 	//     before), the oldest such is consumed: the step is recorded
-	//     (EventStepWithin the journal's room) and the execution is queued
+	//     (EventStepWithin the journal's room), its bytes counted in the
+	//     storage budget (ErrStorageExceeded past it, nothing written, the
+	//     lease kept, the event not consumed), and the execution is queued
 	//     again at once.
 	//   - Else it becomes suspended: WakeAt Until for a sleep; for a wait,
 	//     WaitingFor Signal (ChildrenWaitFor(Children) for a fan-in wait,
@@ -214,8 +216,9 @@ type Store interface {
 	// step. With an IdempotencyKey already used by a retained event of
 	// the tenant it answers that publish's answer (Replayed) and changes
 	// nothing. Otherwise it records the event (ExpiresAt = Now + the
-	// tenant's EventRetention), counting EventSize in the storage budget
-	// (ErrStorageExceeded past it, nothing written); resumes every
+	// tenant's EventRetention), counting EventSize and the copy each
+	// resumed wait records in the storage budget (ErrStorageExceeded when
+	// they pass it together, nothing written); resumes every
 	// execution of the tenant suspended waiting for the event's name that
 	// the event matches (EventMatches with the wait's key and since),
 	// recording EventStepWithin the journal's room as its step (the

@@ -11,12 +11,13 @@ import (
 
 // testEvents covers I14 (store/events.go): Publish, waits for an event,
 // event retention and the storage budget. events_subs.go holds the
-// subscriptions, events_race.go the same rules under real concurrency.
+// subscriptions, events_storage.go what an event's copies cost, events_race.go the same rules under real concurrency.
 func testEvents(t *testing.T, ns NewStore) {
 	testEventsPublish(t, ns)
 	testEventsWait(t, ns)
 	testEventsRetention(t, ns)
 	testEventsSubs(t, ns)
+	testEventsStorage(t, ns)
 	testEventsRace(t, ns)
 }
 

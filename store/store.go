@@ -266,7 +266,10 @@ type Store interface {
 	// with TimedOut after a fan-in wait) and the
 	// execution is queued again at Now (a resume). Each suspension ends
 	// once, by Wake or by Signal, never both. Every server runs it beside
-	// Promote.
+	// Promote. Each tenant's part is one atomic step; the whole need not
+	// be one across tenants (the Redis tenant router wakes each tenant in
+	// a step of its own), so a Wake may pass by a suspension of one tenant
+	// that fell due while it ran, which the next Wake ends.
 	Wake(ctx context.Context, p *WakeParams) (*WakeResult, error)
 
 	// Retry queues a failed execution again, keeping its journal: Attempt

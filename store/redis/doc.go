@@ -271,6 +271,8 @@
 //	                                 earliest time, a lower bound (shard_hints.go)
 //	{p}:shard:gen:<what>:<T>  string lowerings of a hint (its refresh's compare
 //	                                 and set)
+//	{p}:shard:hold:<what>:<T> zset   calls holding a hint down across their
+//	                                 script, by when each hold lapses (ms)
 //	{p/T}                     tenant T's namespace: the whole layout above for
 //	                          one tenant — its hash (authoritative: quota,
 //	                          inflight, disabled), executions, dedup, ready

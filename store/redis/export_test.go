@@ -212,3 +212,18 @@ func (r *Router) ClaimExamined() int64 {
 
 // HintRefreshes counts the router's re-derives of hints (refresh).
 func (r *Router) HintRefreshes() int64 { return r.refreshes.Load() }
+
+// HoldHint, ReleaseHint and RefreshHint are the router's hold, release and
+// refresh of a tenant's hint of kind what.
+func (r *Router) HoldHint(ctx context.Context, t string, at int64, what string) string {
+	return r.hold(ctx, t, at, what)
+}
+func (r *Router) ReleaseHint(ctx context.Context, t, what, token string) {
+	r.release(ctx, t, what, token)
+}
+func (r *Router) RefreshHint(ctx context.Context, t, what string) error {
+	return r.refresh(ctx, t, what)
+}
+
+// HintHoldKey is the key of tenant t's holds of its hint of kind what.
+func (r *Router) HintHoldKey(what, t string) string { return r.home.k.hintHold(what, t) }

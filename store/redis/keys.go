@@ -58,7 +58,12 @@ func (k keys) hint(what string) string { return k.ns + ":shard:hint:" + what }
 // changes the hint only if no lowering came between its reads and its
 // write (shard_hints.go).
 func (k keys) hintGen(what, t string) string { return k.ns + ":shard:gen:" + what + ":" + t }
-func (k keys) tenantNS(t string) string      { return strings.TrimSuffix(k.ns, "}") + "/" + t + "}" }
+
+// hintHold holds tenant t's hint of kind what down while calls that
+// lowered it before their script have not lowered it after (hold): their
+// tokens, scored by when each stops holding (ms).
+func (k keys) hintHold(what, t string) string { return k.ns + ":shard:hold:" + what + ":" + t }
+func (k keys) tenantNS(t string) string       { return strings.TrimSuffix(k.ns, "}") + "/" + t + "}" }
 
 // layout marks a namespace of a cluster as the tenant router's home
 // ("tenant"; absent: the single-slot layout).

@@ -136,20 +136,24 @@ func (r *Router) RecordStep(ctx context.Context, p *store.RecordStepParams) (*st
 }
 
 func (r *Router) Suspend(ctx context.Context, p *store.SuspendParams) (*store.Execution, error) {
-	// The wake hint is lowered before the script too, not only after it
-	// (afterExec): a Wake that starts once the suspension is visible (say,
-	// to another client's Get) but before this call lowers the hint would
-	// pass the tenant by. A hint is a lower bound, so lowering it early
-	// costs a Wake at most one look at an index that has nothing due.
-	if t, _, ok := strings.Cut(p.Token, "."); ok && store.ValidTenantName(t) && (p.Tenant == "" || p.Tenant == t) {
+	// Wake answers every suspension due by its Now, so the wake hint is
+	// held down across the script (hold): a Wake that starts once the
+	// suspension is visible (say, to another client's Get) but before
+	// the lowering after the script would otherwise pass the tenant by.
+	// A hint is a lower bound, so holding it low costs a Wake at most a
+	// look at an index with nothing due.
+	t, token := "", ""
+	if tn, _, ok := strings.Cut(p.Token, "."); ok && store.ValidTenantName(tn) && (p.Tenant == "" || p.Tenant == tn) {
 		switch {
 		case !p.Until.IsZero():
-			r.lower(ctx, t, us(p.Until), hintWake)
+			t, token = tn, r.hold(ctx, tn, us(p.Until), hintWake)
 		case p.Timeout > 0:
-			r.lower(ctx, t, us(now(p.Now).Add(p.Timeout)), hintWake)
+			t, token = tn, r.hold(ctx, tn, us(now(p.Now).Add(p.Timeout)), hintWake)
 		}
 	}
-	return r.ended(ctx)(onLease(ctx, r, p, p.Tenant, p.Token, func(q *store.SuspendParams, t string) { q.Token = t }, (*Store).Suspend))
+	e, err := r.ended(ctx)(onLease(ctx, r, p, p.Tenant, p.Token, func(q *store.SuspendParams, t string) { q.Token = t }, (*Store).Suspend))
+	r.release(ctx, t, hintWake, token)
+	return e, err
 }
 
 // ended returns what a call that changed an execution answered, after

@@ -2,10 +2,12 @@ package redis
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -29,6 +31,11 @@ import (
 //     of lowerings (hintGen). A script that commits work before the read
 //     is seen by it; one that commits after it lowers the hint, and either
 //     the lowering comes after the write or it makes the write fail.
+//   - A call whose work must be seen by a pass that starts once the work
+//     is visible, before the call answers (a suspension's wake: Wake
+//     answers every due one), also lowers the hint before its script and
+//     holds it down until after its lowering (hold): a refresh that read
+//     the index before the script committed cannot write in between.
 //   - A process that dies between a script and its hint write only delays
 //     the work: every process re-derives every tenant's hints from its
 //     namespace every 10 s or so, in one background goroutine, and at once
@@ -61,6 +68,50 @@ func (r *Router) lower(ctx context.Context, t string, at int64, whats ...string)
 		return nil
 	}); err != nil {
 		r.wantRepair()
+	}
+}
+
+// holdFor bounds a hold: one whose process died before releasing it stops
+// holding its hint down after this long.
+const holdFor = time.Minute
+
+// hold lowers tenant t's hint of kind what to at (µs) before a script that
+// may give the tenant such work, counts the lowering, and holds the hint
+// there: no refresh writes it (hint_set.lua) until release, which the
+// caller runs after the script and its own lowering. It answers the
+// hold's token, "" when the write failed (the repair goroutine makes up
+// for it; the call goes on: the lowering after the script still comes).
+func (r *Router) hold(ctx context.Context, t string, at int64, what string) string {
+	ctx = context.WithoutCancel(ctx)
+	token := rand.Text()
+	hold := r.home.k.hintHold(what, t)
+	if _, err := r.home.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		p.ZAddLT(ctx, r.home.k.hint(what), goredis.Z{Score: float64(max(at, 0)), Member: t})
+		p.Incr(ctx, r.home.k.hintGen(what, t))
+		p.ZAdd(ctx, hold, goredis.Z{Score: float64(time.Now().Add(holdFor).UnixMilli()), Member: token})
+		p.PExpire(ctx, hold, holdFor)
+		return nil
+	}); err != nil {
+		r.wantRepair()
+		return ""
+	}
+	return token
+}
+
+// release ends a hold, counted as a lowering: a refresh that read the
+// tenant's index before the held call's script committed fails its write
+// whenever it comes.
+func (r *Router) release(ctx context.Context, t, what, token string) {
+	if token == "" {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	if _, err := r.home.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		p.ZRem(ctx, r.home.k.hintHold(what, t), token)
+		p.Incr(ctx, r.home.k.hintGen(what, t))
+		return nil
+	}); err != nil {
+		r.wantRepair() // the hold lapses after holdFor
 	}
 }
 
@@ -155,7 +206,8 @@ func (r *Router) refresh(ctx context.Context, t, what string) error {
 	if ok {
 		score = itoa(at)
 	}
-	_, err = r.home.run(ctx, "hint", scriptHintSet, []string{r.home.k.hint(what), gen}, r.home.k.ns, t, g0, score)
+	_, err = r.home.run(ctx, "hint", scriptHintSet, []string{r.home.k.hint(what), gen, r.home.k.hintHold(what, t)},
+		r.home.k.ns, t, g0, score, time.Now().UnixMilli())
 	return err
 }
 

@@ -197,7 +197,8 @@ func (r *Router) repairBatch(ctx context.Context, names []string) error {
 	werrs := make([]error, len(writes))
 	for i, w := range writes {
 		g.Go(func() error {
-			_, err := h.run(ctx, "hint", scriptHintSet, []string{h.k.hint(w.what), h.k.hintGen(w.what, w.t)}, h.k.ns, w.t, w.gen, w.score)
+			_, err := h.run(ctx, "hint", scriptHintSet, []string{h.k.hint(w.what), h.k.hintGen(w.what, w.t), h.k.hintHold(w.what, w.t)},
+				h.k.ns, w.t, w.gen, w.score, time.Now().UnixMilli())
 			if err != nil {
 				werrs[i] = fmt.Errorf("tenant %s: %w", w.t, err)
 			}

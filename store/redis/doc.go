@@ -422,10 +422,15 @@
 // delete takes it out of the waits (lib.lua, leave), so a wait ends once.
 // An event counts store.EventSize in its tenant's stored until Prune
 // deletes it at its expiry, with its index entries and its idempotency
-// key (lib.lua, ev_drop); DeleteTenant deletes its events and
-// subscriptions. The step an event records and the payload it gives are
-// encoded in Go at the publish (store.EventStep, kept in the event's
-// hash with the same without its data), never in Lua.
+// key (lib.lua, ev_drop); the step each wait it ends records is a copy of
+// it, counted in that execution's bytes and its tenant's stored (lib.lua,
+// ev_step and ev_consume): a publish is refused when its event and copies
+// together pass the budget, a wait when its copy of the retained event it
+// would consume does, each with nothing written. DeleteTenant deletes its
+// events and subscriptions. The step an event records and the payload it
+// gives are encoded in Go at the publish (store.EventStep, kept in the
+// event's hash with the same without its data), never in Lua: each copy's
+// bytes, Lua's string length, are those of Go's JSON.
 //
 // # Attempt history
 //

@@ -29,9 +29,10 @@ import (
 // events with their indexes and give their bytes back.
 
 // Publish implements store.Store with one script (publish.lua): the
-// idempotency key's lookup, the storage check, the event, the waits it
-// ends and the subscriptions' starts are one step. The script is told the
-// ids of the executions it may start; when the tenant has more enabled
+// idempotency key's lookup, the storage check (the event with the copy
+// each wait it ends records), the event, the waits it ends and the
+// subscriptions' starts are one step. The script is told the ids of the
+// executions it may start; when the tenant has more enabled
 // subscriptions on the name than ids (one was added since they were
 // counted), it changes nothing and the call runs again with enough.
 func (s *Store) Publish(ctx context.Context, p *store.PublishParams) (*store.PublishResult, error) {

@@ -1291,19 +1291,25 @@ local EV_MEMBER_ID = 17 -- ev_member: 16 hex digits of seq, then the id
 
 local function ev_member(seq, id) return string.format('%016x', seq) .. id end
 
--- ev_consume records event eid (its hash's step and lean) as suspended or
--- running execution p's step name, within bound bytes of journal: step
--- when it fits, else lean (never refused); counts it in the storage
--- budget, marks the event consumed by p and queues p again (a resume).
--- Returns the bytes it counted.
-local function ev_consume(p, name, eid, step, lean, bound, now)
-  local result = step
-  if #name + #step > tonumber(bound) - journal_size(p.id) then result = lean end
+-- ev_step is the step execution p records as step name for an event (its
+-- hash's step and lean), within bound bytes of journal: step when it
+-- fits, else lean (store.EventStepWithin; never refused). It records
+-- nothing, so that a script can count every copy it would record against
+-- the storage budget before it writes any.
+local function ev_step(p, name, step, lean, bound)
+  if #name + #step > tonumber(bound) - journal_size(p.id) then return lean end
+  return step
+end
+
+-- ev_consume records result (ev_step of event eid) as suspended or running
+-- execution p's step name, counts it in p's and its tenant's stored bytes
+-- (the caller checked the budget), marks the event consumed by p and
+-- queues p again (a resume).
+local function ev_consume(p, name, eid, result, now)
   record(p, name, result, '', now)
   charge(p, #result, true)
   redis.call('SADD', k_evdone(p.id), eid)
   resume(p, now, time_lex(now))
-  return #result
 end
 
 -- ev_find returns the oldest retained event of tenant t named name (and

@@ -1,8 +1,9 @@
 -- publish.lua: Store.Publish — publish an event of a tenant (I14) in one
 -- step. A repeat of an idempotency key the tenant keeps for a retained
 -- event answers that publish's answer and changes nothing. Otherwise,
--- refusing with nothing written an unknown tenant, or an event past the
--- tenant's storage budget:
+-- refusing with nothing written an unknown tenant, or an event that with
+-- its copies (the step each wait it ends records) would pass the tenant's
+-- storage budget:
 --
 --   the event        its hash and indexes (lib.lua's events section),
 --                    expiring at now + the tenant's event retention, its
@@ -10,7 +11,9 @@
 --   waits            every wait for the event's name its key and since
 --                    match (evwait:<c> from -inf to now, and evwaitk:<ck>
 --                    for its key) ends: the event recorded as its step
---                    and consumed (lib.lua, ev_consume), queued again
+--                    (lib.lua, ev_step), its bytes counted in the
+--                    execution's and the tenant's stored, the event
+--                    consumed (ev_consume), the execution queued again
 --   subscriptions    each enabled one on the name, in name order, starts
 --                    an execution admitted as Admit admits it (lib.lua,
 --                    admit_new): dedup key event:<id>:<subscription>,
@@ -35,10 +38,11 @@
 -- (store.EventSize)  ARGV[12] the default event retention_us (a tenant
 -- without event_ret)  ARGV[13] trace_parent ('' = none)  ARGV[14] n, then
 -- n execution ids for the starts
--- Returns {'NOTFOUND'}, {'STORAGE', bytes}, {'MOREIDS', needed} (more
--- enabled subscriptions than ids: nothing changed), {'REPLAY', answer}
--- or {'OK', version, answer, started, id_1, ...}: started the count of
--- executions admitted, then their ids and the ids of the waits it ended.
+-- Returns {'NOTFOUND'}, {'STORAGE', bytes} (the event's and its copies'),
+-- {'MOREIDS', needed} (more enabled subscriptions than ids: nothing
+-- changed), {'REPLAY', answer} or {'OK', version, answer, started, id_1,
+-- ...}: started the count of executions admitted, then their ids and the
+-- ids of the waits it ended.
 
 local t, id, name, key, idem, now, ra = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local step, lean, size = ARGV[9], ARGV[10], tonumber(ARGV[11])
@@ -60,7 +64,27 @@ for _, sname in ipairs(redis.call('ZRANGE', KEYS[9], 0, -1)) do
   if v[1] == '1' then subs[#subs + 1] = {name = sname, v = v} end
 end
 if #subs > tonumber(ARGV[14]) then return {'MOREIDS', #subs} end
-if not q_fits(q, size) then return {'STORAGE', size} end
+
+-- The waits it matches, each with the step it would record (ev_step),
+-- read before anything is written: the event and every copy of it count
+-- in the storage budget together.
+local waits, stale, copies = {}, {}, 0
+local function match_waits(k)
+  for _, wid in ipairs(redis.call('ZRANGEBYSCORE', k, '-inf', now)) do
+    local p = load(wid, SUSPEND_FIELDS)
+    if p and p.status == 'suspended' and p.esince and p.waiting == EVENT_WAIT .. name
+        and (k == KEYS[7] or p.ekey == key) then
+      local result = ev_step(p, p.sstep, step, lean, p.fbytes)
+      waits[#waits + 1] = {p = p, result = result}
+      copies = copies + #result
+    else
+      stale[#stale + 1] = {k, wid}
+    end
+  end
+end
+match_waits(KEYS[7])
+if key ~= '' then match_waits(KEYS[8]) end
+if not q_fits(q, size + copies) then return {'STORAGE', size + copies} end
 
 -- The event.
 local exp = istr(now_num(now) + tonumber(redis.call('HGET', KEYS[1], 'event_ret') or ARGV[12]))
@@ -75,23 +99,16 @@ if key ~= '' then redis.call('ZADD', KEYS[5], now, m) end
 redis.call('ZADD', KEYS[6], exp, id)
 q.bytes = q.bytes + size
 
--- The waits it matches.
-local resumed = 0
-local function wake_waits(k)
-  for _, wid in ipairs(redis.call('ZRANGEBYSCORE', k, '-inf', now)) do
-    local p = load(wid, SUSPEND_FIELDS)
-    if p and p.status == 'suspended' and p.esince and p.waiting == EVENT_WAIT .. name
-        and (k == KEYS[7] or p.ekey == key) then
-      q.stored = q.stored + ev_consume(p, p.sstep, id, step, lean, p.fbytes, now)
-      family[#family + 1] = wid
-      resumed = resumed + 1
-    else
-      redis.call('ZREM', k, wid) -- cannot happen; never block on it
-    end
-  end
+-- The waits it ends, each counting its copy (charge, in ev_consume).
+for _, w in ipairs(stale) do
+  redis.call('ZREM', w[1], w[2]) -- cannot happen; never block on it
 end
-wake_waits(KEYS[7])
-if key ~= '' then wake_waits(KEYS[8]) end
+for _, w in ipairs(waits) do
+  ev_consume(w.p, w.p.sstep, id, w.result, now)
+  q.stored = q.stored + #w.result
+  family[#family + 1] = w.p.id
+end
+local resumed = #waits
 
 -- The subscriptions' starts.
 local parts, admitted = {}, {}

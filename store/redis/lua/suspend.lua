@@ -13,8 +13,9 @@
 --   of the spawn's       (lib.lua, fanin_step); queued again at once
 --   children ended
 --   wait for an event,   the oldest consumed (lib.lua, ev_find and
---   a retained match     ev_consume): its step recorded; queued again at
---                        once
+--   a retained match     ev_consume): its step recorded (ev_step) and
+--                        counted in the execution's and the tenant's
+--                        stored; queued again at once
 --   else                 suspended: wake_at = until (a sleep) or the wait's
 --                        timeout ('' = none), waiting = the signal (a fan-in
 --                        wait's 'children:' .. spawn step, with fcount and
@@ -54,6 +55,8 @@
 -- would pass it; nothing changed), {'JOURNALTOOLARGE', bytes} (the step is
 -- new and its outcome — the kept signal it would consume, else a timed-out
 -- wait's — would make the journal pass its bound of bytes; nothing
+-- changed), {'STORAGE', bytes} (the step a retained event it would
+-- consume records would pass the tenant's storage budget; nothing
 -- changed), {'INVALID', why} (a fan-in wait refused; nothing changed) or
 -- {'OK', version, HGETALL, family} (the ids of the other executions of
 -- its family it changed, lib.lua).
@@ -87,10 +90,20 @@ if e.cancel ~= '1' and cstep == '' and redis.call('HEXISTS', KEYS[2], step) == 0
     return {'JOURNALTOOLARGE', journal_size(e.id)}
   end
 end
-local eid = nil
-local function ev_match()
+-- A wait for an event (never with a sleep, signal or fan-in wait) that a
+-- retained event ends at once: the event and the step it records
+-- (ev_step) are found before anything is written, so that a copy past the
+-- storage budget is refused with nothing changed (the lease kept, the
+-- event not consumed).
+local eid, eresult = nil, nil
+if e.cancel ~= '1' and ev ~= '' and redis.call('HEXISTS', KEYS[2], step) == 0 then
   eid = ev_find(e.tenant, e.id, ev, ekey, since, now)
-  return eid
+  if eid then
+    local v = redis.call('HMGET', k_event(eid), 'step', 'lean')
+    eresult = ev_step(e, step, v[1], v[2], ARGV[12])
+    local b = redis.call('HMGET', k_tenant(e.tenant), 'max_bytes', 'stored')
+    if not bytes_fit(b[1], b[2], #eresult) then return {'STORAGE', #eresult} end
+  end
 end
 if e.cancel == '1' then run_end(e, now, 'cancelled') else run_end(e, now, 'suspended') end
 if e.cancel == '1' then
@@ -105,9 +118,8 @@ elseif cstep ~= '' and wait_holds(ended, total, ccount) then
   record(e, step, result, '', now)
   charge(e, #result, true)
   resume(e, now, ra)
-elseif ev ~= '' and ev_match() then
-  local v = redis.call('HMGET', k_event(eid), 'step', 'lean')
-  ev_consume(e, step, eid, v[1], v[2], ARGV[12], now)
+elseif eid then
+  ev_consume(e, step, eid, eresult, now)
 else
   local data = nil
   if sig ~= '' then data = sig_pop(e.id, sig) end

@@ -337,16 +337,21 @@
 // lock), a kept answer for a repeated idempotency key, the name's lock,
 // the event's insert (the unique index on (tenant, idempotency_key) waits
 // for a concurrent publish of the key, on any server, and then inserts
-// nothing: its answer is read and returned, Replayed), the waits' rows,
-// then the subscriptions' starts, admitted by Admit's own transaction code
-// (bindAdmission and finish: dedup keys store.EventDedupKey, quota shards,
-// then the storage row) with the event's bytes reserved in the budget
-// before the starts (none left for it: ErrStorageExceeded, nothing
-// written; a start refused by quota or storage is answered in its
-// EventStart), the event's bytes counted, and last the waits resumed —
-// rows the transaction holds: their steps (EventStepWithin the journal's
-// room; like a consumed signal's, counted nothing more) and their consumed
-// event — and the answer kept with the event (store.MarshalPublishAnswer).
+// nothing: its answer is read and returned, Replayed), the waits' rows
+// and the steps they will record (EventStepWithin the journal's room, each
+// a copy of the event), then the subscriptions' starts, admitted by
+// Admit's own transaction code (bindAdmission and finish: dedup keys
+// store.EventDedupKey, quota shards, then the storage row) with the
+// event's bytes and its copies' reserved in the budget before the starts
+// (no room for them: ErrStorageExceeded, nothing written; a start refused
+// by quota or storage is answered in its EventStart), the event's bytes
+// counted, and last the waits resumed — rows the transaction holds: their
+// steps, each counted in its execution's stored bytes and, by the trigger,
+// in the storage row already held, and their consumed event — and the
+// answer kept with the event (store.MarshalPublishAnswer). A Suspend that
+// consumes a retained event at once counts its step the same way, while
+// its row is still running, so the trigger refuses it past the budget
+// (LA002: ErrStorageExceeded, the transaction rolled back).
 // Prune deletes the expired events with their idempotency keys and takes
 // their bytes from their tenants' counts (latch_prune_events);
 // DeleteTenant deletes the tenant's events and subscriptions

@@ -54,7 +54,9 @@ ORDER BY id FOR UPDATE`
 WHERE e.id = ANY($1::uuid[])`
 
 	// The waits $1 end with the event $3: each records its step (results
-	// $2), consumes the event and is queued again at $4, a resume.
+	// $2), a copy of the event counted in its stored bytes (and, by the
+	// trigger, its tenant's: the storage row this transaction holds),
+	// consumes the event and is queued again at $4, a resume.
 	sqlEventResume = `
 WITH v AS (
     SELECT * FROM unnest($1::uuid[], $2::text[]) AS v(id, result)
@@ -66,9 +68,11 @@ WITH v AS (
     SELECT e.id, e.suspend_step, v.result, $4, e.attempt FROM latch_executions e JOIN v ON v.id = e.id
     WHERE e.id = ANY($1::uuid[]) AND e.suspend_step IS NOT NULL
     ON CONFLICT (execution_id, name) DO NOTHING
+    RETURNING execution_id, octet_length(result) AS n
 )
 UPDATE latch_executions e SET status = 'queued', run_at = $4, resume = true, has_steps = true,
-    wake_at = NULL, waiting_for = NULL, suspend_step = NULL, wait_key = NULL, wait_since = NULL
+    wake_at = NULL, waiting_for = NULL, suspend_step = NULL, wait_key = NULL, wait_since = NULL,
+    stored_bytes = e.stored_bytes + coalesce((SELECT ins.n FROM ins WHERE ins.execution_id = e.id), 0)
 FROM v WHERE e.id = v.id AND e.id = ANY($1::uuid[])`
 
 	// The enabled subscriptions of tenant $1 on event $2, in name order.
@@ -102,10 +106,12 @@ var errKeyMoved = &pgconn.PgError{Code: codeSerializationFailure,
 // Publish implements store.Store, as one transaction (doc.go "Events"):
 // the tenant row (FOR KEY SHARE), a kept answer, the event name's lock,
 // the event's insert (its idempotency key decided by the unique index),
-// the matching waits locked in id order, the subscriptions' starts
-// admitted as Admit admits (dedup keys, quota shards, then the storage
-// row, with the event's bytes reserved first), the event's bytes counted,
-// then the waits resumed (rows already held) and the answer kept.
+// the matching waits locked in id order and their steps made, the
+// subscriptions' starts admitted as Admit admits (dedup keys, quota
+// shards, then the storage row, with the event's bytes and the steps'
+// reserved first: no room for them, ErrStorageExceeded and nothing
+// written), the event's bytes counted, then the waits resumed (rows
+// already held, each counting its step) and the answer kept.
 func (s *Store) Publish(ctx context.Context, p *store.PublishParams) (*store.PublishResult, error) {
 	if p.Tenant == "" {
 		return nil, fmt.Errorf("%w: a publish names its tenant", store.ErrInvalid)
@@ -177,9 +183,22 @@ func publishInTx(ctx context.Context, tx pgx.Tx, p *store.PublishParams, data js
 	if err != nil {
 		return nil, nil, err
 	}
+	// Their steps, each a copy of the event that counts in the budget
+	// with it.
+	var ids []uuid.UUID
+	var results []string
+	reserve := size
+	if len(waiters) > 0 {
+		if ids, results, err = eventSteps(ctx, tx, waiters, ev); err != nil {
+			return nil, nil, err
+		}
+		for _, r := range results {
+			reserve += int64(len(r))
+		}
+	}
 
 	// The subscriptions' starts, admitted as Admit admits, the event's
-	// bytes reserved first.
+	// bytes and its copies reserved first.
 	subs, err := scanSubscriptions(tx.Query(ctx, sqlEventSubscriptions, p.Tenant, p.Name))
 	if err != nil {
 		return nil, nil, err
@@ -192,7 +211,7 @@ func publishInTx(ctx context.Context, tx pgx.Tx, p *store.PublishParams, data js
 	if err != nil {
 		return nil, nil, err
 	}
-	a.reserve = size
+	a.reserve = reserve
 	admitted, _, err := a.finish(ctx, tx)
 	if err != nil {
 		return nil, nil, err
@@ -211,12 +230,9 @@ func publishInTx(ctx context.Context, tx pgx.Tx, p *store.PublishParams, data js
 		res.Started[i] = st
 	}
 
-	// The waits end with the event: rows this transaction holds.
-	if len(waiters) > 0 {
-		ids, results, err := eventSteps(ctx, tx, waiters, ev)
-		if err != nil {
-			return nil, nil, err
-		}
+	// The waits end with the event: rows this transaction holds, their
+	// copies counted in the room reserved for them.
+	if len(ids) > 0 {
 		if _, err := tx.Exec(ctx, sqlEventResume, ids, results, ev.ID, t); err != nil {
 			return nil, nil, err
 		}
@@ -270,8 +286,11 @@ func eventSteps(ctx context.Context, tx pgx.Tx, waiters []uuid.UUID, ev *store.E
 
 // suspendEvent is Suspend's wait for an event, with the row locked: under
 // the event name's lock, the oldest retained match this execution has not
-// consumed is consumed (its step recorded, queued again at once), or the
-// execution is suspended waiting for it.
+// consumed is consumed (its step recorded and counted in the storage
+// budget, queued again at once), or the execution is suspended waiting for
+// it. A step past the budget ends the transaction with ErrStorageExceeded
+// before anything else is written: it rolls back, the lease kept and the
+// event unconsumed.
 func suspendEvent(ctx context.Context, tx pgx.Tx, f fence, tenant string, p *store.SuspendParams, t time.Time,
 	run, size int) (*store.Execution, error) {
 	if err := lockPairs(ctx, tx, lockSpaceEvent, false, []string{tenant}, []string{p.Event}); err != nil {
@@ -289,10 +308,16 @@ func suspendEvent(ctx context.Context, tx pgx.Tx, f fence, tenant string, p *sto
 	switch {
 	case err == nil:
 		ev.Data, ev.PublishedAt = json.RawMessage(data), ev.PublishedAt.UTC()
+		result := store.EventStepWithin(p.Step, &ev, p.ByteBound()-size)
+		// Counted while the row is still running, so that the trigger
+		// holds it to the budget (the queuing update that follows ends
+		// the attempt without a result, which it does not refuse).
+		if err := charge(ctx, tx, f.id, store.StoredSize(result)); err != nil {
+			return nil, err
+		}
 		if _, err := tx.Exec(ctx, sqlConsumeEvent, f.id, ev.ID); err != nil {
 			return nil, err
 		}
-		result := store.EventStepWithin(p.Step, &ev, p.ByteBound()-size)
 		return scanExecution(tx.QueryRow(ctx, sqlSuspendQueue, f.id, t, true, p.Step, string(result), nil, run))
 	case !errors.Is(err, pgx.ErrNoRows):
 		return nil, err

@@ -22,8 +22,9 @@ import (
 // sees the suspended wait.
 
 // Publish implements store.Store, in one transaction: the repeat of an
-// idempotency key, the storage budget, the event, the waits it ends and
-// the subscriptions' starts.
+// idempotency key, the storage budget (the event and its copy in each
+// wait it ends), the event, the waits it ends and the subscriptions'
+// starts.
 func (s *Store) Publish(ctx context.Context, p *store.PublishParams) (*store.PublishResult, error) {
 	// The data's size is the API's to bound (its configured limit), not
 	// the store's.
@@ -53,12 +54,22 @@ func (s *Store) Publish(ctx context.Context, p *store.PublishParams) (*store.Pub
 		}
 		data := jsonOrNull(p.Data)
 		size := store.EventSize(p.Name, p.Key, p.Data)
-		if stored+size > maxStored {
-			return false, fmt.Errorf("tenant %q stores %d of %d bytes; the event has %d: %w",
-				p.Tenant, stored, maxStored, size, store.ErrStorageExceeded)
-		}
 		ev := &store.Event{ID: uuid.Must(uuid.NewV7()).String(), Tenant: p.Tenant, Name: p.Name, Key: p.Key,
 			Data: data, PublishedAt: t, ExpiresAt: t.Add(time.Duration(retention))}
+		// The waits it ends and their copies of it are known before
+		// anything is written: the event and every copy must fit together.
+		waits, err := eventWaits(ctx, tx, ev)
+		if err != nil {
+			return false, err
+		}
+		var copies int64
+		for _, w := range waits {
+			copies += store.StoredSize(w.result)
+		}
+		if stored+size+copies > maxStored {
+			return false, fmt.Errorf("tenant %q stores %d of %d bytes; the event has %d, its copies in the %d waits it ends %d: %w",
+				p.Tenant, stored, maxStored, size, len(waits), copies, store.ErrStorageExceeded)
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO events (id, tenant, name, key, data, published_at, expires_at,
 			size, idempotency_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			ev.ID, ev.Tenant, ev.Name, nullString(ev.Key), string(data), ns(ev.PublishedAt), ns(ev.ExpiresAt),
@@ -66,14 +77,21 @@ func (s *Store) Publish(ctx context.Context, p *store.PublishParams) (*store.Pub
 			return false, fmt.Errorf("sqlite: publish: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE tenants SET stored_bytes = stored_bytes + ? WHERE name = ?`,
-			size, p.Tenant); err != nil {
+			size+copies, p.Tenant); err != nil {
 			return false, fmt.Errorf("sqlite: publish: %w", err)
 		}
 		res = &store.PublishResult{EventID: ev.ID, Started: []store.EventStart{}}
-		if changed, err = endEventWaits(ctx, tx, ev, t); err != nil {
-			return false, err
+		for _, w := range waits {
+			if _, err := tx.ExecContext(ctx, `UPDATE executions SET stored_bytes = stored_bytes + ? WHERE id = ?`,
+				store.StoredSize(w.result), w.id); err != nil {
+				return false, fmt.Errorf("sqlite: publish: %w", err)
+			}
+			if err := consumeEvent(ctx, tx, &w, ev, t); err != nil {
+				return false, err
+			}
+			changed = append(changed, w.id)
 		}
-		res.Resumed = len(changed)
+		res.Resumed = len(waits)
 		started, err := startSubscriptions(ctx, tx, ev, p.TraceParent, t)
 		if err != nil {
 			return false, err
@@ -144,21 +162,26 @@ const sqlEventWaits = `SELECT id, suspend_step, attempt FROM executions INDEXED 
 	WHERE tenant = ? AND waiting_for = ? AND status = 'suspended' AND wait_since IS NOT NULL
 	AND wait_since <= ? AND (wait_key IS NULL OR wait_key = ?) ORDER BY id`
 
-// endEventWaits ends every suspended wait ev matches: the step is
-// recorded (EventStepWithin the journal's room), ev marked consumed by the
-// execution, which is queued again (a resume). It returns their ids.
-func endEventWaits(ctx context.Context, tx *sql.Tx, ev *store.Event, t time.Time) ([]string, error) {
+// eventWait is a wait an event ends: the execution, the step its wait
+// records and the attempt it records it in, and the step's result, the
+// execution's copy of the event.
+type eventWait struct {
+	id, step string
+	attempt  int
+	result   json.RawMessage
+}
+
+// eventWaits reads every suspended wait ev matches, each with its copy of
+// ev: EventStepWithin the journal's room (store.MaxJournalBytes). It
+// writes nothing.
+func eventWaits(ctx context.Context, tx *sql.Tx, ev *store.Event) ([]eventWait, error) {
 	rows, err := tx.QueryContext(ctx, sqlEventWaits, ev.Tenant, store.EventWaitFor(ev.Name), ns(ev.PublishedAt), ev.Key)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: publish: waits: %w", err)
 	}
-	type wait struct {
-		id, step string
-		attempt  int
-	}
-	var waits []wait
+	var waits []eventWait
 	for rows.Next() {
-		var w wait
+		var w eventWait
 		var step sql.NullString
 		if err := rows.Scan(&w.id, &step, &w.attempt); err != nil {
 			rows.Close()
@@ -171,33 +194,37 @@ func endEventWaits(ctx context.Context, tx *sql.Tx, ev *store.Event, t time.Time
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: publish: waits: %w", err)
 	}
-	ids := make([]string, 0, len(waits))
-	for _, w := range waits {
-		if err := consumeEvent(ctx, tx, w.id, w.step, w.attempt, ev, store.MaxJournalBytes, t); err != nil {
+	for i := range waits {
+		if waits[i].result, err = eventCopy(ctx, tx, waits[i].id, waits[i].step, ev, store.MaxJournalBytes); err != nil {
 			return nil, err
 		}
-		ids = append(ids, w.id)
 	}
-	return ids, nil
+	return waits, nil
 }
 
-// consumeEvent ends execution id's wait (or its suspend) with ev: the step
-// recorded within the journal's room of byteBound, ev consumed, id queued
-// again at t.
-func consumeEvent(ctx context.Context, tx *sql.Tx, id, step string, attempt int, ev *store.Event, byteBound int, t time.Time) error {
+// eventCopy is the step execution id records as step when ev ends its
+// wait: EventStepWithin the room its journal leaves of byteBound.
+func eventCopy(ctx context.Context, tx *sql.Tx, id, step string, ev *store.Event, byteBound int) (json.RawMessage, error) {
 	have, err := journalSize(ctx, tx, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	st := store.Step{Name: step, Result: store.EventStepWithin(step, ev, byteBound-have), RecordedAt: t, Attempt: attempt}
-	if _, _, err := recordStep(ctx, tx, id, &st, journalBounds{}); err != nil {
+	return store.EventStepWithin(step, ev, byteBound-have), nil
+}
+
+// consumeEvent ends w's wait (or its suspend) with ev: its copy recorded
+// as its step, ev consumed, the execution queued again at t. The caller
+// counts the copy's bytes.
+func consumeEvent(ctx context.Context, tx *sql.Tx, w *eventWait, ev *store.Event, t time.Time) error {
+	st := store.Step{Name: w.step, Result: w.result, RecordedAt: t, Attempt: w.attempt}
+	if _, _, err := recordStep(ctx, tx, w.id, &st, journalBounds{}); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO event_consumed (execution_id, event_id) VALUES (?, ?)`,
-		id, ev.ID); err != nil {
+		w.id, ev.ID); err != nil {
 		return fmt.Errorf("sqlite: consume event: %w", err)
 	}
-	return resumeAt(ctx, tx, id, t)
+	return resumeAt(ctx, tx, w.id, t)
 }
 
 // sqlOldestEvent reads the oldest retained event of a tenant's name
@@ -216,7 +243,8 @@ const (
 )
 
 // suspendEvent is Suspend's wait for an event, after the fence and the
-// journal's room for the step: the oldest match consumed at once, or the
+// journal's room for the step: the oldest match consumed at once (its
+// copy counted in the storage budget), or the
 // execution suspended until a Publish or Wake ends the wait.
 func suspendEvent(ctx context.Context, tx *sql.Tx, id string, l *leased, p *store.SuspendParams, t time.Time) error {
 	since := p.Since
@@ -239,7 +267,16 @@ func suspendEvent(ctx context.Context, tx *sql.Tx, id string, l *leased, p *stor
 	switch {
 	case err == nil:
 		ev.Key, ev.Data, ev.PublishedAt = key.String, json.RawMessage(data), fromNS(published)
-		return consumeEvent(ctx, tx, id, p.Step, l.attempt, ev, p.ByteBound(), t)
+		w := eventWait{id: id, step: p.Step, attempt: l.attempt}
+		if w.result, err = eventCopy(ctx, tx, id, p.Step, ev, p.ByteBound()); err != nil {
+			return err
+		}
+		// The copy counts before anything is written: past the budget the
+		// suspend is refused, the event left unconsumed.
+		if err := charge(ctx, tx, id, store.StoredSize(w.result), false); err != nil {
+			return err
+		}
+		return consumeEvent(ctx, tx, &w, ev, t)
 	case !errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("sqlite: suspend: %w", err)
 	}

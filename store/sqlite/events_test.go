@@ -32,6 +32,20 @@ func TestMigrateEventsDownReleasesBytes(t *testing.T) {
 	if _, err := s.Admit(ctx, &store.AdmitParams{Tenant: "acme", Items: []store.Submission{{Kind: "k", Payload: []byte(`{"n":1}`)}}, Now: base}); err != nil {
 		t.Fatal(err)
 	}
+	// globex's waiter is resumed by its event: the step it records, its
+	// copy of the event, stays its execution's after the down.
+	if _, err := s.Admit(ctx, &store.AdmitParams{Tenant: "globex", Items: []store.Submission{{Kind: "flow"}}, Now: base}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Claim(ctx, &store.ClaimParams{Tenant: "globex", Max: 1, LeaseDuration: time.Minute, Now: base})
+	if err != nil || len(c.Leases) != 1 {
+		t.Fatalf("Claim: %+v, %v", c, err)
+	}
+	l := c.Leases[0]
+	if x, err := s.Suspend(ctx, &store.SuspendParams{ExecutionID: l.ExecutionID, Token: l.Token, Step: "paid",
+		Event: "payment", Now: base}); err != nil || x.Status != store.StatusSuspended {
+		t.Fatalf("Suspend: %+v, %v", x, err)
+	}
 	for i, name := range []string{"acme", "acme", "globex"} {
 		if _, err := s.Publish(ctx, &store.PublishParams{Tenant: name, Name: "payment", Data: []byte(`{"n":1}`), Now: base.Add(time.Duration(i))}); err != nil {
 			t.Fatal(err)
@@ -40,6 +54,14 @@ func TestMigrateEventsDownReleasesBytes(t *testing.T) {
 	tn, err := s.GetTenant(ctx, &store.GetTenantParams{Name: "acme"})
 	if err != nil || tn.StoredBytes != store.StoredSize([]byte(`{"n":1}`))+2*store.EventSize("payment", "", []byte(`{"n":1}`)) {
 		t.Fatalf("acme before the down: %+v, %v; want its execution's and its two events' bytes", tn, err)
+	}
+	waiter, err := s.Get(ctx, &store.GetParams{ID: l.ExecutionID})
+	if err != nil || waiter.StoredBytes == 0 {
+		t.Fatalf("globex's waiter before the down: %+v, %v; want it to count its copy of the event", waiter, err)
+	}
+	tn, err = s.GetTenant(ctx, &store.GetTenantParams{Name: "globex"})
+	if err != nil || tn.StoredBytes != waiter.StoredBytes+store.EventSize("payment", "", []byte(`{"n":1}`)) {
+		t.Fatalf("globex before the down: %+v, %v; want its waiter's %d bytes and its event's", tn, err, waiter.StoredBytes)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)

@@ -876,3 +876,49 @@ func TestWorkerHardStopLogsTheHandlersItCancels(t *testing.T) {
 		})
 	}
 }
+
+// Heartbeats that fail until the lease's end has passed lose it: the
+// execution may be rescued and run elsewhere, so the handler is cancelled
+// (cause ErrLeaseLost) and nothing it returns is written. Before the end a
+// failed heartbeat is only logged and the handler runs on.
+func TestWorkerHeartbeatsFailingPastTheLeaseStopTheHandler(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	rec := newRecordingStore(e.st)
+	cfg := e.config()
+	cfg.Store = rec
+	started := make(chan struct{}, 1)
+	causes := make(chan error, 1)
+	w := NewWorker(cfg)
+	w.Handle("long", func(ctx context.Context, job *Job) (json.RawMessage, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return json.RawMessage(`"too late"`), nil
+	})
+	e.start(w)
+	ex := e.submit("long", `{}`, maxAttempts(2))
+	recv(t, started, "the handler to start")
+
+	rec.failHeartbeats.Store(true)
+	time.Sleep(10 * cfg.HeartbeatInterval) // failed heartbeats within the lease
+	select {
+	case cause := <-causes:
+		t.Fatalf("the handler was cancelled (%v) while its lease had not ended", cause)
+	default:
+	}
+	e.clock.Advance(cfg.LeaseDuration + time.Second)
+	if cause := recv(t, causes, "the handler to be cancelled"); !errors.Is(cause, ErrLeaseLost) {
+		t.Errorf("cause = %v, want ErrLeaseLost", cause)
+	}
+	if err := w.Stop(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	tokens := rec.tokensFor(ex.ID)
+	if len(tokens) != 1 {
+		t.Fatalf("claimed %d times, want 1", len(tokens))
+	}
+	if writes := rec.writesFor(tokens[0]); len(writes) != 0 {
+		t.Errorf("worker wrote %v after its lease ended", writes)
+	}
+}

@@ -18,6 +18,7 @@ func testEvents(t *testing.T, ns NewStore) {
 	testEventsRetention(t, ns)
 	testEventsSubs(t, ns)
 	testEventsStorage(t, ns)
+	testEventsStorageRace(t, ns)
 	testEventsRace(t, ns)
 }
 

@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,5 +136,78 @@ func testEventsStorage(t *testing.T, ns NewStore) {
 		e.wantWaitEvent(l, at(3*time.Second), "paid", "payment", "", time.Time{}, store.StatusQueued)
 		e.wantEventStep(l.ExecutionID, "paid", eventOf(res, "payment", "", data, at(time.Second)))
 		e.wantEventState(acme, 1, size)
+	})
+}
+
+// testEventsStorageRace races waits and publishes at the edge of the
+// storage budget: every call either lands whole or is refused with
+// ErrStorageExceeded, the count never passes the budget, and it is exactly
+// what landed — each execution counts its copies, the tenant its
+// executions' bytes and its accepted events'.
+func testEventsStorageRace(t *testing.T, ns NewStore) {
+	t.Run("Race/CopiesAtTheBudget", func(t *testing.T) {
+		e := start(t, ns)
+		const waiters, publishers = 40, 8
+		for range waiters {
+			e.submit(acme, base, job("flow"))
+		}
+		leases := e.claim(store.ClaimParams{Tenant: acme, Max: waiters, Now: base})
+		if len(leases) != waiters {
+			t.Fatalf("claimed %d, want %d", len(leases), waiters)
+		}
+		before := map[string]int64{}
+		for _, l := range leases {
+			before[l.ExecutionID] = e.get(l.ExecutionID).StoredBytes
+		}
+		data := func(i int) string { return fmt.Sprintf(`"%d%s"`, i, strings.Repeat("x", 300)) }
+		size := eventSize("tick", "", data(0))
+		copySize := store.StoredSize(store.EventStep(&store.Event{ID: "01900000-0000-7000-8000-000000000000",
+			Name: "tick", Data: mustJSON(data(0)), PublishedAt: at(time.Second)}))
+		// Room for about half of what would land without a budget.
+		budget := e.tenant(acme).StoredBytes + (publishers*size+waiters*copySize)/2
+		e.setBudget(budget)
+
+		now := at(time.Second)
+		pubs := make([]*store.PublishResult, publishers)
+		errs := make([]error, waiters+publishers)
+		together(waiters+publishers, func(k int) {
+			if k < waiters {
+				_, errs[k] = e.waitEvent(leases[k], now, "go", "tick", "", time.Time{}, 0)
+				return
+			}
+			i := k - waiters
+			pubs[i], errs[k] = e.publishWith(store.PublishParams{Name: "tick", Data: mustJSON(data(i)), Now: now})
+		})
+		var accepted, refused int
+		for k, err := range errs {
+			switch {
+			case err == nil:
+				if k >= waiters {
+					accepted++
+				}
+			case errors.Is(err, store.ErrStorageExceeded):
+				refused++
+			default:
+				t.Fatalf("call %d: %v, want success or ErrStorageExceeded", k, err)
+			}
+		}
+		if refused == 0 {
+			t.Errorf("no call was refused: the budget %d did not bind", budget)
+		}
+		tn := e.tenant(acme)
+		if tn.StoredBytes > budget {
+			t.Errorf("StoredBytes %d passed the budget %d", tn.StoredBytes, budget)
+		}
+		// Each execution counts exactly the steps it holds.
+		for _, l := range leases {
+			want := before[l.ExecutionID]
+			for _, s := range e.steps(l.ExecutionID) {
+				want += store.StoredSize(s.Result)
+			}
+			if got := e.get(l.ExecutionID).StoredBytes; got != want {
+				t.Errorf("%s: StoredBytes %d, want %d (its payload and its steps' copies)", l.ExecutionID, got, want)
+			}
+		}
+		e.wantEventState(acme, waiters, int64(accepted)*size)
 	})
 }

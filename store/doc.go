@@ -44,6 +44,13 @@
 //	              ending while its parent suspends never loses that wake-up; no
 //	              child spawned with on_parent_end cancel is claimed after its
 //	              parent's end answered (children.go).
+//	I14 events    a publish records its event, resumes the waits it matches and
+//	              starts its subscriptions in one step; each (event,
+//	              subscription) starts one execution however often the publish
+//	              is retried with its idempotency key; each execution consumes
+//	              each event at most once; a wait never misses an event
+//	              published at or after its since while it is kept; events never
+//	              cross tenants (events.go).
 //
 // The package imports only the standard library so that backends, the engine
 // and the API can all depend on it without cycles.

@@ -62,7 +62,9 @@ func runWorker(t *testing.T, w *latch.Worker, setup func(w *latch.Worker)) *latc
 
 func wait(t *testing.T, c *latch.Client, id string) *latch.Execution {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	// Generous: a loaded machine runs a flow of megabytes under -race
+	// for seconds; the bound only says when to give up.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	e, err := c.Wait(ctx, "acme", id)
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/latch-run/latch/engine"
 	"github.com/latch-run/latch/internal/labels"
 	"github.com/latch-run/latch/store"
 )
@@ -127,15 +126,17 @@ func (s *Server) OnWorkerClaim() func(n int) {
 	return func(n int) { c.Add(float64(n)) }
 }
 
-// OnWorkerRun returns the function that counts the attempts in-process
-// workers ran (give it to engine.WorkerConfig.OnRun) in latch_runs_total
-// and latch_run_duration_seconds, the series that also count the attempts
-// HTTP workers end through POST /api/executions/{id}/complete, /fail and
-// /suspend:
-// one series of runs by kind and outcome, wherever they ran (claims are
-// told apart by source in latch_leases_claimed_total).
-func (s *Server) OnWorkerRun() func(r *engine.Run) {
-	return func(r *engine.Run) { s.metrics.ran(r.Kind, string(r.Outcome), r.Duration) }
+// OnWorkerRun returns the function that counts an attempt an in-process
+// worker ran, of kind, ended with outcome (the engine's name for it, such
+// as "succeeded"), its handler having run for d, in latch_runs_total and
+// latch_run_duration_seconds: the series that also count the attempts HTTP
+// workers end through POST /api/executions/{id}/complete, /fail and
+// /suspend, so there is one series of runs by kind and outcome, wherever
+// they ran (claims are told apart by source in latch_leases_claimed_total).
+// The binary's wiring calls it from the worker's run hook
+// (engine.WorkerConfig.OnRun), the API taking no engine type.
+func (s *Server) OnWorkerRun() func(kind, outcome string, d time.Duration) {
+	return s.metrics.ran
 }
 
 func (m *metrics) ran(kind, outcome string, d time.Duration) {
@@ -144,25 +145,36 @@ func (m *metrics) ran(kind, outcome string, d time.Duration) {
 	m.runTime.WithLabelValues(kind, outcome).Observe(d.Seconds())
 }
 
+// Outcomes of the attempts HTTP workers end, the labels of
+// latch_runs_total: the names the engine gives the same outcomes of its
+// in-process workers (engine.Outcome), so one series counts both.
+const (
+	outcomeSucceeded = "succeeded"
+	outcomeRetried   = "retried"
+	outcomeFailed    = "failed"
+	outcomeCancelled = "cancelled"
+	outcomeSuspended = "suspended"
+)
+
 // ranHTTP counts an attempt an HTTP worker ended (complete, fail, or,
 // with suspended, suspend) with the execution the store answered, its run
 // time from the attempt's start to now. Its outcome is what an in-process
 // worker's would be for the same answer.
 func (m *metrics) ranHTTP(e *store.Execution, now time.Time, suspended bool) {
-	outcome := engine.OutcomeRetried
+	outcome := outcomeRetried
 	switch {
 	case e.Status == store.StatusCancelled:
-		outcome = engine.OutcomeCancelled
+		outcome = outcomeCancelled
 	case suspended:
-		outcome = engine.OutcomeSuspended // asleep, waiting, or resumed at once
+		outcome = outcomeSuspended // asleep, waiting, or resumed at once
 	case e.Status == store.StatusSucceeded:
-		outcome = engine.OutcomeSucceeded
+		outcome = outcomeSucceeded
 	case e.Status == store.StatusFailed:
-		outcome = engine.OutcomeFailed
+		outcome = outcomeFailed
 	}
 	var d time.Duration
 	if e.StartedAt != nil {
 		d = max(now.Sub(*e.StartedAt), 0)
 	}
-	m.ran(e.Kind, string(outcome), d)
+	m.ran(e.Kind, outcome, d)
 }

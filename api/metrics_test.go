@@ -69,7 +69,7 @@ func TestRunsCountHTTPWorkers(t *testing.T) {
 	// A repeated complete is refused (lease lost) and not counted again.
 	e.do("POST", "/api/executions/"+l[0].ExecutionID+"/complete", key, token(0)+`}`).want(http.StatusConflict)
 
-	e.api.OnWorkerRun()(&engine.Run{Kind: "ext", Outcome: engine.OutcomeSucceeded, Duration: time.Second})
+	e.api.OnWorkerRun()("ext", string(engine.OutcomeSucceeded), time.Second)
 
 	for _, c := range []struct {
 		outcome string
@@ -85,6 +85,23 @@ func TestRunsCountHTTPWorkers(t *testing.T) {
 		if runs != c.runs || count != uint64(c.runs) || sum != c.sum {
 			t.Errorf("%s: runs %g, durations %d summing %gs; want %g, %g, %gs", c.outcome, runs, count, sum,
 				c.runs, c.runs, c.sum)
+		}
+	}
+}
+
+// The outcomes of HTTP workers' runs are named as the engine names its
+// in-process workers' (the binary passes engine.Outcome as it is), so one
+// series counts both.
+func TestRunOutcomesAreTheEngines(t *testing.T) {
+	for name, eng := range map[string]engine.Outcome{
+		outcomeSucceeded: engine.OutcomeSucceeded,
+		outcomeRetried:   engine.OutcomeRetried,
+		outcomeFailed:    engine.OutcomeFailed,
+		outcomeCancelled: engine.OutcomeCancelled,
+		outcomeSuspended: engine.OutcomeSuspended,
+	} {
+		if name != string(eng) {
+			t.Errorf("the API counts %q where the engine counts %q", name, eng)
 		}
 	}
 }

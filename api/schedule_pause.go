@@ -3,7 +3,7 @@ package api
 import (
 	"context"
 
-	"github.com/latch-run/latch/engine"
+	"github.com/latch-run/latch/schedule"
 	"github.com/latch-run/latch/store"
 )
 
@@ -29,14 +29,14 @@ func (s *Server) pauseSchedule(ctx context.Context, req *scheduleName) (*schedul
 // next tick the first after now by the timing it has then (never one of a
 // timing a concurrent PUT replaced); the ticks missed while paused are not
 // run. Resuming an enabled schedule answers it unchanged. Only enabled and
-// the next tick are written (engine.ResumeSchedule), so a concurrent PUT
+// the next tick are written (store.ResumeSchedule), so a concurrent PUT
 // is never undone.
 func (s *Server) resumeSchedule(ctx context.Context, req *scheduleName) (*scheduleView, error) {
 	owner, err := principalFrom(ctx).ownerOf(scheduleOwner)
 	if err != nil {
 		return nil, err
 	}
-	sc, err := engine.ResumeSchedule(ctx, s.cfg.Store, owner, req.name, s.cfg.Now)
+	sc, err := store.ResumeSchedule(ctx, s.cfg.Store, owner, req.name, s.cfg.Now, schedule.NextTick)
 	if err != nil {
 		return nil, scheduleErr(err, req.name)
 	}

@@ -3,7 +3,7 @@ package console
 import (
 	"net/http"
 
-	"github.com/latch-run/latch/engine"
+	"github.com/latch-run/latch/schedule"
 	"github.com/latch-run/latch/store"
 )
 
@@ -18,7 +18,7 @@ func (c *Console) resumeSchedule(w http.ResponseWriter, r *http.Request) {
 
 // enableSchedule pauses (enabled false) or resumes a schedule, after
 // confirmation, writing nothing else (SetScheduleEnabled;
-// engine.ResumeSchedule). A resumed schedule's next run is its first tick
+// store.ResumeSchedule). A resumed schedule's next run is its first tick
 // after now, by the timing it has then; the ticks missed while paused are
 // not caught up.
 func (c *Console) enableSchedule(w http.ResponseWriter, r *http.Request, enabled bool) {
@@ -56,7 +56,7 @@ func (c *Console) enableSchedule(w http.ResponseWriter, r *http.Request, enabled
 		return
 	}
 	if enabled {
-		_, err = engine.ResumeSchedule(ctx, c.cfg.Store, s.Tenant, s.Name, c.cfg.Now)
+		_, err = store.ResumeSchedule(ctx, c.cfg.Store, s.Tenant, s.Name, c.cfg.Now, schedule.NextTick)
 	} else {
 		_, err = c.cfg.Store.SetScheduleEnabled(ctx, &store.SetScheduleEnabledParams{Tenant: s.Tenant, Name: s.Name, Now: c.cfg.Now()})
 	}

@@ -90,6 +90,17 @@ func Parse(cron string, every time.Duration, timezone string) (*Spec, error) {
 	return s, nil
 }
 
+// NextTick is Parse(cron, every, timezone) and the Spec's Next(after): the
+// first tick after after of a stored timing, for a caller that holds the
+// timing's fields rather than a Spec (store.ResumeSchedule takes it).
+func NextTick(cron string, every time.Duration, timezone string, after time.Time) (time.Time, error) {
+	spec, err := Parse(cron, every, timezone)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return spec.Next(after), nil
+}
+
 // ParseEvery parses an interval written as a Go duration, such as "90s",
 // "15m" or "1h30m", and checks it as Parse does: from 1s to 366 days, in
 // whole seconds.

@@ -180,6 +180,22 @@ func TestNextAcceptsAnyLocation(t *testing.T) {
 	}
 }
 
+// NextTick answers the Spec's Next of a timing Parse accepts, and Parse's
+// error for one it refuses.
+func TestNextTick(t *testing.T) {
+	t.Parallel()
+	after := utc(t, "2026-01-01T10:07:00")
+	if got, err := NextTick("0 12 * * *", 0, "Europe/Berlin", after); err != nil || !got.Equal(utc(t, "2026-01-01T11:00:00")) {
+		t.Errorf("NextTick of a cron: %v, %v", got, err)
+	}
+	if got, err := NextTick("", 15*time.Minute, "", after); err != nil || !got.Equal(utc(t, "2026-01-01T10:15:00")) {
+		t.Errorf("NextTick of an interval: %v, %v", got, err)
+	}
+	if got, err := NextTick("0 0 30 2 *", 0, "", after); err == nil || !got.IsZero() {
+		t.Errorf("NextTick of a cron that never fires: %v, %v", got, err)
+	}
+}
+
 func TestNextEvery(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

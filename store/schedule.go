@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -193,6 +194,37 @@ type SetScheduleEnabledParams struct {
 func ResumeParams(s *Schedule, next, now time.Time) *SetScheduleEnabledParams {
 	return &SetScheduleEnabledParams{Tenant: s.Tenant, Name: s.Name, Enabled: true, NextRunAt: next,
 		Cron: s.Cron, Every: s.Every, Timezone: s.Timezone, Now: now}
+}
+
+// ResumeSchedule resumes the tenant's schedule name in st: enabled, its
+// next tick the first after now() by its timing; the ticks missed while
+// paused are not run. A schedule already enabled is answered unchanged. It
+// writes nothing but enabled and the next tick (SetScheduleEnabled), so a
+// replace at the same time is never undone; the next tick is computed from
+// the schedule as read, and the store applies it only while the schedule
+// still has that timing: when a replace changed it in between, the store
+// answers the schedule as it is, still paused, and the tick is computed
+// again from it. next computes a timing's first tick after a time
+// (schedule.NextTick, which this package, of the standard library only,
+// does not import). ErrNotFound when the tenant has no such schedule.
+func ResumeSchedule(ctx context.Context, st Store, tenant, name string, now func() time.Time,
+	next func(cron string, every time.Duration, timezone string, after time.Time) (time.Time, error)) (*Schedule, error) {
+	sc, err := st.GetSchedule(ctx, &GetScheduleParams{Tenant: tenant, Name: name})
+	for err == nil && !sc.Enabled {
+		if err = ctx.Err(); err != nil {
+			return nil, err // replaces changing the timing faster than the store answers
+		}
+		t := now()
+		tick, terr := next(sc.Cron, sc.Every, sc.Timezone, t)
+		if terr != nil { // stored settings the API accepted
+			return nil, fmt.Errorf("store: resume schedule %q of tenant %q: %w", name, tenant, terr)
+		}
+		sc, err = st.SetScheduleEnabled(ctx, ResumeParams(sc, tick, t))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return sc, nil
 }
 
 // PutScheduleResult is the schedule as stored, and whether Put created it.

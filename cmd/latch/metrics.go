@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/latch-run/latch/api"
 	"github.com/latch-run/latch/engine"
 	"github.com/latch-run/latch/internal/buildinfo"
 	"github.com/latch-run/latch/internal/storemetrics"
@@ -19,8 +20,8 @@ import (
 // instrument), fed by those services' hooks and served on /metrics through
 // api.Config.Collectors, and the server's reports (engine.Reporter). The
 // API's own series are the API's: claims (api.Server.OnWorkerClaim) and
-// runs (api.Server.OnWorkerRun) of the in-process workers are counted
-// there, beside the HTTP workers'. docs/observability.md lists them all.
+// runs (workerRuns) of the in-process workers are counted there, beside
+// the HTTP workers'. docs/observability.md lists them all.
 type engineMetrics struct {
 	build    prometheus.Gauge
 	ticks    *prometheus.CounterVec
@@ -111,4 +112,14 @@ func (m *engineMetrics) rescued(r store.RescueResult) {
 	m.rescues.WithLabelValues(rescueRequeued).Add(float64(r.Requeued))
 	m.rescues.WithLabelValues(rescueFailed).Add(float64(r.Failed))
 	m.rescues.WithLabelValues(rescueCancelled).Add(float64(r.Cancelled))
+}
+
+// workerRuns is the in-process workers' run hook (engine.WorkerConfig.OnRun):
+// it counts each run in the API's runs series (api.Server.OnWorkerRun),
+// beside the HTTP workers', by its kind, its outcome's name and its
+// handler's run time. The API takes plain values and imports no engine;
+// the engine's outcome becomes its name here.
+func workerRuns(srv *api.Server) func(r *engine.Run) {
+	ran := srv.OnWorkerRun()
+	return func(r *engine.Run) { ran(r.Kind, string(r.Outcome), r.Duration) }
 }

@@ -248,7 +248,7 @@ func serve(ctx context.Context, cfg *serveConfig, out, logOut io.Writer, listeni
 			Store: st, Slots: cfg.workers, TenantSlots: cfg.tenantSlots, Logger: log, TracerProvider: tracing.Provider,
 			LeaseDuration: time.Duration(cfg.leaseSeconds) * time.Second,
 			OnClaim:       srv.OnWorkerClaim(), // counted beside the API's claims
-			OnRun:         srv.OnWorkerRun(),   // counted beside the HTTP workers' runs
+			OnRun:         workerRuns(srv),     // counted beside the HTTP workers' runs
 		})
 		// The patterns were checked by serveFlags; this cannot fail.
 		if err := kinds.Register(w, kinds.Options{HTTPAllow: cfg.httpAllow}); err != nil {

@@ -41,9 +41,10 @@ func TestBrowserJSONViewFoldsAndCopies(t *testing.T) {
 	for i := range tags {
 		tags[i] = "t" + string(rune('a'+i))
 	}
-	payload, _ := json.Marshal(map[string]any{"order": map[string]any{"id": "o-1", "lines": []any{map[string]any{"sku": "a", "n": 1}}},
-		"tags": tags, "note": `</script><img src=x onerror=alert(1)> "quoted"`})
-	x := e.submit("a", store.Submission{Kind: "ship", Payload: payload})
+	tagList, _ := json.Marshal(tags)
+	payload := []byte(`{"note":"</script><img src=x onerror=alert(1)> \"quoted\"","order":{"id":"o-1","lines":[{"n":1,"sku":"a"}]},` +
+		`"tags":` + string(tagList) + `}`)
+	x := e.submit("a", store.Submission{Kind: "ship", Payload: json.RawMessage(payload)})
 	big := `{"blob":"` + strings.Repeat("x", 40<<10) + `"}`
 	y := e.submit("a", store.Submission{Kind: "ship", Payload: json.RawMessage(big)})
 

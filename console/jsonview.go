@@ -131,13 +131,10 @@ func (p *treeReader) take(s []byte) string {
 // value reads the value at p.i (past spaces), level levels down, as the
 // member key; nil when the budget is spent first.
 func (p *treeReader) value(level int, key string) *jsonNode {
-	if p.text >= p.maxText || p.lines >= p.maxLines {
-		p.cut = true
+	n := p.node(level, key)
+	if n == nil {
 		return nil
 	}
-	p.lines++
-	n := &jsonNode{Key: p.take([]byte(key))}
-	p.text += 2 * level // the indent, as the text reads
 	c := p.raw[p.i]
 	switch c {
 	case '{', '[':
@@ -167,6 +164,19 @@ func (p *treeReader) value(level int, key string) *jsonNode {
 		}
 		p.i = j
 	}
+	return n
+}
+
+// node is a line for the member key, level levels down, its value not
+// read yet; nil when the budget is spent.
+func (p *treeReader) node(level int, key string) *jsonNode {
+	if p.text >= p.maxText || p.lines >= p.maxLines {
+		p.cut = true
+		return nil
+	}
+	p.lines++
+	n := &jsonNode{Key: p.take([]byte(key))}
+	p.text += 2 * level // the indent, as the text reads
 	return n
 }
 
@@ -209,7 +219,14 @@ func (p *treeReader) container(n *jsonNode, level int) {
 				break
 			}
 		}
-		kid := p.value(level+1, key)
+		var kid *jsonNode
+		if c := p.raw[p.i]; key != "" && (c == '}' || c == ']' || c == ',') {
+			// A member with no value (not JSON): its name alone, so
+			// the bracket still closes this container.
+			kid = p.node(level+1, key)
+		} else {
+			kid = p.value(level+1, key)
+		}
 		if kid == nil {
 			break
 		}

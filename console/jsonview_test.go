@@ -105,6 +105,23 @@ func TestJSONTreeFolds(t *testing.T) {
 	}
 }
 
+// Text that is not JSON comes out as well as it can, each container
+// closed where its bracket is, and the view stays bounded.
+func TestJSONTreeNotJSON(t *testing.T) {
+	nodes, _, _ := treeBounded([]byte(`{"a","b":1}`), maxJSONDepth, maxJSONShown, maxJSONLines)
+	if got, want := plain(nodes), "{\n  \"a\": ,\n  \"b\": 1\n}"; got != want {
+		t.Errorf("a member with no value: %q, want %q", got, want)
+	}
+	for _, raw := range []string{`{"a"}`, `{"a":}`, `[1,,2]`, `}{][`, `{"a":[1,2}`, `"open`, `{"k":"\`, `::,,`, `[{"a":1]]}`, `{{{{`, `nul`} {
+		v := viewJSON([]byte(raw))
+		v.Raw = "/x"
+		page := renderJSON(t, v)
+		if len(page) > 4096 || strings.Count(page, "<details") != strings.Count(page, "</details>") {
+			t.Errorf("%s: a view of %d bytes:\n%s", raw, len(page), page)
+		}
+	}
+}
+
 // Stored JSON is tenant input: whatever it holds, the view shows it as
 // text and runs nothing, in the tree and in the Copy button's attribute.
 func TestJSONViewEscapes(t *testing.T) {

@@ -150,7 +150,7 @@ func TestBrowserConsoleAsAPersonMeetsIt(t *testing.T) {
 	if l := c.luminance("body", "color"); l < 0.5 {
 		t.Errorf("with prefers-color-scheme dark the text has luminance %.2f", l)
 	}
-	if l := c.luminance("pre", "backgroundColor"); l > 0.1 {
+	if l := c.luminance(".json", "backgroundColor"); l > 0.1 {
 		t.Errorf("with prefers-color-scheme dark a JSON block's background has luminance %.2f", l)
 	}
 	c.shot("dark-execution")

@@ -36,7 +36,7 @@ import (
 // doubt for ackGrace: only one still unclaimed then counts as remote.
 type notifier struct {
 	ps   *goredis.PubSub // nil for a namespace of the tenant router (fwd)
-	fwd  func(v int64)   // the router's ack for this namespace (shard_notify.go); nil: none
+	fwd  func(v int64)   // the router's ack for this namespace (router_notify.go); nil: none
 	lost func()          // called when the subscription fails (nil: nothing to do)
 	quit chan struct{}
 	done chan struct{}

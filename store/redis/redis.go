@@ -22,7 +22,7 @@ type Store struct {
 	rdb     goredis.UniversalClient
 	cluster *goredis.ClusterClient // rdb, on a Redis Cluster (cluster.go); else nil
 	k       keys
-	// shardTenant is the tenant of a tenant router's namespace (shard.go);
+	// shardTenant is the tenant of a tenant router's namespace (router.go);
 	// "" for any other Store.
 	shardTenant string
 
@@ -63,7 +63,7 @@ type config struct {
 	prefix  string
 	scripts bool // run the scripts with EVALSHA even if the server has functions (tests)
 	// detached: no subscription of the Store's own; the tenant router
-	// (shard.go) subscribes for its namespaces and sets note.
+	// (router.go) subscribes for its namespaces and sets note.
 	detached bool
 	// unavailable, if set, is called when a call could not reach its
 	// cluster node (clusterHook): the tenant router repairs its hints.

@@ -8,10 +8,10 @@ import (
 )
 
 // Calls about one execution go to its tenant's namespace: the one its
-// lease token names (shard_token.go), else the one the call names, else
+// lease token names (router_token.go), else the one the call names, else
 // the one holding the id (find: a fan-out over the tenants). After a script that may
 // have given its tenant work, the router lowers the tenant's hints
-// (shard_hints.go).
+// (router_hints.go).
 
 // afterExec lowers the hints an execution's new state calls for: queued
 // (claim now), scheduled (claim and promote at RunAt), suspended with a

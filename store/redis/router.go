@@ -26,7 +26,7 @@ import (
 // slot, one node. The home namespace "{prefix}" keeps what is
 // namespace-wide: the tenants set (the registry) and each tenant's
 // creation record, API keys, the admin key, console sessions, the schema,
-// servers, workers and activity, and the router's hints (shard_hints.go).
+// servers, workers and activity, and the router's hints (router_hints.go).
 //
 // The Router only routes and merges: it holds no rule of admission,
 // claim, quota or dedup, which stay in the scripts. A tenant's '/' cannot
@@ -42,7 +42,7 @@ type Router struct {
 
 	// needRepair: a node was out of reach (a failover may have lost hint
 	// writes its tenants' primaries kept) or a hint write failed; the
-	// repair goroutine (shard_repair.go) repairs at once, kicked by
+	// repair goroutine (router_repair.go) repairs at once, kicked by
 	// repairKick.
 	needRepair atomic.Bool
 	repairKick chan struct{}
@@ -68,7 +68,7 @@ const resetDelay = 100 * time.Millisecond
 // among them (a repair now), and a tenant namespace's version counter may
 // go back, while the pattern subscription, on another node, is not
 // dropped; so the notifier forgets the versions it knew and wakes every
-// waiter, as a resubscription does (shard_notify.go): within resetDelay
+// waiter, as a resubscription does (router_notify.go): within resetDelay
 // of the failure, once for a burst of failures, so that waiters woken
 // into calls that fail again are not woken again at once, and always
 // after the burst's last failure.

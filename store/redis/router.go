@@ -99,11 +99,7 @@ func OpenRouter(ctx context.Context, rawURL string, opts ...Option) (*Router, er
 		return nil, errors.New("redis: the tenant router needs a redis-cluster:// URL")
 	}
 	r := &Router{views: map[string]*Store{}, repairKick: make(chan struct{}, 1), repairDone: make(chan struct{})}
-	opts = append(opts, func(c *config) {
-		c.detached = true
-		c.unavailable = r.unavailable
-		c.primaryOnly = true
-	})
+	opts = append(opts, func(c *config) { c.route = &routing{unavailable: r.unavailable} })
 	home, err := Open(ctx, rawURL, opts...)
 	if err != nil {
 		return nil, err
@@ -140,8 +136,11 @@ func (r *Router) view(t string) *Store {
 		return v
 	}
 	h := r.home
-	v := &Store{rdb: h.rdb, cluster: h.cluster, k: keys{ns: h.k.tenantNS(t)}, shardTenant: t, functions: h.functions,
-		bg: h.bg, stopBG: func() {}}
+	v := &Store{
+		rdb: h.rdb, cluster: h.cluster, k: keys{ns: h.k.tenantNS(t)}, functions: h.functions,
+		route: routing{tenant: t, unavailable: h.route.unavailable},
+		bg:    h.bg, stopBG: func() {},
+	}
 	v.note = r.note.forNS(v.k.ns)
 	v.feed.WatchChanges(func(c store.Change) {
 		if len(c.IDs) > 0 {

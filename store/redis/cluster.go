@@ -30,8 +30,8 @@ import (
 // every primary when a node answers that it lacks it (a new primary after
 // a resharding; a promoted replica has it by replication); SCAN and CONFIG
 // GET visit every primary; PING goes to the home namespace's primary; the
-// change channel is subscribed on one node (notify.go; the router's
-// pattern subscription, router_notify.go). The change messages are plain
+// change channel is subscribed on one node (notify.go; the router has
+// one pattern subscription). The change messages are plain
 // PUBLISH, which a cluster broadcasts to every node: the scripts need no
 // change.
 //

@@ -335,7 +335,7 @@
 //     lists in name order.
 //   - Changes: each namespace keeps its version counter and channel; the
 //     router subscribes with one pattern, {p[}/]*:changed, and marks
-//     versions per namespace (router_notify.go). A failover may set a
+//     versions per namespace (notify.go). A failover may set a
 //     tenant namespace's counter back without dropping the subscription
 //     (it is on another node), so when a call finds a node out of reach or
 //     the cluster down the router wakes every waiter and forgets the

@@ -23,14 +23,14 @@ type Store struct {
 	cluster *goredis.ClusterClient // rdb, on a Redis Cluster (cluster.go); else nil
 	k       keys
 	// route holds the tenant router's switches (router.go) for a Store it
-	// made; the zero value for a Store of Open's.
-	route routing
+	// made; nil for a Store of Open's.
+	route *routing
 
 	// functions: the scripts run as the function library (FCALL), not as
 	// scripts (EVALSHA); see scripts.go.
 	functions bool
 
-	note *notifier
+	note nsNotifier // its namespace's handle on the notifier (notify.go)
 	feed store.Feed // store.ChangeFeed: which executions changed
 
 	// claimExamined counts the ready-index members this Store's claims
@@ -69,10 +69,9 @@ type config struct {
 
 // routing gathers what only the tenant router (router.go) sets on the
 // Stores it makes: through config for its home namespace's Store, and
-// directly on each tenant's view (Router.view). A Store with one (a
-// routed Store):
-//   - has no subscription of its own: the router subscribes for its
-//     namespaces and sets note;
+// directly on each tenant's view (Router.view). A Store with one:
+//   - has no subscription of its own: the router's notifier hears its
+//     namespace, and the router sets note (and stops the notifier);
 //   - sends every command to its slot's primary, whatever the URL's
 //     read_only, route_by_latency and route_randomly say (cluster.go).
 type routing struct {
@@ -191,11 +190,14 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		lost = func() { s.cluster.ReloadState(context.Background()) }
 	}
 	if cfg.route != nil {
-		s.route = *cfg.route
-		s.note = &notifier{mine: map[uint64]struct{}{}, doubt: map[uint64]struct{}{}}
-	} else if s.note, err = startNotifier(ctx, rdb, k.channel(), &s.feed, lost); err != nil {
-		rdb.Close()
-		return nil, err
+		s.route = cfg.route // the router sets note
+	} else {
+		n, err := startNotifier(ctx, rdb, k.channel(), false, &s.feed, lost)
+		if err != nil {
+			rdb.Close()
+			return nil, err
+		}
+		s.note = n.forNS(k.ns)
 	}
 	s.bg, s.stopBG = context.WithCancel(context.Background())
 	s.admitG = s.newGrouper("admit", scriptAdmit, k.dedupExp(), k.list(), k.sched(), k.readyKinds())
@@ -228,8 +230,8 @@ func (s *Store) Close() error {
 		s.admitG.close()
 		s.completeG.close()
 		var stopErr error
-		if s.note.ps != nil {
-			stopErr = s.note.stop()
+		if s.route == nil && s.note.n != nil { // the router stops its own
+			stopErr = s.note.n.stop()
 		}
 		s.closeErr = errors.Join(stopErr, s.rdb.Close())
 	})

@@ -33,8 +33,8 @@ import (
 // occur in a prefix (checkPrefix), so no namespace of another prefix is a
 // tenant namespace of this one.
 type Router struct {
-	home *Store // the home namespace; its client, functions and context serve every view
-	note *shardNotifier
+	home *Store    // the home namespace; its client, functions and context serve every view
+	note *notifier // over the home namespace and every tenant's
 	feed store.Feed
 
 	mu    sync.Mutex
@@ -52,8 +52,8 @@ type Router struct {
 
 	refreshes atomic.Int64 // hint re-derives (refresh), for tests
 
-	noteUp     atomic.Pointer[shardNotifier] // note, once started (for unavailable)
-	resetSoon  atomic.Bool                   // a notifier reset is scheduled
+	noteUp     atomic.Pointer[notifier] // note, once started (for unavailable)
+	resetSoon  atomic.Bool              // a notifier reset is scheduled
 	resetTimer atomic.Pointer[time.Timer]
 }
 
@@ -68,7 +68,7 @@ const resetDelay = 100 * time.Millisecond
 // among them (a repair now), and a tenant namespace's version counter may
 // go back, while the pattern subscription, on another node, is not
 // dropped; so the notifier forgets the versions it knew and wakes every
-// waiter, as a resubscription does (router_notify.go): within resetDelay
+// waiter, as a resubscription does (notify.go): within resetDelay
 // of the failure, once for a burst of failures, so that waiters woken
 // into calls that fail again are not woken again at once, and always
 // after the burst's last failure.
@@ -110,7 +110,7 @@ func OpenRouter(ctx context.Context, rawURL string, opts ...Option) (*Router, er
 		return nil, err
 	}
 	lost := func() { home.cluster.ReloadState(context.Background()) }
-	if r.note, err = startShardNotifier(ctx, home.rdb, home.k.ns, &r.feed, lost); err != nil {
+	if r.note, err = startNotifier(ctx, home.rdb, routerPattern(home.k.ns), true, &r.feed, lost); err != nil {
 		home.Close()
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func (r *Router) view(t string) *Store {
 	h := r.home
 	v := &Store{
 		rdb: h.rdb, cluster: h.cluster, k: keys{ns: h.k.tenantNS(t)}, functions: h.functions,
-		route: routing{tenant: t, unavailable: h.route.unavailable},
+		route: &routing{tenant: t, unavailable: h.route.unavailable},
 		bg:    h.bg, stopBG: func() {},
 	}
 	v.note = r.note.forNS(v.k.ns)

@@ -18,7 +18,7 @@ import (
 // for TLS) names a Redis Cluster by some of its nodes (the client learns
 // the others), with go-redis's cluster options as query parameters, and
 // prefix as for redis://. OpenStore opens it as the tenant router
-// (shard.go): the home namespace {prefix} and a namespace {prefix/T} per
+// (router.go): the home namespace {prefix} and a namespace {prefix/T} per
 // tenant, each a hash tag, so each tenant's keys live in one slot and
 // every script's keys are on one shard while tenants spread over the
 // primaries; ?layout=single opens the whole namespace in one slot instead
@@ -30,8 +30,8 @@ import (
 // every primary when a node answers that it lacks it (a new primary after
 // a resharding; a promoted replica has it by replication); SCAN and CONFIG
 // GET visit every primary; PING goes to the home namespace's primary; the
-// change channel is subscribed on one node (notify.go; the router's
-// pattern subscription, shard_notify.go). The change messages are plain
+// change channel is subscribed on one node (notify.go; the router has
+// one pattern subscription). The change messages are plain
 // PUBLISH, which a cluster broadcasts to every node: the scripts need no
 // change.
 //
@@ -39,7 +39,7 @@ import (
 // go-redis's ReadOnly, RouteByLatency and RouteRandomly to false whatever
 // the URL says (read_only, route_by_latency, route_randomly), since a read
 // from a replica may miss the last writes, and a hint refresh that read
-// one could drop a live hint (shard_hints.go). A ?layout=single Store
+// one could drop a live hint (router_hints.go). A ?layout=single Store
 // takes the URL's options as they are.
 //
 // go-redis refreshes its map of the cluster on a MOVED reply, and
@@ -97,7 +97,7 @@ func parseClusterURL(rawURL string) (opt *goredis.ClusterOptions, prefix string,
 }
 
 // The layouts of a namespace on a Redis Cluster: a hash tag per tenant
-// (the tenant router, shard.go: the default), or the whole namespace in
+// (the tenant router, router.go: the default), or the whole namespace in
 // one slot (?layout=single: the layout of latch before the router, which
 // a namespace created by it keeps).
 const (

@@ -253,7 +253,7 @@
 // concurrency key, the records of its tenant) are derived inside the
 // script from the same prefix, which is legal because they are in the same
 // slot. A redis-cluster:// URL (cluster.go) opens the tenant router
-// (OpenStore, OpenRouter; shard.go), which gives every tenant a namespace
+// (OpenStore, OpenRouter; router.go), which gives every tenant a namespace
 // of its own, so a slot of its own:
 //
 //	{p}                       the home namespace: tenants (the registry, and
@@ -268,7 +268,7 @@
 //	{p}:shard:turnseq         string the last turn given
 //	{p}:shard:hint:<what>     zset   tenants that may have work of a kind (claim,
 //	                                 promote, rescue, wake, fire) by the
-//	                                 earliest time, a lower bound (shard_hints.go)
+//	                                 earliest time, a lower bound (router_hints.go)
 //	{p}:shard:gen:<what>:<T>  string lowerings of a hint (its refresh's compare
 //	                                 and set)
 //	{p}:shard:hold:<what>:<T> zset   calls holding a hint down across their
@@ -300,7 +300,7 @@
 //     claim hint names, by turn, served in rounds of one execution each by
 //     their own namespace's claim (batched: n wanted over k tenants asks
 //     each for n/k at once), then new turns in the order last served
-//     (shard_claim.go). Rescue, Promote and Wake visit the tenants their
+//     (router_claim.go). Rescue, Promote and Wake visit the tenants their
 //     hint names as due, ListSchedules DueBy those of the fire hint: an
 //     idle tenant costs them nothing (the hint repair below still reads
 //     it every 10 s). A tenant whose part fails is skipped: the others'
@@ -317,7 +317,7 @@
 //     write (claim.lua's leases and their rescue hint, say) is so back at
 //     most about 12 s, plus the repair's own time, after the loss while
 //     any process of the namespace runs, and the work is done by the next
-//     pass after that (shard_repair.go). A repair costs, per process, a
+//     pass after that (router_repair.go). A repair costs, per process, a
 //     pipelined read of every tenant's six index ends and five small
 //     scripts per tenant on the home's primary.
 //   - Lease tokens name their tenant: the router hands out
@@ -325,7 +325,7 @@
 //     Complete, Fail, Release, Suspend and RecordStep go straight to that
 //     tenant's namespace with the namespace's token, whether or not the
 //     call names a tenant; a token naming no tenant, or another than the
-//     call names, answers ErrLeaseLost (shard_token.go). Any other call
+//     call names, answers ErrLeaseLost (router_token.go). Any other call
 //     naming an execution but no tenant (an admin's Get, Cancel, Delete,
 //     Signal, Retry, Steps, Runs) reads the registry (SMEMBERS) and finds
 //     the execution with one pipelined EXISTS per tenant: its cost grows
@@ -335,7 +335,7 @@
 //     lists in name order.
 //   - Changes: each namespace keeps its version counter and channel; the
 //     router subscribes with one pattern, {p[}/]*:changed, and marks
-//     versions per namespace (shard_notify.go). A failover may set a
+//     versions per namespace (notify.go). A failover may set a
 //     tenant namespace's counter back without dropping the subscription
 //     (it is on another node), so when a call finds a node out of reach or
 //     the cluster down the router wakes every waiter and forgets the

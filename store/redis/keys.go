@@ -45,7 +45,7 @@ func checkPrefix(p string) error {
 	return nil
 }
 
-// The tenant router's keys (shard.go), in the home namespace: the turns
+// The tenant router's keys (router.go), in the home namespace: the turns
 // of the tenants (I12) and the last turn given, and the hints, one sorted
 // set per kind of work (claim, promote, rescue, wake, fire) of tenant
 // names scored by the earliest time, in microseconds, the tenant may have
@@ -56,7 +56,7 @@ func (k keys) hint(what string) string { return k.ns + ":shard:hint:" + what }
 
 // hintGen counts the lowerings of tenant t's hint of kind what: a refresh
 // changes the hint only if no lowering came between its reads and its
-// write (shard_hints.go).
+// write (router_hints.go).
 func (k keys) hintGen(what, t string) string { return k.ns + ":shard:gen:" + what + ":" + t }
 
 // hintHold holds tenant t's hint of kind what down while calls that

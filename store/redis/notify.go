@@ -3,6 +3,8 @@ package redis
 import (
 	"context"
 	"fmt"
+	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -11,22 +13,31 @@ import (
 	"github.com/latch-run/latch/store"
 )
 
-// notifier implements store.Notifier over Redis pub/sub.
+// notifier implements store.Notifier over Redis pub/sub, for one
+// namespace (a Store of Open's) or for several (the tenant router's home
+// namespace and every tenant's, router.go).
 //
-// Every script that changes state increments the namespace's version
-// counter and publishes the new version on the namespace's channel; the
-// scripts also return it to their caller. Messages arrive asynchronously,
-// so a message published before a Changed call may be delivered after it.
-// To keep "closed at the first change after the call", each channel handed
-// out carries a mark: the highest version this process knew of when it was
-// handed out — the newest version returned by its own scripts (acked) or
-// received (seen). Only a message above the mark closes it. A change that
-// another process made just before the call may still close it: a spurious
-// wake, which callers tolerate (they re-read state), never a missed one.
+// Every script that changes state increments its namespace's version
+// counter and publishes the new version on the namespace's channel,
+// {ns}:changed; the scripts also return it to their caller. Versions of
+// different namespaces are not comparable, so what the notifier knows is
+// per namespace: the highest version this process knew of, the newest
+// returned by its own scripts (acked) or received (seen). Messages arrive
+// asynchronously, so a message published before a Changed call may be
+// delivered after it. To keep "closed at the first change after the
+// call", each channel handed out carries a mark: the versions known, per
+// namespace, when it was handed out. Only a message above its namespace's
+// mark closes it. A change that another process made just before the
+// call may still close it: a spurious wake, which callers tolerate (they
+// re-read state), never a missed one.
+//
+// One namespace's Store subscribes to its channel; the router subscribes
+// to one pattern, {prefix[}/]*:changed, that hears the home channel and
+// every tenant's (PUBLISH reaches every node of a cluster).
 //
 // After the subscription is (re)established, messages may have been lost,
 // so every waiting channel is closed and the marks start again from zero
-// (a Redis restart without persistence also resets the version counter).
+// (a Redis restart without persistence also resets the version counters).
 //
 // The change feed (store.ChangeFeed) hears this process's changes from the
 // Store's methods, with their ids. A message carries only a version, so a
@@ -35,20 +46,30 @@ import (
 // message race, so a version received before its reply is held as in
 // doubt for ackGrace: only one still unclaimed then counts as remote.
 type notifier struct {
-	ps   *goredis.PubSub // nil for a namespace of the tenant router (fwd)
-	fwd  func(v int64)   // the router's ack for this namespace (shard_notify.go); nil: none
-	lost func()          // called when the subscription fails (nil: nothing to do)
+	ps   *goredis.PubSub
+	lost func() // called when the subscription fails (nil: nothing to do)
 	quit chan struct{}
 	done chan struct{}
 	feed *store.Feed
 
 	mu    sync.Mutex
-	acked uint64
-	seen  uint64
+	known map[string]uint64 // namespace -> the highest version acked or seen
+	gen   uint64            // bumped at each change of known
 	waits []wait
-	mine  map[uint64]struct{} // versions our scripts returned, not yet received
-	doubt map[uint64]struct{} // versions received, not (yet) known as ours
-	timer *time.Timer         // settles doubt; nil when none is pending
+	mine  map[nsVersion]struct{} // versions our scripts returned, not yet received
+	doubt map[nsVersion]struct{} // versions received, not (yet) known as ours
+	timer *time.Timer            // settles doubt; nil when none is pending
+}
+
+type nsVersion struct {
+	ns string
+	v  uint64
+}
+
+type wait struct {
+	gen  uint64
+	mark map[string]uint64 // shared by the waits of one gen; never written after
+	ch   chan struct{}
 }
 
 // ackGrace is how long a received version may wait for the reply that
@@ -59,31 +80,59 @@ const ackGrace = 50 * time.Millisecond
 // outage would otherwise leave theirs behind for ever.
 const maxMine = 1 << 16
 
-type wait struct {
-	mark uint64
-	ch   chan struct{}
+// routerPattern is the pattern of the channels of the namespace home ns
+// "{prefix}" and of its tenants' "{prefix/T}".
+func routerPattern(home string) string {
+	return strings.TrimSuffix(home, "}") + "[}/]*:changed"
 }
 
-// startNotifier subscribes to channel and returns once the subscription is
-// confirmed, so that no change after Open is missed. lost, if not nil, is
-// called each time the subscription's connection fails, before go-redis
-// reconnects (on a cluster: a refresh of the cluster's map, so that the
-// reconnection finds the slot's new primary after a failover).
-func startNotifier(ctx context.Context, rdb goredis.UniversalClient, channel string, feed *store.Feed, lost func()) (*notifier, error) {
-	ps := rdb.Subscribe(ctx, channel)
+// startNotifier subscribes to channel (to the channels it matches, if
+// pattern) and returns once the subscription is confirmed, so that no
+// change after Open is missed. lost, if not nil, is called each time the
+// subscription's connection fails, before go-redis reconnects (on a
+// cluster: a refresh of the cluster's map, so that the reconnection finds
+// the slot's new primary after a failover).
+func startNotifier(ctx context.Context, rdb goredis.UniversalClient, channel string, pattern bool, feed *store.Feed, lost func()) (*notifier, error) {
+	var ps *goredis.PubSub
+	if pattern {
+		ps = rdb.PSubscribe(ctx, channel)
+	} else {
+		ps = rdb.Subscribe(ctx, channel)
+	}
 	if _, err := ps.ReceiveTimeout(ctx, 10*time.Second); err != nil {
 		ps.Close()
 		return nil, fmt.Errorf("redis: subscribe %s: %w", channel, err)
 	}
 	n := &notifier{ps: ps, lost: lost, quit: make(chan struct{}), done: make(chan struct{}), feed: feed,
-		mine: map[uint64]struct{}{}, doubt: map[uint64]struct{}{}}
+		known: map[string]uint64{}, mine: map[nsVersion]struct{}{}, doubt: map[nsVersion]struct{}{}}
 	go n.loop()
 	return n, nil
 }
 
+// forNS returns the handle a namespace's Store acks its versions to.
+func (n *notifier) forNS(ns string) nsNotifier { return nsNotifier{n: n, ns: ns} }
+
+// nsNotifier is one namespace's handle on the notifier that hears it.
+type nsNotifier struct {
+	n  *notifier
+	ns string
+}
+
+// ack records a version returned by one of this process's scripts on the
+// namespace (0: the script changed nothing).
+func (h nsNotifier) ack(v int64) {
+	if v > 0 {
+		h.n.ack(h.ns, uint64(v))
+	}
+}
+
+// changed returns a channel closed by the first change, in any namespace
+// the notifier hears, after the call.
+func (h nsNotifier) changed() <-chan struct{} { return h.n.changed() }
+
 func (n *notifier) loop() {
 	listen(n.ps, n.quit, n.done, listener{
-		message: func(_ string, v uint64) { n.receive(v) },
+		message: func(channel string, v uint64) { n.receive(strings.TrimSuffix(channel, ":changed"), v) },
 		wakeAll: n.wakeAll, reset: n.reset, lost: n.lost,
 	})
 }
@@ -100,34 +149,35 @@ func (n *notifier) stop() error {
 func (n *notifier) changed() <-chan struct{} {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	mark := max(n.acked, n.seen)
-	if k := len(n.waits); k > 0 && n.waits[k-1].mark == mark {
+	if k := len(n.waits); k > 0 && n.waits[k-1].gen == n.gen {
 		return n.waits[k-1].ch
 	}
-	w := wait{mark: mark, ch: make(chan struct{})}
+	w := wait{gen: n.gen, mark: maps.Clone(n.known), ch: make(chan struct{})}
 	n.waits = append(n.waits, w)
 	return w.ch
 }
 
-// ack records a version returned by one of this process's scripts (0: the
-// script changed nothing).
-func (n *notifier) ack(v int64) {
-	if v <= 0 {
-		return
+// raise records version v of namespace ns as known. n.mu is held.
+func (n *notifier) raise(ns string, v uint64) {
+	if v > n.known[ns] {
+		n.known[ns] = v
+		n.gen++
 	}
-	if n.fwd != nil {
-		n.fwd(v)
-		return
-	}
+}
+
+// ack records version v of namespace ns, returned by one of this
+// process's scripts.
+func (n *notifier) ack(ns string, v uint64) {
+	key := nsVersion{ns, v}
 	n.mu.Lock()
-	n.acked = max(n.acked, uint64(v))
-	if _, ok := n.doubt[uint64(v)]; ok {
-		delete(n.doubt, uint64(v))
+	n.raise(ns, v)
+	if _, ok := n.doubt[key]; ok {
+		delete(n.doubt, key)
 	} else {
 		if len(n.mine) >= maxMine {
 			clear(n.mine) // a remote change may pass as ours: the poll covers it
 		}
-		n.mine[uint64(v)] = struct{}{}
+		n.mine[key] = struct{}{}
 	}
 	n.mu.Unlock()
 }
@@ -144,21 +194,22 @@ func (n *notifier) settle() {
 	}
 }
 
-func (n *notifier) receive(v uint64) {
+func (n *notifier) receive(ns string, v uint64) {
+	key := nsVersion{ns, v}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if _, ok := n.mine[v]; ok {
-		delete(n.mine, v)
+	if _, ok := n.mine[key]; ok {
+		delete(n.mine, key)
 	} else {
-		n.doubt[v] = struct{}{}
+		n.doubt[key] = struct{}{}
 		if n.timer == nil {
 			n.timer = time.AfterFunc(ackGrace, n.settle)
 		}
 	}
-	n.seen = max(n.seen, v)
+	n.raise(ns, v)
 	keep := n.waits[:0]
 	for _, w := range n.waits {
-		if v > w.mark {
+		if v > w.mark[ns] {
 			close(w.ch)
 		} else {
 			keep = append(keep, w)
@@ -179,9 +230,11 @@ func (n *notifier) wakeAll() {
 	n.feed.PublishAll()
 }
 
+// reset forgets the versions known and wakes every waiter.
 func (n *notifier) reset() {
 	n.mu.Lock()
-	n.acked, n.seen = 0, 0
+	clear(n.known)
+	n.gen++
 	clear(n.mine)
 	n.mu.Unlock()
 	n.wakeAll()

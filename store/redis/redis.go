@@ -22,15 +22,15 @@ type Store struct {
 	rdb     goredis.UniversalClient
 	cluster *goredis.ClusterClient // rdb, on a Redis Cluster (cluster.go); else nil
 	k       keys
-	// shardTenant is the tenant of a tenant router's namespace (shard.go);
-	// "" for any other Store.
-	shardTenant string
+	// route holds the tenant router's switches (router.go) for a Store it
+	// made; nil for a Store of Open's.
+	route *routing
 
 	// functions: the scripts run as the function library (FCALL), not as
 	// scripts (EVALSHA); see scripts.go.
 	functions bool
 
-	note *notifier
+	note nsNotifier // its namespace's handle on the notifier (notify.go)
 	feed store.Feed // store.ChangeFeed: which executions changed
 
 	// claimExamined counts the ready-index members this Store's claims
@@ -62,16 +62,24 @@ type Option func(*config)
 type config struct {
 	prefix  string
 	scripts bool // run the scripts with EVALSHA even if the server has functions (tests)
-	// detached: no subscription of the Store's own; the tenant router
-	// (shard.go) subscribes for its namespaces and sets note.
-	detached bool
+	// route is set by the tenant router (router.go) alone, for its home
+	// Store; nil for any other Open.
+	route *routing
+}
+
+// routing gathers what only the tenant router (router.go) sets on the
+// Stores it makes: through config for its home namespace's Store, and
+// directly on each tenant's view (Router.view). A Store with one:
+//   - has no subscription of its own: the router's notifier hears its
+//     namespace, and the router sets note (and stops the notifier);
+//   - sends every command to its slot's primary, whatever the URL's
+//     read_only, route_by_latency and route_randomly say (cluster.go).
+type routing struct {
+	// tenant is the tenant of a view's namespace; "" for the home one.
+	tenant string
 	// unavailable, if set, is called when a call could not reach its
-	// cluster node (clusterHook): the tenant router repairs its hints.
+	// cluster node (clusterHook): the router repairs its hints.
 	unavailable func()
-	// primaryOnly: every command goes to its slot's primary, whatever the
-	// URL's read_only, route_by_latency and route_randomly say (the tenant
-	// router: cluster.go).
-	primaryOnly bool
 }
 
 // WithPrefix sets the key prefix (default "latch", or the URL's prefix
@@ -128,14 +136,18 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	s := &Store{k: k}
 	var addr string
 	if copt != nil {
-		if cfg.primaryOnly {
+		if cfg.route != nil { // the router's: primaries only
 			copt.ReadOnly, copt.RouteByLatency, copt.RouteRandomly = false, false, false
 		}
 		if copt.ClientName == "" {
 			copt.ClientName = "latch:" + cfg.prefix // shows in CLIENT LIST
 		}
 		s.cluster = goredis.NewClusterClient(copt)
-		s.cluster.AddHook(clusterHook{cc: s.cluster, unavailable: cfg.unavailable})
+		var unavailable func()
+		if cfg.route != nil {
+			unavailable = cfg.route.unavailable
+		}
+		s.cluster.AddHook(clusterHook{cc: s.cluster, unavailable: unavailable})
 		s.rdb, addr = s.cluster, strings.Join(copt.Addrs, ",")
 	} else {
 		if ropt.ClientName == "" {
@@ -152,7 +164,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		rdb.Close()
 		return nil, err
 	}
-	if copt != nil && !cfg.detached {
+	if copt != nil && cfg.route == nil {
 		// A namespace the tenant router made is not one namespace.
 		if l, err := s.rdb.Get(ctx, k.layout()).Result(); err == nil && l == layoutTenant {
 			rdb.Close()
@@ -177,11 +189,15 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	if s.cluster != nil {
 		lost = func() { s.cluster.ReloadState(context.Background()) }
 	}
-	if cfg.detached {
-		s.note = &notifier{mine: map[uint64]struct{}{}, doubt: map[uint64]struct{}{}}
-	} else if s.note, err = startNotifier(ctx, rdb, k.channel(), &s.feed, lost); err != nil {
-		rdb.Close()
-		return nil, err
+	if cfg.route != nil {
+		s.route = cfg.route // the router sets note
+	} else {
+		n, err := startNotifier(ctx, rdb, k.channel(), false, &s.feed, lost)
+		if err != nil {
+			rdb.Close()
+			return nil, err
+		}
+		s.note = n.forNS(k.ns)
 	}
 	s.bg, s.stopBG = context.WithCancel(context.Background())
 	s.admitG = s.newGrouper("admit", scriptAdmit, k.dedupExp(), k.list(), k.sched(), k.readyKinds())
@@ -214,8 +230,8 @@ func (s *Store) Close() error {
 		s.admitG.close()
 		s.completeG.close()
 		var stopErr error
-		if s.note.ps != nil {
-			stopErr = s.note.stop()
+		if s.route == nil && s.note.n != nil { // the router stops its own
+			stopErr = s.note.n.stop()
 		}
 		s.closeErr = errors.Join(stopErr, s.rdb.Close())
 	})

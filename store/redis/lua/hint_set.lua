@@ -1,4 +1,4 @@
--- hint_set.lua: the tenant router's hint refresh (shard_hints.go) — set a
+-- hint_set.lua: the tenant router's hint refresh (router_hints.go) — set a
 -- tenant's hint to the first time read from its namespace, or remove it,
 -- only if no lowering was counted since the caller read the count, before
 -- it read the namespace, and no call holds the hint down (hold): a call

@@ -15,7 +15,10 @@ import (
 
 // Claim across tenants (I12), as store.Store.Claim defines it, with the
 // turns kept in the home namespace (shardTurns, scored by turn; a tenant
-// never served has turn 0) instead of in one namespace's turns set.
+// never served has turn 0) instead of in one namespace's turns set. The
+// order is claim.lua's for one namespace, written here in Go over the
+// tenants' namespaces; TestRouterFairOrderMatchesClaimLua checks over
+// random histories that the two lease alike.
 //
 // A claim for one tenant is that tenant namespace's claim, which also
 // moves the tenant's turn here when it leased. An excluded tenant

@@ -15,7 +15,7 @@ import (
 // from its index. An idle tenant costs them nothing. Prune visits every
 // tenant (it runs seldom), then the home namespace (servers, workers,
 // activity), and re-derives every hint (repairHints). None of them runs a
-// repair otherwise: that is the repair goroutine's (shard_repair.go).
+// repair otherwise: that is the repair goroutine's (router_repair.go).
 
 // pass runs one such pass: fn does tenant t's part with at most left and
 // returns how much it did. A tenant whose part fails is skipped: the pass

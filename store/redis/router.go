@@ -26,15 +26,15 @@ import (
 // slot, one node. The home namespace "{prefix}" keeps what is
 // namespace-wide: the tenants set (the registry) and each tenant's
 // creation record, API keys, the admin key, console sessions, the schema,
-// servers, workers and activity, and the router's hints (shard_hints.go).
+// servers, workers and activity, and the router's hints (router_hints.go).
 //
 // The Router only routes and merges: it holds no rule of admission,
 // claim, quota or dedup, which stay in the scripts. A tenant's '/' cannot
 // occur in a prefix (checkPrefix), so no namespace of another prefix is a
 // tenant namespace of this one.
 type Router struct {
-	home *Store // the home namespace; its client, functions and context serve every view
-	note *shardNotifier
+	home *Store    // the home namespace; its client, functions and context serve every view
+	note *notifier // over the home namespace and every tenant's
 	feed store.Feed
 
 	mu    sync.Mutex
@@ -42,7 +42,7 @@ type Router struct {
 
 	// needRepair: a node was out of reach (a failover may have lost hint
 	// writes its tenants' primaries kept) or a hint write failed; the
-	// repair goroutine (shard_repair.go) repairs at once, kicked by
+	// repair goroutine (router_repair.go) repairs at once, kicked by
 	// repairKick.
 	needRepair atomic.Bool
 	repairKick chan struct{}
@@ -52,8 +52,8 @@ type Router struct {
 
 	refreshes atomic.Int64 // hint re-derives (refresh), for tests
 
-	noteUp     atomic.Pointer[shardNotifier] // note, once started (for unavailable)
-	resetSoon  atomic.Bool                   // a notifier reset is scheduled
+	noteUp     atomic.Pointer[notifier] // note, once started (for unavailable)
+	resetSoon  atomic.Bool              // a notifier reset is scheduled
 	resetTimer atomic.Pointer[time.Timer]
 }
 
@@ -68,7 +68,7 @@ const resetDelay = 100 * time.Millisecond
 // among them (a repair now), and a tenant namespace's version counter may
 // go back, while the pattern subscription, on another node, is not
 // dropped; so the notifier forgets the versions it knew and wakes every
-// waiter, as a resubscription does (shard_notify.go): within resetDelay
+// waiter, as a resubscription does (notify.go): within resetDelay
 // of the failure, once for a burst of failures, so that waiters woken
 // into calls that fail again are not woken again at once, and always
 // after the burst's last failure.
@@ -99,11 +99,7 @@ func OpenRouter(ctx context.Context, rawURL string, opts ...Option) (*Router, er
 		return nil, errors.New("redis: the tenant router needs a redis-cluster:// URL")
 	}
 	r := &Router{views: map[string]*Store{}, repairKick: make(chan struct{}, 1), repairDone: make(chan struct{})}
-	opts = append(opts, func(c *config) {
-		c.detached = true
-		c.unavailable = r.unavailable
-		c.primaryOnly = true
-	})
+	opts = append(opts, func(c *config) { c.route = &routing{unavailable: r.unavailable} })
 	home, err := Open(ctx, rawURL, opts...)
 	if err != nil {
 		return nil, err
@@ -114,7 +110,7 @@ func OpenRouter(ctx context.Context, rawURL string, opts ...Option) (*Router, er
 		return nil, err
 	}
 	lost := func() { home.cluster.ReloadState(context.Background()) }
-	if r.note, err = startShardNotifier(ctx, home.rdb, home.k.ns, &r.feed, lost); err != nil {
+	if r.note, err = startNotifier(ctx, home.rdb, routerPattern(home.k.ns), true, &r.feed, lost); err != nil {
 		home.Close()
 		return nil, err
 	}
@@ -140,8 +136,11 @@ func (r *Router) view(t string) *Store {
 		return v
 	}
 	h := r.home
-	v := &Store{rdb: h.rdb, cluster: h.cluster, k: keys{ns: h.k.tenantNS(t)}, shardTenant: t, functions: h.functions,
-		bg: h.bg, stopBG: func() {}}
+	v := &Store{
+		rdb: h.rdb, cluster: h.cluster, k: keys{ns: h.k.tenantNS(t)}, functions: h.functions,
+		route: &routing{tenant: t, unavailable: h.route.unavailable},
+		bg:    h.bg, stopBG: func() {},
+	}
 	v.note = r.note.forNS(v.k.ns)
 	v.feed.WatchChanges(func(c store.Change) {
 		if len(c.IDs) > 0 {

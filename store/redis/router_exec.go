@@ -8,10 +8,10 @@ import (
 )
 
 // Calls about one execution go to its tenant's namespace: the one its
-// lease token names (shard_token.go), else the one the call names, else
+// lease token names (router_token.go), else the one the call names, else
 // the one holding the id (find: a fan-out over the tenants). After a script that may
 // have given its tenant work, the router lowers the tenant's hints
-// (shard_hints.go).
+// (router_hints.go).
 
 // afterExec lowers the hints an execution's new state calls for: queued
 // (claim now), scheduled (claim and promote at RunAt), suspended with a
@@ -87,7 +87,7 @@ func (r *Router) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*stor
 		func(v *Store, ctx context.Context, q *store.HeartbeatParams) (*store.HeartbeatResult, error) {
 			res, shortened, err := v.heartbeat(ctx, q)
 			if err == nil && shortened {
-				r.lower(ctx, v.shardTenant, us(res.ExpiresAt), hintRescue)
+				r.lower(ctx, v.route.tenant, us(res.ExpiresAt), hintRescue)
 			}
 			return res, err
 		})
@@ -125,8 +125,8 @@ func (r *Router) Delete(ctx context.Context, p *store.DeleteParams) error {
 	}
 	err = v.Delete(ctx, p)
 	r.unsure(err)
-	if err == nil && v.shardTenant != "" {
-		r.lower(ctx, v.shardTenant, 0, hintClaim) // a force delete may free a key's slot
+	if err == nil && v.route.tenant != "" {
+		r.lower(ctx, v.route.tenant, 0, hintClaim) // a force delete may free a key's slot
 	}
 	return err
 }
@@ -176,8 +176,8 @@ func (r *Router) Signal(ctx context.Context, p *store.SignalParams) (*store.Sign
 	}
 	res, err := v.Signal(ctx, p)
 	r.unsure(err)
-	if err == nil && res.Delivered && v.shardTenant != "" {
-		r.lower(ctx, v.shardTenant, 0, hintClaim)
+	if err == nil && res.Delivered && v.route.tenant != "" {
+		r.lower(ctx, v.route.tenant, 0, hintClaim)
 	}
 	return res, err
 }

@@ -41,7 +41,7 @@ import (
 //     namespace every 10 s or so, in one background goroutine, and at once
 //     after a node was out of reach (a failover of the home's primary may
 //     lose hint writes whose work the tenants' primaries kept) or a hint
-//     write failed (shard_repair.go); Prune does too.
+//     write failed (router_repair.go); Prune does too.
 const (
 	hintClaim   = "claim"   // ready work, or scheduled work from its run_at
 	hintPromote = "promote" // scheduled work (sched, due), from its run_at (Promote)

@@ -448,24 +448,20 @@ func testEventsRetention(t *testing.T, ns NewStore) {
 			t.Errorf("Publish with an expired event's key: Replayed %v event %s, want a new event (the first was %s)",
 				second.Replayed, second.EventID, first.EventID)
 		}
-		// And kept for the new event.
-		p.Now = at(3*time.Second + 500*time.Millisecond)
-		third, err := e.publishWith(p)
-		e.must(err, "repeat within the new event's retention")
-		if !third.Replayed || third.EventID != second.EventID {
-			t.Errorf("repeat within the new event's retention: Replayed %v event %s, want the second's answer %s",
-				third.Replayed, third.EventID, second.EventID)
+		// And kept for the new event, also once the first is pruned.
+		wantRepeat := func(what string, now time.Time) {
+			t.Helper()
+			p.Now = now
+			again, err := e.publishWith(p)
+			e.must(err, what)
+			if !again.Replayed || again.EventID != second.EventID {
+				t.Errorf("%s: Replayed %v event %s, want the second's answer %s", what, again.Replayed, again.EventID, second.EventID)
+			}
 		}
-		// Pruning the first leaves the second's key; pruning both frees
-		// their bytes.
+		wantRepeat("repeat within the new event's retention", at(3*time.Second+500*time.Millisecond))
 		e.prune(at(2*time.Second+500*time.Millisecond), 100)
-		p.Now = at(3*time.Second + 600*time.Millisecond)
-		fourth, err := e.publishWith(p)
-		e.must(err, "repeat after the first event's prune")
-		if !fourth.Replayed || fourth.EventID != second.EventID {
-			t.Errorf("repeat after the first event's prune: Replayed %v event %s, want the second's answer %s",
-				fourth.Replayed, fourth.EventID, second.EventID)
-		}
+		wantRepeat("repeat after the first event's prune", at(3*time.Second+600*time.Millisecond))
+		// Pruning both frees their bytes.
 		e.prune(at(10*time.Second), 100)
 		e.wantEventState(acme, 0, 0)
 	})

@@ -17,10 +17,10 @@ import (
 // the pages are merged newest first: tenant i's page covers every id from
 // its Next up (its whole rest when Next is ""), so the merged page holds
 // the items at or above the highest Next of the tenants not done, which
-// every tenant has covered, up to Limit and MaxBytes; Next is then the last
-// item's id when the page was cut, else that highest Next. Paging on visits
-// every match once, newest first, as the one-namespace List does; one call
-// examines up to Scan ids per tenant.
+// every tenant has covered, cut as every backend cuts a page
+// (store.ListPage), that highest Next being where the merge resumes when
+// the page is not cut. Paging on visits every match once, newest first, as
+// the one-namespace List does; one call examines up to Scan ids per tenant.
 //
 // List of one parent's children (ParentID) is the namespace's that holds
 // the parent: a family lives in its tenant's namespace.
@@ -66,20 +66,13 @@ func (r *Router) List(ctx context.Context, p *store.ListParams) (*store.ListResu
 		}
 	}
 	slices.SortFunc(items, func(a, b *store.Execution) int { return cmp.Compare(b.ID, a.ID) })
-	res := &store.ListResult{}
-	size := 0
-	for i, e := range items {
-		res.Items = append(res.Items, e)
-		size += len(e.Payload) + len(e.Result)
-		if len(res.Items) == limit || (p.MaxBytes > 0 && size >= p.MaxBytes) {
-			if i < len(items)-1 || floor != "" {
-				res.Next = e.ID
-			}
-			return res, nil
+	page := p.Page(limit)
+	for _, e := range items {
+		if page.Add(e) {
+			break
 		}
 	}
-	res.Next = floor
-	return res, nil
+	return page.Result(floor), nil
 }
 
 func (r *Router) QueueStats(ctx context.Context, p *store.QueueStatsParams) ([]*store.QueueStats, error) {

@@ -167,6 +167,36 @@ func testList(t *testing.T, ns NewStore) {
 		}
 	})
 
+	t.Run("MaxBytesCutOnTheLastItemSetsNext", func(t *testing.T) {
+		// "the page ends after the item that reaches it ... and Next is
+		// set", also when that item is the list's last: the page after it
+		// is empty, with no Next. Over every tenant, where no tenant's own
+		// page is cut (the Redis router merges the tenants' pages).
+		e := start(t, ns)
+		e.createTenant(store.CreateTenantParams{Name: globex})
+		big := mustJSON(`{"pad":"` + strings.Repeat("x", 1014) + `"}`)
+		sub := func(int) store.Submission {
+			s := job("echo")
+			s.Payload = big
+			return s
+		}
+		want := append(submitN(e, acme, 1, sub), submitN(e, globex, 2, sub)...)
+		slices.SortFunc(want, func(a, b *store.Execution) int { return strings.Compare(b.ID, a.ID) })
+		p := store.ListParams{Limit: 500, MaxBytes: 2560}
+		res, err := e.s.List(e.ctx, &p)
+		e.must(err, "List")
+		if len(res.Items) != 3 || res.Next == "" {
+			t.Fatalf("page of %d items, Next %q; want 3 items and a Next (cut by MaxBytes on the last)", len(res.Items), res.Next)
+		}
+		wantOrder(t, "the page", res.Items, want)
+		p.After = res.Next
+		res, err = e.s.List(e.ctx, &p)
+		e.must(err, "List")
+		if len(res.Items) != 0 || res.Next != "" {
+			t.Errorf("the page after the last: %d items, Next %q; want none and no Next", len(res.Items), res.Next)
+		}
+	})
+
 	t.Run("PagingEndsOnFullLastPage", func(t *testing.T) {
 		// "Next is ... "" when this is the last": a full last page has no Next.
 		e := start(t, ns)

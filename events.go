@@ -264,17 +264,24 @@ func (c *Client) Subscription(ctx context.Context, tenant, name string) (*Subscr
 }
 
 // Subscriptions reads tenant's subscriptions by name ("" = every
-// tenant's, by tenant then name).
+// tenant's, by tenant then name), the store's pages one after the other.
 func (c *Client) Subscriptions(ctx context.Context, tenant string) ([]*Subscription, error) {
-	list, err := c.st.ListSubscriptions(ctx, &store.ListSubscriptionsParams{Tenant: tenant})
-	if err != nil {
-		return nil, fmt.Errorf("latch: subscriptions: %w", err)
+	var out []*Subscription
+	p := store.ListSubscriptionsParams{Tenant: tenant}
+	for {
+		list, err := c.st.ListSubscriptions(ctx, &p)
+		if err != nil {
+			return nil, fmt.Errorf("latch: subscriptions: %w", err)
+		}
+		for _, s := range list {
+			out = append(out, fromStoreSubscription(s))
+		}
+		if len(list) < p.ListLimit() {
+			return out, nil
+		}
+		last := list[len(list)-1]
+		p.After = store.SubscriptionRef{Tenant: last.Tenant, Name: last.Name}
 	}
-	out := make([]*Subscription, len(list))
-	for i, s := range list {
-		out[i] = fromStoreSubscription(s)
-	}
-	return out, nil
 }
 
 // DeleteSubscription deletes tenant's subscription name: later publishes

@@ -174,6 +174,8 @@ func TestOpenAPIStatesBehaviour(t *testing.T) {
 		{[]string{"paths", "/api/events", "post", "description"}, "does not fail the publish"},
 		{[]string{"components", "schemas", "SuspendRequest", "properties", "event", "description"}, "is never missed"},
 		{[]string{"paths", "/api/subscriptions/{name}", "put", "description"}, "409 too_many_subscriptions, nothing written"},
+		{[]string{"paths", "/api/subscriptions", "get", "description"},
+			fmt.Sprintf("default %d, a tenant's every subscription; at most %d", defaultListedSubscriptions, maxListedSubscriptions)},
 		{[]string{"paths", "/api/workers/claim", "post", "description"}, "priority orders a tenant's own executions"},
 	} {
 		if s := text(c.at...); !strings.Contains(s, c.want) {

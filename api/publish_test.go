@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -185,6 +186,90 @@ func TestSubscriptions(t *testing.T) {
 	e.do("GET", "/api/subscriptions/on-paid", key, nil).problem(http.StatusNotFound, CodeNotFound)
 	e.do("DELETE", "/api/subscriptions/on-paid", key, nil).problem(http.StatusNotFound, CodeNotFound)
 	e.do("GET", "/api/subscriptions/bad%20name", key, nil).problem(http.StatusNotFound, CodeNotFound)
+}
+
+// TestSubscriptionListPages: the list comes a page at a time: limit
+// bounds it, next_cursor continues after its last subscription, across
+// tenants for the admin; a tenant key sees only its own; a bad page
+// parameter is a 400 naming it.
+func TestSubscriptionListPages(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a, b, c := e.tenant("acme"), e.tenant("bolt"), e.tenant("core")
+	for _, name := range []string{"c", "a", "b"} {
+		e.do("PUT", "/api/subscriptions/"+name, a, `{"event":"e","kind":"k"}`).want(http.StatusCreated)
+	}
+	e.do("PUT", "/api/subscriptions/a", b, `{"event":"e","kind":"k"}`).want(http.StatusCreated)
+	e.do("PUT", "/api/subscriptions/z", c, `{"event":"e","kind":"k"}`).want(http.StatusCreated)
+
+	pages := func(key, path string) (got []string, cursors int) {
+		t.Helper()
+		limit := path[strings.Index(path, "?"):]
+		for {
+			var list subscriptionList
+			e.do("GET", path, key, nil).want(http.StatusOK).decode(&list)
+			for _, s := range list.Items {
+				got = append(got, s.Tenant+"/"+s.Name)
+			}
+			if list.NextCursor == nil {
+				return got, cursors
+			}
+			if cursors++; cursors > 6 {
+				t.Fatalf("%s: still paging after %d pages: %v", path, cursors, got)
+			}
+			path = "/api/subscriptions" + limit + "&cursor=" + *list.NextCursor
+		}
+	}
+	for _, tc := range []struct {
+		key, query, want string
+		next             int
+	}{
+		{e.admin, "?limit=2", "acme/a,acme/b,acme/c,bolt/a,core/z", 2},
+		{e.admin, "?limit=1", "acme/a,acme/b,acme/c,bolt/a,core/z", 4},
+		{e.admin, "?limit=500", "acme/a,acme/b,acme/c,bolt/a,core/z", 0},
+		{a, "?limit=2", "acme/a,acme/b,acme/c", 1},
+		// A page that ends exactly at the last has no next_cursor.
+		{a, "?limit=3", "acme/a,acme/b,acme/c", 0},
+		{b, "?limit=1", "bolt/a", 0},
+	} {
+		if got, n := pages(tc.key, "/api/subscriptions"+tc.query); strings.Join(got, ",") != tc.want || n != tc.next {
+			t.Errorf("%s: %v in %d pages after the first, want %s in %d", tc.query, got, n, tc.want, tc.next)
+		}
+	}
+	// A tenant key given a cursor of another tenant's list sees its own
+	// after it, nothing of the other's.
+	var all subscriptionList
+	e.do("GET", "/api/subscriptions?limit=3", e.admin, nil).want(http.StatusOK).decode(&all)
+	if all.NextCursor == nil {
+		t.Fatal("no next_cursor after acme's 3 of 5")
+	}
+	var mine subscriptionList
+	e.do("GET", "/api/subscriptions?cursor="+*all.NextCursor, b, nil).want(http.StatusOK).decode(&mine)
+	if len(mine.Items) != 1 || mine.Items[0].Tenant != "bolt" || mine.NextCursor != nil {
+		t.Errorf("bolt after acme's cursor: %+v", mine)
+	}
+	// The default page holds a tenant's every subscription; the answer
+	// always has next_cursor, null at the end.
+	r := e.do("GET", "/api/subscriptions", a, nil).want(http.StatusOK)
+	var raw map[string]json.RawMessage
+	r.decode(&raw)
+	if string(raw["next_cursor"]) != "null" || len(e.subscriptions(a)) != 3 {
+		t.Errorf("acme's default page: %s", r.body)
+	}
+	for _, tc := range []struct{ query, mention string }{
+		{"limit=0", "limit"},
+		{"limit=501", "limit"},
+		{"limit=x", "limit"},
+		{"cursor=abc", "cursor"},
+		{"cursor=" + base64.RawURLEncoding.EncodeToString([]byte(`["acme"]`)), "cursor"},
+		{"cursor=" + base64.RawURLEncoding.EncodeToString([]byte(`["acme",""]`)), "cursor"},
+		{"page=2", "page"},
+	} {
+		p := e.do("GET", "/api/subscriptions?"+tc.query, a, nil).problem(http.StatusBadRequest, CodeInvalidRequest)
+		if !strings.HasPrefix(p.Detail, tc.mention) {
+			t.Errorf("%s: detail %q does not start with %q", tc.query, p.Detail, tc.mention)
+		}
+	}
 }
 
 // TestEventsInvalid: bad input to a publish, a subscription or a wait for

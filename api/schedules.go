@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -20,9 +19,6 @@ const (
 	// maxListedSchedules bounds a page of GET /api/schedules, by tenant
 	// then name; it is also the default page size.
 	maxListedSchedules = 1000
-	// maxScheduleCursor bounds a decoded schedules cursor: a tenant and a
-	// name, JSON-encoded.
-	maxScheduleCursor = 1024
 )
 
 // scheduleOwner completes the problem of an admin that did not name the
@@ -303,22 +299,9 @@ type scheduleListRequest struct {
 	after store.ScheduleRef
 }
 
-func (r *scheduleListRequest) bind(hr *http.Request) error {
-	q, err := query(hr, "limit", "cursor")
-	if err != nil {
-		return err
-	}
-	if r.limit, err = queryLimit(q, maxListedSchedules, maxListedSchedules); err != nil {
-		return err
-	}
-	if v := q.Get("cursor"); v != "" {
-		after, ok := decodeScheduleCursor(v)
-		if !ok {
-			return invalid("cursor", "not a cursor this server issued; use next_cursor of a previous page")
-		}
-		r.after = after
-	}
-	return nil
+func (r *scheduleListRequest) bind(hr *http.Request) (err error) {
+	r.limit, r.after.Tenant, r.after.Name, err = bindNamePage(hr, maxListedSchedules, maxListedSchedules)
+	return err
 }
 
 // listSchedules is GET /api/schedules: a page of the caller's tenant's
@@ -331,38 +314,12 @@ func (s *Server) listSchedules(ctx context.Context, req *scheduleListRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	out := &scheduleList{Items: make([]*scheduleView, 0, min(len(list), req.limit))}
-	for _, sc := range list[:min(len(list), req.limit)] {
-		out.Items = append(out.Items, toSchedule(sc))
-	}
-	if len(list) > req.limit {
-		last := list[req.limit-1]
-		c := encodeScheduleCursor(store.ScheduleRef{Tenant: last.Tenant, Name: last.Name})
-		out.NextCursor = &c
+	page, next := namePage(list, req.limit, func(sc *store.Schedule) (string, string) { return sc.Tenant, sc.Name })
+	out := &scheduleList{Items: make([]*scheduleView, len(page)), NextCursor: next}
+	for i, sc := range page {
+		out.Items[i] = toSchedule(sc)
 	}
 	return out, nil
-}
-
-// A schedules cursor is the last schedule of a page, its tenant and name
-// as a JSON array in unpadded base64url: opaque to clients.
-func encodeScheduleCursor(ref store.ScheduleRef) string {
-	b, _ := json.Marshal([2]string{ref.Tenant, ref.Name}) // strings always marshal
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func decodeScheduleCursor(c string) (store.ScheduleRef, bool) {
-	if len(c) > base64.RawURLEncoding.EncodedLen(maxScheduleCursor) {
-		return store.ScheduleRef{}, false
-	}
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return store.ScheduleRef{}, false
-	}
-	var ref []string
-	if err := json.Unmarshal(b, &ref); err != nil || len(ref) != 2 || ref[0] == "" || ref[1] == "" {
-		return store.ScheduleRef{}, false
-	}
-	return store.ScheduleRef{Tenant: ref[0], Name: ref[1]}, true
 }
 
 // getSchedule is GET /api/schedules/{name}.

@@ -14,6 +14,13 @@ import (
 // standing order to start an execution of a kind for every event of a
 // name it publishes.
 
+// The page size of GET /api/subscriptions, by tenant then name: a
+// tenant's every subscription (store.MaxSubscriptions) by default.
+const (
+	defaultListedSubscriptions = 100
+	maxListedSubscriptions     = 500
+)
+
 // subscriptionOwner completes the problem of an admin that did not name
 // the tenant of a subscription.
 const subscriptionOwner = "that owns the subscription"
@@ -220,19 +227,34 @@ func (s *Server) putSubscription(ctx context.Context, req *putSubscriptionReques
 }
 
 type subscriptionList struct {
-	Items []*subscriptionView `json:"items"`
+	Items      []*subscriptionView `json:"items"`
+	NextCursor *string             `json:"next_cursor"`
 }
 
-// listSubscriptions is GET /api/subscriptions: the caller's tenant's
-// subscriptions (at most store.MaxSubscriptions), or for the admin without
-// Latch-Tenant every tenant's, by tenant then name.
-func (s *Server) listSubscriptions(ctx context.Context, _ *struct{}) (*subscriptionList, error) {
-	list, err := s.cfg.Store.ListSubscriptions(ctx, &store.ListSubscriptionsParams{Tenant: principalFrom(ctx).scope()})
+// subscriptionListRequest is GET /api/subscriptions with its page.
+type subscriptionListRequest struct {
+	limit int
+	after store.SubscriptionRef
+}
+
+func (r *subscriptionListRequest) bind(hr *http.Request) (err error) {
+	r.limit, r.after.Tenant, r.after.Name, err = bindNamePage(hr, defaultListedSubscriptions, maxListedSubscriptions)
+	return err
+}
+
+// listSubscriptions is GET /api/subscriptions: a page of the caller's
+// tenant's subscriptions, or for the admin without Latch-Tenant every
+// tenant's, by tenant then name; next_cursor continues after its last.
+func (s *Server) listSubscriptions(ctx context.Context, req *subscriptionListRequest) (*subscriptionList, error) {
+	list, err := s.cfg.Store.ListSubscriptions(ctx, &store.ListSubscriptionsParams{
+		Tenant: principalFrom(ctx).scope(), Limit: req.limit + 1, After: req.after,
+	})
 	if err != nil {
 		return nil, err
 	}
-	out := &subscriptionList{Items: make([]*subscriptionView, len(list))}
-	for i, sub := range list {
+	page, next := namePage(list, req.limit, func(sub *store.Subscription) (string, string) { return sub.Tenant, sub.Name })
+	out := &subscriptionList{Items: make([]*subscriptionView, len(page)), NextCursor: next}
+	for i, sub := range page {
 		out.Items[i] = toSubscription(sub)
 	}
 	return out, nil

@@ -2,7 +2,10 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +76,88 @@ func TestSubscriptionsPage(t *testing.T) {
 	}
 	if got := subscriptionRows(admin.do("GET", "/subscriptions?tenant=b", nil).body); len(got) != 1 || !strings.HasPrefix(got[0], "b|b-secret-sub|") {
 		t.Errorf("the admin's subscriptions of b: %q", got)
+	}
+}
+
+// TestSubscriptionsPageByPage: the admin's list of every tenant's
+// subscriptions comes a page at a time, each with a link to the next, in
+// tenant then name order, each subscription once; a tenant's every
+// subscription fits on its page, and a tenant key reads its own whatever
+// the query names.
+func TestSubscriptionsPageByPage(t *testing.T) {
+	e := newEnv(t)
+	key := e.tenant("a")
+	e.tenant("b")
+	var want []string
+	for tenant, prefix := range map[string]string{"a": "s", "b": "t"} {
+		for i := range store.MaxSubscriptions {
+			name := fmt.Sprintf("%s%03d", prefix, i)
+			e.subscribe(tenant, name, "ev", "echo", "", true)
+			want = append(want, tenant+"|"+name)
+		}
+	}
+	slices.Sort(want)
+	more := regexp.MustCompile(`<a href="([^"]+)">More subscriptions</a>`)
+	// list reads a page: each row's tenant and name (the admin's), or
+	// name.
+	list := func(b *browser, admin bool, path string) (got []string, next string) {
+		t.Helper()
+		p := b.do("GET", path, nil)
+		if p.status != http.StatusOK {
+			t.Fatalf("GET %s: %d", path, p.status)
+		}
+		n := 1
+		if admin {
+			n = 2
+		}
+		for _, row := range subscriptionRows(p.body) {
+			got = append(got, strings.Join(strings.Split(row, "|")[:n], "|"))
+		}
+		if m := more.FindStringSubmatch(p.body); m != nil {
+			next = strings.ReplaceAll(m[1], "&amp;", "&")
+		}
+		return got, next
+	}
+	admin := e.browser()
+	admin.login(e.admin)
+	var got []string
+	pages := 0
+	for path := "/subscriptions"; path != ""; pages++ {
+		if pages > 3 {
+			t.Fatalf("still paging after %d pages", pages)
+		}
+		var page []string
+		page, path = list(admin, true, path)
+		if len(page) > store.MaxSubscriptions {
+			t.Errorf("a page of %d rows", len(page))
+		}
+		got = append(got, page...)
+	}
+	if !slices.Equal(got, want) || pages != 2 {
+		t.Errorf("the admin's pages: %d rows in %d pages, want %d in 2", len(got), pages, len(want))
+	}
+	// One tenant's, filtered, fit on one page.
+	if got, next := list(admin, true, "/subscriptions?tenant=b"); len(got) != store.MaxSubscriptions || got[0] != "b|t000" || next != "" {
+		t.Errorf("the admin's page of b: %d rows from %v, next %q", len(got), got[:1], next)
+	}
+	b := e.browser()
+	b.login(key)
+	for path, first := range map[string]string{
+		"/subscriptions":                           "s000",
+		"/subscriptions?tenant=b":                  "s000",
+		"/subscriptions?after_tenant=b&after=s000": "s001",
+		"/subscriptions?after_tenant=b&after=t000": "",
+	} {
+		got, next := list(b, false, path)
+		for _, n := range got {
+			if !strings.HasPrefix(n, "s") {
+				t.Errorf("GET %s as tenant a shows %s", path, n)
+				break
+			}
+		}
+		if first != "" && (len(got) == 0 || got[0] != first) || first == "" && len(got) != 0 || next != "" {
+			t.Errorf("GET %s as tenant a: %d rows from %v, next %q; want a's from %q", path, len(got), got[:min(len(got), 1)], next, first)
+		}
 	}
 }
 

@@ -61,7 +61,7 @@ var wireTypes = map[string]any{
 	"EventStart":          EventStart{},
 	"SubscriptionRequest": SubscriptionSpec{},
 	"Subscription":        Subscription{},
-	"SubscriptionList":    SubscriptionList{},
+	"SubscriptionList":    SubscriptionPage{},
 }
 
 // notWire are the schemas that are no object of their own: enums, and

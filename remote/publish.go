@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"iter"
 	"net/http"
 	"time"
 )
@@ -99,11 +100,12 @@ type Subscription struct {
 	UpdatedAt        time.Time `json:"updated_at"`
 }
 
-// SubscriptionList is the tenant's subscriptions by name (the admin's
-// without a tenant: every tenant's, by tenant then name).
-type SubscriptionList struct {
+// SubscriptionPage is one page of the tenant's subscriptions by name (the
+// admin's without a tenant: every tenant's, by tenant then name).
+type SubscriptionPage struct {
 	rawJSON
-	Items []Subscription `json:"items"`
+	Items      []Subscription `json:"items"`
+	NextCursor *string        `json:"next_cursor"`
 }
 
 // PutSubscription creates or replaces the subscription name; created
@@ -127,13 +129,27 @@ func (c *Client) GetSubscription(ctx context.Context, name string) (*Subscriptio
 	return &s, nil
 }
 
-// ListSubscriptions reads the tenant's subscriptions.
-func (c *Client) ListSubscriptions(ctx context.Context) (*SubscriptionList, error) {
-	var l SubscriptionList
-	if _, err := c.Call(ctx, Request{Method: http.MethodGet, Path: "/api/subscriptions", Idempotent: true}, &l); err != nil {
+// SubscriptionsPage reads one page of subscriptions (limit 1-500, default
+// 100: a tenant's every subscription).
+func (c *Client) SubscriptionsPage(ctx context.Context, opts PageOptions) (*SubscriptionPage, error) {
+	var p SubscriptionPage
+	if _, err := c.Call(ctx, Request{Method: http.MethodGet, Path: "/api/subscriptions", Query: opts.query(), Idempotent: true}, &p); err != nil {
 		return nil, err
 	}
-	return &l, nil
+	return &p, nil
+}
+
+// Subscriptions yields every subscription, page after page; an error ends
+// it.
+func (c *Client) Subscriptions(ctx context.Context, opts PageOptions) iter.Seq2[*Subscription, error] {
+	return pages(func(cursor string) ([]Subscription, *string, error) {
+		opts.Cursor = cursor
+		p, err := c.SubscriptionsPage(ctx, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		return p.Items, p.NextCursor, nil
+	}, opts.Cursor)
 }
 
 // DeleteSubscription deletes the subscription name; the executions it

@@ -35,9 +35,25 @@ func TestEventCalls(t *testing.T) {
 	if got := must(c.GetSubscription(ctx, "on-paid"))(t); got.Queue != "jobs" || !got.CreatedAt.Equal(sub.CreatedAt) {
 		t.Fatalf("get: %+v", got)
 	}
-	if l := must(c.ListSubscriptions(ctx))(t); len(l.Items) != 2 || l.Items[0].Name != "off" {
+	if l := must(c.SubscriptionsPage(ctx, remote.PageOptions{}))(t); len(l.Items) != 2 || l.Items[0].Name != "off" || l.NextCursor != nil {
 		t.Fatalf("list: %+v", l.Items)
 	}
+	first := must(c.SubscriptionsPage(ctx, remote.PageOptions{Limit: 1}))(t)
+	if len(first.Items) != 1 || first.Items[0].Name != "off" || first.NextCursor == nil {
+		t.Fatalf("first page of 1: %+v", first)
+	}
+	var names []string
+	for s, err := range c.Subscriptions(ctx, remote.PageOptions{Limit: 1}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, s.Name)
+	}
+	if len(names) != 2 || names[0] != "off" || names[1] != "on-paid" {
+		t.Fatalf("subscriptions by pages of 1: %v", names)
+	}
+	_, err = c.SubscriptionsPage(ctx, remote.PageOptions{Cursor: "nope"})
+	wantCode(t, err, remote.ErrInvalidRequest, http.StatusBadRequest)
 
 	e := must(c.Submit(ctx, remote.SubmitRequest{Kind: "flow"}))(t)
 	leases := must(c.Claim(ctx, remote.ClaimRequest{WorkerID: "w1", Kinds: []string{"flow"}, WaitSeconds: 2}))(t)

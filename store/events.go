@@ -343,9 +343,35 @@ type GetSubscriptionParams struct {
 	Name   string
 }
 
-// ListSubscriptionsParams are the arguments of Store.ListSubscriptions.
+// ListSubscriptionsParams are the arguments of Store.ListSubscriptions: a
+// page in tenant then name order.
 type ListSubscriptionsParams struct {
 	Tenant string // "" = every tenant's
+	// After lists only the subscriptions after it in tenant then name
+	// order: the next page after a page that ended there (the page's last
+	// need not exist any more). The zero value starts at the beginning.
+	After SubscriptionRef
+	// Limit bounds the page; 0 or less = DefaultSubscriptionListLimit,
+	// which holds every subscription of a tenant at MaxSubscriptions.
+	Limit int
+}
+
+// SubscriptionRef names a subscription: its tenant and its name.
+type SubscriptionRef struct {
+	Tenant string
+	Name   string
+}
+
+// DefaultSubscriptionListLimit is how many subscriptions ListSubscriptions
+// returns when its Limit is 0 or less: ten tenants' worth at their bound.
+const DefaultSubscriptionListLimit = 10 * MaxSubscriptions
+
+// ListLimit is the most subscriptions ListSubscriptions returns for p.
+func (p *ListSubscriptionsParams) ListLimit() int {
+	if p.Limit <= 0 {
+		return DefaultSubscriptionListLimit
+	}
+	return p.Limit
 }
 
 // DeleteSubscriptionParams are the arguments of Store.DeleteSubscription.

@@ -240,7 +240,8 @@ type Store interface {
 	// GetSubscription reads one; ErrNotFound if the tenant has none of
 	// that name.
 	GetSubscription(ctx context.Context, p *GetSubscriptionParams) (*Subscription, error)
-	// ListSubscriptions reads subscriptions ordered by tenant then name.
+	// ListSubscriptions reads a page of subscriptions ordered by tenant
+	// then name: at most p.ListLimit(), the first after p.After.
 	ListSubscriptions(ctx context.Context, p *ListSubscriptionsParams) ([]*Subscription, error)
 	// DeleteSubscription removes one: later publishes start nothing for
 	// it; executions it started stay. ErrNotFound if there is none.

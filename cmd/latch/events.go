@@ -79,11 +79,34 @@ func runSubscriptions(ctx context.Context, args []string, out io.Writer) error {
 	var res json.RawMessage
 	switch sub {
 	case "ls":
-		l, err := api.ListSubscriptions(ctx)
-		if err != nil {
+		// Every page, as one list: a tenant's subscriptions fit in the
+		// first; the admin's of every tenant may take more.
+		var all struct {
+			Items      []json.RawMessage `json:"items"`
+			NextCursor *string           `json:"next_cursor"`
+		}
+		all.Items = []json.RawMessage{}
+		for page := (remote.PageOptions{}); ; {
+			p, err := api.SubscriptionsPage(ctx, page)
+			if err != nil {
+				return err
+			}
+			var items struct {
+				Items []json.RawMessage `json:"items"`
+			}
+			if err := json.Unmarshal(p.JSON(), &items); err != nil {
+				return fmt.Errorf("decode answer: %w", err)
+			}
+			all.Items = append(all.Items, items.Items...)
+			if p.NextCursor == nil {
+				break
+			}
+			page.Cursor = *p.NextCursor
+		}
+		var err error
+		if res, err = json.Marshal(all); err != nil {
 			return err
 		}
-		res = l.JSON()
 	case "get":
 		s, err := api.GetSubscription(ctx, name)
 		if err != nil {

@@ -1,9 +1,19 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/latch-run/latch/api"
+	"github.com/latch-run/latch/auth"
+	"github.com/latch-run/latch/internal/testdb"
+	"github.com/latch-run/latch/store"
+	"github.com/latch-run/latch/store/sqlite"
 )
 
 // TestEventCommands against a real server: subscriptions put (create,
@@ -88,5 +98,59 @@ func TestEventCommands(t *testing.T) {
 	}
 	if code, _, errOut = cli(t, "subscriptions", "get", "on-paid"); code == 0 || !strings.Contains(errOut, "not found") {
 		t.Fatalf("get after rm: %d %s", code, errOut)
+	}
+}
+
+// TestSubscriptionsListEveryPage: ls for the admin shows every tenant's
+// subscriptions, every page of them (more than the server's page of 100),
+// in tenant then name order, with no cursor left to follow.
+func TestSubscriptionsListEveryPage(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, testdb.SQLite(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	var want []string
+	for tenant, n := range map[string]int{"acme": store.MaxSubscriptions, "bolt": 5} {
+		if _, err := st.CreateTenant(ctx, &store.CreateTenantParams{Name: tenant}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			name := fmt.Sprintf("s%03d", i)
+			sub := store.Subscription{Tenant: tenant, Name: name, Event: "e", Kind: "k", Enabled: true}
+			if _, err := st.PutSubscription(ctx, &store.PutSubscriptionParams{Subscription: sub}); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, tenant+"/"+name)
+		}
+	}
+	slices.Sort(want)
+	srv := httptest.NewServer(api.New(api.Config{Store: st, AdminKeyHash: auth.HashKey(testAdminKey)}).Handler())
+	t.Cleanup(srv.Close)
+	t.Setenv("LATCH_URL", srv.URL)
+	t.Setenv("LATCH_KEY", testAdminKey)
+
+	code, out, errOut := cli(t, "subscriptions", "ls", "-o", "json")
+	var list struct {
+		Items []struct {
+			Tenant string `json:"tenant"`
+			Name   string `json:"name"`
+		} `json:"items"`
+		NextCursor *string `json:"next_cursor"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil {
+		t.Fatalf("ls -o json: %d %v %s", code, err, errOut)
+	}
+	var got []string
+	for _, s := range list.Items {
+		got = append(got, s.Tenant+"/"+s.Name)
+	}
+	if !slices.Equal(got, want) || list.NextCursor != nil {
+		t.Fatalf("ls -o json: %d subscriptions (%v), want %d; next_cursor %v", len(got), got, len(want), list.NextCursor)
+	}
+	code, out, _ = cli(t, "subscriptions", "ls", "-o", "table")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != 0 || len(lines) != len(want)+1 || strings.Contains(out, "more:") {
+		t.Fatalf("ls -o table: %d, %d lines", code, len(lines))
 	}
 }

@@ -33,8 +33,13 @@ ON CONFLICT (tenant, name) DO UPDATE SET event = excluded.event, kind = excluded
     enabled = excluded.enabled, updated_at = excluded.updated_at
 RETURNING ` + subscriptionColumns + `, xmax = 0`
 
-	sqlGetSubscription    = `SELECT ` + subscriptionColumns + ` FROM latch_subscriptions WHERE tenant = $1 AND name = $2`
-	sqlListSubscriptions  = `SELECT ` + subscriptionColumns + ` FROM latch_subscriptions WHERE $1 = '' OR tenant = $1 ORDER BY tenant, name`
+	sqlGetSubscription = `SELECT ` + subscriptionColumns + ` FROM latch_subscriptions WHERE tenant = $1 AND name = $2`
+	// Ranges of the primary key (tenant, name) after ($1, $2): every
+	// tenant's, or tenant $4's.
+	sqlListSubscriptions = `SELECT ` + subscriptionColumns + ` FROM latch_subscriptions
+WHERE (tenant, name) > ($1, $2) ORDER BY tenant, name LIMIT $3`
+	sqlListTenantSubscriptions = `SELECT ` + subscriptionColumns + ` FROM latch_subscriptions
+WHERE tenant = $4 AND (tenant, name) > ($1, $2) ORDER BY tenant, name LIMIT $3`
 	sqlDeleteSubscription = `DELETE FROM latch_subscriptions WHERE tenant = $1 AND name = $2`
 )
 
@@ -129,7 +134,11 @@ func (s *Store) GetSubscription(ctx context.Context, p *store.GetSubscriptionPar
 
 // ListSubscriptions implements store.Store.
 func (s *Store) ListSubscriptions(ctx context.Context, p *store.ListSubscriptionsParams) ([]*store.Subscription, error) {
-	out, err := scanSubscriptions(s.pool.Query(ctx, sqlListSubscriptions, p.Tenant))
+	query, args := sqlListSubscriptions, []any{p.After.Tenant, p.After.Name, p.ListLimit()}
+	if p.Tenant != "" {
+		query, args = sqlListTenantSubscriptions, append(args, p.Tenant)
+	}
+	out, err := scanSubscriptions(s.pool.Query(ctx, query, args...))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list subscriptions: %w", interpretError(err))
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"time"
 
@@ -145,33 +144,18 @@ func (s *Store) GetSubscription(ctx context.Context, p *store.GetSubscriptionPar
 }
 
 // ListSubscriptions implements store.Store: the tenants in name order
-// (one, or every tenant of the namespace), each one's names from its index
-// (all scores 0, so by name), then one pipelined read of the records. One
-// deleted meanwhile is left out.
+// (one, or every tenant of the namespace) from After, each one's names from
+// its index until the page is full (namesByTenant), then one pipelined
+// read of the records. One deleted meanwhile is left out.
 func (s *Store) ListSubscriptions(ctx context.Context, p *store.ListSubscriptionsParams) ([]*store.Subscription, error) {
-	tenants := []string{p.Tenant}
-	if p.Tenant == "" {
-		var err error
-		if tenants, err = s.rdb.SMembers(ctx, s.k.tenants()).Result(); err != nil {
-			return nil, fmt.Errorf("redis: list subscriptions: %w", interpretError(err))
-		}
-		slices.Sort(tenants)
+	scopes, err := s.namesByTenant(ctx, s.k.subscriptions, p.Tenant, p.After.Tenant, p.After.Name, p.ListLimit())
+	if err != nil {
+		return nil, fmt.Errorf("redis: list subscriptions: %w", err)
 	}
-	names := make([]*goredis.StringSliceCmd, len(tenants))
+	recs := make([]*goredis.MapStringStringCmd, len(scopes))
 	if _, err := s.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
-		for i, t := range tenants {
-			names[i] = pipe.ZRange(ctx, s.k.subscriptions(t), 0, -1)
-		}
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("redis: list subscriptions: %w", interpretError(err))
-	}
-	var recs []*goredis.MapStringStringCmd
-	if _, err := s.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
-		for i, t := range tenants {
-			for _, n := range names[i].Val() {
-				recs = append(recs, pipe.HGetAll(ctx, s.k.subscription(scoped(t, n))))
-			}
+		for i, sc := range scopes {
+			recs[i] = pipe.HGetAll(ctx, s.k.subscription(sc))
 		}
 		return nil
 	}); err != nil {
@@ -254,14 +238,36 @@ func (r *Router) GetSubscription(ctx context.Context, p *store.GetSubscriptionPa
 }
 
 // ListSubscriptions implements store.Store: the tenant's namespace, or
-// every tenant's in name order.
+// every tenant's in name order from After, one namespace after the other,
+// each asked for what the limit leaves, until the page is full.
 func (r *Router) ListSubscriptions(ctx context.Context, p *store.ListSubscriptionsParams) ([]*store.Subscription, error) {
 	if p.Tenant != "" {
 		return r.view(p.Tenant).ListSubscriptions(ctx, p)
 	}
-	return eachTenant(ctx, r, func(ctx context.Context, t string, v *Store) ([]*store.Subscription, error) {
-		return v.ListSubscriptions(ctx, &store.ListSubscriptionsParams{Tenant: t})
-	})
+	names, err := r.tenants(ctx)
+	if err != nil {
+		return nil, err
+	}
+	limit := p.ListLimit()
+	var out []*store.Subscription
+	for _, t := range names {
+		if len(out) >= limit {
+			break
+		}
+		if t < p.After.Tenant {
+			continue
+		}
+		tp := store.ListSubscriptionsParams{Tenant: t, Limit: limit - len(out)}
+		if t == p.After.Tenant {
+			tp.After = p.After
+		}
+		part, err := r.view(t).ListSubscriptions(ctx, &tp)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, part...)
+	}
+	return out, nil
 }
 
 // DeleteSubscription implements store.Store on the tenant's namespace.

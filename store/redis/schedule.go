@@ -100,15 +100,29 @@ func (s *Store) ListSchedules(ctx context.Context, p *store.ListSchedulesParams)
 // scheduleNames returns up to limit schedules (scoped names) of tenant (""
 // = every tenant) after after, by tenant then name.
 func (s *Store) scheduleNames(ctx context.Context, tenant string, after store.ScheduleRef, limit int) ([]string, error) {
+	scopes, err := s.namesByTenant(ctx, s.k.schedules, tenant, after.Tenant, after.Name, limit)
+	if err != nil {
+		return nil, fmt.Errorf("redis: list schedules: %w", err)
+	}
+	return scopes, nil
+}
+
+// namesByTenant returns up to limit scoped names of tenant ("" = every
+// tenant of the namespace) after (afterTenant, afterName) in tenant then
+// name order, from each tenant's name index (index(tenant): a sorted set
+// of names, all scored 0, so in name order). Memory stays within limit:
+// each tenant is asked for what the limit leaves, and the walk stops once
+// it is reached.
+func (s *Store) namesByTenant(ctx context.Context, index func(tenant string) string, tenant, afterTenant, afterName string, limit int) ([]string, error) {
 	tenants := []string{tenant}
 	if tenant == "" {
 		var err error
 		if tenants, err = s.rdb.SMembers(ctx, s.k.tenants()).Result(); err != nil {
-			return nil, fmt.Errorf("redis: list schedules: %w", interpretError(err))
+			return nil, interpretError(err)
 		}
 		slices.Sort(tenants)
 	}
-	tenants = slices.DeleteFunc(tenants, func(t string) bool { return t < after.Tenant })
+	tenants = slices.DeleteFunc(tenants, func(t string) bool { return t < afterTenant })
 	// A pipeline per batch of tenants, each asked for what the limit leaves.
 	const batch = 64
 	var scopes []string
@@ -117,20 +131,18 @@ func (s *Store) scheduleNames(ctx context.Context, tenant string, after store.Sc
 		cmds := make([]*goredis.StringSliceCmd, len(part))
 		_, err := s.rdb.Pipelined(ctx, func(pipe goredis.Pipeliner) error {
 			for i, t := range part {
-				// A tenant's schedules are a sorted set of names, all
-				// scored 0: in name order. The page's tenant starts
-				// after its name.
+				// The page's tenant starts after its name.
 				start := "-"
-				if t == after.Tenant && after.Name != "" {
-					start = "(" + after.Name
+				if t == afterTenant && afterName != "" {
+					start = "(" + afterName
 				}
-				cmds[i] = pipe.ZRangeArgs(ctx, goredis.ZRangeArgs{Key: s.k.schedules(t), Start: start, Stop: "+",
+				cmds[i] = pipe.ZRangeArgs(ctx, goredis.ZRangeArgs{Key: index(t), Start: start, Stop: "+",
 					ByLex: true, Count: int64(limit - len(scopes))})
 			}
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("redis: list schedules: %w", interpretError(err))
+			return nil, interpretError(err)
 		}
 		for i, c := range cmds {
 			for _, n := range c.Val() {

@@ -440,12 +440,17 @@ func (s *Store) GetSubscription(ctx context.Context, p *store.GetSubscriptionPar
 	return interpreted(getSubscription(ctx, s.read, p.Tenant, p.Name))
 }
 
-// ListSubscriptions implements store.Store.
+// ListSubscriptions implements store.Store: a range of the primary key
+// (tenant, name) from After.
 func (s *Store) ListSubscriptions(ctx context.Context, p *store.ListSubscriptionsParams) ([]*store.Subscription, error) {
-	query, args := `SELECT `+subscriptionColumns+` FROM subscriptions ORDER BY tenant, name`, []any{}
+	query := `SELECT ` + subscriptionColumns + ` FROM subscriptions WHERE `
+	var args []any
 	if p.Tenant != "" {
-		query, args = `SELECT `+subscriptionColumns+` FROM subscriptions WHERE tenant = ? ORDER BY name`, []any{p.Tenant}
+		query += `tenant = ? AND `
+		args = append(args, p.Tenant)
 	}
+	query += `(tenant, name) > (?, ?) ORDER BY tenant, name LIMIT ?`
+	args = append(args, p.After.Tenant, p.After.Name, p.ListLimit())
 	rows, err := s.read.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list subscriptions: %w", interpretError(err))

@@ -75,6 +75,114 @@ func testEventsSubs(t *testing.T, ns NewStore) {
 		}
 	})
 
+	// Pages by After and Limit: each page starts after the last one's end,
+	// across tenants (every tenant's, a tenant without any among them)
+	// and within one, nothing repeated or skipped, even when the page's
+	// last was deleted before the next page is read.
+	t.Run("SubscriptionListPages", func(t *testing.T) {
+		e := start(t, ns)
+		for _, n := range []string{globex, "hooli", initech} {
+			e.createTenant(store.CreateTenantParams{Name: n})
+		}
+		for tenant, names := range map[string][]string{acme: {"d", "b", "a", "c"}, globex: {"y", "x", "a"}, initech: {"m"}} {
+			for _, n := range names {
+				s := sub(n, "payment", "k")
+				s.Tenant = tenant
+				e.putSub(s, base)
+			}
+		}
+		refs := func(subs []*store.Subscription) []string {
+			var out []string
+			for _, s := range subs {
+				out = append(out, s.Tenant+"/"+s.Name)
+			}
+			return out
+		}
+		page := func(p store.ListSubscriptionsParams) []*store.Subscription {
+			t.Helper()
+			subs, err := e.s.ListSubscriptions(e.ctx, &p)
+			e.must(err, fmt.Sprintf("ListSubscriptions %+v", p))
+			if len(subs) > p.ListLimit() {
+				t.Errorf("ListSubscriptions %+v: %d subscriptions, more than the limit", p, len(subs))
+			}
+			return subs
+		}
+		// walk reads tenant's subscriptions page after page.
+		walk := func(tenant string, limit int) string {
+			t.Helper()
+			var got []string
+			p := store.ListSubscriptionsParams{Tenant: tenant, Limit: limit}
+			for pages := 0; ; pages++ {
+				if pages > 10 {
+					t.Fatalf("paging %s by %d did not end after %d pages: %v", tenant, limit, pages, got)
+				}
+				subs := page(p)
+				got = append(got, refs(subs)...)
+				if len(subs) < p.ListLimit() {
+					return strings.Join(got, " ")
+				}
+				last := subs[len(subs)-1]
+				p.After = store.SubscriptionRef{Tenant: last.Tenant, Name: last.Name}
+			}
+		}
+		const every = "acme/a acme/b acme/c acme/d globex/a globex/x globex/y initech/m"
+		for _, limit := range []int{1, 2, 3, 1000, 0} {
+			if got := walk("", limit); got != every {
+				t.Errorf("every tenant's subscriptions in pages of %d: %s, want %s", limit, got, every)
+			}
+			if got := walk(globex, limit); got != "globex/a globex/x globex/y" {
+				t.Errorf("globex's subscriptions in pages of %d: %s", limit, got)
+			}
+			if got := walk("hooli", limit); got != "" {
+				t.Errorf("hooli's subscriptions in pages of %d: %s, want none", limit, got)
+			}
+		}
+		for _, c := range []struct {
+			p    store.ListSubscriptionsParams
+			want string
+		}{
+			{store.ListSubscriptionsParams{Limit: 3, After: store.SubscriptionRef{Tenant: acme, Name: "c"}}, "acme/d globex/a globex/x"},
+			{store.ListSubscriptionsParams{Limit: 2, After: store.SubscriptionRef{Tenant: acme}}, "acme/a acme/b"},
+			// A tenant without subscriptions, or none at all, between.
+			{store.ListSubscriptionsParams{Limit: 2, After: store.SubscriptionRef{Tenant: globex, Name: "y"}}, "initech/m"},
+			{store.ListSubscriptionsParams{After: store.SubscriptionRef{Tenant: "b", Name: "z"}}, "globex/a globex/x globex/y initech/m"},
+			{store.ListSubscriptionsParams{After: store.SubscriptionRef{Tenant: initech, Name: "m"}}, ""},
+			// With a tenant, an After of another tenant is before or
+			// after all of its subscriptions.
+			{store.ListSubscriptionsParams{Tenant: globex, Limit: 2, After: store.SubscriptionRef{Tenant: acme, Name: "z"}}, "globex/a globex/x"},
+			{store.ListSubscriptionsParams{Tenant: acme, After: store.SubscriptionRef{Tenant: globex, Name: "a"}}, ""},
+			{store.ListSubscriptionsParams{Tenant: acme, Limit: 2, After: store.SubscriptionRef{Tenant: acme, Name: "b"}}, "acme/c acme/d"},
+		} {
+			if got := strings.Join(refs(page(c.p)), " "); got != c.want {
+				t.Errorf("ListSubscriptions %+v: %s, want %s", c.p, got, c.want)
+			}
+		}
+
+		// The page's last deleted before the next page is read: the next
+		// starts after it all the same, in its tenant and across tenants.
+		first := page(store.ListSubscriptionsParams{Limit: 2})
+		if got := strings.Join(refs(first), " "); got != "acme/a acme/b" {
+			t.Fatalf("first page of 2: %s, want acme/a acme/b", got)
+		}
+		e.must(e.s.DeleteSubscription(e.ctx, &store.DeleteSubscriptionParams{Tenant: acme, Name: "b"}), "DeleteSubscription acme/b")
+		next := page(store.ListSubscriptionsParams{Limit: 2, After: store.SubscriptionRef{Tenant: acme, Name: "b"}})
+		if got := strings.Join(refs(next), " "); got != "acme/c acme/d" {
+			t.Errorf("page after the deleted acme/b: %s, want acme/c acme/d", got)
+		}
+		next = page(store.ListSubscriptionsParams{Tenant: acme, Limit: 2, After: store.SubscriptionRef{Tenant: acme, Name: "b"}})
+		if got := strings.Join(refs(next), " "); got != "acme/c acme/d" {
+			t.Errorf("acme's page after the deleted acme/b: %s, want acme/c acme/d", got)
+		}
+		e.must(e.s.DeleteSubscription(e.ctx, &store.DeleteSubscriptionParams{Tenant: acme, Name: "d"}), "DeleteSubscription acme/d")
+		next = page(store.ListSubscriptionsParams{Limit: 2, After: store.SubscriptionRef{Tenant: acme, Name: "d"}})
+		if got := strings.Join(refs(next), " "); got != "globex/a globex/x" {
+			t.Errorf("page after the deleted acme/d, its tenant's last: %s, want globex/a globex/x", got)
+		}
+		if got, want := walk("", 2), "acme/a acme/c globex/a globex/x globex/y initech/m"; got != want {
+			t.Errorf("every tenant's subscriptions in pages of 2 after the deletes: %s, want %s", got, want)
+		}
+	})
+
 	t.Run("SubscriptionRefusals", func(t *testing.T) {
 		e := start(t, ns)
 		for name, s := range map[string]store.Subscription{

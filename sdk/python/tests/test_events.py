@@ -149,6 +149,15 @@ class EventsTest(unittest.TestCase):
         self.assertEqual(len(self.c.list_subscriptions()), 100)
         with self.assertRaises(NotFound):
             self.c.get_subscription("one-more")
+        # The admin's list of every tenant's takes more than one page of
+        # 100: list_subscriptions follows next_cursor to the end.
+        other = self.srv.new_tenant("events-more")
+        other.put_subscription("last", event="e", kind="k")
+        every = self.srv.admin().list_subscriptions()
+        mine = [s["name"] for s in every if s["tenant"] == self.c.tenant_name]  # type: ignore[attr-defined]
+        self.assertEqual(mine, [f"s{i:03d}" for i in range(100)])
+        self.assertIn((other.tenant_name, "last"), [(s["tenant"], s["name"]) for s in every])  # type: ignore[attr-defined]
+        self.assertEqual(every, sorted(every, key=lambda s: (s["tenant"], s["name"])))
 
     def test_tenants_apart(self) -> None:
         other = self.srv.new_tenant("events-other")

@@ -660,9 +660,17 @@ export class Client {
     return this.call("GET", "/api/subscriptions/" + seg(name), NO_BODY, { retry: true });
   }
 
-  /** Every subscription of the tenant (at most 100). */
+  /**
+   * Every subscription of the tenant (at most 100), by name; the admin's
+   * without a tenant: every tenant's, by tenant then name. It reads page
+   * after page until next_cursor is null.
+   */
   async subscriptions(): Promise<Subscription[]> {
-    return (await this.call<{ items: Subscription[] }>("GET", "/api/subscriptions", NO_BODY, { retry: true })).items;
+    const out: Subscription[] = [];
+    const page = (cursor: string | undefined) =>
+      this.call<Page<Subscription>>("GET", "/api/subscriptions", NO_BODY, { query: { cursor }, retry: true });
+    for await (const p of follow(page)) out.push(...p.items);
+    return out;
   }
 
   async deleteSubscription(name: string): Promise<void> {

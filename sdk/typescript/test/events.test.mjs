@@ -148,6 +148,17 @@ describe("events", () => {
     assert.equal((await c.putSubscription("s000", { event: "e", kind: "k2" })).kind, "k2"); // a replace is allowed
     assert.equal((await c.subscriptions()).length, 100);
     await assert.rejects(c.getSubscription("one-more"), NotFound);
+    // The admin's list of every tenant's takes more than one page of 100:
+    // subscriptions() follows next_cursor to the end.
+    const other = await srv.newTenant("events-more");
+    await other.putSubscription("last", { event: "e", kind: "k" });
+    const every = await srv.admin().subscriptions();
+    const mine = every.filter((s) => s.tenant === c.tenantName).map((s) => s.name);
+    assert.deepEqual(mine, Array.from({ length: 100 }, (_, i) => "s" + String(i).padStart(3, "0")));
+    assert.ok(every.some((s) => s.tenant === other.tenantName && s.name === "last"));
+    const keys = every.map((s) => [s.tenant, s.name]);
+    const sorted = [...keys].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
+    assert.deepEqual(keys, sorted);
   });
 
   test("tenants apart", async () => {

@@ -456,8 +456,17 @@ class Client:
         return self._call("GET", "/api/subscriptions/" + _seg(name), retry=True)
 
     def list_subscriptions(self) -> List[Subscription]:
-        """Every subscription of the tenant (at most 100)."""
-        return self._call("GET", "/api/subscriptions", retry=True)["items"]
+        """Every subscription of the tenant (at most 100), by name; the
+        admin's without a tenant: every tenant's, by tenant then name. It
+        reads page after page until next_cursor is None."""
+        out: List[Subscription] = []
+        for page in _pages(self._subscriptions_page, {}):
+            out.extend(page.items)
+        return out
+
+    def _subscriptions_page(self, *, cursor: Optional[str] = None) -> Page:
+        ans = self._call("GET", "/api/subscriptions", query={"cursor": cursor}, retry=True)
+        return Page(items=ans["items"], next_cursor=ans.get("next_cursor"))
 
     def delete_subscription(self, name: str) -> None:
         self._call("DELETE", "/api/subscriptions/" + _seg(name))

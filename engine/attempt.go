@@ -165,11 +165,10 @@ func (a *attempt) run() (Outcome, time.Duration) {
 				continue
 			}
 			// A failed heartbeat is logged and the handler runs on
-			// while the lease lasts; once its end has passed the lease
-			// is lost (it may be rescued and run elsewhere), as for the
-			// remote worker (package latch).
+			// (expired false); the remote worker (package latch) passes
+			// the lease's end.
 			cancelRequested, err := a.heartbeat(ctx)
-			lease.Heartbeat(cancelRequested, err, err != nil && !a.w.cfg.Now().Before(time.Unix(0, a.expires.Load())))
+			lease.Heartbeat(cancelRequested, err, false)
 
 		case <-w.abandon:
 			// A hard stop gave up waiting for this handler; it keeps running

@@ -3,11 +3,9 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -204,9 +202,6 @@ type recordingStore struct {
 	tokens map[string][]string // execution id -> lease tokens, in claim order
 	maxes  []int               // ClaimParams.Max of every claim
 	writes map[string][]string // token -> operations
-	// failHeartbeats fails every Heartbeat while set, as a store out of
-	// reach would.
-	failHeartbeats atomic.Bool
 }
 
 func newRecordingStore(st *sqlite.Store) *recordingStore {
@@ -244,13 +239,6 @@ func (r *recordingStore) Claim(ctx context.Context, p *store.ClaimParams) (*stor
 		r.mu.Unlock()
 	}
 	return res, err
-}
-
-func (r *recordingStore) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
-	if r.failHeartbeats.Load() {
-		return nil, errors.New("store unreachable")
-	}
-	return r.Store.Heartbeat(ctx, p)
 }
 
 func (r *recordingStore) Complete(ctx context.Context, p *store.CompleteParams) (*store.Execution, error) {

@@ -296,19 +296,44 @@ func TestWorkerTooDeepResultFailsPermanently(t *testing.T) {
 func TestWorkerLeaseLostStopsHandlerAndWritesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	h := e.startHeld(1)
+	rec := newRecordingStore(e.st)
+	cfg := e.config()
+	cfg.Store = rec
+	started := make(chan struct{}, 1)
+	causes := make(chan error, 1)
+	w := NewWorker(cfg)
+	w.Handle("long", func(ctx context.Context, job *Job) (json.RawMessage, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return json.RawMessage(`"too late"`), nil // a result that must not be written
+	})
+	e.start(w)
+	ex := e.submit("long", `{}`, maxAttempts(1))
+	recv(t, started, "the handler to start")
 
 	// Another process's rescuer, its clock past the lease, takes it back.
-	res, err := e.st.Rescue(e.ctx, &store.RescueParams{Now: e.clock.Now().Add(h.cfg.LeaseDuration + time.Second)})
+	res, err := e.st.Rescue(e.ctx, &store.RescueParams{Now: e.clock.Now().Add(cfg.LeaseDuration + time.Second)})
 	if err != nil || res.Failed != 1 {
 		t.Fatalf("rescue = %+v, %v; want one failed", res, err)
 	}
-	if cause := recv(t, h.causes, "the handler to be cancelled"); !errors.Is(cause, ErrLeaseLost) ||
+	if cause := recv(t, causes, "the handler to be cancelled"); !errors.Is(cause, ErrLeaseLost) ||
 		!errors.Is(cause, store.ErrLeaseLost) {
 		t.Errorf("cause = %v, want ErrLeaseLost", cause)
 	}
-	h.wantNothingWritten(e)
-	got := e.get(h.ex.ID)
+	// Stop waits until every attempt is settled: after it, every write the
+	// worker would make is made.
+	if err := w.Stop(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	tokens := rec.tokensFor(ex.ID)
+	if len(tokens) != 1 {
+		t.Fatalf("claimed %d times, want 1", len(tokens))
+	}
+	if writes := rec.writesFor(tokens[0]); len(writes) != 0 {
+		t.Errorf("worker wrote %v after losing its lease", writes)
+	}
+	got := e.get(ex.ID)
 	if got.Status != store.StatusFailed || got.Result != nil {
 		t.Errorf("status %s, result %s; want failed by the rescue, no result", got.Status, got.Result)
 	}
@@ -849,75 +874,5 @@ func TestWorkerHardStopLogsTheHandlersItCancels(t *testing.T) {
 				t.Errorf("%d leases released, want %d", len(released), n)
 			}
 		})
-	}
-}
-
-// Heartbeats that fail until the lease's end has passed lose it: the
-// execution may be rescued and run elsewhere, so the handler is cancelled
-// (cause ErrLeaseLost) and nothing it returns is written. Before the end a
-// failed heartbeat is only logged and the handler runs on.
-func TestWorkerHeartbeatsFailingPastTheLeaseStopTheHandler(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	h := e.startHeld(2)
-
-	h.rec.failHeartbeats.Store(true)
-	time.Sleep(10 * h.cfg.HeartbeatInterval) // failed heartbeats within the lease
-	select {
-	case cause := <-h.causes:
-		t.Fatalf("the handler was cancelled (%v) while its lease had not ended", cause)
-	default:
-	}
-	e.clock.Advance(h.cfg.LeaseDuration + time.Second)
-	if cause := recv(t, h.causes, "the handler to be cancelled"); !errors.Is(cause, ErrLeaseLost) {
-		t.Errorf("cause = %v, want ErrLeaseLost", cause)
-	}
-	h.wantNothingWritten(e)
-}
-
-// heldAttempt is one execution of kind "long" whose handler holds until
-// its context ends, run by a worker through a recording store.
-type heldAttempt struct {
-	rec    *recordingStore
-	cfg    WorkerConfig
-	w      *Worker
-	ex     *store.Execution
-	causes chan error // why the handler's context ended
-}
-
-// startHeld starts a worker and submits one such execution of maxAtt
-// attempts, returning once its handler runs.
-func (e *env) startHeld(maxAtt int) *heldAttempt {
-	e.t.Helper()
-	h := &heldAttempt{rec: newRecordingStore(e.st), cfg: e.config(), causes: make(chan error, 1)}
-	h.cfg.Store = h.rec
-	started := make(chan struct{}, 1)
-	h.w = NewWorker(h.cfg)
-	h.w.Handle("long", func(ctx context.Context, job *Job) (json.RawMessage, error) {
-		started <- struct{}{}
-		<-ctx.Done()
-		h.causes <- context.Cause(ctx)
-		return json.RawMessage(`"too late"`), nil // a result that must not be written
-	})
-	e.start(h.w)
-	h.ex = e.submit("long", `{}`, maxAttempts(maxAtt))
-	recv(e.t, started, "the handler to start")
-	return h
-}
-
-// wantNothingWritten stops the worker and asserts that its one lease of
-// the execution wrote nothing. Stop waits until every attempt is settled:
-// after it, every write the worker would make is made.
-func (h *heldAttempt) wantNothingWritten(e *env) {
-	e.t.Helper()
-	if err := h.w.Stop(e.ctx); err != nil {
-		e.t.Fatal(err)
-	}
-	tokens := h.rec.tokensFor(h.ex.ID)
-	if len(tokens) != 1 {
-		e.t.Fatalf("claimed %d times, want 1", len(tokens))
-	}
-	if writes := h.rec.writesFor(tokens[0]); len(writes) != 0 {
-		e.t.Errorf("worker wrote %v after its lease was lost", writes)
 	}
 }

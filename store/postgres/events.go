@@ -30,7 +30,12 @@ const (
 	sqlPublishTenant = `SELECT event_retention FROM latch_tenants WHERE name = $1 FOR KEY SHARE`
 
 	// The kept answer of a publish with idempotency key $2.
-	sqlPublishAnswer = `SELECT answer FROM latch_events WHERE tenant = $1 AND idempotency_key = $2`
+	sqlPublishAnswer = `SELECT answer, expires_at > $3 FROM latch_events WHERE tenant = $1 AND idempotency_key = $2`
+
+	// An expired event, until Prune deletes it, keeps its bytes but not
+	// its idempotency key $2: a publish with the key is a new event.
+	sqlFreeEventKey = `UPDATE latch_events SET idempotency_key = NULL
+WHERE tenant = $1 AND idempotency_key = $2 AND expires_at <= $3`
 
 	// The event; a taken idempotency key inserts nothing (the unique
 	// index waits for its inserter and decides).
@@ -150,7 +155,7 @@ func publishInTx(ctx context.Context, tx pgx.Tx, p *store.PublishParams, data js
 	}
 	key := strPtr(p.IdempotencyKey)
 	if key != nil {
-		if r, err := keptAnswer(ctx, tx, p.Tenant, *key); r != nil || err != nil {
+		if r, err := keptAnswer(ctx, tx, p.Tenant, *key, t); r != nil || err != nil {
 			return r, nil, err
 		}
 	}
@@ -164,7 +169,7 @@ func publishInTx(ctx context.Context, tx pgx.Tx, p *store.PublishParams, data js
 	err := tx.QueryRow(ctx, sqlInsertEvent, ev.ID, p.Tenant, p.Name, strPtr(p.Key), string(data), ev.PublishedAt,
 		ev.ExpiresAt, size, key).Scan(&seq)
 	if errors.Is(err, pgx.ErrNoRows) { // a concurrent publish of the key committed first
-		r, err := keptAnswer(ctx, tx, p.Tenant, *key)
+		r, err := keptAnswer(ctx, tx, p.Tenant, *key, t)
 		if r == nil && err == nil {
 			err = errKeyMoved
 		}
@@ -247,15 +252,21 @@ func publishInTx(ctx context.Context, tx pgx.Tx, p *store.PublishParams, data js
 	return res, changed, nil
 }
 
-// keptAnswer is the answer kept with the tenant's event of idempotency
-// key, nil when none.
-func keptAnswer(ctx context.Context, tx pgx.Tx, tenant, key string) (*store.PublishResult, error) {
+// keptAnswer is the answer kept with the tenant's retained event of
+// idempotency key at t, nil when none. An expired event that Prune has not
+// deleted yet gives its key up here (sqlFreeEventKey).
+func keptAnswer(ctx context.Context, tx pgx.Tx, tenant, key string, t time.Time) (*store.PublishResult, error) {
 	var answer *string
-	err := tx.QueryRow(ctx, sqlPublishAnswer, tenant, key).Scan(&answer)
+	var kept bool
+	err := tx.QueryRow(ctx, sqlPublishAnswer, tenant, key, t).Scan(&answer, &kept)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
+		return nil, err
+	}
+	if !kept {
+		_, err := tx.Exec(ctx, sqlFreeEventKey, tenant, key, t)
 		return nil, err
 	}
 	if answer == nil { // only while its publish is uncommitted, which no other statement sees

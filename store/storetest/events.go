@@ -432,6 +432,40 @@ func testEventsWait(t *testing.T, ns NewStore) {
 }
 
 func testEventsRetention(t *testing.T, ns NewStore) {
+	t.Run("AnExpiredEventsKeyIsFreeBeforePrune", func(t *testing.T) {
+		e := start(t, ns)
+		sec := time.Second
+		_, err := e.s.UpdateTenant(e.ctx, &store.UpdateTenantParams{Name: acme, EventRetention: &sec})
+		e.must(err, "UpdateTenant event_retention")
+		p := store.PublishParams{Name: "payment", Data: mustJSON(`1`), IdempotencyKey: "pay-1", Now: at(time.Second)}
+		first, err := e.publishWith(p)
+		e.must(err, "first Publish")
+		// Expired at 2 s, not pruned yet: the key is free, as after a prune.
+		p.Now = at(3 * time.Second)
+		second, err := e.publishWith(p)
+		e.must(err, "Publish with an expired event's key")
+		if second.Replayed || second.EventID == first.EventID {
+			t.Errorf("Publish with an expired event's key: Replayed %v event %s, want a new event (the first was %s)",
+				second.Replayed, second.EventID, first.EventID)
+		}
+		// And kept for the new event, also once the first is pruned.
+		wantRepeat := func(what string, now time.Time) {
+			t.Helper()
+			p.Now = now
+			again, err := e.publishWith(p)
+			e.must(err, what)
+			if !again.Replayed || again.EventID != second.EventID {
+				t.Errorf("%s: Replayed %v event %s, want the second's answer %s", what, again.Replayed, again.EventID, second.EventID)
+			}
+		}
+		wantRepeat("repeat within the new event's retention", at(3*time.Second+500*time.Millisecond))
+		e.prune(at(2*time.Second+500*time.Millisecond), 100)
+		wantRepeat("repeat after the first event's prune", at(3*time.Second+600*time.Millisecond))
+		// Pruning both frees their bytes.
+		e.prune(at(10*time.Second), 100)
+		e.wantEventState(acme, 0, 0)
+	})
+
 	t.Run("TenantEventRetention", func(t *testing.T) {
 		e := startEmpty(t, ns)
 		if got := e.createTenant(store.CreateTenantParams{Name: acme}).EventRetention; got != store.DefaultEventRetention {
